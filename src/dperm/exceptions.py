@@ -1,0 +1,36 @@
+"""Warnings and errors that dperm raises.
+
+Modelled on diffprivlib's ``utils.py``: a privacy-specific warning category lets
+users promote it to an error with :func:`warnings.simplefilter`.
+"""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A step used private data in a way the privacy guarantee does not cover.
+
+    Raised, for example, when feature bounds are computed from the data instead
+    of being given as public input (shared papers README, note 9).
+    """
+
+
+class DataClippingWarning(UserWarning):
+    """Rows or labels were clipped to a public bound before training.
+
+    Clipping is a per-record step, so it keeps the privacy guarantee; the
+    warning says how many records it changed.
+    """
+
+
+class OptimalityCertificateWarning(UserWarning):
+    """The solver did not reach the requested gradient-norm certificate.
+
+    Objective perturbation's proof assumes the exact minimiser (shared papers
+    README, note 8); the recorded gradient norm says how far off the solve is.
+    """
+
+
+class CertificateError(RuntimeError):
+    """A solve needed for a privacy guarantee could not be certified.
+
+    Raised instead of releasing a model whose sensitivity bound would not hold.
+    """

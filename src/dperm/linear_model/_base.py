@@ -1,0 +1,195 @@
+"""Shared plumbing of the private linear classifiers: validate, clip, wire, record.
+
+The estimators are thin: they check parameters and data, clip rows to the
+public norm bound, hand each binary problem to a mechanism in
+:mod:`dperm.mechanisms`, and store the result and its :class:`PrivacyRecord`.
+No privacy arithmetic happens here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
+from dperm.privacy.record import REFERENCES, PrivacyRecord
+from dperm.validation import (
+    check_delta,
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+    check_random_state,
+    clip_rows_to_norm,
+    warn_clipped_rows,
+)
+
+
+class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
+    """Base class; subclasses define ``_make_loss``. See the public estimators."""
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=0.0,
+        alpha=0.01,
+        mechanism="objective",
+        data_norm=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.mechanism = mechanism
+        self.data_norm = data_norm
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    # -- parameter checks -------------------------------------------------
+    def _check_params(self):
+        epsilon = check_epsilon(self.epsilon)
+        delta = check_delta(self.delta)
+        alpha = check_positive(
+            self.alpha, "alpha", "alpha is the L2 regularisation strength (the papers' Lambda)."
+        )
+        data_norm = check_positive(
+            self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
+        )
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"mechanism must be one of {MECHANISMS}; got {self.mechanism!r}.")
+        if self.mechanism == "gaussian_objective" and delta == 0:
+            raise ValueError(
+                "mechanism='gaussian_objective' is (epsilon, delta)-DP and needs delta > 0 "
+                "(004 Thm 4.1); pass e.g. delta=1e-5, or use mechanism='objective' for pure DP."
+            )
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        scaling = check_positive(self.intercept_scaling, "intercept_scaling")
+        tol = check_positive(self.tol, "tol")
+        max_iter = check_positive_int(self.max_iter, "max_iter")
+        loss = self._make_loss()
+        return epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss
+
+    def _make_loss(self):
+        raise TypeError(f"{type(self).__name__} does not define a loss.")
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
+            :class:`~dperm.DataClippingWarning` that counts them.
+        y : array-like of shape (n_samples,)
+            At least two classes; more than two are fitted one-vs-rest.
+
+        Returns
+        -------
+        self
+        """
+        epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss = self._check_params()
+        X, y = validate_data(
+            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
+        )
+        if sparse.issparse(X):
+            X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
+            )
+        X, rows_clipped = clip_rows_to_norm(X, data_norm)
+        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
+        X, effective_norm = self._augment(X, data_norm, scaling)
+        positives = classes[1:] if classes.size == 2 else classes
+        n_problems = positives.size
+        rng = check_random_state(self.random_state)
+        outputs = [
+            run_mechanism(
+                self.mechanism,
+                ERMProblem(X, np.where(y == positive, 1.0, -1.0), loss, alpha, effective_norm),
+                epsilon / n_problems,
+                delta / n_problems,
+                rng,
+                tol,
+                max_iter,
+            )
+            for positive in positives
+        ]
+        coef = np.vstack([out.coef for out in outputs])
+        self.classes_ = classes
+        if self.fit_intercept:
+            self.coef_ = coef[:, :-1]
+            self.intercept_ = coef[:, -1] * scaling
+        else:
+            self.coef_ = coef
+            self.intercept_ = np.zeros(n_problems)
+        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
+        self.privacy_ = self._record(outputs, loss, alpha, data_norm, effective_norm, rows_clipped,
+                                     X.shape[0], tol, epsilon, delta)
+        return self
+
+    def _augment(self, X, data_norm, scaling):
+        """Append the intercept feature; its value counts toward the norm bound.
+
+        With ``fit_intercept=True`` every row gets a constant feature equal to
+        ``intercept_scaling`` and the calibration uses the augmented bound
+        ``sqrt(data_norm^2 + intercept_scaling^2)``, so the guarantee covers the
+        intercept. The intercept is regularised like every other coefficient.
+        """
+        if not self.fit_intercept:
+            return X, data_norm
+        column = np.full((X.shape[0], 1), scaling)
+        return np.hstack([X, column]), math.hypot(data_norm, scaling)
+
+    def _record(self, outputs, loss, alpha, data_norm, effective_norm, rows_clipped, n_samples,
+                tol, epsilon, delta):
+        first = outputs[0]
+        return PrivacyRecord(
+            mechanism=self.mechanism,
+            epsilon=epsilon,
+            delta=delta if self.mechanism == "gaussian_objective" else 0.0,
+            n_problems=len(outputs),
+            epsilon_per_problem=first.epsilon,
+            delta_per_problem=first.delta,
+            epsilon_noise=first.epsilon_noise,
+            extra_regularization=first.extra_regularization,
+            noise_distribution=first.noise_distribution,
+            noise_scale=first.noise_scale,
+            sensitivity=first.sensitivity,
+            data_norm=data_norm,
+            effective_data_norm=effective_norm,
+            lipschitz=loss.lipschitz,
+            curvature=loss.curvature,
+            alpha=alpha,
+            n_samples=n_samples,
+            rows_clipped=rows_clipped,
+            tol=tol,
+            gradient_norm=max(out.solve.gradient_norm for out in outputs),
+            solution_radius=max(out.solve.solution_radius for out in outputs),
+            certified=all(out.solve.certified for out in outputs),
+            loss=loss.name,
+            reference=REFERENCES[self.mechanism],
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,38 @@
+"""Privacy mechanisms for regularised ERM, each usable without any estimator.
+
+- :func:`output_perturbation` (003 Alg. 1; 000 Thm 2 for non-smooth losses)
+- :func:`objective_perturbation` (003 Alg. 2)
+- :func:`gaussian_objective_perturbation` (004 Alg. 4)
+"""
+
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms.gaussian_objective import gaussian_objective_perturbation
+from dperm.mechanisms.noise import sample_gaussian, sample_l2_laplace
+from dperm.mechanisms.objective import objective_perturbation
+from dperm.mechanisms.output import output_perturbation
+
+MECHANISMS = ("objective", "output", "gaussian_objective")
+
+
+def run_mechanism(name: str, problem: ERMProblem, epsilon, delta, rng, tol, max_iter):
+    """Dispatch to a mechanism by the name estimators use in ``mechanism=``."""
+    if name == "output":
+        return output_perturbation(problem, epsilon, rng, tol, max_iter)
+    if name == "objective":
+        return objective_perturbation(problem, epsilon, rng, tol, max_iter)
+    if name == "gaussian_objective":
+        return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter)
+    raise ValueError(f"mechanism must be one of {MECHANISMS}; got {name!r}.")
+
+
+__all__ = [
+    "ERMProblem",
+    "MECHANISMS",
+    "MechanismOutput",
+    "gaussian_objective_perturbation",
+    "objective_perturbation",
+    "output_perturbation",
+    "run_mechanism",
+    "sample_gaussian",
+    "sample_l2_laplace",
+]

@@ -1,0 +1,77 @@
+"""The data a mechanism sees: one binary ERM problem, already per-record clipped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dperm.losses import MarginLoss
+from dperm.solvers import SolveResult
+
+
+@dataclass(frozen=True)
+class ERMProblem:
+    """``min_w (1/n) sum loss(y_i w.x_i) + alpha/2 ||w||^2`` with ``||x_i|| <= data_norm``.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n, d)
+        Rows already clipped to ``data_norm`` (and augmented with the intercept
+        feature, whose value counts toward ``data_norm``).
+    y : ndarray of shape (n,), values in {-1, +1}
+    loss : MarginLoss
+    alpha : float
+        The papers' ``Lambda``.
+    data_norm : float
+        Public bound ``R`` on every row's L2 norm.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    loss: MarginLoss
+    alpha: float
+    data_norm: float
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+
+@dataclass(frozen=True)
+class MechanismOutput:
+    """What a mechanism releases (``coef``) and how it was calibrated.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (d,)
+        The private weight vector.
+    epsilon, delta : float
+        The guarantee this one run gives.
+    epsilon_noise : float
+        The part of epsilon spent on the noise (``eps'`` or ``eps~``).
+    extra_regularization : float
+        ``Delta`` of 003 Alg. 2 / 004 Proc. 2 (0 for output perturbation).
+    noise_distribution : str
+        ``"l2-laplace"`` (density ~ exp(-||b|| / scale)) or ``"gaussian"``.
+    noise_scale : float
+        ``1/beta`` for l2-laplace, ``sigma`` for gaussian.
+    sensitivity : float or None
+        L2 sensitivity the output noise is calibrated to (output perturbation).
+    solve : SolveResult
+        The optimality certificate of the solve.
+    """
+
+    coef: np.ndarray
+    epsilon: float
+    delta: float
+    epsilon_noise: float
+    extra_regularization: float
+    noise_distribution: str
+    noise_scale: float
+    sensitivity: float | None
+    solve: SolveResult = field(repr=False)

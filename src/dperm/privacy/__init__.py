@@ -1,0 +1,1 @@
+"""Privacy arithmetic (sensitivities, slack, sigma*) and the privacy record."""

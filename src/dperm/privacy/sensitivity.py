@@ -1,0 +1,115 @@
+"""Privacy calibration as pure functions, each citing the theorem it implements.
+
+Notation: ``n`` training rows, ``alpha`` the regularisation strength of
+``J(w) = (1/n) sum_i loss(y_i w.x_i) + alpha/2 ||w||^2`` (the papers' Lambda;
+note 7 of the shared papers README relates it to Nie & Wang's lambda),
+``data_norm`` R a public bound on ``||x_i||``, ``lipschitz`` L a bound on
+``|loss'|`` and ``curvature`` c a bound on ``|loss''|``. The papers take
+R = L = 1; the general forms are note 2 of the shared papers README.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy.stats import chi2
+
+from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
+
+
+def erm_l2_sensitivity(n_samples: int, alpha: float, lipschitz: float, data_norm: float) -> float:
+    """L2 sensitivity ``2 L R / (n alpha)`` of the regularised ERM minimiser.
+
+    003 Corollary 1 (``L = R = 1``: ``2 / (n Lambda)``), generalised in note 2;
+    the same bound is Nie & Wang (000) Thm 2 with ``kappa = R``, ``C_L = L`` and
+    ``lambda gamma = alpha`` (note 7). It needs only a convex L-Lipschitz loss and
+    the 1-strongly convex regulariser ``alpha/2 ||w||^2``: no differentiability.
+    """
+    n_samples = check_positive_int(n_samples, "n_samples")
+    alpha = check_positive(alpha, "alpha")
+    return 2.0 * lipschitz * data_norm / (n_samples * alpha)
+
+
+@dataclass(frozen=True)
+class ObjectiveSlack:
+    """Result of 003 Alg. 2 lines 1-2 (004 Proc. 2, typo fixed per note 4).
+
+    Attributes
+    ----------
+    epsilon_noise : float
+        ``eps'``, the part of epsilon left for the noise term ``b.w / n``.
+    extra_regularization : float
+        ``Delta`` >= 0, added as ``Delta/2 ||w||^2`` when the slack alone fails.
+    """
+
+    epsilon_noise: float
+    extra_regularization: float
+
+
+def objective_perturbation_slack(
+    epsilon: float, n_samples: int, alpha: float, curvature: float, data_norm: float
+) -> ObjectiveSlack:
+    """Split epsilon between the Jacobian term and the noise (003 Alg. 2).
+
+    ``eps' = eps - 2 log(1 + c R^2 / (n alpha))`` (003 Alg. 2 line 1 writes
+    ``log(1 + 2c/(n L) + c^2/(n L)^2)``, the same number for ``R = 1``; note 2).
+    If ``eps' > 0`` then ``Delta = 0``; otherwise
+    ``Delta = c R^2 / (n (e^(eps/4) - 1)) - alpha`` and ``eps' = eps / 2``
+    (003 Alg. 2 line 2; 004 Proc. 2 prints ``exp(c/4)``, a typo: note 4).
+    With ``alpha + Delta`` the Jacobian ratio is at most
+    ``(1 + c R^2 / (n (alpha + Delta)))^2 = e^(eps/2)``, and the noise spends
+    the other ``eps / 2``.
+    """
+    epsilon = check_epsilon(epsilon)
+    n_samples = check_positive_int(n_samples, "n_samples")
+    alpha = check_positive(alpha, "alpha")
+    jacobian_term = curvature * data_norm**2 / (n_samples * alpha)
+    epsilon_noise = epsilon - 2.0 * math.log1p(jacobian_term)
+    if epsilon_noise > 0:
+        return ObjectiveSlack(epsilon_noise=epsilon_noise, extra_regularization=0.0)
+    extra = curvature * data_norm**2 / (n_samples * math.expm1(epsilon / 4.0)) - alpha
+    return ObjectiveSlack(epsilon_noise=epsilon / 2.0, extra_regularization=max(extra, 0.0))
+
+
+def objective_noise_scale(epsilon_noise: float, lipschitz: float, data_norm: float) -> float:
+    """Scale ``1/beta`` of the noise ``b`` in objective perturbation.
+
+    003 Alg. 2 line 3 draws ``b`` with density ``~ exp(-beta ||b||)``,
+    ``beta = eps'/2``: the 2 is the bound ``||b_D - b_D'|| <= 2`` on the noise that
+    produces the same minimiser on neighbours, which becomes ``2 L R`` for data
+    norm R and Lipschitz constant L (note 2). So ``1/beta = 2 L R / eps'``.
+    """
+    return 2.0 * lipschitz * data_norm / check_epsilon(epsilon_noise, "epsilon_noise")
+
+
+def gaussian_sigma_star(dimension: int, epsilon_tilde: float, delta: float) -> float:
+    """``sigma*(d, eps~, delta)`` of 004 Proc. 3 in closed form (note 3).
+
+    ``sigma*`` solves ``P(U <= ((sigma^2 eps~ - 2) / (2 sigma))^2) = 1 - delta``
+    for ``U ~ chi^2_d``. With ``q = sqrt(chi2.ppf(1 - delta, d))`` this is the
+    positive root of ``eps~ sigma^2 - 2 q sigma - 2 = 0``:
+    ``sigma* = (q + sqrt(q^2 + 2 eps~)) / eps~``.
+    """
+    dimension = check_positive_int(dimension, "dimension")
+    epsilon_tilde = check_epsilon(epsilon_tilde, "epsilon_tilde")
+    delta = check_delta(delta)
+    if delta == 0:
+        raise ValueError(
+            "delta must be > 0 for Gaussian objective perturbation: it is "
+            "(epsilon, delta)-DP (004 Thm 4.1) and gives no guarantee at delta = 0."
+        )
+    q = math.sqrt(chi2.ppf(1.0 - delta, dimension))
+    return (q + math.sqrt(q * q + 2.0 * epsilon_tilde)) / epsilon_tilde
+
+
+def gaussian_objective_sigma(
+    dimension: int, epsilon_tilde: float, delta: float, lipschitz: float, data_norm: float
+) -> float:
+    """Standard deviation ``L R sigma*`` of each coordinate of GOP's noise (004 Alg. 4, note 2).
+
+    004's proof bounds ``||eta_D - eta_D'|| <= 2``; with sensitivity ``s = 2 L R``
+    the condition ``||eta|| <= (2 sigma^2 eps~ - s^2) / (2 s)`` holds with
+    probability ``1 - delta`` exactly when ``sigma = (s / 2) sigma*``.
+    """
+    return lipschitz * data_norm * gaussian_sigma_star(dimension, epsilon_tilde, delta)

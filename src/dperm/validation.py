@@ -1,0 +1,111 @@
+"""Checks of privacy parameters and per-record clipping, owned in one place.
+
+Every estimator and mechanism calls these instead of checking inline, so the
+messages are the same everywhere and name the parameter, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import numbers
+import secrets
+import warnings
+
+import numpy as np
+
+from dperm.exceptions import DataClippingWarning
+
+
+def _is_real_scalar(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_epsilon(epsilon, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float after checking ``0 < epsilon < inf``."""
+    if not _is_real_scalar(epsilon) or not np.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(
+            f"{name} must be a finite number > 0 (the privacy loss bound); got {epsilon!r}."
+        )
+    return float(epsilon)
+
+
+def check_delta(delta, name: str = "delta") -> float:
+    """Return ``delta`` as a float after checking ``0 <= delta < 1``."""
+    if not _is_real_scalar(delta) or not np.isfinite(delta) or not 0 <= delta < 1:
+        raise ValueError(
+            f"{name} must be a number in [0, 1) (the failure probability of "
+            f"(epsilon, delta)-DP); got {delta!r}."
+        )
+    return float(delta)
+
+
+def check_positive(value, name: str, hint: str = "") -> float:
+    """Return ``value`` as a float after checking it is finite and > 0."""
+    if not _is_real_scalar(value) or not np.isfinite(value) or value <= 0:
+        extra = f" {hint}" if hint else ""
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}.{extra}")
+    return float(value)
+
+
+def check_positive_int(value, name: str) -> int:
+    """Return ``value`` as an int after checking it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+    return int(value)
+
+
+def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]:
+    """Scale every row of ``X`` whose L2 norm exceeds ``data_norm`` back onto it.
+
+    The step changes one record using only that record and the public bound,
+    so it is a per-record transformation that keeps differential privacy (the
+    analysis of 003 Thm 1-2 needs ``||x_i|| <= data_norm`` for every row).
+
+    Returns
+    -------
+    X_clipped : ndarray
+        A copy when any row was clipped, otherwise ``X`` itself.
+    n_clipped : int
+        How many rows were scaled.
+    """
+    norms = np.linalg.norm(X, axis=1)
+    # A relative margin so that rows already on the bound (up to rounding) are not counted.
+    too_long = norms > data_norm * (1.0 + 1e-12)
+    n_clipped = int(np.count_nonzero(too_long))
+    if n_clipped:
+        X = X.copy()
+        X[too_long] *= (data_norm / norms[too_long])[:, None]
+    return X, n_clipped
+
+
+def warn_clipped_rows(n_clipped: int, n_rows: int, data_norm: float) -> None:
+    """Issue a :class:`DataClippingWarning` that counts clipped rows."""
+    if n_clipped:
+        warnings.warn(
+            f"{n_clipped} of {n_rows} rows had an L2 norm above data_norm={data_norm:g} "
+            "and were scaled down to it (a per-record step that keeps the privacy "
+            "guarantee). Set data_norm to a public bound on the row norm to avoid this.",
+            DataClippingWarning,
+            stacklevel=3,
+        )
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """Return a numpy Generator for drawing privacy noise.
+
+    ``None`` (the default) seeds a fresh generator from the operating system's
+    entropy via :mod:`secrets`, which is what a released model must use. An
+    integer or a Generator makes runs reproducible and is meant for testing:
+    anyone who knows the seed can subtract the noise.
+    """
+    if random_state is None:
+        return np.random.default_rng(secrets.randbits(128))
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    raise ValueError(
+        "random_state must be None (OS entropy, for real use), an int or a "
+        f"numpy Generator (reproducible, for testing); got {random_state!r}."
+    )
