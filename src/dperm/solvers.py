@@ -108,6 +108,8 @@ def minimize_certified(objective: RegularizedMarginObjective, tol: float, max_it
     gradient tolerances are met, so for twice-differentiable losses a few
     Newton steps polish the answer (quadratic convergence near the optimum).
 
+    ``max_iter`` bounds L-BFGS iterations and Newton steps together.
+
     Returns
     -------
     SolveResult
@@ -126,8 +128,9 @@ def minimize_certified(objective: RegularizedMarginObjective, tol: float, max_it
     n_iter = int(result.nit)
     grad = objective.gradient(w)
     grad_norm = float(np.linalg.norm(grad))
-    if grad_norm > tol and objective.loss.twice_differentiable:
-        w, grad_norm, steps = _newton_polish(objective, w, grad, tol)
+    newton_budget = min(MAX_NEWTON_STEPS, max_iter - n_iter)
+    if grad_norm > tol and objective.loss.twice_differentiable and newton_budget > 0:
+        w, grad_norm, steps = _newton_polish(objective, w, grad, tol, newton_budget)
         n_iter += steps
     return SolveResult(
         coef=w,
@@ -138,11 +141,11 @@ def minimize_certified(objective: RegularizedMarginObjective, tol: float, max_it
     )
 
 
-def _newton_polish(objective, w, grad, tol):
+def _newton_polish(objective, w, grad, tol, max_steps):
     """Damped Newton steps that accept a step only if the gradient norm drops."""
     grad_norm = float(np.linalg.norm(grad))
     steps = 0
-    for _ in range(MAX_NEWTON_STEPS):
+    for _ in range(max_steps):
         if grad_norm <= tol:
             break
         direction = -np.linalg.solve(objective.hessian(w), grad)

@@ -1,0 +1,242 @@
+"""Estimators: scikit-learn conformance, the privacy record, multiclass, bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_blobs, make_classification
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils.estimator_checks import check_classifiers_train, check_estimator
+
+from dperm import (
+    DataClippingWarning,
+    PrivacyRecord,
+    PrivateLinearSVC,
+    PrivateLogisticRegression,
+)
+
+# Skipped scikit-learn checks, with the reason (the issue asks to list them):
+EXPECTED_FAILED_CHECKS = {
+    "check_classifiers_train": (
+        "demands >= 83% training accuracy on tiny toy data; at the default epsilon=1 the "
+        "privacy noise is larger than that data's signal. test_classifiers_train_without_noise "
+        "runs the same check with negligible noise."
+    ),
+}
+
+ESTIMATORS = [
+    PrivateLogisticRegression(random_state=0),
+    PrivateLogisticRegression(mechanism="output", random_state=0),
+    PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0),
+    PrivateLinearSVC(random_state=0),
+    PrivateLinearSVC(loss="smooth_hinge", random_state=0),
+    PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_scikit_learn_estimator_checks(estimator):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        check_estimator(estimator, expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_classifiers_train_without_noise(estimator):
+    quiet = clone(estimator).set_params(epsilon=1e9, data_norm=100.0, alpha=1e-3)
+    check_classifiers_train(type(estimator).__name__, quiet)
+
+
+def _data(n=400, seed=0, scale=1.0):
+    X, y = make_classification(n, 6, n_informative=4, random_state=seed)
+    X = X / np.linalg.norm(X, axis=1).max() * scale
+    return X, y
+
+
+def test_privacy_record_for_objective_perturbation():
+    X, y = _data()
+    model = PrivateLogisticRegression(epsilon=0.5, alpha=0.05, fit_intercept=False, random_state=0)
+    record = model.fit(X, y).privacy_
+    assert isinstance(record, PrivacyRecord)
+    assert record.mechanism == "objective" and record.loss == "logistic"
+    assert (record.epsilon, record.delta, record.n_problems) == (0.5, 0.0, 1)
+    assert record.epsilon_noise == pytest.approx(0.5 - 2 * np.log1p(0.25 / (400 * 0.05)))
+    assert record.extra_regularization == 0.0
+    assert record.noise_scale == pytest.approx(2 / record.epsilon_noise)
+    assert record.sensitivity is None
+    assert (record.data_norm, record.effective_data_norm) == (1.0, 1.0)
+    assert record.rows_clipped == 0 and record.n_samples == 400
+    assert record.certified and record.gradient_norm <= 1e-8
+    assert "Alg. 2" in record.reference
+    assert "0.5-DP" in record.summary()
+    assert PrivacyRecord.from_dict(record.to_dict()) == record
+
+
+def test_privacy_record_for_gaussian_objective():
+    X, y = _data()
+    model = PrivateLinearSVC(mechanism="gaussian_objective", epsilon=1.0, delta=1e-6, random_state=0)
+    record = model.fit(X, y).privacy_
+    assert record.delta == 1e-6 and record.noise_distribution == "gaussian"
+    assert record.curvature == pytest.approx(1.0)  # Huber h = 0.5: c = 1/(2h)
+    assert "(1, 1e-06)-DP" in record.summary()
+
+
+def test_output_perturbation_record_has_sensitivity():
+    X, y = _data(n=300)
+    record = PrivateLogisticRegression(mechanism="output", alpha=0.1, fit_intercept=False,
+                                       random_state=0).fit(X, y).privacy_
+    assert record.sensitivity == pytest.approx(2 / (300 * 0.1) + 2 * 1e-8 / 0.1)
+    assert record.delta == 0.0
+
+
+def test_pure_mechanisms_report_delta_zero_even_if_given():
+    X, y = _data()
+    record = PrivateLogisticRegression(delta=1e-5, random_state=0).fit(X, y).privacy_
+    assert record.delta == 0.0
+
+
+def test_intercept_counts_toward_the_norm_bound():
+    X, y = _data(scale=2.0)
+    model = PrivateLogisticRegression(data_norm=2.0, intercept_scaling=1.5, random_state=0).fit(X, y)
+    assert model.privacy_.effective_data_norm == pytest.approx(np.hypot(2.0, 1.5))
+    assert model.intercept_.shape == (1,) and model.coef_.shape == (1, 6)
+    decision = X @ model.coef_.ravel() + model.intercept_[0]
+    np.testing.assert_allclose(model.decision_function(X), decision)
+
+
+def test_rows_above_data_norm_are_clipped_and_counted():
+    X, y = _data(scale=1.0)
+    X[:7] *= 3.0 / np.linalg.norm(X[:7], axis=1, keepdims=True)
+    with pytest.warns(DataClippingWarning, match="7 of 400 rows"):
+        model = PrivateLogisticRegression(random_state=0).fit(X, y)
+    assert model.privacy_.rows_clipped == 7
+
+
+def test_random_state_reproduces_and_default_draws_fresh_noise():
+    X, y = _data()
+    a = PrivateLogisticRegression(random_state=3).fit(X, y).coef_
+    b = PrivateLogisticRegression(random_state=3).fit(X, y).coef_
+    c = PrivateLogisticRegression().fit(X, y).coef_
+    d = PrivateLogisticRegression().fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(c, d)
+
+
+def test_multiclass_is_one_vs_rest_with_split_budget():
+    X, y = make_blobs(600, 4, centers=3, random_state=0)
+    X = X / np.linalg.norm(X, axis=1).max()
+    model = PrivateLogisticRegression(epsilon=3.0, delta=3e-6, mechanism="gaussian_objective",
+                                      alpha=0.01, random_state=0).fit(X, y)
+    record = model.privacy_
+    assert record.n_problems == 3
+    assert record.epsilon_per_problem == pytest.approx(1.0)
+    assert record.delta_per_problem == pytest.approx(1e-6)
+    assert record.epsilon == 3.0
+    assert "One-vs-rest over 3 classes" in record.summary()
+    assert model.coef_.shape == (3, 4) and model.n_iter_.shape == (3,)
+    proba = model.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert set(model.predict(X)) <= set(model.classes_)
+
+
+def test_binary_with_string_labels_and_predict_proba():
+    X, y = _data()
+    labels = np.where(y == 1, "yes", "no")
+    model = PrivateLogisticRegression(epsilon=5, random_state=0).fit(X, labels)
+    assert list(model.classes_) == ["no", "yes"]
+    proba = model.predict_proba(X)
+    assert proba.shape == (400, 2)
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-model.decision_function(X))))
+    np.testing.assert_allclose(model.predict_log_proba(X), np.log(proba))
+    assert 0.5 < model.score(X, labels) <= 1.0
+
+
+def test_accuracy_improves_with_epsilon():
+    X, y = make_classification(4000, 5, n_informative=3, class_sep=2.0, random_state=1)
+    X = X / np.linalg.norm(X, axis=1, keepdims=True)
+    def mean_score(eps):
+        return np.mean([PrivateLogisticRegression(epsilon=eps, alpha=1e-3, random_state=s)
+                        .fit(X, y).score(X, y) for s in range(5)])
+    assert mean_score(10.0) > mean_score(0.01) + 0.1
+
+
+def test_works_in_a_pipeline_and_clones():
+    X, y = _data()
+    model = PrivateLinearSVC(loss="smooth_hinge", h=0.3, epsilon=2.0, random_state=0)
+    pipe = make_pipeline(FunctionTransformer(lambda a: a * 0.5), model).fit(X, y)
+    assert pipe.score(X, y) > 0.5
+    copy = clone(model)
+    assert copy.get_params() == model.get_params() and not hasattr(copy, "coef_")
+    copy.set_params(h=0.7, mechanism="output")
+    assert copy.get_params()["h"] == 0.7
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"epsilon": 0}, "epsilon must be a finite number > 0"),
+        ({"epsilon": -1}, "epsilon must be a finite number > 0"),
+        ({"epsilon": np.inf}, "epsilon must be a finite number > 0"),
+        ({"delta": -0.1}, r"delta must be a number in \[0, 1\)"),
+        ({"delta": 1.0}, r"delta must be a number in \[0, 1\)"),
+        ({"alpha": 0}, "alpha must be a finite number > 0"),
+        ({"data_norm": 0}, "data_norm must be a finite number > 0"),
+        ({"data_norm": -2}, "data_norm must be a finite number > 0"),
+        ({"mechanism": "laplace"}, "mechanism must be one of"),
+        ({"mechanism": "gaussian_objective", "delta": 0.0}, "needs delta > 0"),
+        ({"tol": 0}, "tol must be"),
+        ({"max_iter": 0}, "max_iter must be an integer"),
+        ({"fit_intercept": "yes"}, "fit_intercept must be True or False"),
+    ],
+)
+def test_bad_parameters_raise_value_error_naming_the_problem(params, message):
+    X, y = _data(n=50)
+    with pytest.raises(ValueError, match=message):
+        PrivateLogisticRegression(**params).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"h": 0}, "h must be a finite number > 0"),
+        ({"h": -1}, "h must be a finite number > 0"),
+        ({"loss": "squared"}, "loss must be one of"),
+        ({"loss": "hinge"}, "mechanism='output'"),
+        ({"loss": "hinge", "mechanism": "gaussian_objective", "delta": 1e-5}, "mechanism='output'"),
+    ],
+)
+def test_bad_svc_parameters(params, message):
+    X, y = _data(n=50)
+    with pytest.raises(ValueError, match=message):
+        PrivateLinearSVC(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_is_rejected(bad):
+    X, y = _data(n=50)
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match="Input X contains (NaN|infinity)"):
+        PrivateLogisticRegression().fit(X, y)
+
+
+def test_one_class_is_rejected():
+    X, _ = _data(n=50)
+    with pytest.raises(ValueError, match="1 class"):
+        PrivateLogisticRegression().fit(X, np.ones(50))
+
+
+def test_continuous_labels_are_rejected():
+    X, _ = _data(n=50)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PrivateLogisticRegression().fit(X, np.linspace(0, 1, 50))
+
+
+def test_mismatched_shapes_are_rejected():
+    X, y = _data(n=50)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        PrivateLogisticRegression().fit(X, y[:-1])
+    model = PrivateLogisticRegression(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])

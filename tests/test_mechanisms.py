@@ -1,0 +1,116 @@
+"""Mechanisms as units: the noise each one adds, recovered and tested by KS tests."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dperm.exceptions import CertificateError, OptimalityCertificateWarning
+from dperm.losses import get_loss
+from dperm.mechanisms import (
+    ERMProblem,
+    gaussian_objective_perturbation,
+    objective_perturbation,
+    output_perturbation,
+    run_mechanism,
+)
+from dperm.solvers import RegularizedMarginObjective
+
+
+def _problem(loss="logistic", n=200, d=3, alpha=0.05, data_norm=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X *= (data_norm * rng.uniform(0.1, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return ERMProblem(X, y, get_loss(loss, h=0.5), alpha, data_norm)
+
+
+def _recovered_noise(problem, output):
+    """b = -n grad J_(alpha + Delta)(w_priv): the first-order condition of 003 eq. 17."""
+    objective = RegularizedMarginObjective(
+        problem.loss, problem.X, problem.y, problem.alpha + output.extra_regularization
+    )
+    return -problem.n_samples * objective.gradient(output.coef)
+
+
+def test_output_perturbation_noise_is_l2_laplace_with_sensitivity_scale():
+    problem = _problem(data_norm=2.0)
+    rng = np.random.default_rng(1)
+    outputs = [output_perturbation(problem, 0.5, rng, 1e-9, 1000) for _ in range(800)]
+    noise_norms = [np.linalg.norm(o.coef - o.solve.coef) for o in outputs]
+    sensitivity = outputs[0].sensitivity
+    # 003 Alg. 1 with note 2: S = 2 L R / (n alpha), plus twice the certified radius
+    assert sensitivity == pytest.approx(2 * 2.0 / (200 * 0.05) + 2 * 1e-9 / 0.05)
+    assert outputs[0].noise_scale == pytest.approx(sensitivity / 0.5)
+    dist = stats.gamma(a=problem.n_features, scale=sensitivity / 0.5)
+    assert stats.kstest(noise_norms, dist.cdf).pvalue > 0.01
+    assert outputs[0].delta == 0.0
+
+
+@pytest.mark.parametrize("loss", ["logistic", "huber", "smooth_hinge"])
+def test_objective_perturbation_noise_recovered_from_the_solution(loss):
+    problem = _problem(loss=loss, data_norm=1.5)
+    rng = np.random.default_rng(2)
+    outputs = [objective_perturbation(problem, 1.0, rng, 1e-10, 1000) for _ in range(400)]
+    first = outputs[0]
+    curvature = problem.loss.curvature
+    expected_eps = 1.0 - 2 * np.log1p(curvature * 1.5**2 / (200 * 0.05))
+    assert first.epsilon_noise == pytest.approx(expected_eps)
+    assert first.extra_regularization == 0.0
+    assert first.noise_scale == pytest.approx(2 * 1.5 / expected_eps)
+    norms = [np.linalg.norm(_recovered_noise(problem, o)) for o in outputs]
+    dist = stats.gamma(a=problem.n_features, scale=first.noise_scale)
+    assert stats.kstest(norms, dist.cdf).pvalue > 0.01
+
+
+def test_objective_perturbation_extra_regularization_branch():
+    problem = _problem(n=20, alpha=1e-3)
+    rng = np.random.default_rng(3)
+    out = objective_perturbation(problem, 0.1, rng, 1e-10, 1000)
+    assert out.epsilon_noise == pytest.approx(0.05)
+    assert out.extra_regularization == pytest.approx(0.25 / (20 * np.expm1(0.1 / 4)) - 1e-3)
+    recovered = _recovered_noise(problem, out)
+    assert np.isfinite(recovered).all()
+
+
+def test_gaussian_objective_noise_recovered_is_gaussian():
+    problem = _problem(data_norm=1.0)
+    rng = np.random.default_rng(4)
+    outputs = [gaussian_objective_perturbation(problem, 1.0, 0.01, rng, 1e-10, 1000) for _ in range(300)]
+    sigma = outputs[0].noise_scale
+    coordinates = np.concatenate([_recovered_noise(problem, o) for o in outputs])
+    assert stats.kstest(coordinates / sigma, stats.norm.cdf).pvalue > 0.01
+    assert outputs[0].delta == 0.01
+
+
+@pytest.mark.parametrize("mechanism", ["objective", "gaussian_objective"])
+def test_objective_mechanisms_refuse_the_hinge_and_point_to_output(mechanism):
+    problem = _problem(loss="hinge")
+    with pytest.raises(ValueError, match="mechanism='output'"):
+        run_mechanism(mechanism, problem, 1.0, 0.01, np.random.default_rng(0), 1e-8, 100)
+
+
+def test_output_perturbation_accepts_the_hinge():
+    problem = _problem(loss="hinge")
+    out = output_perturbation(problem, 1.0, np.random.default_rng(0), 1e-8, 1000)
+    assert out.solve.certified
+    exact = 2 / (200 * 0.05)
+    assert out.sensitivity == pytest.approx(exact * 1.01)  # 2 x the 0.5 % radius allowance
+
+
+def test_objective_perturbation_warns_when_the_certificate_fails():
+    problem = _problem(n=500, d=5, alpha=1e-4)
+    with pytest.warns(OptimalityCertificateWarning, match="gradient norm"):
+        out = objective_perturbation(problem, 1.0, np.random.default_rng(0), 1e-12, 1)
+    assert not out.solve.certified
+    assert out.solve.gradient_norm > 1e-12
+
+
+def test_output_perturbation_releases_nothing_without_certificate():
+    problem = _problem(n=500, d=5, alpha=1e-4)
+    with pytest.raises(CertificateError, match="no model is released"):
+        output_perturbation(problem, 1.0, np.random.default_rng(0), 1e-12, 1)
+
+
+def test_unknown_mechanism():
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        run_mechanism("laplace", _problem(), 1.0, 0.0, np.random.default_rng(0), 1e-8, 10)
