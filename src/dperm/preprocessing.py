@@ -1,0 +1,1154 @@
+"""Preprocessing with public bounds: the steps that keep a privacy guarantee.
+
+Chaudhuri, Monteleoni & Sarwate (2011), Sec. 7.1, divide each column of Adult
+and KDDCup99 by its maximum and then normalise each row to norm at most 1. The
+column maximum is computed from the private data, so the published guarantee
+does not cover it (shared papers README, note 9). dperm instead takes every
+per-feature quantity as *public input*:
+
+* :class:`PublicBoundsScaler` maps each feature to [0, 1] with public
+  ``(lower, upper)`` bounds and clips values outside them;
+* :class:`PublicOneHotEncoder` one-hot encodes with public category lists;
+* :class:`RowNormalizer` clips (or rescales) each row to a public norm bound;
+* :class:`TabularSpec` bundles a whole table's public schema (columns, bounds,
+  categories, row step) in a JSON-serialisable object, so a command-line tool
+  or a loader can encode raw columns without pandas and without looking at the
+  data to choose any constant.
+
+Each of these transforms one record using only that record and public
+constants, so applying it before a differentially private learner keeps the
+learner's guarantee. The only exceptions are the opt-in data-dependent modes
+(``bounds=None``, ``categories="auto"``), which warn with
+:class:`~dperm.exceptions.PrivacyLeakWarning`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils.validation import check_is_fitted
+
+from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning
+from dperm.validation import check_positive, clip_rows_to_norm, warn_clipped_rows
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _sklearn_validate_data
+except ImportError:  # pragma: no cover - scikit-learn 1.4 / 1.5
+
+    def _sklearn_validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
+
+
+__all__ = [
+    "MISSING_VALUES",
+    "CategoricalColumn",
+    "NumericColumn",
+    "PublicBoundsScaler",
+    "PublicOneHotEncoder",
+    "RowNormalizer",
+    "TabularSpec",
+    "find_missing_rows",
+    "normalize_rows",
+    "read_csv_columns",
+]
+
+#: Cell values that mean "missing" in text input (UCI files write ``?``).
+MISSING_VALUES = ("?", "")
+
+#: Row steps of :class:`RowNormalizer`.
+ROW_NORMALIZER_MODES = ("clip", "scale")
+
+#: Row steps of :class:`TabularSpec`; "constant" divides by the schema's worst-case norm.
+TABULAR_ROW_NORM_MODES = ("clip", "scale", "constant")
+
+#: Public per-record transforms a numeric column may apply before scaling.
+NUMERIC_TRANSFORMS = {"log1p": np.log1p}
+
+
+# --------------------------------------------------------------------------------------
+# Shared per-record steps (one owner for each formula)
+# --------------------------------------------------------------------------------------
+
+
+def _check_bounds(bounds, n_features: int, feature_labels: Sequence[str]):
+    """Return ``(lower, upper)`` as float arrays of length ``n_features``.
+
+    Raises ValueError naming the problem: wrong shape, NaN/inf, or upper <= lower.
+    """
+    if isinstance(bounds, np.ndarray) and bounds.ndim >= 1:
+        bounds = tuple(bounds)
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise ValueError(
+            "bounds must be a pair (lower, upper) of scalars or per-feature arrays of "
+            f"public bounds; got {bounds!r}."
+        )
+    arrays = []
+    for side, value in zip(("lower", "upper"), bounds):
+        try:
+            array = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds {side} must be numeric; got {value!r}.") from None
+        if array.ndim == 0:
+            array = np.full(n_features, float(array))
+        if array.ndim != 1 or array.shape[0] != n_features:
+            raise ValueError(
+                f"bounds {side} has shape {np.shape(value)} but X has {n_features} "
+                "features; give a scalar or one public bound per feature."
+            )
+        bad = ~np.isfinite(array)
+        if bad.any():
+            raise ValueError(
+                f"bounds {side} must be finite; feature {feature_labels[np.argmax(bad)]!r} "
+                f"has {array[np.argmax(bad)]!r}."
+            )
+        arrays.append(array)
+    lower, upper = arrays
+    inverted = upper <= lower
+    if inverted.any():
+        i = int(np.argmax(inverted))
+        raise ValueError(
+            f"bounds for feature {feature_labels[i]!r} must satisfy lower < upper; got "
+            f"lower={lower[i]!r}, upper={upper[i]!r}."
+        )
+    return lower, upper
+
+
+def _clip_to_bounds(X, lower, upper, *, clip: bool, feature_labels: Sequence[str]):
+    """Clip ``X`` (2-D) to ``[lower, upper]`` column-wise; count clipped values.
+
+    With ``clip=False`` an out-of-bounds value raises ValueError naming the feature.
+    """
+    outside = (X < lower) | (X > upper)
+    n_clipped = np.count_nonzero(outside, axis=0)
+    if not clip and n_clipped.any():
+        i = int(np.argmax(n_clipped > 0))
+        raise ValueError(
+            f"feature {feature_labels[i]!r} has {int(n_clipped[i])} value(s) outside its "
+            f"public bounds [{lower[i]:g}, {upper[i]:g}]; widen the bounds or set "
+            "clip=True to clip them (a per-record step that keeps privacy)."
+        )
+    if n_clipped.any():
+        X = np.clip(X, lower, upper)
+    return X, n_clipped
+
+
+def _scale_to_unit_interval(X, lower, upper):
+    """Map ``[lower, upper]`` to ``[0, 1]`` column-wise: ``(x - lower) / (upper - lower)``."""
+    return (X - lower) / (upper - lower)
+
+
+def _warn_clipped_values(n_clipped, feature_labels: Sequence[str], n_rows: int) -> None:
+    """Issue one :class:`DataClippingWarning` listing the clipped count per feature."""
+    n_clipped = np.asarray(n_clipped)
+    if not n_clipped.any():
+        return
+    parts = [
+        f"{int(count)} in {label!r}"
+        for count, label in zip(n_clipped, feature_labels)
+        if count
+    ]
+    warnings.warn(
+        f"{int(n_clipped.sum())} value(s) in {n_rows} rows were outside the public "
+        f"bounds and were clipped to them ({', '.join(parts)}). Clipping is a "
+        "per-record step that keeps the privacy guarantee.",
+        DataClippingWarning,
+        stacklevel=3,
+    )
+
+
+def normalize_rows(X, data_norm: float = 1.0, mode: str = "clip"):
+    """Apply the per-record row step and return ``(X_out, n_clipped_rows)``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    data_norm : float
+        Public bound R on the L2 norm of a row (shared papers README, note 2).
+    mode : {"clip", "scale"}
+        ``"clip"`` scales rows whose norm exceeds ``data_norm`` onto it
+        (:func:`dperm.validation.clip_rows_to_norm`); ``"scale"`` maps every
+        nonzero row to norm exactly ``data_norm``, ``x * data_norm / ||x||``.
+        Zero rows stay zero in both modes.
+
+    Returns
+    -------
+    X_out : ndarray
+    n_clipped_rows : int
+        Rows changed by ``"clip"`` (always 0 for ``"scale"``).
+    """
+    if mode == "clip":
+        return clip_rows_to_norm(X, data_norm)
+    if mode == "scale":
+        norms = np.linalg.norm(X, axis=1)
+        factors = np.ones_like(norms)
+        nonzero = norms > 0
+        factors[nonzero] = data_norm / norms[nonzero]
+        return X * factors[:, None], 0
+    raise ValueError(f"mode must be one of {ROW_NORMALIZER_MODES}; got {mode!r}.")
+
+
+def _feature_labels(estimator, n_features: int) -> list[str]:
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None:
+        return [str(name) for name in names]
+    return [f"x{i}" for i in range(n_features)]
+
+
+def _join_feature_category(feature, category) -> str:
+    """Name one one-hot output ``"feature=category"`` (as in :meth:`TabularSpec.feature_names`)."""
+    return f"{feature}={category}"
+
+
+# --------------------------------------------------------------------------------------
+# scikit-learn transformers
+# --------------------------------------------------------------------------------------
+
+
+class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Scale each feature to [0, 1] with public per-feature bounds.
+
+    Replaces the data-dependent column scaling of Chaudhuri et al. (2011),
+    Sec. 7.1 ("each column was normalized to ensure that the maximum value is
+    1"), which uses the private column maximum (shared papers README, note 9).
+    Each value becomes ``(x - lower) / (upper - lower)``; values outside the
+    bounds are first clipped to them. Both steps use one record and public
+    constants only, so they keep the privacy guarantee of what follows.
+
+    Parameters
+    ----------
+    bounds : tuple (lower, upper) or None
+        Public bounds, each a scalar or an array with one entry per feature,
+        with ``lower < upper``. They must be chosen without looking at the
+        private data (a published range, a census top code, a questionnaire's
+        answer range). ``None`` uses the training data's minimum and maximum and
+        issues a :class:`~dperm.exceptions.PrivacyLeakWarning`: the privacy
+        guarantee then does not cover the scaling.
+    clip : bool, default=True
+        Clip values outside the bounds and issue a
+        :class:`~dperm.exceptions.DataClippingWarning` counting them. With
+        ``False``, an out-of-bounds value raises ValueError naming the feature.
+
+    Attributes
+    ----------
+    lower_ : ndarray of shape (n_features_in_,)
+        Lower bound of each feature.
+    upper_ : ndarray of shape (n_features_in_,)
+        Upper bound of each feature.
+    data_dependent_bounds_ : bool
+        True when ``bounds=None`` and the bounds came from the data.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names seen in :meth:`fit`, when X had string column names.
+
+    See Also
+    --------
+    RowNormalizer : the per-record row step that usually follows.
+    TabularSpec : the same scaling for a whole table described by a public schema.
+
+    References
+    ----------
+    .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. Differentially Private
+       Empirical Risk Minimization. JMLR 12 (2011), Sec. 7.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm.preprocessing import PublicBoundsScaler
+    >>> X = np.array([[20.0, 10.0], [60.0, 30.0]])
+    >>> PublicBoundsScaler(bounds=([0, 0], [100, 40])).fit_transform(X)
+    array([[0.2 , 0.25],
+           [0.6 , 0.75]])
+    """
+
+    def __init__(self, bounds, clip=True):
+        self.bounds = bounds
+        self.clip = clip
+
+    def fit(self, X, y=None):
+        """Check the bounds against X's shape (or, with ``bounds=None``, read them from X).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : PublicBoundsScaler
+        """
+        if not isinstance(self.clip, (bool, np.bool_)):
+            raise ValueError(f"clip must be True or False; got {self.clip!r}.")
+        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        labels = _feature_labels(self, X.shape[1])
+        if self.bounds is None:
+            self.lower_, self.upper_ = self._bounds_from_data(X)
+            self.data_dependent_bounds_ = True
+        else:
+            self.lower_, self.upper_ = _check_bounds(self.bounds, X.shape[1], labels)
+            self.data_dependent_bounds_ = False
+        return self
+
+    @staticmethod
+    def _bounds_from_data(X):
+        warnings.warn(
+            "PublicBoundsScaler(bounds=None) takes each feature's minimum and maximum "
+            "from the training data. Those values depend on private records, so the "
+            "differential privacy guarantee does not cover this scaling (shared papers "
+            "README, note 9). Pass public bounds=(lower, upper), one entry per feature, "
+            "chosen without looking at the data.",
+            PrivacyLeakWarning,
+            stacklevel=3,
+        )
+        lower, upper = X.min(axis=0), X.max(axis=0)
+        # A constant column has no range; map it to 0 instead of dividing by zero.
+        upper = np.where(upper > lower, upper, lower + 1.0)
+        return lower, upper
+
+    def transform(self, X):
+        """Clip X to the bounds and scale each feature to [0, 1].
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_scaled : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "lower_")
+        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        labels = _feature_labels(self, X.shape[1])
+        X, n_clipped = _clip_to_bounds(
+            X, self.lower_, self.upper_, clip=self.clip, feature_labels=labels
+        )
+        _warn_clipped_values(n_clipped, labels, X.shape[0])
+        return _scale_to_unit_interval(X, self.lower_, self.upper_)
+
+    def inverse_transform(self, X):
+        """Map values in [0, 1] back to the original scale."""
+        check_is_fitted(self, "lower_")
+        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        return X * (self.upper_ - self.lower_) + self.lower_
+
+
+class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
+    """One-hot encode categorical features with public category lists.
+
+    Converts each categorical attribute to a binary vector, as in Chaudhuri
+    et al. (2011), Sec. 7.1, but with categories given as public input (for
+    Adult, the lists in ``adult.names``) instead of read from the data. Wraps
+    :class:`sklearn.preprocessing.OneHotEncoder` with ``handle_unknown="ignore"``:
+    **a value not in its column's public list becomes an all-zero block**, so
+    one record can never change the output dimension or another record's code.
+
+    Parameters
+    ----------
+    categories : list of array-like, or "auto"
+        One list of public categories per column, in the output order. For
+        numeric categories, sort each list. ``"auto"`` reads the categories from
+        the training data and issues a
+        :class:`~dperm.exceptions.PrivacyLeakWarning` (which categories occur is
+        private information, e.g. a rare native country).
+    dtype : numpy dtype, default=np.float64
+        Output dtype. The output is always a dense array.
+
+    Attributes
+    ----------
+    categories_ : list of ndarray
+        The categories of each column, in output order.
+    encoder_ : sklearn.preprocessing.OneHotEncoder
+        The fitted wrapped encoder.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X had string column names.
+
+    See Also
+    --------
+    TabularSpec : one-hot encoding inside a whole-table public schema.
+
+    Examples
+    --------
+    >>> from dperm.preprocessing import PublicOneHotEncoder
+    >>> enc = PublicOneHotEncoder(categories=[["Female", "Male"]])
+    >>> enc.fit_transform([["Male"], ["Other"]])
+    array([[0., 1.],
+           [0., 0.]])
+    >>> enc.get_feature_names_out(["sex"]).tolist()
+    ['sex=Female', 'sex=Male']
+    """
+
+    def __init__(self, categories, dtype=np.float64):
+        self.categories = categories
+        self.dtype = dtype
+
+    def fit(self, X, y=None):
+        """Set up the encoder with the public categories (the data only fixes the shape).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self : PublicOneHotEncoder
+        """
+        categories = self._checked_categories(X)
+        self.encoder_ = OneHotEncoder(
+            categories=categories,
+            handle_unknown="ignore",
+            sparse_output=False,
+            dtype=self.dtype,
+            feature_name_combiner=_join_feature_category,
+        ).fit(X)
+        self.categories_ = self.encoder_.categories_
+        self.n_features_in_ = self.encoder_.n_features_in_
+        if hasattr(self.encoder_, "feature_names_in_"):
+            self.feature_names_in_ = self.encoder_.feature_names_in_
+        return self
+
+    def _checked_categories(self, X):
+        if isinstance(self.categories, str):
+            if self.categories != "auto":
+                raise ValueError(
+                    'categories must be a list of public category lists or "auto"; '
+                    f"got {self.categories!r}."
+                )
+            warnings.warn(
+                'PublicOneHotEncoder(categories="auto") reads the categories from the '
+                "training data. Which categories occur depends on private records, so "
+                "the differential privacy guarantee does not cover the encoding (shared "
+                "papers README, note 9). Pass the public category list of every column.",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
+            return "auto"
+        if not isinstance(self.categories, Sequence) or isinstance(self.categories, bytes):
+            raise ValueError(
+                "categories must be a list with one list of public categories per "
+                f"column; got {self.categories!r}."
+            )
+        n_columns = np.shape(X)[1] if np.ndim(X) == 2 else None
+        if n_columns is not None and len(self.categories) != n_columns:
+            raise ValueError(
+                f"categories has {len(self.categories)} list(s) but X has {n_columns} "
+                "column(s); give one list of public categories per column."
+            )
+        checked = []
+        for i, column_categories in enumerate(self.categories):
+            values = list(column_categories)
+            if not values:
+                raise ValueError(f"categories[{i}] is empty; list the column's public categories.")
+            if len(set(values)) != len(values):
+                raise ValueError(f"categories[{i}] has duplicate entries: {values!r}.")
+            checked.append(np.asarray(values, dtype=object if _all_str(values) else None))
+        return checked
+
+    def transform(self, X):
+        """One-hot encode X; unknown values become all-zero blocks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_encoded : ndarray of shape (n_samples, sum of the category counts)
+        """
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Output names ``"feature=category"``.
+
+        Parameters
+        ----------
+        input_features : array-like of str, optional
+            Column names; default ``feature_names_in_`` or ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str
+        """
+        check_is_fitted(self, "encoder_")
+        return self.encoder_.get_feature_names_out(input_features)
+
+
+def _all_str(values) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
+class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Bound every row's L2 norm by a public ``data_norm`` (a per-record step).
+
+    The sensitivity analysis of Chaudhuri et al. (2011), Thms 1-2 and Sec. 7.1,
+    needs ``||x_i|| <= 1`` (or ``<= R``, shared papers README note 2) for every
+    record. Both modes change one record using only that record and the public
+    ``data_norm``, so neither leaks anything.
+
+    Parameters
+    ----------
+    data_norm : float, default=1.0
+        Public bound R on the row norm.
+    mode : {"clip", "scale"}, default="clip"
+        ``"clip"``: rows with norm above ``data_norm`` are scaled onto it and a
+        :class:`~dperm.exceptions.DataClippingWarning` counts them; shorter rows
+        are unchanged. ``"scale"``: every nonzero row is scaled to norm exactly
+        ``data_norm`` (``x * data_norm / ||x||``), which spends the whole norm
+        budget on every record. Zero rows stay zero in both modes.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X had string column names.
+
+    Examples
+    --------
+    >>> from dperm.preprocessing import RowNormalizer
+    >>> RowNormalizer(data_norm=1.0, mode="scale").fit_transform([[3.0, 4.0], [0.0, 0.0]])
+    array([[0.6, 0.8],
+           [0. , 0. ]])
+    """
+
+    def __init__(self, data_norm=1.0, mode="clip"):
+        self.data_norm = data_norm
+        self.mode = mode
+
+    def fit(self, X, y=None):
+        """Check the parameters and record X's width; nothing is learned from the data.
+
+        Returns
+        -------
+        self : RowNormalizer
+        """
+        self._check_params()
+        _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        return self
+
+    def _check_params(self) -> None:
+        check_positive(self.data_norm, "data_norm", hint="It is a public bound on the row norm.")
+        if self.mode not in ROW_NORMALIZER_MODES:
+            raise ValueError(f"mode must be one of {ROW_NORMALIZER_MODES}; got {self.mode!r}.")
+
+    def transform(self, X):
+        """Clip or rescale each row to the public norm bound.
+
+        Returns
+        -------
+        X_normalized : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "n_features_in_")
+        self._check_params()
+        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        X_out, n_clipped = normalize_rows(X, float(self.data_norm), self.mode)
+        warn_clipped_rows(n_clipped, X.shape[0], float(self.data_norm))
+        return X_out if X_out is not X else X.copy()
+
+
+# --------------------------------------------------------------------------------------
+# Public table schema
+# --------------------------------------------------------------------------------------
+
+
+def _check_name(name, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{what} name must be a non-empty string; got {name!r}.")
+    return name
+
+
+def _check_real(value, what: str) -> float:
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+    ):
+        raise ValueError(f"{what} must be a finite number; got {value!r}.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A numeric column with public bounds, scaled to [0, 1].
+
+    Parameters
+    ----------
+    name : str
+        Column name in the input.
+    lower, upper : float
+        Public bounds on the raw scale, ``lower < upper``. Values outside are
+        clipped to them (per record, counted).
+    transform : {None, "log1p"}
+        Optional public per-record transform applied after clipping and before
+        scaling; the bounds are transformed too, so the output is
+        ``(f(x) - f(lower)) / (f(upper) - f(lower))``. ``"log1p"`` needs
+        ``lower > -1``.
+    """
+
+    name: str
+    lower: float
+    upper: float
+    transform: str | None = None
+
+    def __post_init__(self):
+        _check_name(self.name, "column")
+        lower = _check_real(self.lower, f"column {self.name!r} lower bound")
+        upper = _check_real(self.upper, f"column {self.name!r} upper bound")
+        if upper <= lower:
+            raise ValueError(
+                f"column {self.name!r} bounds must satisfy lower < upper; got "
+                f"lower={lower!r}, upper={upper!r}."
+            )
+        if self.transform is not None and self.transform not in NUMERIC_TRANSFORMS:
+            raise ValueError(
+                f"column {self.name!r} transform must be None or one of "
+                f"{sorted(NUMERIC_TRANSFORMS)}; got {self.transform!r}."
+            )
+        if self.transform == "log1p" and lower <= -1:
+            raise ValueError(
+                f"column {self.name!r} uses transform 'log1p', which needs lower > -1; "
+                f"got lower={lower!r}."
+            )
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+
+    @property
+    def n_features(self) -> int:
+        return 1
+
+    def feature_names(self) -> list[str]:
+        """``["name"]``, or ``["log1p(name)"]`` when a transform is applied."""
+        if self.transform is None:
+            return [self.name]
+        return [f"{self.transform}({self.name})"]
+
+    def transformed_bounds(self) -> tuple[float, float]:
+        """The bounds on the scale that is mapped to [0, 1]."""
+        if self.transform is None:
+            return self.lower, self.upper
+        function = NUMERIC_TRANSFORMS[self.transform]
+        return float(function(self.lower)), float(function(self.upper))
+
+    def encode(self, values: np.ndarray) -> tuple[np.ndarray, int]:
+        """Clip, transform and scale float ``values``; return ``(column, n_clipped)``."""
+        clipped, n_clipped = _clip_to_bounds(
+            values[:, None],
+            np.array([self.lower]),
+            np.array([self.upper]),
+            clip=True,
+            feature_labels=[self.name],
+        )
+        if self.transform is not None:
+            clipped = NUMERIC_TRANSFORMS[self.transform](clipped)
+        lower, upper = self.transformed_bounds()
+        return _scale_to_unit_interval(clipped[:, 0], lower, upper), int(n_clipped[0])
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "type": "numeric",
+            "lower": self.lower,
+            "upper": self.upper,
+            "transform": self.transform,
+        }
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A categorical column one-hot encoded with a public list of categories.
+
+    Input values are compared as stripped strings; a value not in the list
+    (including a missing-value marker such as ``"?"``) becomes an all-zero block.
+
+    Parameters
+    ----------
+    name : str
+    categories : sequence of str
+        Public categories, in output order, without duplicates.
+    """
+
+    name: str
+    categories: tuple[str, ...]
+
+    def __post_init__(self):
+        _check_name(self.name, "column")
+        if isinstance(self.categories, str) or not isinstance(self.categories, Sequence):
+            raise ValueError(
+                f"column {self.name!r} categories must be a list of strings; "
+                f"got {self.categories!r}."
+            )
+        categories = tuple(self.categories)
+        if not categories:
+            raise ValueError(f"column {self.name!r} has no categories; list its public categories.")
+        bad = [value for value in categories if not isinstance(value, str)]
+        if bad:
+            raise ValueError(
+                f"column {self.name!r} categories must be strings; got {bad[0]!r}."
+            )
+        if len(set(categories)) != len(categories):
+            raise ValueError(f"column {self.name!r} has duplicate categories.")
+        object.__setattr__(self, "categories", categories)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.categories)
+
+    def feature_names(self) -> list[str]:
+        """``["name=category", ...]`` in category order."""
+        return [_join_feature_category(self.name, value) for value in self.categories]
+
+    def encode(self, values: np.ndarray) -> np.ndarray:
+        """One-hot encode string ``values``; unknown values give zero rows."""
+        index = {category: i for i, category in enumerate(self.categories)}
+        codes = np.fromiter(
+            (index.get(value, -1) for value in values.tolist()),
+            dtype=np.intp,
+            count=values.shape[0],
+        )
+        out = np.zeros((values.shape[0], len(self.categories)))
+        known = np.flatnonzero(codes >= 0)
+        out[known, codes[known]] = 1.0
+        return out
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": "categorical", "categories": list(self.categories)}
+
+
+_COLUMN_TYPES = {"numeric": NumericColumn, "categorical": CategoricalColumn}
+_COLUMN_KEYS = {
+    "numeric": ({"name", "type", "lower", "upper"}, {"transform"}),
+    "categorical": ({"name", "type", "categories"}, set()),
+}
+_SPEC_KEYS = ({"columns"}, {"row_norm_mode", "data_norm", "format", "version"})
+_SPEC_FORMAT = "dperm.TabularSpec"
+_SPEC_VERSION = 1
+
+
+def _check_keys(mapping, required: set, optional: set, where: str) -> None:
+    if not isinstance(mapping, Mapping):
+        raise ValueError(f"{where} must be a dict; got {type(mapping).__name__}.")
+    missing = sorted(required - set(mapping))
+    unknown = sorted(set(mapping) - required - optional)
+    if missing:
+        raise ValueError(f"{where} is missing key(s) {missing}.")
+    if unknown:
+        raise ValueError(
+            f"{where} has unknown key(s) {unknown}; allowed: {sorted(required | optional)}."
+        )
+
+
+def _column_from_dict(entry, position: int):
+    where = f"columns[{position}]"
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where} must be a dict; got {type(entry).__name__}.")
+    kind = entry.get("type")
+    if kind not in _COLUMN_TYPES:
+        raise ValueError(
+            f"{where} 'type' must be one of {sorted(_COLUMN_TYPES)}; got {kind!r}."
+        )
+    required, optional = _COLUMN_KEYS[kind]
+    _check_keys(entry, required, optional, where)
+    fields = {key: value for key, value in entry.items() if key != "type"}
+    try:
+        return _COLUMN_TYPES[kind](**fields)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+@dataclass(frozen=True)
+class TabularSpec:
+    """The public schema of a table: how to encode raw columns without leaking.
+
+    Every constant the encoding uses (bounds, categories, transforms, the row
+    step and its norm) is stored here and must be chosen without looking at the
+    private data; applying the spec is then a per-record transformation. It
+    reproduces the preprocessing of Chaudhuri et al. (2011), Sec. 7.1, with the
+    data-dependent column maxima replaced by public bounds (shared papers
+    README, note 9).
+
+    Parameters
+    ----------
+    columns : sequence of NumericColumn or CategoricalColumn
+        Output order of the encoded blocks.
+    row_norm_mode : {"clip", "scale", "constant"}, default="clip"
+        The per-record row step after the columns are encoded:
+        ``"clip"`` scales rows longer than ``data_norm`` onto it;
+        ``"scale"`` maps every nonzero row to norm exactly ``data_norm``;
+        ``"constant"`` multiplies every row by ``data_norm / max_row_norm()``,
+        the worst-case norm the schema allows (each numeric column contributes
+        at most 1 and each categorical block at most 1 to the squared norm), so
+        every row has norm at most ``data_norm``.
+    data_norm : float, default=1.0
+        Public bound on the row norm.
+
+    Examples
+    --------
+    >>> from dperm.preprocessing import CategoricalColumn, NumericColumn, TabularSpec
+    >>> spec = TabularSpec(
+    ...     [NumericColumn("age", 17, 90), CategoricalColumn("sex", ["Female", "Male"])],
+    ...     row_norm_mode="constant",
+    ... )
+    >>> spec.feature_names()
+    ['age', 'sex=Female', 'sex=Male']
+    >>> spec.transform({"age": ["53.5"], "sex": ["Male"]}).round(4).tolist()
+    [[0.3536, 0.0, 0.7071]]
+    """
+
+    columns: tuple
+    row_norm_mode: str = "clip"
+    data_norm: float = 1.0
+    _names: tuple = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if isinstance(self.columns, (str, bytes)) or not isinstance(self.columns, Sequence):
+            raise ValueError(f"columns must be a list of column specs; got {self.columns!r}.")
+        columns = tuple(self.columns)
+        if not columns:
+            raise ValueError("columns must list at least one column.")
+        for position, column in enumerate(columns):
+            if not isinstance(column, (NumericColumn, CategoricalColumn)):
+                raise ValueError(
+                    f"columns[{position}] must be a NumericColumn or CategoricalColumn; "
+                    f"got {column!r}."
+                )
+        names = tuple(column.name for column in columns)
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"column names must be unique; duplicated: {duplicates}.")
+        if self.row_norm_mode not in TABULAR_ROW_NORM_MODES:
+            raise ValueError(
+                f"row_norm_mode must be one of {TABULAR_ROW_NORM_MODES}; "
+                f"got {self.row_norm_mode!r}."
+            )
+        data_norm = check_positive(
+            self.data_norm, "data_norm", hint="It is a public bound on the row norm."
+        )
+        object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "data_norm", data_norm)
+        object.__setattr__(self, "_names", names)
+
+    # ---- description ------------------------------------------------------------------
+
+    @property
+    def column_names(self) -> list[str]:
+        """Input column names, in spec order."""
+        return list(self._names)
+
+    @property
+    def n_features(self) -> int:
+        """Width of the encoded output."""
+        return sum(column.n_features for column in self.columns)
+
+    def feature_names(self) -> list[str]:
+        """Names of the encoded features: ``"age"``, ``"workclass=Private"``, ..."""
+        return [name for column in self.columns for name in column.feature_names()]
+
+    def max_row_norm(self) -> float:
+        """Worst-case L2 norm of an encoded row before the row step.
+
+        Each numeric feature lies in [0, 1] and each one-hot block has at most
+        one 1, so the squared norm is at most the number of columns.
+        """
+        return math.sqrt(len(self.columns))
+
+    # ---- serialisation ----------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict; :meth:`from_dict` inverts it."""
+        return {
+            "format": _SPEC_FORMAT,
+            "version": _SPEC_VERSION,
+            "columns": [column.to_dict() for column in self.columns],
+            "row_norm_mode": self.row_norm_mode,
+            "data_norm": self.data_norm,
+        }
+
+    @classmethod
+    def from_dict(cls, spec: Mapping) -> TabularSpec:
+        """Build and validate a spec from :meth:`to_dict` output.
+
+        Raises
+        ------
+        ValueError
+            Naming the malformed entry (missing or unknown key, bad type, bad
+            bounds, duplicate names or categories).
+        """
+        _check_keys(spec, *_SPEC_KEYS, "TabularSpec dict")
+        if spec.get("format", _SPEC_FORMAT) != _SPEC_FORMAT:
+            raise ValueError(f"format must be {_SPEC_FORMAT!r}; got {spec['format']!r}.")
+        if spec.get("version", _SPEC_VERSION) != _SPEC_VERSION:
+            raise ValueError(
+                f"version {spec['version']!r} is not supported (this dperm reads "
+                f"version {_SPEC_VERSION})."
+            )
+        entries = spec["columns"]
+        if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Sequence):
+            raise ValueError(f"'columns' must be a list of column dicts; got {entries!r}.")
+        columns = [_column_from_dict(entry, i) for i, entry in enumerate(entries)]
+        return cls(
+            columns,
+            row_norm_mode=spec.get("row_norm_mode", "clip"),
+            data_norm=spec.get("data_norm", 1.0),
+        )
+
+    def to_json(self, **kwargs) -> str:
+        """The spec as a JSON string (keyword arguments go to :func:`json.dumps`)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> TabularSpec:
+        """Parse :meth:`to_json` output; malformed JSON raises ValueError."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"TabularSpec JSON could not be parsed: {error}.") from None
+        return cls.from_dict(data)
+
+    # ---- encoding ---------------------------------------------------------------------
+
+    def transform(self, columns: Mapping, *, drop_missing: bool = False) -> np.ndarray:
+        """Encode raw columns into an ``(n_rows, n_features)`` float array.
+
+        Parameters
+        ----------
+        columns : dict of str to 1-D array-like
+            Raw values by column name (for example from :func:`read_csv_columns`);
+            extra columns, such as a label, are ignored. Numbers may be given as
+            strings.
+        drop_missing : bool, default=False
+            Drop rows with a missing value (:data:`MISSING_VALUES` or NaN) in any
+            spec column. Otherwise a missing numeric value raises ValueError
+            naming the column and row, and a missing categorical value encodes
+            as zeros.
+
+        Returns
+        -------
+        X : ndarray of shape (n_kept_rows, n_features)
+
+        Warns
+        -----
+        DataClippingWarning
+            When a value was outside its column's public bounds, or a row longer
+            than ``data_norm`` was clipped.
+        """
+        return self.transform_with_mask(columns, drop_missing=drop_missing)[0]
+
+    def transform_with_mask(self, columns: Mapping, *, drop_missing: bool = False):
+        """Like :meth:`transform`, also returning the boolean mask of kept rows.
+
+        Use the mask to drop the same rows from the labels.
+
+        Returns
+        -------
+        X : ndarray of shape (n_kept_rows, n_features)
+        kept : ndarray of bool, shape (n_rows,)
+        """
+        raw = self._raw_columns(columns)
+        n_rows = next(iter(raw.values())).shape[0]
+        kept = np.ones(n_rows, dtype=bool)
+        if drop_missing:
+            kept = ~find_missing_rows(raw)
+            raw = {name: values[kept] for name, values in raw.items()}
+        X, n_clipped = self._encode_columns(raw)
+        _warn_clipped_values(n_clipped, self.column_names, X.shape[0])
+        X = self._row_step(X)
+        return X, kept
+
+    def _raw_columns(self, columns: Mapping) -> dict:
+        if not isinstance(columns, Mapping):
+            raise ValueError(
+                "TabularSpec.transform expects a dict of column name -> 1-D values; "
+                f"got {type(columns).__name__}."
+            )
+        absent = [name for name in self._names if name not in columns]
+        if absent:
+            raise ValueError(
+                f"input is missing column(s) {absent} required by the spec; it has "
+                f"{sorted(map(str, columns))}."
+            )
+        raw = {name: _as_1d(columns[name], name) for name in self._names}
+        lengths = {name: values.shape[0] for name, values in raw.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"columns must all have the same length; got {lengths}.")
+        return raw
+
+    def _encode_columns(self, raw: dict):
+        n_rows = next(iter(raw.values())).shape[0]
+        X = np.empty((n_rows, self.n_features))
+        n_clipped = np.zeros(len(self.columns), dtype=np.int64)
+        start = 0
+        for position, column in enumerate(self.columns):
+            stop = start + column.n_features
+            values = raw[column.name]
+            if isinstance(column, NumericColumn):
+                X[:, start], n_clipped[position] = column.encode(
+                    _parse_numeric(values, column.name)
+                )
+            else:
+                X[:, start:stop] = column.encode(_as_stripped_str(values))
+            start = stop
+        return X, n_clipped
+
+    def _row_step(self, X: np.ndarray) -> np.ndarray:
+        if self.row_norm_mode == "constant":
+            # Worst-case constant (003 Sec. 7.1 row normalisation without data):
+            # x * R / sqrt(#columns); a safety clip absorbs rounding.
+            X = X * (self.data_norm / self.max_row_norm())
+            return clip_rows_to_norm(X, self.data_norm)[0]
+        X, n_clipped = normalize_rows(X, self.data_norm, self.row_norm_mode)
+        warn_clipped_rows(n_clipped, X.shape[0], self.data_norm)
+        return X
+
+
+# --------------------------------------------------------------------------------------
+# Raw column helpers (no pandas)
+# --------------------------------------------------------------------------------------
+
+
+def _as_1d(values, name: str) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"column {name!r} must be 1-D; got shape {array.shape}.")
+    return array
+
+
+def _as_stripped_str(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind == "U":
+        return np.char.strip(values)
+    return np.array([str(value).strip() for value in values], dtype=str)
+
+
+def _missing_in(values: np.ndarray, missing_values) -> np.ndarray:
+    """Boolean mask of missing cells in one column (text markers or NaN/None)."""
+    if values.dtype.kind == "f":
+        return np.isnan(values)
+    if values.dtype.kind in "iub":
+        return np.zeros(values.shape[0], dtype=bool)
+    if values.dtype.kind == "U":
+        return np.isin(np.char.strip(values), list(missing_values))
+    return np.array(
+        [
+            value is None
+            or (isinstance(value, float) and math.isnan(value))
+            or (isinstance(value, str) and value.strip() in missing_values)
+            for value in values
+        ],
+        dtype=bool,
+    )
+
+
+def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUES) -> np.ndarray:
+    """Mask of rows with a missing value in any of the named columns.
+
+    Parameters
+    ----------
+    columns : dict of str to 1-D array-like
+    names : iterable of str, optional
+        Columns to check; default all.
+    missing_values : tuple of str, default=MISSING_VALUES
+        Text cells that mean "missing" (after stripping whitespace). NaN and
+        None are always missing.
+
+    Returns
+    -------
+    missing : ndarray of bool, shape (n_rows,)
+        Drop these rows (``X[~missing]``) to follow Chaudhuri et al. (2011),
+        Sec. 7.1 ("we removed all entries with missing values"); dropping a
+        record because of its own value is a per-record step.
+    """
+    names = list(columns) if names is None else list(names)
+    if not names:
+        raise ValueError("find_missing_rows needs at least one column.")
+    masks = [_missing_in(_as_1d(columns[name], name), missing_values) for name in names]
+    return np.logical_or.reduce(masks)
+
+
+def _parse_numeric(values: np.ndarray, name: str) -> np.ndarray:
+    """Float values of a numeric column; a missing or unparsable cell raises ValueError."""
+    missing = _missing_in(values, MISSING_VALUES)
+    if missing.any():
+        row = int(np.argmax(missing))
+        raise ValueError(
+            f"numeric column {name!r} has {int(missing.sum())} missing value(s) (first at "
+            f"row {row}, 0-based); drop those rows (drop_missing=True) or fill them first."
+        )
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        pass
+    for row, value in enumerate(values):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"numeric column {name!r} has a value that is not a number at row {row} "
+                f"(0-based): {value!r}."
+            ) from None
+    raise ValueError(f"numeric column {name!r} could not be converted to float.")
+
+
+def read_csv_columns(path, *, delimiter: str = ",", encoding: str = "utf-8") -> dict:
+    """Read a CSV file with a header row into ``{column name: ndarray of str}``.
+
+    Every cell and header name is stripped of surrounding whitespace; blank
+    lines are skipped. Values stay strings: :meth:`TabularSpec.transform`
+    parses numeric columns and reports missing values (``"?"`` or empty).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    delimiter : str, default=","
+    encoding : str, default="utf-8"
+
+    Returns
+    -------
+    columns : dict of str to ndarray of str
+
+    Raises
+    ------
+    ValueError
+        If the file has no header, a duplicated or empty column name, or a row
+        whose number of fields differs from the header (the line is named).
+    """
+    with Path(path).open(newline="", encoding=encoding) as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        header = _read_header(reader, path)
+        rows = []
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise ValueError(
+                    f"{path}: line {reader.line_num} has {len(row)} field(s) but the "
+                    f"header has {len(header)}."
+                )
+            rows.append([cell.strip() for cell in row])
+    if not rows:
+        return {name: np.array([], dtype=str) for name in header}
+    return {name: np.array(values, dtype=str) for name, values in zip(header, zip(*rows))}
+
+
+def _read_header(reader, path) -> list[str]:
+    for row in reader:
+        if any(cell.strip() for cell in row):
+            header = [cell.strip() for cell in row]
+            break
+    else:
+        raise ValueError(f"{path}: the CSV file is empty; it needs a header row.")
+    if not all(header):
+        raise ValueError(f"{path}: the header has an empty column name: {header!r}.")
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"{path}: duplicated column name(s) in the header: {duplicates}.")
+    return header

@@ -1,0 +1,410 @@
+"""Tests of dperm.preprocessing: public-bounds transformers and the table schema."""
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dperm import DataClippingWarning, PrivacyLeakWarning
+from dperm.preprocessing import (
+    CategoricalColumn,
+    NumericColumn,
+    PublicBoundsScaler,
+    PublicOneHotEncoder,
+    RowNormalizer,
+    TabularSpec,
+    find_missing_rows,
+    normalize_rows,
+    read_csv_columns,
+)
+
+
+@pytest.fixture
+def no_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+# ---------------------------------------------------------------- scikit-learn checks
+
+
+@parametrize_with_checks(
+    [RowNormalizer(), RowNormalizer(data_norm=2.0, mode="scale")]
+)
+def test_row_normalizer_passes_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        check(estimator)
+
+
+@parametrize_with_checks([PublicBoundsScaler(bounds=None)])
+def test_data_dependent_scaler_passes_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (PrivacyLeakWarning, DataClippingWarning))
+        check(estimator)
+
+
+# ---------------------------------------------------------------- PublicBoundsScaler
+
+
+def test_scaler_maps_public_bounds_to_unit_interval(no_warnings):
+    X = np.array([[20.0, 10.0], [60.0, 30.0]])
+    scaler = PublicBoundsScaler(bounds=([0.0, 0.0], [100.0, 40.0])).fit(X)
+    np.testing.assert_allclose(scaler.transform(X), [[0.2, 0.25], [0.6, 0.75]])
+    assert scaler.data_dependent_bounds_ is False
+    np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X)), X)
+
+
+def test_scaler_broadcasts_scalar_bounds(no_warnings):
+    X = np.array([[1.0, 3.0]])
+    scaled = PublicBoundsScaler(bounds=(0, 4)).fit_transform(X)
+    np.testing.assert_allclose(scaled, [[0.25, 0.75]])
+    stacked = PublicBoundsScaler(bounds=np.array([[0.0, 2.0], [4.0, 4.0]])).fit_transform(X)
+    np.testing.assert_allclose(stacked, [[0.25, 0.5]])
+
+
+def test_scaler_clips_and_counts_out_of_bounds_values():
+    X = np.array([[-5.0, 0.5], [0.5, 7.0], [2.0, 0.5]])
+    scaler = PublicBoundsScaler(bounds=(0.0, 1.0)).fit(X)
+    with pytest.warns(DataClippingWarning, match=r"3 value\(s\).*2 in 'x0', 1 in 'x1'"):
+        scaled = scaler.transform(X)
+    np.testing.assert_allclose(scaled, [[0.0, 0.5], [0.5, 1.0], [1.0, 0.5]])
+
+
+def test_scaler_without_clip_raises_naming_the_feature():
+    scaler = PublicBoundsScaler(bounds=(0.0, 1.0), clip=False).fit(np.zeros((1, 2)))
+    with pytest.raises(ValueError, match=r"feature 'x1'.*1 value\(s\) outside"):
+        scaler.transform(np.array([[0.5, 1.5]]))
+
+
+def test_scaler_without_bounds_warns_and_uses_data_range():
+    X = np.array([[1.0, 5.0], [3.0, 5.0]])
+    with pytest.warns(PrivacyLeakWarning, match="public bounds"):
+        scaler = PublicBoundsScaler(bounds=None).fit(X)
+    assert scaler.data_dependent_bounds_ is True
+    # The constant column maps to 0 rather than dividing by zero.
+    np.testing.assert_allclose(scaler.transform(X), [[0.0, 0.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "bounds, message",
+    [
+        ((1.0, 1.0), "lower < upper"),
+        (([0.0, 2.0], [1.0, 1.0]), r"feature 'x1'.*lower < upper"),
+        ((np.nan, 1.0), "finite"),
+        ((0.0, np.inf), "finite"),
+        (([0.0, 0.0, 0.0], 1.0), "3 entries|shape"),
+        ((0.0,), "pair"),
+        ("0..1", "pair"),
+        ((["a", "b"], 1.0), "numeric"),
+    ],
+)
+def test_scaler_rejects_bad_bounds(bounds, message):
+    with pytest.raises(ValueError, match=message):
+        PublicBoundsScaler(bounds=bounds).fit(np.zeros((2, 2)))
+
+
+def test_scaler_rejects_non_boolean_clip():
+    with pytest.raises(ValueError, match="clip"):
+        PublicBoundsScaler(bounds=(0, 1), clip="yes").fit(np.zeros((2, 2)))
+
+
+def test_scaler_clone_and_pipeline(no_warnings):
+    scaler = PublicBoundsScaler(bounds=([0.0, 0.0], [10.0, 10.0]), clip=True)
+    cloned = clone(scaler)
+    assert cloned.get_params() == scaler.get_params()
+    assert not hasattr(cloned, "lower_")
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 10, size=(200, 2))
+    y = (X[:, 0] > 5).astype(int)
+    pipe = make_pipeline(cloned, RowNormalizer(data_norm=math.sqrt(2)), LogisticRegression())
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.8
+    assert pipe[:-1].get_feature_names_out().tolist() == ["x0", "x1"]
+
+
+# ---------------------------------------------------------------- RowNormalizer
+
+
+def test_row_normalizer_clip_mode_only_changes_long_rows():
+    X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
+    with pytest.warns(DataClippingWarning, match="1 of 3 rows"):
+        out = RowNormalizer(data_norm=1.0, mode="clip").fit_transform(X)
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
+
+
+def test_row_normalizer_scale_mode_gives_exact_norm(no_warnings):
+    X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
+    out = RowNormalizer(data_norm=2.0, mode="scale").fit_transform(X)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), [2.0, 2.0, 0.0])
+    np.testing.assert_allclose(out[1], [1.2, 1.6])
+
+
+def test_row_normalizer_does_not_modify_its_input(no_warnings):
+    X = np.array([[0.3, 0.4]])
+    out = RowNormalizer().fit_transform(X)
+    out[0, 0] = 99.0
+    assert X[0, 0] == 0.3
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [({"data_norm": 0.0}, "data_norm"), ({"data_norm": -1}, "data_norm"), ({"mode": "l2"}, "mode")],
+)
+def test_row_normalizer_rejects_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        RowNormalizer(**params).fit(np.ones((2, 2)))
+
+
+def test_normalize_rows_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="mode"):
+        normalize_rows(np.ones((1, 2)), 1.0, "unit")
+
+
+# ---------------------------------------------------------------- PublicOneHotEncoder
+
+
+def test_one_hot_uses_public_categories_and_zeros_unknown(no_warnings):
+    encoder = PublicOneHotEncoder(categories=[["b", "a"], ["x", "y", "z"]])
+    X = np.array([["a", "z"], ["c", "x"]], dtype=object)
+    out = encoder.fit_transform(X)
+    np.testing.assert_array_equal(out, [[0, 1, 0, 0, 1], [0, 0, 1, 0, 0]])
+    assert encoder.get_feature_names_out(["f", "g"]).tolist() == [
+        "f=b", "f=a", "g=x", "g=y", "g=z",
+    ]
+    # Categories never seen in the data still get their (public) columns.
+    assert [list(c) for c in encoder.categories_] == [["b", "a"], ["x", "y", "z"]]
+
+
+def test_one_hot_auto_categories_warn():
+    with pytest.warns(PrivacyLeakWarning, match="public category"):
+        encoder = PublicOneHotEncoder(categories="auto").fit([["a"], ["b"]])
+    assert encoder.transform([["b"]]).tolist() == [[0.0, 1.0]]
+
+
+@pytest.mark.parametrize(
+    "categories, message",
+    [
+        ([["a"]], r"1 list\(s\) but X has 2"),
+        ([["a"], []], "empty"),
+        ([["a", "a"], ["b"]], "duplicate"),
+        ("public", "auto"),
+        (None, "one list of public categories"),
+    ],
+)
+def test_one_hot_rejects_bad_categories(categories, message):
+    with pytest.raises(ValueError, match=message):
+        PublicOneHotEncoder(categories=categories).fit([["a", "b"]])
+
+
+def test_one_hot_clone_and_pipeline(no_warnings):
+    encoder = PublicOneHotEncoder(categories=[["lo", "hi"]])
+    pipe = make_pipeline(clone(encoder), RowNormalizer(mode="scale"), LogisticRegression())
+    X = np.array([["lo"], ["hi"]] * 20, dtype=object)
+    y = np.array([0, 1] * 20)
+    assert pipe.fit(X, y).score(X, y) == 1.0
+    assert clone(encoder).get_params()["categories"] == [["lo", "hi"]]
+
+
+# ---------------------------------------------------------------- TabularSpec
+
+
+def small_spec(**kwargs) -> TabularSpec:
+    kwargs.setdefault("row_norm_mode", "constant")
+    return TabularSpec(
+        [
+            NumericColumn("age", 17, 90),
+            NumericColumn("gain", 0, 99_999, transform="log1p"),
+            CategoricalColumn("sex", ["Female", "Male"]),
+        ],
+        **kwargs,
+    )
+
+
+def test_spec_round_trips_through_dict_and_json():
+    spec = small_spec(row_norm_mode="scale", data_norm=2.0)
+    as_dict = spec.to_dict()
+    assert TabularSpec.from_dict(as_dict) == spec
+    text = spec.to_json(indent=2)
+    assert json.loads(text) == as_dict
+    assert TabularSpec.from_json(text) == spec
+
+
+def test_spec_describes_its_features():
+    spec = small_spec()
+    assert spec.feature_names() == ["age", "log1p(gain)", "sex=Female", "sex=Male"]
+    assert spec.n_features == 4
+    assert spec.column_names == ["age", "gain", "sex"]
+    assert spec.max_row_norm() == pytest.approx(math.sqrt(3))
+
+
+def test_spec_transform_scales_clips_and_one_hots():
+    spec = small_spec(row_norm_mode="clip", data_norm=10.0)
+    columns = {
+        "age": [" 53.5", "100", "17"],
+        "gain": ["0", "99999", "9"],
+        "sex": ["Male ", "Female", "Unknown"],
+        "label": ["ignored", "ignored", "ignored"],
+    }
+    with pytest.warns(DataClippingWarning, match=r"1 in 'age'"):
+        X = spec.transform(columns)
+    expected_gain = math.log1p(9) / math.log1p(99_999)
+    np.testing.assert_allclose(
+        X,
+        [[0.5, 0.0, 0.0, 1.0], [1.0, 1.0, 1.0, 0.0], [0.0, expected_gain, 0.0, 0.0]],
+    )
+
+
+def test_spec_row_modes_bound_the_norm(no_warnings):
+    columns = {"age": [90, 17], "gain": [99_999, 0], "sex": ["Male", "Other"]}
+    constant = small_spec(row_norm_mode="constant").transform(columns)
+    np.testing.assert_allclose(np.linalg.norm(constant, axis=1), [1.0, 0.0], atol=1e-12)
+    scaled = small_spec(row_norm_mode="scale", data_norm=3.0).transform(columns)
+    # The second row encodes to all zeros and stays zero.
+    np.testing.assert_allclose(np.linalg.norm(scaled, axis=1), [3.0, 0.0])
+
+
+def test_spec_clip_mode_warns_when_rows_are_clipped():
+    columns = {"age": [90], "gain": [99_999], "sex": ["Male"]}
+    with pytest.warns(DataClippingWarning, match="1 of 1 rows"):
+        X = small_spec(row_norm_mode="clip", data_norm=1.0).transform(columns)
+    assert np.linalg.norm(X) == pytest.approx(1.0)
+
+
+def test_spec_missing_numeric_value_names_column_and_row():
+    columns = {"age": ["20", "?", "30"], "gain": ["0", "0", ""], "sex": ["Male"] * 3}
+    with pytest.raises(ValueError, match=r"'age'.*row 1"):
+        small_spec().transform(columns)
+
+
+def test_spec_drop_missing_returns_kept_mask(no_warnings):
+    columns = {
+        "age": np.array([20.0, np.nan, 30.0, 40.0]),
+        "gain": ["0", "0", "", "5"],
+        "sex": ["Male", "Male", "Male", "?"],
+    }
+    X, kept = small_spec().transform_with_mask(columns, drop_missing=True)
+    assert kept.tolist() == [True, False, False, False]
+    assert X.shape == (1, 4)
+    assert find_missing_rows(columns, ["sex"]).tolist() == [False, False, False, True]
+
+
+def test_spec_unparsable_number_is_reported():
+    with pytest.raises(ValueError, match=r"'age'.*not a number at row 0"):
+        small_spec().transform({"age": ["old"], "gain": ["0"], "sex": ["Male"]})
+
+
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        ({"age": [1], "sex": ["Male"]}, r"missing column\(s\) \['gain'\]"),
+        ({"age": [20, 30], "gain": [0], "sex": ["Male"]}, "same length"),
+        ({"age": [[20]], "gain": [0], "sex": ["Male"]}, "1-D"),
+        ([[20, 0, "Male"]], "dict"),
+    ],
+)
+def test_spec_rejects_malformed_input(columns, message):
+    with pytest.raises(ValueError, match=message):
+        small_spec().transform(columns)
+
+
+def _valid_spec_dict():
+    return small_spec().to_dict()
+
+
+def _edited(edit):
+    spec = _valid_spec_dict()
+    edit(spec)
+    return spec
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ([], "must be a dict"),
+        ({"row_norm_mode": "clip"}, r"missing key\(s\) \['columns'\]"),
+        (_edited(lambda s: s.update(extra=1)), r"unknown key\(s\) \['extra'\]"),
+        (_edited(lambda s: s.update(columns="age")), "list of column dicts"),
+        (_edited(lambda s: s.update(columns=[])), "at least one column"),
+        (_edited(lambda s: s["columns"].append(3)), r"columns\[3\] must be a dict"),
+        (_edited(lambda s: s["columns"][0].update(type="date")), r"columns\[0\] 'type'"),
+        (_edited(lambda s: s["columns"][0].pop("upper")), r"missing key\(s\) \['upper'\]"),
+        (_edited(lambda s: s["columns"][0].update(bound=1)), r"unknown key\(s\) \['bound'\]"),
+        (_edited(lambda s: s["columns"][0].update(lower=90)), "lower < upper"),
+        (_edited(lambda s: s["columns"][0].update(upper="90")), "finite number"),
+        (_edited(lambda s: s["columns"][0].update(upper=float("nan"))), "finite number"),
+        (_edited(lambda s: s["columns"][0].update(name="")), "non-empty string"),
+        (_edited(lambda s: s["columns"][1].update(transform="log")), "transform"),
+        (_edited(lambda s: s["columns"][1].update(lower=-2)), "lower > -1"),
+        (_edited(lambda s: s["columns"][2].update(categories="Male")), "list of strings"),
+        (_edited(lambda s: s["columns"][2].update(categories=[])), "no categories"),
+        (_edited(lambda s: s["columns"][2].update(categories=["a", "a"])), "duplicate"),
+        (_edited(lambda s: s["columns"][2].update(categories=[1, 2])), "must be strings"),
+        (_edited(lambda s: s["columns"][2].update(name="age")), "unique"),
+        (_edited(lambda s: s.update(row_norm_mode="l2")), "row_norm_mode"),
+        (_edited(lambda s: s.update(data_norm=0)), "data_norm"),
+        (_edited(lambda s: s.update(format="other")), "format"),
+        (_edited(lambda s: s.update(version=2)), "version"),
+    ],
+)
+def test_spec_from_dict_rejects_malformed_input(spec, message):
+    with pytest.raises(ValueError, match=message):
+        TabularSpec.from_dict(spec)
+
+
+def test_spec_from_json_rejects_invalid_json():
+    with pytest.raises(ValueError, match="could not be parsed"):
+        TabularSpec.from_json("{not json")
+
+
+# ---------------------------------------------------------------- read_csv_columns
+
+
+def test_read_csv_columns_strips_and_feeds_a_spec(tmp_path, no_warnings):
+    path = tmp_path / "people.csv"
+    path.write_text("age , gain,sex,label\n 53.5, 0 ,Male,1\n\n17,9, Female ,0\n")
+    columns = read_csv_columns(path)
+    assert list(columns) == ["age", "gain", "sex", "label"]
+    assert columns["sex"].tolist() == ["Male", "Female"]
+    X = small_spec(row_norm_mode="constant").transform(columns)
+    assert X.shape == (2, 4)
+
+
+def test_read_csv_columns_then_missing_value_is_reported(tmp_path):
+    path = tmp_path / "people.csv"
+    path.write_text("age,gain,sex\n20,0,Male\n?,0,Female\n")
+    columns = read_csv_columns(path)
+    with pytest.raises(ValueError, match=r"'age'.*row 1"):
+        small_spec().transform(columns)
+    X, kept = small_spec().transform_with_mask(columns, drop_missing=True)
+    assert kept.tolist() == [True, False] and X.shape == (1, 4)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("a,b\n1,2\n3\n", "line 3 has 1 field"),
+        ("a,a\n1,2\n", "duplicated"),
+        ("a,\n1,2\n", "empty column name"),
+    ],
+)
+def test_read_csv_columns_rejects_malformed_files(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read_csv_columns(path)
+
+
+def test_read_csv_columns_with_header_only(tmp_path):
+    path = tmp_path / "header.csv"
+    path.write_text("a,b\n")
+    assert {k: v.tolist() for k, v in read_csv_columns(path).items()} == {"a": [], "b": []}
