@@ -1152,3 +1152,85 @@ def _read_header(reader, path) -> list[str]:
     if duplicates:
         raise ValueError(f"{path}: duplicated column name(s) in the header: {duplicates}.")
     return header
+
+
+# --------------------------------------------------------------------------------------
+# Building a schema for a CSV file (used by the command-line tool)
+# --------------------------------------------------------------------------------------
+
+
+def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None,
+               row_norm_mode: str = "clip", data_norm: float = 1.0):
+    """Build a :class:`TabularSpec` from public bounds, falling back to the data with a warning.
+
+    Parameters
+    ----------
+    columns : dict of str to 1-D array
+        Raw columns (for example from :func:`read_csv_columns`).
+    features : sequence of str
+        Columns to encode, in order.
+    categorical : sequence of str
+        Feature columns to one-hot encode; the others are numeric.
+    public_bounds : dict, optional
+        Public schema: column -> ``[lower, upper]`` for a numeric column,
+        ``{"lower": .., "upper": .., "transform": "log1p"}`` for a transformed
+        one, or a list of category strings for a categorical column.
+    row_norm_mode, data_norm
+        As in :class:`TabularSpec`.
+
+    Returns
+    -------
+    spec : TabularSpec
+    from_data : list of str
+        Columns whose bounds or categories were read from the data. Those are
+        outside the privacy guarantee; a :class:`PrivacyLeakWarning` names them.
+    """
+    public_bounds = {} if public_bounds is None else dict(public_bounds)
+    unknown = sorted(set(public_bounds) - set(features))
+    if unknown:
+        raise ValueError(f"the bounds name columns that are not features: {unknown}.")
+    absent = [name for name in features if name not in columns]
+    if absent:
+        raise ValueError(f"feature column(s) {absent} are not in the data.")
+    specs, from_data = [], []
+    for name in features:
+        is_categorical = name in categorical
+        if name in public_bounds:
+            specs.append(_column_from_public_bounds(name, public_bounds[name], is_categorical))
+            continue
+        from_data.append(name)
+        values = _as_stripped_str(_as_1d(columns[name], name))
+        present = values[~_missing_in(values, MISSING_VALUES)]
+        if is_categorical:
+            specs.append(CategoricalColumn(name, tuple(sorted(set(present.tolist())))))
+        else:
+            numbers = _parse_numeric(present, name)
+            lower, upper = float(numbers.min()), float(numbers.max())
+            specs.append(NumericColumn(name, lower, upper if upper > lower else lower + 1.0))
+    if from_data:
+        warnings.warn(
+            f"bounds or categories of {from_data} were taken from the private data; the "
+            "privacy guarantee does not cover that step (shared papers note 9). Give them "
+            "as public input in a bounds file.",
+            PrivacyLeakWarning,
+            stacklevel=2,
+        )
+    return TabularSpec(specs, row_norm_mode=row_norm_mode, data_norm=data_norm), from_data
+
+
+def _column_from_public_bounds(name, entry, is_categorical):
+    if isinstance(entry, Mapping):
+        _check_keys(entry, {"lower", "upper"}, {"transform"}, f"bounds of column {name!r}")
+        return NumericColumn(name, entry["lower"], entry["upper"], entry.get("transform"))
+    if isinstance(entry, Sequence) and not isinstance(entry, str):
+        entry = list(entry)
+        if entry and all(isinstance(value, str) for value in entry):
+            return CategoricalColumn(name, tuple(entry))
+        if is_categorical:
+            raise ValueError(f"categorical column {name!r} needs a list of category strings; got {entry!r}.")
+        if len(entry) == 2:
+            return NumericColumn(name, entry[0], entry[1])
+    raise ValueError(
+        f"bounds of column {name!r} must be [lower, upper], an object with lower/upper"
+        f"/transform, or a list of category strings; got {entry!r}."
+    )

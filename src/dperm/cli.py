@@ -1,0 +1,195 @@
+"""Command-line tool ``dperm``: parse, call the library, print.
+
+Subcommands
+-----------
+demo      The main job: privacy vs accuracy on the embedded Adult data.
+train     Fit a private model on a CSV file and write a JSON model file.
+predict   Predict with a model file on a CSV file.
+show      Print a model file's privacy guarantee.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from dperm.exceptions import CertificateError
+
+MODELS = ("logistic", "huber", "smooth_hinge", "hinge")
+
+
+def _demo(args) -> int:
+    from dperm.datasets import load_adult
+    from dperm.experiments.demo import format_table, run_demo, save_results
+
+    adult = load_adult(encoding=args.encoding, data_home=args.data_home)
+    X_train, y_train = adult.X_train, adult.y_train
+    if args.subset:
+        rng = np.random.default_rng(args.seed)
+        keep = rng.choice(X_train.shape[0], size=min(args.subset, X_train.shape[0]), replace=False)
+        X_train, y_train = X_train[keep], y_train[keep]
+    print(f"dperm demo: Adult ({adult.encoding} encoding), {X_train.shape[0]} training rows, "
+          f"{adult.X_test.shape[0]} test rows, d = {X_train.shape[1]}", flush=True)
+    results = run_demo((X_train, y_train, adult.X_test, adult.y_test), epsilons=args.epsilons,
+                       repeats=args.repeats, seed=args.seed, n_jobs=args.jobs)
+    results["encoding"] = adult.encoding
+    print(format_table(results))
+    paths = save_results(results, args.out)
+    print(f"results: {paths['json']}")
+    if paths["png"] is None:
+        print("plot skipped: install matplotlib (pip install 'dperm[plot]') for the PNG")
+    else:
+        print(f"plot:    {paths['png']}")
+    print(f"finished in {results['seconds']:.1f} s")
+    return 0
+
+
+def _make_model(args):
+    from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+
+    common = dict(epsilon=args.epsilon, delta=args.delta, alpha=args.alpha,
+                  mechanism=args.mechanism, data_norm=args.data_norm,
+                  fit_intercept=not args.no_intercept, random_state=args.random_state)
+    if args.model == "logistic":
+        return PrivateLogisticRegression(**common)
+    return PrivateLinearSVC(loss=args.model, h=args.h, **common)
+
+
+def _train(args) -> int:
+    from dperm.model_io import save_model
+    from dperm.preprocessing import build_spec, read_csv_columns
+
+    columns = read_csv_columns(args.data)
+    if args.target not in columns:
+        raise ValueError(f"target column {args.target!r} is not in {args.data}; columns are {list(columns)}.")
+    features = args.features or [name for name in columns if name != args.target]
+    missing_categorical = sorted(set(args.categorical) - set(features))
+    if missing_categorical:
+        raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
+    bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
+    if bounds is not None and not isinstance(bounds, dict):
+        raise ValueError(f"the bounds file {args.bounds} must hold a JSON object: column -> bounds.")
+    spec, from_data = build_spec(columns, features, categorical=args.categorical,
+                                 public_bounds=bounds, row_norm_mode=args.row_norm,
+                                 data_norm=args.data_norm)
+    X, kept = spec.transform_with_mask(columns, drop_missing=True)
+    y = np.char.strip(np.asarray(columns[args.target], dtype=str))[kept]
+    model = _make_model(args).fit(X, y)
+    save_model(args.out, model, spec, args.target, from_data)
+    print(f"trained on {X.shape[0]} rows ({int((~kept).sum())} with missing values dropped), "
+          f"{X.shape[1]} features; classes {model.classes_.tolist()}")
+    print(model.privacy_.summary())
+    if from_data:
+        print(f"WARNING: bounds/categories of {from_data} came from the data and are NOT covered.")
+    print(f"model written to {args.out}")
+    return 0
+
+
+def _predict(args) -> int:
+    from dperm.model_io import load_model
+    from dperm.preprocessing import read_csv_columns
+
+    model, spec, _ = load_model(args.model)
+    columns = read_csv_columns(args.data)
+    X = spec.transform(columns)
+    predictions = model.predict(X)
+    header = ["prediction"]
+    rows = [[str(p)] for p in predictions]
+    if args.proba:
+        if not hasattr(model, "predict_proba"):
+            raise ValueError("--proba needs a logistic model; this model has no probabilities.")
+        proba = model.predict_proba(X)
+        header += [f"proba_{c}" for c in model.classes_]
+        rows = [row + [f"{p:.6g}" for p in prob] for row, prob in zip(rows, proba)]
+    out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
+    try:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows(rows)
+    finally:
+        if args.out:
+            out.close()
+    return 0
+
+
+def _show(args) -> int:
+    from dperm.model_io import load_model
+
+    model, spec, document = load_model(args.model)
+    print(f"{document['estimator']} predicting {document['target']!r} from "
+          f"{spec.n_features} features; classes {document['classes']}")
+    print(model.privacy_.summary())
+    if document["schema_from_data"]:
+        print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dperm", description="Differentially private ERM.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="privacy vs accuracy on the embedded Adult data")
+    demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0])
+    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
+    demo.add_argument("--subset", type=int, default=0, help="use this many training rows (smoke runs)")
+    demo.add_argument("--encoding", default="unit_norm", help="load_adult encoding (default unit_norm)")
+    demo.add_argument("--data-home", default=None, help="directory with adult/ (default: embedded copy)")
+    demo.add_argument("--jobs", type=int, default=2, help="parallel workers (default 2)")
+    demo.add_argument("--seed", type=int, default=0, help="base seed of the noise (reproducible runs)")
+    demo.add_argument("--out", default="dperm-demo", help="output directory (default dperm-demo)")
+    demo.set_defaults(func=_demo)
+
+    train = sub.add_parser("train", help="fit a private model on a CSV file")
+    train.add_argument("--data", required=True, help="CSV file with a header row")
+    train.add_argument("--target", required=True, help="label column")
+    train.add_argument("--features", nargs="+", default=None, help="feature columns (default: all others)")
+    train.add_argument("--categorical", nargs="+", default=[], help="columns to one-hot encode")
+    train.add_argument("--bounds", default=None,
+                       help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories]")
+    train.add_argument("--model", choices=MODELS, default="logistic")
+    train.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
+    train.add_argument("--epsilon", type=float, required=True)
+    train.add_argument("--delta", type=float, default=0.0)
+    train.add_argument("--mechanism", choices=("objective", "output", "gaussian_objective"),
+                       default="objective")
+    train.add_argument("--alpha", type=float, default=0.01, help="L2 strength (default 0.01)")
+    train.add_argument("--data-norm", type=float, default=1.0, help="row norm bound (default 1)")
+    train.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
+                       help="per-record row step (default scale: every row to norm data-norm)")
+    train.add_argument("--no-intercept", action="store_true")
+    train.add_argument("--random-state", type=int, default=None, help="seed: for testing only")
+    train.add_argument("--out", required=True, help="model file to write (JSON)")
+    train.set_defaults(func=_train)
+
+    predict = sub.add_parser("predict", help="predict with a model file")
+    predict.add_argument("--model", required=True)
+    predict.add_argument("--data", required=True)
+    predict.add_argument("--proba", action="store_true", help="add class probabilities (logistic)")
+    predict.add_argument("--out", default=None, help="CSV to write (default: standard output)")
+    predict.set_defaults(func=_predict)
+
+    show = sub.add_parser("show", help="print a model file's privacy guarantee")
+    show.add_argument("--model", required=True)
+    show.set_defaults(func=_show)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            return args.func(args)
+    except (ValueError, FileNotFoundError, IsADirectoryError, CertificateError) as error:
+        print(f"dperm: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

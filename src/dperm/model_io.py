@@ -1,0 +1,148 @@
+"""Model files: JSON with coefficients, the public schema and the privacy record.
+
+A model file never contains training rows. Loading checks the schema and the
+shapes, so a malformed, truncated or tampered file gets a clear ValueError
+instead of a model that predicts garbage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.preprocessing import TabularSpec
+from dperm.privacy.record import PrivacyRecord
+
+FORMAT = "dperm-model"
+FORMAT_VERSION = 1
+ESTIMATORS = {cls.__name__: cls for cls in (PrivateLogisticRegression, PrivateLinearSVC)}
+REQUIRED_KEYS = {
+    "format", "version", "estimator", "params", "classes", "coef", "intercept",
+    "target", "spec", "privacy", "schema_from_data",
+}
+
+
+def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) -> dict:
+    """Describe a fitted dperm estimator as a JSON-serialisable dict.
+
+    Parameters
+    ----------
+    model : PrivateLogisticRegression or PrivateLinearSVC
+        A fitted estimator.
+    spec : TabularSpec
+        The public schema that encodes raw columns into the model's features.
+    target : str
+        Name of the label column.
+    schema_from_data : sequence of str
+        Columns whose bounds or categories were taken from the training data
+        (outside the privacy guarantee; recorded so that nobody mistakes them).
+    """
+    params = model.get_params()
+    params["random_state"] = None  # a seed would let anyone subtract the noise
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "estimator": type(model).__name__,
+        "params": params,
+        "classes": [_json_scalar(c) for c in model.classes_],
+        "coef": model.coef_.tolist(),
+        "intercept": model.intercept_.tolist(),
+        "target": target,
+        "spec": spec.to_dict(),
+        "privacy": model.privacy_.to_dict(),
+        "schema_from_data": list(schema_from_data),
+    }
+
+
+def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=()) -> None:
+    """Write a model file (see :func:`model_to_dict`)."""
+    document = model_to_dict(model, spec, target, schema_from_data)
+    Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def load_model(path):
+    """Read a model file; returns ``(model, spec, document)``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not valid JSON or does not follow the model-file schema.
+    """
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"model file {path} is not valid JSON ({error}); it may be truncated.") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"model file {path} is not UTF-8 text.") from None
+    try:
+        model, spec = model_from_dict(document)
+    except (ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"malformed model file {path}: {error}") from None
+    return model, spec, document
+
+
+def model_from_dict(document):
+    """Rebuild ``(model, spec)`` from :func:`model_to_dict`'s output, checking it."""
+    if not isinstance(document, dict):
+        raise ValueError("the top level must be a JSON object.")
+    missing = sorted(REQUIRED_KEYS - set(document))
+    if missing:
+        raise ValueError(f"missing keys {missing}.")
+    if document["format"] != FORMAT or document["version"] != FORMAT_VERSION:
+        raise ValueError(
+            f"unsupported format {document['format']!r} version {document['version']!r}; "
+            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION}."
+        )
+    cls = ESTIMATORS.get(document["estimator"])
+    if cls is None:
+        raise ValueError(f"unknown estimator {document['estimator']!r}; expected one of {sorted(ESTIMATORS)}.")
+    if not isinstance(document["params"], dict):
+        raise ValueError("'params' must be an object.")
+    model = cls().set_params(**document["params"])
+    spec = TabularSpec.from_dict(document["spec"])
+    coef = _float_matrix(document["coef"], "coef")
+    intercept = _float_vector(document["intercept"], "intercept")
+    classes = document["classes"]
+    if not isinstance(classes, list) or len(classes) < 2:
+        raise ValueError("'classes' must list at least two labels.")
+    n_problems = 1 if len(classes) == 2 else len(classes)
+    if coef.shape != (n_problems, spec.n_features):
+        raise ValueError(
+            f"'coef' has shape {coef.shape}; {len(classes)} classes and a schema of "
+            f"{spec.n_features} features need ({n_problems}, {spec.n_features})."
+        )
+    if intercept.shape != (n_problems,):
+        raise ValueError(f"'intercept' has shape {intercept.shape}; expected ({n_problems},).")
+    model.coef_ = coef
+    model.intercept_ = intercept
+    model.classes_ = np.asarray(classes)
+    model.n_features_in_ = spec.n_features
+    model.privacy_ = PrivacyRecord.from_dict(document["privacy"])
+    return model, spec
+
+
+def _float_matrix(value, name):
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"'{name}' must be a list of lists of numbers.") from None
+    if array.ndim != 2 or not np.isfinite(array).all():
+        raise ValueError(f"'{name}' must be a finite 2-D list of numbers.")
+    return array
+
+
+def _float_vector(value, name):
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"'{name}' must be a list of numbers.") from None
+    if array.ndim != 1 or not np.isfinite(array).all():
+        raise ValueError(f"'{name}' must be a finite 1-D list of numbers.")
+    return array
+
+
+def _json_scalar(value):
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,0 +1,158 @@
+"""Command-line tool: train/predict round trip, demo smoke run, model-file checks."""
+
+import json
+
+import numpy as np
+import pytest
+
+from dperm import PrivacyLeakWarning
+from dperm.cli import main
+from dperm.model_io import load_model
+
+
+@pytest.fixture
+def csv_files(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 400
+    age = rng.integers(18, 80, n)
+    color = rng.choice(["red", "green", "blue"], n)
+    score = rng.normal(50, 10, n)
+    signal = 0.08 * (age - 50) + 1.5 * (color == "red") + 0.1 * (score - 50)
+    label = np.where(signal + 0.5 * rng.normal(size=n) > 0.3, "yes", "no")
+    train = tmp_path / "train.csv"
+    lines = ["age,color,score,label"] + [f"{a},{c},{s:.3f},{l}" for a, c, s, l in zip(age, color, score, label)]
+    lines.insert(5, "?,red,50,yes")  # a row with a missing value is dropped
+    train.write_text("\n".join(lines) + "\n")
+    new = tmp_path / "new.csv"
+    new.write_text("age,color,score\n30,red,60\n70,blue,40\n45,purple,50\n")
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps({"age": [0, 120], "color": ["red", "green", "blue"], "score": [0, 100]}))
+    return tmp_path, train, new, bounds
+
+
+def test_train_predict_round_trip(csv_files, capsys):
+    folder, train, new, bounds = csv_files
+    model_path = folder / "model.json"
+    code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--epsilon", "2", "--alpha", "0.001",
+                 "--random-state", "1", "--out", str(model_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "trained on 400 rows (1 with missing values dropped), 5 features" in out
+    assert "2-DP" in out and "NOT covered" not in out
+    document = json.loads(model_path.read_text())
+    assert document["privacy"]["epsilon"] == 2.0 and document["schema_from_data"] == []
+    assert document["params"]["random_state"] is None  # the seed is never stored
+    model, spec, _ = load_model(model_path)
+    assert spec.feature_names() == ["age", "color=red", "color=green", "color=blue", "score"]
+
+    out_csv = folder / "pred.csv"
+    assert main(["predict", "--model", str(model_path), "--data", str(new), "--proba",
+                 "--out", str(out_csv)]) == 0
+    rows = out_csv.read_text().strip().splitlines()
+    assert rows[0] == "prediction,proba_no,proba_yes"
+    assert len(rows) == 4
+    probabilities = np.array([[float(v) for v in row.split(",")[1:]] for row in rows[1:]])
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+    # predictions from the file equal the in-memory model's
+    X = spec.transform({"age": ["30", "70", "45"], "color": ["red", "blue", "purple"],
+                        "score": ["60", "40", "50"]})
+    assert [r.split(",")[0] for r in rows[1:]] == model.predict(X).tolist()
+
+    assert main(["show", "--model", str(model_path)]) == 0
+    assert "2-DP" in capsys.readouterr().out
+
+
+def test_training_rows_never_reach_the_model_file(csv_files):
+    folder, train, _, bounds = csv_files
+    model_path = folder / "model.json"
+    main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+          "--bounds", str(bounds), "--epsilon", "1", "--out", str(model_path)])
+    text = model_path.read_text()
+    first_row_score = train.read_text().splitlines()[1].split(",")[2]
+    assert first_row_score not in text
+
+
+def test_data_derived_bounds_warn_and_are_recorded(csv_files, capsys):
+    folder, train, _, _ = csv_files
+    model_path = folder / "model.json"
+    with pytest.warns(PrivacyLeakWarning, match="taken from the private data"):
+        code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                     "--epsilon", "1", "--model", "hinge", "--mechanism", "output",
+                     "--out", str(model_path)])
+    assert code == 0
+    assert "NOT covered" in capsys.readouterr().out
+    assert json.loads(model_path.read_text())["schema_from_data"] == ["age", "color", "score"]
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ('{"format": "dperm-model"', "not valid JSON"),
+        ("[1, 2]", "top level must be a JSON object"),
+        ('{"format": "dperm-model"}', "missing keys"),
+    ],
+)
+def test_malformed_model_file_gets_a_clear_error(csv_files, capsys, content, message):
+    folder, _, new, _ = csv_files
+    bad = folder / "bad.json"
+    bad.write_text(content)
+    assert main(["predict", "--model", str(bad), "--data", str(new)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_tampered_model_file_shapes_are_checked(csv_files, capsys):
+    folder, train, new, bounds = csv_files
+    model_path = folder / "model.json"
+    main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+          "--bounds", str(bounds), "--epsilon", "1", "--out", str(model_path)])
+    document = json.loads(model_path.read_text())
+    document["coef"][0] = document["coef"][0][:-1]
+    model_path.write_text(json.dumps(document))
+    assert main(["predict", "--model", str(model_path), "--data", str(new)]) == 2
+    assert "'coef' has shape" in capsys.readouterr().err
+    document["coef"] = [["a"]]
+    model_path.write_text(json.dumps(document))
+    assert main(["predict", "--model", str(model_path), "--data", str(new)]) == 2
+    assert "malformed model file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--epsilon", "1", "--mechanism", "gaussian_objective"], "needs delta > 0"),
+        (["--epsilon", "1", "--model", "hinge"], "mechanism='output'"),
+        (["--epsilon", "1", "--delta", "1.5", "--mechanism", "gaussian_objective"], "delta must be"),
+    ],
+)
+def test_bad_training_options(csv_files, capsys, extra, message):
+    folder, train, _, bounds = csv_files
+    code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--out", str(folder / "m.json")] + extra)
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_target_and_missing_file(csv_files, capsys):
+    folder, train, _, _ = csv_files
+    assert main(["train", "--data", str(train), "--target", "income", "--epsilon", "1",
+                 "--out", str(folder / "m.json")]) == 2
+    assert "target column 'income'" in capsys.readouterr().err
+    assert main(["train", "--data", str(folder / "nope.csv"), "--target", "label",
+                 "--epsilon", "1", "--out", str(folder / "m.json")]) == 2
+    assert "nope.csv" in capsys.readouterr().err
+
+
+def test_demo_smoke_run(tmp_path, capsys):
+    code = main(["demo", "--subset", "1500", "--repeats", "2", "--epsilons", "0.1", "1",
+                 "--jobs", "1", "--out", str(tmp_path / "demo")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "majority-class error" in out and "NOT private" in out
+    results = json.loads((tmp_path / "demo" / "results.json").read_text())
+    assert results["n_train"] == 1500 and results["epsilons"] == [0.1, 1.0]
+    assert len(results["best"]) == 2 * 2 * 2
+    assert all(0 <= cell["mean"] <= 1 for cell in results["best"])
+    assert (tmp_path / "demo" / "privacy_accuracy.png").stat().st_size > 10_000
