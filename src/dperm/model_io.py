@@ -103,8 +103,8 @@ def model_from_dict(document):
         raise ValueError("'params' must be an object.")
     model = cls().set_params(**document["params"])
     spec = TabularSpec.from_dict(document["spec"])
-    coef = _float_matrix(document["coef"], "coef")
-    intercept = _float_vector(document["intercept"], "intercept")
+    coef = _finite_array(document["coef"], "coef", ndim=2)
+    intercept = _finite_array(document["intercept"], "intercept", ndim=1)
     classes = document["classes"]
     if not isinstance(classes, list) or len(classes) < 2:
         raise ValueError("'classes' must list at least two labels.")
@@ -124,23 +124,15 @@ def model_from_dict(document):
     return model, spec
 
 
-def _float_matrix(value, name):
+def _finite_array(value, name, ndim):
+    """``value`` as a finite float array of ``ndim`` dimensions, or a ValueError naming it."""
+    shape = "1-D list" if ndim == 1 else "2-D list of lists"
     try:
         array = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"'{name}' must be a list of lists of numbers.") from None
-    if array.ndim != 2 or not np.isfinite(array).all():
-        raise ValueError(f"'{name}' must be a finite 2-D list of numbers.")
-    return array
-
-
-def _float_vector(value, name):
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"'{name}' must be a list of numbers.") from None
-    if array.ndim != 1 or not np.isfinite(array).all():
-        raise ValueError(f"'{name}' must be a finite 1-D list of numbers.")
+        array = None
+    if array is None or array.ndim != ndim or not np.isfinite(array).all():
+        raise ValueError(f"'{name}' must be a finite {shape} of numbers.")
     return array
 
 
