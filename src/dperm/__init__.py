@@ -3,7 +3,9 @@
 Public names only; see the submodules for the mechanisms and their papers.
 """
 
+from dperm.accounting import BudgetAccountant
 from dperm.exceptions import (
+    BudgetExceededError,
     CertificateError,
     DataClippingWarning,
     OptimalityCertificateWarning,
@@ -11,10 +13,13 @@ from dperm.exceptions import (
 )
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.privacy.record import PrivacyRecord
+from dperm.tuning import PrivateParameterSearch
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
     "CertificateError",
     "DataClippingWarning",
     "OptimalityCertificateWarning",
@@ -22,5 +27,6 @@ __all__ = [
     "PrivacyRecord",
     "PrivateLinearSVC",
     "PrivateLogisticRegression",
+    "PrivateParameterSearch",
     "__version__",
 ]

@@ -34,3 +34,10 @@ class CertificateError(RuntimeError):
 
     Raised instead of releasing a model whose sensitivity bound would not hold.
     """
+
+
+class BudgetExceededError(RuntimeError):
+    """Spending would take a :class:`~dperm.accounting.BudgetAccountant` past its budget.
+
+    Raised before any data is touched, so nothing is fitted or released.
+    """

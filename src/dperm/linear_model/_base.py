@@ -17,6 +17,7 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from dperm.accounting import spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
 from dperm.privacy.record import REFERENCES, PrivacyRecord
 from dperm.validation import (
@@ -46,6 +47,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         max_iter=1000,
         tol=1e-8,
         random_state=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -57,6 +59,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.accountant = accountant
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self):
@@ -103,6 +106,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self
         """
         epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss = self._check_params()
+        spend_before_fitting(self.accountant, epsilon, self._delta_spent(delta), self._spend_label())
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
         )
@@ -145,6 +149,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
                                      X.shape[0], tol, epsilon, delta)
         return self
 
+    def _delta_spent(self, delta):
+        """Only Gaussian objective perturbation uses delta; the others are pure DP."""
+        return delta if self.mechanism == "gaussian_objective" else 0.0
+
+    def _spend_label(self):
+        loss = getattr(self, "loss", "logistic")
+        return f"{type(self).__name__}(mechanism={self.mechanism!r}, loss={loss!r})"
+
     def _augment(self, X, data_norm, scaling):
         """Append the intercept feature; its value counts toward the norm bound.
 
@@ -164,7 +176,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         return PrivacyRecord(
             mechanism=self.mechanism,
             epsilon=epsilon,
-            delta=delta if self.mechanism == "gaussian_objective" else 0.0,
+            delta=self._delta_spent(delta),
             n_problems=len(outputs),
             epsilon_per_problem=first.epsilon,
             delta_per_problem=first.delta,

@@ -46,6 +46,10 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     random_state : None, int or numpy Generator, default=None
         ``None`` draws the noise from OS entropy, as a released model must.
         A seed makes fits reproducible and is meant for testing only.
+    accountant : dperm.accounting.BudgetAccountant, optional
+        If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
+        ``gaussian_objective``) before touching the data, and raises
+        ``BudgetExceededError`` without fitting if that would overspend.
 
     Attributes
     ----------

@@ -23,7 +23,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         (000 Thm 2); it is solved with liblinear and certified by a duality gap.
     h : float, default=0.5
         Width of the smoothed region of the huber and smooth_hinge losses.
-    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state
+    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant
         As in :class:`dperm.PrivateLogisticRegression`.
 
     Attributes
@@ -53,6 +53,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         max_iter=1000,
         tol=1e-8,
         random_state=None,
+        accountant=None,
     ):
         super().__init__(
             epsilon=epsilon,
@@ -65,6 +66,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
             max_iter=max_iter,
             tol=tol,
             random_state=random_state,
+            accountant=accountant,
         )
         self.loss = loss
         self.h = h

@@ -1,0 +1,205 @@
+"""Privacy budget accounting across many releases.
+
+A :class:`BudgetAccountant` holds a total budget ``(epsilon, delta)`` and a
+ledger of what was spent where. Every dperm estimator takes ``accountant=``
+and spends from it *before* it touches the data; a spend that would exceed
+the budget raises :class:`~dperm.exceptions.BudgetExceededError` and nothing
+is fitted (the design of diffprivlib's accountant, and Opacus's separation of
+accounting from mechanisms).
+
+Composition rules (all standard results):
+
+- sequential ("basic") composition: epsilons and deltas add up
+  (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Thm 3.16);
+- parallel composition: mechanisms applied to disjoint parts of the data cost
+  the largest of their budgets (McSherry 2009, Thm 4), see :meth:`spend_parallel`;
+- advanced composition (Dwork, Rothblum & Vadhan 2010, Thm III.3; Dwork & Roth
+  2014, Thm 3.20), optional: for spends ``(eps_i, delta_i)`` and a slack
+  ``delta' > 0`` the total is ``(eps~, sum delta_i + delta')`` with
+  ``eps~ = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``; the
+  proof (Azuma's inequality on the privacy-loss martingale, whose i-th step has
+  mean at most ``eps_i (e^eps_i - 1)`` and range ``eps_i``) covers unequal
+  epsilons. dperm reports the smaller of this and the basic sum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dperm.exceptions import BudgetExceededError
+from dperm.validation import check_delta
+
+COMPOSITIONS = ("basic", "advanced")
+#: Rounding allowance when comparing a spend with the budget.
+TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One entry of the ledger: a release costing ``(epsilon, delta)``."""
+
+    epsilon: float
+    delta: float
+    label: str
+
+
+def _check_budget_epsilon(epsilon, name="epsilon") -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)) or math.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"{name} must be a number >= 0 (math.inf for no limit); got {epsilon!r}.")
+    return float(epsilon)
+
+
+def basic_composition(spends) -> tuple[float, float]:
+    """Sequential composition: ``(sum eps_i, sum delta_i)``."""
+    return sum(s.epsilon for s in spends), min(1.0, sum(s.delta for s in spends))
+
+
+def advanced_composition(spends, slack: float) -> tuple[float, float]:
+    """Dwork-Rothblum-Vadhan advanced composition with slack ``delta'``.
+
+    Returns ``(min(sum eps_i, sqrt(2 ln(1/slack) sum eps_i^2) + sum eps_i (e^eps_i - 1)),
+    sum delta_i + slack)``; with ``slack == 0`` it is basic composition.
+    """
+    epsilon_basic, delta_basic = basic_composition(spends)
+    if slack <= 0 or not spends:
+        return epsilon_basic, delta_basic
+    squares = sum(s.epsilon**2 for s in spends)
+    drift = sum(s.epsilon * math.expm1(s.epsilon) for s in spends)
+    epsilon_advanced = math.sqrt(2.0 * math.log(1.0 / slack) * squares) + drift
+    if epsilon_advanced < epsilon_basic:
+        return epsilon_advanced, min(1.0, delta_basic + slack)
+    return epsilon_basic, delta_basic
+
+
+class BudgetAccountant:
+    """A total privacy budget and the ledger of what was spent from it.
+
+    Parameters
+    ----------
+    epsilon : float, default=math.inf
+        Total epsilon available (``math.inf``: no limit, only bookkeeping).
+    delta : float, default=0.0
+        Total delta available, in [0, 1).
+    composition : {"basic", "advanced"}, default="basic"
+        How spends combine (see the module docstring).
+    slack : float, default=0.0
+        The ``delta'`` of advanced composition; counts toward ``delta``.
+
+    Examples
+    --------
+    >>> from dperm.accounting import BudgetAccountant
+    >>> acc = BudgetAccountant(epsilon=1.0)
+    >>> acc.spend(0.4, label="first model")
+    >>> acc.spend(0.4, label="second model")
+    >>> acc.spent
+    (0.8, 0.0)
+    >>> acc.remaining
+    (0.19999999999999996, 0.0)
+    """
+
+    def __init__(self, epsilon=math.inf, delta=0.0, *, composition="basic", slack=0.0):
+        self.epsilon = _check_budget_epsilon(epsilon)
+        self.delta = check_delta(delta)
+        if composition not in COMPOSITIONS:
+            raise ValueError(f"composition must be one of {COMPOSITIONS}; got {composition!r}.")
+        self.composition = composition
+        self.slack = check_delta(slack, "slack")
+        if composition == "basic" and self.slack:
+            raise ValueError("slack is the delta' of advanced composition; use composition='advanced'.")
+        if self.slack > self.delta:
+            raise ValueError(f"slack={self.slack:g} exceeds the total delta={self.delta:g}.")
+        self._ledger: list[Spend] = []
+
+    # An accountant stands for a real budget: copies (scikit-learn's clone deep-copies
+    # parameters) must share it, or a cloned estimator would spend from a duplicate.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    # -- totals -----------------------------------------------------------
+    def _total(self, spends) -> tuple[float, float]:
+        if self.composition == "advanced":
+            return advanced_composition(spends, self.slack)
+        return basic_composition(spends)
+
+    @property
+    def ledger(self) -> tuple[Spend, ...]:
+        """Every spend so far, in order."""
+        return tuple(self._ledger)
+
+    @property
+    def spent(self) -> tuple[float, float]:
+        """``(epsilon, delta)`` spent so far under the composition rule."""
+        return self._total(self._ledger)
+
+    @property
+    def remaining(self) -> tuple[float, float]:
+        """What is left of the budget: ``(epsilon, delta)``, never negative."""
+        epsilon, delta = self.spent
+        return max(self.epsilon - epsilon, 0.0), max(self.delta - delta, 0.0)
+
+    # -- spending ---------------------------------------------------------
+    def check(self, epsilon, delta=0.0, label="") -> None:
+        """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would overspend."""
+        spend = Spend(_check_budget_epsilon(epsilon), check_delta(delta), str(label))
+        after_epsilon, after_delta = self._total(self._ledger + [spend])
+        if after_epsilon > self.epsilon + TOLERANCE or after_delta > self.delta + TOLERANCE:
+            spent_epsilon, spent_delta = self.spent
+            raise BudgetExceededError(
+                f"spending (epsilon={epsilon:g}, delta={delta:g}){' for ' + label if label else ''} "
+                f"would bring the total to (epsilon={after_epsilon:.6g}, delta={after_delta:.6g}), "
+                f"over the budget (epsilon={self.epsilon:g}, delta={self.delta:g}); already spent "
+                f"(epsilon={spent_epsilon:.6g}, delta={spent_delta:.6g}). Nothing was fitted."
+            )
+
+    def spend(self, epsilon, delta=0.0, label="") -> None:
+        """Record a release costing ``(epsilon, delta)``, after :meth:`check`."""
+        self.check(epsilon, delta, label)
+        self._ledger.append(Spend(float(epsilon), float(delta), str(label)))
+
+    def spend_parallel(self, budgets, label="") -> None:
+        """Record mechanisms run on *disjoint* parts of the data (parallel composition).
+
+        Parameters
+        ----------
+        budgets : sequence of (epsilon, delta)
+            One budget per part. Each record is in at most one part, so the
+            whole costs ``(max eps_i, max delta_i)`` (McSherry 2009, Thm 4).
+        """
+        budgets = [(_check_budget_epsilon(e), check_delta(d)) for e, d in budgets]
+        if not budgets:
+            raise ValueError("spend_parallel needs at least one (epsilon, delta).")
+        epsilon = max(e for e, _ in budgets)
+        delta = max(d for _, d in budgets)
+        self.spend(epsilon, delta, f"{label} (parallel over {len(budgets)} disjoint parts)")
+
+    def summary(self) -> str:
+        """A readable account of the budget, each spend and the total."""
+        lines = [f"Budget: epsilon={self.epsilon:g}, delta={self.delta:g} ({self.composition} composition"
+                 + (f", slack {self.slack:g})" if self.composition == "advanced" else ")")]
+        for number, spend in enumerate(self._ledger, start=1):
+            lines.append(f"  {number:3d}. epsilon={spend.epsilon:<10.6g} delta={spend.delta:<10.3g} {spend.label}")
+        epsilon, delta = self.spent
+        remaining_epsilon, remaining_delta = self.remaining
+        lines.append(f"Spent: epsilon={epsilon:.6g}, delta={delta:.3g}; "
+                     f"remaining: epsilon={remaining_epsilon:.6g}, delta={remaining_delta:.3g}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        epsilon, delta = self.spent
+        return (f"BudgetAccountant(epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"composition={self.composition!r}, spent=({epsilon:.6g}, {delta:.3g}))")
+
+
+def spend_before_fitting(accountant, epsilon, delta, label) -> None:
+    """What every estimator calls before it touches data: spend, or refuse to fit."""
+    if accountant is None:
+        return
+    if not isinstance(accountant, BudgetAccountant):
+        raise ValueError(
+            f"accountant must be a dperm.accounting.BudgetAccountant or None; got {accountant!r}."
+        )
+    accountant.spend(epsilon, delta, label)

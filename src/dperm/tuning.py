@@ -1,0 +1,223 @@
+"""Private parameter tuning: Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4.
+
+Choosing alpha (or any parameter) by test or validation error is itself a use
+of private data. Alg. 4 splits the data into ``m + 1`` disjoint parts, trains
+one private model per candidate on its own part, counts each model's mistakes
+``z_i`` on the last part, and releases model ``i`` with probability
+proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism; a count
+of mistakes changes by at most 1 when one record changes). Each record lies
+in exactly one part and is touched by exactly one epsilon-DP step, so the
+whole procedure is epsilon-DP by parallel composition (003 Thm 8; shared
+papers note 11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.utils._available_if import available_if
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dperm.accounting import spend_before_fitting
+from dperm.validation import check_epsilon, check_random_state
+
+
+def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
+    """Selection probabilities ``q_i ~ exp(-epsilon z_i / 2)`` (003 eq. 123).
+
+    Parameters
+    ----------
+    mistakes : array-like of shape (m,)
+        ``z_i``, the number of validation mistakes of candidate ``i`` (a score
+        of sensitivity 1).
+    epsilon : float
+    """
+    epsilon = check_epsilon(epsilon)
+    scores = -0.5 * epsilon * np.asarray(mistakes, dtype=float)
+    if scores.ndim != 1 or scores.size == 0 or not np.isfinite(scores).all():
+        raise ValueError("mistakes must be a non-empty 1-D array of finite counts.")
+    return np.exp(scores - logsumexp(scores))
+
+
+def select_by_exponential_mechanism(mistakes, epsilon: float, rng) -> int:
+    """Draw an index with :func:`exponential_mechanism_probabilities` (epsilon-DP)."""
+    probabilities = exponential_mechanism_probabilities(mistakes, epsilon)
+    return int(rng.choice(probabilities.size, p=probabilities))
+
+
+def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failure_probability: float) -> float:
+    """003 Thm 9: with probability ``1 - failure_probability`` the selected model makes at most
+    ``z_min + 2 log(m / failure_probability) / epsilon`` validation mistakes."""
+    return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    """The guarantee of a :class:`PrivateParameterSearch` and how it was composed.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The guarantee of the released model and the released parameters.
+    n_candidates : int
+        ``m``, the size of the public grid.
+    part_sizes : tuple of int
+        Rows in each of the ``m + 1`` disjoint parts (the last is for validation).
+    selected_index : int
+    candidate_record : object
+        ``privacy_`` of the selected model (trained on its part with ``epsilon``).
+    reference : str
+    """
+
+    epsilon: float
+    delta: float
+    n_candidates: int
+    part_sizes: tuple
+    selected_index: int
+    candidate_record: object
+    reference: str = ("Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: parallel "
+                      "composition over m + 1 disjoint parts, exponential mechanism selection")
+
+    @property
+    def guarantee(self) -> str:
+        if self.delta == 0:
+            return f"{self.epsilon:g}-DP (pure epsilon-differential privacy)"
+        return f"({self.epsilon:g}, {self.delta:g})-DP"
+
+    def summary(self) -> str:
+        return "\n".join([
+            f"Guarantee: {self.guarantee} for the selected model and its parameters.",
+            f"Procedure: {self.reference}.",
+            f"{self.n_candidates} candidates each trained on its own part of "
+            f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
+            f"selected candidate {self.selected_index}.",
+        ])
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
+    """Choose parameters of a private estimator privately (003 Alg. 4).
+
+    Parameters
+    ----------
+    estimator : dperm private classifier
+        Any dperm estimator with an ``epsilon`` parameter; its ``epsilon``,
+        ``random_state`` and ``accountant`` are set by the search.
+    param_grid : dict or list of dicts
+        The public candidates (e.g. ``{"alpha": [1e-4, 1e-3, 1e-2]}``). They must
+        not be chosen by looking at the private data.
+    epsilon : float
+        The guarantee of the whole procedure (each candidate and the selection
+        get the full epsilon; parallel composition makes the total epsilon).
+    random_state : None, int or numpy Generator, default=None
+        Drives the split, the candidates' noise and the selection. ``None``
+        uses OS entropy; a seed is for testing only.
+    accountant : dperm.accounting.BudgetAccountant, optional
+        Charged once with the whole procedure's ``(epsilon, delta)`` before any
+        data is touched.
+
+    Attributes
+    ----------
+    best_index_ : int
+    best_params_ : dict
+    best_estimator_ : estimator
+        The selected candidate, trained on its own part of the data.
+    candidates_ : list of dict
+        The grid, in the order used.
+    classes_ : ndarray
+    privacy_ : TuningRecord
+
+    Notes
+    -----
+    Validation mistakes and selection probabilities depend on the private data
+    and are not stored: only the selected model and its parameters are released.
+    Every candidate sees ``n / (m + 1)`` rows, so a large grid costs accuracy.
+    """
+
+    def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _candidates(self):
+        candidates = list(ParameterGrid(self.param_grid))
+        if not candidates:
+            raise ValueError("param_grid must give at least one candidate.")
+        reserved = sorted({key for c in candidates for key in c} & {"epsilon", "random_state", "accountant"})
+        if reserved:
+            raise ValueError(f"param_grid may not set {reserved}: the search sets them itself.")
+        if "epsilon" not in self.estimator.get_params():
+            raise ValueError(
+                f"estimator must be a dperm private estimator with an epsilon parameter; "
+                f"got {type(self.estimator).__name__}."
+            )
+        return candidates
+
+    def _configured(self, params, epsilon, seed):
+        estimator = clone(self.estimator)
+        return estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
+
+    @staticmethod
+    def _delta_of(estimator) -> float:
+        params = estimator.get_params()
+        return float(params.get("delta", 0.0)) if params.get("mechanism") == "gaussian_objective" else 0.0
+
+    def fit(self, X, y):
+        """Split, train one private model per candidate, select one privately."""
+        epsilon = check_epsilon(self.epsilon)
+        candidates = self._candidates()
+        delta = max(self._delta_of(self._configured(c, epsilon, None)) for c in candidates)
+        spend_before_fitting(self.accountant, epsilon, delta,
+                             f"PrivateParameterSearch over {len(candidates)} candidates")
+        X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
+                             ensure_all_finite=True, dtype=None)
+        rng = check_random_state(self.random_state)
+        parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
+        validation = parts[-1]
+        if min(part.size for part in parts) < 2:
+            raise ValueError(
+                f"{X.shape[0]} rows cannot be split into {len(parts)} parts of at least 2 rows; "
+                "use fewer candidates or more data."
+            )
+        models, mistakes = [], []
+        for params, part in zip(candidates, parts[:-1]):
+            seed = np.random.default_rng(rng.integers(2**63))
+            model = self._configured(params, epsilon, seed).fit(X[part], y[part])
+            models.append(model)
+            mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
+        index = select_by_exponential_mechanism(mistakes, epsilon, rng)
+        self.candidates_ = candidates
+        self.best_index_ = index
+        self.best_params_ = candidates[index]
+        self.best_estimator_ = models[index]
+        self.classes_ = models[index].classes_
+        self.privacy_ = TuningRecord(
+            epsilon=epsilon,
+            delta=delta,
+            n_candidates=len(candidates),
+            part_sizes=tuple(int(part.size) for part in parts),
+            selected_index=index,
+            candidate_record=getattr(models[index], "privacy_", None),
+        )
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def decision_function(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_proba(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(X)

@@ -1,0 +1,127 @@
+"""Budget accountant: composition rules, spending before data, refusing to overspend."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+
+from dperm import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.accounting import BudgetAccountant, Spend, advanced_composition, basic_composition
+from dperm.exceptions import BudgetExceededError
+
+
+def _data():
+    X, y = make_classification(300, 5, random_state=0)
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+def test_sequential_composition_adds_up():
+    acc = BudgetAccountant(1.0, 1e-5)
+    acc.spend(0.3, label="a")
+    acc.spend(0.2, 4e-6, label="b")
+    assert acc.spent == pytest.approx((0.5, 4e-6))
+    assert acc.remaining == pytest.approx((0.5, 6e-6))
+    assert [s.label for s in acc.ledger] == ["a", "b"]
+
+
+def test_overspending_raises_and_records_nothing():
+    acc = BudgetAccountant(1.0)
+    acc.spend(0.8)
+    with pytest.raises(BudgetExceededError, match="over the budget"):
+        acc.spend(0.3, label="too much")
+    assert len(acc.ledger) == 1
+    with pytest.raises(BudgetExceededError):
+        BudgetAccountant(1.0, 0.0).spend(0.1, 1e-9)  # no delta budget at all
+    acc.spend(0.2)  # exactly the rest is fine
+    assert acc.remaining[0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_parallel_composition_costs_the_largest_part():
+    acc = BudgetAccountant(1.0, 1e-5)
+    acc.spend_parallel([(0.5, 1e-6), (0.3, 2e-6), (0.5, 0.0)], label="tuning")
+    assert acc.spent == pytest.approx((0.5, 2e-6))
+    assert "parallel over 3 disjoint parts" in acc.ledger[0].label
+
+
+def test_advanced_composition_matches_the_formula_and_never_exceeds_basic():
+    spends = [Spend(0.05, 0.0, "")] * 200
+    slack = 1e-6
+    epsilon, delta = advanced_composition(spends, slack)
+    expected = math.sqrt(2 * 200 * math.log(1 / slack)) * 0.05 + 200 * 0.05 * math.expm1(0.05)
+    assert epsilon == pytest.approx(expected)
+    assert epsilon < 10.0 and delta == pytest.approx(slack)
+    few = [Spend(1.0, 0.0, "")] * 2
+    assert advanced_composition(few, slack) == basic_composition(few)  # basic is smaller here
+
+
+def test_advanced_accountant_admits_more_small_spends():
+    basic = BudgetAccountant(5.0, 1e-5)
+    advanced = BudgetAccountant(5.0, 1e-5, composition="advanced", slack=1e-6)
+    count_basic = count_advanced = 0
+    for accountant in (basic, advanced):
+        while True:
+            try:
+                accountant.spend(0.05)
+            except BudgetExceededError:
+                break
+    count_basic, count_advanced = len(basic.ledger), len(advanced.ledger)
+    assert count_basic == 100
+    assert count_advanced > 2 * count_basic
+
+
+def test_estimators_spend_before_touching_data():
+    acc = BudgetAccountant(1.0, 1e-5)
+    X, y = _data()
+    PrivateLogisticRegression(epsilon=0.4, accountant=acc, random_state=0).fit(X, y)
+    PrivateLinearSVC(epsilon=0.3, delta=1e-6, mechanism="gaussian_objective", accountant=acc,
+                     random_state=0).fit(X, y)
+    assert acc.spent == pytest.approx((0.7, 1e-6))
+    assert "PrivateLinearSVC(mechanism='gaussian_objective', loss='huber')" in acc.summary()
+    model = PrivateLogisticRegression(epsilon=0.5, accountant=acc)
+    with pytest.raises(BudgetExceededError, match="Nothing was fitted"):
+        model.fit(X, y)
+    assert not hasattr(model, "coef_")
+    # the refusal comes before the data is even looked at
+    with pytest.raises(BudgetExceededError):
+        model.fit("not data", None)
+
+
+def test_pure_mechanisms_spend_no_delta():
+    acc = BudgetAccountant(1.0, 1e-5)
+    X, y = _data()
+    PrivateLogisticRegression(epsilon=0.5, delta=1e-5, accountant=acc, random_state=0).fit(X, y)
+    assert acc.spent == (0.5, 0.0)
+
+
+def test_clones_share_the_accountant():
+    acc = BudgetAccountant(1.0)
+    model = PrivateLogisticRegression(epsilon=0.6, accountant=acc)
+    copy = clone(model)
+    assert copy.get_params()["accountant"] is acc
+    X, y = _data()
+    copy.fit(X, y)
+    with pytest.raises(BudgetExceededError):
+        clone(model).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"epsilon": -1}, "epsilon must be a number >= 0"),
+        ({"delta": 1.5}, "delta must be"),
+        ({"composition": "rdp"}, "composition must be one of"),
+        ({"slack": 1e-6}, "use composition='advanced'"),
+        ({"composition": "advanced", "delta": 1e-7, "slack": 1e-6}, "exceeds the total delta"),
+    ],
+)
+def test_bad_accountant_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        BudgetAccountant(**kwargs)
+
+
+def test_estimator_rejects_a_non_accountant():
+    X, y = _data()
+    with pytest.raises(ValueError, match="accountant must be"):
+        PrivateLogisticRegression(accountant={"epsilon": 1}).fit(X, y)
