@@ -125,3 +125,15 @@ def test_estimator_rejects_a_non_accountant():
     X, y = _data()
     with pytest.raises(ValueError, match="accountant must be"):
         PrivateLogisticRegression(accountant={"epsilon": 1}).fit(X, y)
+
+
+def test_kernel_estimators_spend_through_their_linear_model():
+    from dperm import PrivateKernelSVC
+
+    acc = BudgetAccountant(1.0)
+    X, y = _data()
+    PrivateKernelSVC(epsilon=0.7, n_components=20, accountant=acc, random_state=0,
+                     feature_random_state=1).fit(X, y)
+    assert acc.spent == (0.7, 0.0)
+    with pytest.raises(BudgetExceededError):
+        PrivateKernelSVC(epsilon=0.7, n_components=20, accountant=acc).fit(X, y)

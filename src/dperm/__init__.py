@@ -11,7 +11,13 @@ from dperm.exceptions import (
     OptimalityCertificateWarning,
     PrivacyLeakWarning,
 )
-from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.kernels import RandomFourierFeatures
+from dperm.linear_model import (
+    PrivateKernelLogisticRegression,
+    PrivateKernelSVC,
+    PrivateLinearSVC,
+    PrivateLogisticRegression,
+)
 from dperm.privacy.record import PrivacyRecord
 from dperm.tuning import PrivateParameterSearch
 
@@ -25,8 +31,11 @@ __all__ = [
     "OptimalityCertificateWarning",
     "PrivacyLeakWarning",
     "PrivacyRecord",
+    "PrivateKernelLogisticRegression",
+    "PrivateKernelSVC",
     "PrivateLinearSVC",
     "PrivateLogisticRegression",
     "PrivateParameterSearch",
+    "RandomFourierFeatures",
     "__version__",
 ]

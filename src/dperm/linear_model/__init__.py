@@ -2,5 +2,11 @@
 
 from dperm.linear_model._logistic import PrivateLogisticRegression
 from dperm.linear_model._svc import PrivateLinearSVC
+from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC  # noqa: E402
 
-__all__ = ["PrivateLinearSVC", "PrivateLogisticRegression"]
+__all__ = [
+    "PrivateKernelLogisticRegression",
+    "PrivateKernelSVC",
+    "PrivateLinearSVC",
+    "PrivateLogisticRegression",
+]

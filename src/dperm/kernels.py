@@ -1,0 +1,277 @@
+"""Random Fourier features: the data-independent map of private kernel ERM.
+
+Chaudhuri, Monteleoni & Sarwate (2011), Sec. 5.2 and Alg. 3, reduce private
+learning with a translation-invariant kernel ``k(x, x') = k(x - x')`` to the
+linear case. By Bochner's theorem the kernel is the Fourier transform of a
+probability measure (003 eq. 91), so D frequencies ``theta_j = (omega_j, psi_j)``
+drawn from it give a map ``R : x -> v`` with
+
+    v_j(x) = sqrt(2 / D) cos(omega_j . x + psi_j),    j = 1, ..., D,
+
+and ``E[v(x) . v(x')] = k(x, x')`` (Rahimi & Recht 2007). A private linear
+classifier trained on the ``v`` is a private kernel classifier.
+
+Why the map keeps the privacy guarantee
+---------------------------------------
+The frequencies are drawn **independently of the data**: :meth:`RandomFourierFeatures.fit`
+uses only the number of features of X. Training rows enter the released model
+only through the private linear classifier, so the guarantee of Algorithm 1 or 2
+carries over unchanged (003 Sec. 5.3, Thm 5). The frequencies ``frequencies_``
+(W) and phases ``phases_`` (psi) are therefore **public**: they are released
+with the model, and anyone may see them.
+
+The norm bound (shared papers README, note 10)
+----------------------------------------------
+Each coordinate is at most ``sqrt(2 / D)`` in absolute value, so
+``||v(x)||^2 = (2 / D) sum_j cos^2(.) <= 2``: the features have norm up to
+``sqrt(2)``, not 1 as 003 Thm 5 assumes. dperm keeps the map of Alg. 3 exactly
+(so ``v(x) . v(x')`` estimates ``k(x, x')`` without a factor) and exposes the
+bound as ``output_norm_bound_ = sqrt(2)``; a private linear model on these
+features must be calibrated with ``data_norm=output_norm_bound_`` (shared
+papers note 2), which :class:`dperm.PrivateKernelSVC` and
+:class:`dperm.PrivateKernelLogisticRegression` do. The bound holds for every
+input ``x``, however large, so no clipping of X is needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dperm.validation import check_positive, check_positive_int, check_random_state
+
+__all__ = [
+    "KERNELS",
+    "RFF_NORM_BOUND",
+    "RandomFourierFeatures",
+    "random_fourier_map",
+    "sample_frequencies",
+    "sample_phases",
+]
+
+#: Translation-invariant kernels with a known spectral distribution (003 Sec. 5.1).
+KERNELS = ("rbf", "laplacian")
+
+#: ``max_x ||v(x)||`` for ``v = sqrt(2/D) cos(W x + psi)``: ``sqrt(D * 2/D)``
+#: (shared papers README, note 10; 003 Alg. 3, line 2).
+RFF_NORM_BOUND = math.sqrt(2.0)
+
+
+def sample_frequencies(kernel: str, gamma: float, n_components: int, n_features: int, rng):
+    """Draw the ``D x d`` frequency matrix W from the kernel's spectral distribution.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian"}
+        ``"rbf"``: ``k(x, x') = exp(-gamma ||x - x'||_2^2)`` (003 eq. 98), whose
+        Fourier transform is Gaussian: rows of W are ``N(0, 2 gamma I_d)``
+        (003 Sec. 5.2). ``"laplacian"``: ``k(x, x') = exp(-gamma ||x - x'||_1)``,
+        a product over coordinates of ``exp(-gamma |t|)``, whose Fourier
+        transform is the Cauchy density ``gamma / (pi (gamma^2 + w^2))``: the
+        entries of W are iid ``Cauchy(0, gamma)`` (Rahimi & Recht 2007, Fig. 1).
+    gamma : float
+        Kernel parameter, > 0.
+    n_components : int
+        D, the number of random features.
+    n_features : int
+        d, the input dimension.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    W : ndarray of shape (n_components, n_features)
+    """
+    shape = (n_components, n_features)
+    if kernel == "rbf":
+        return rng.normal(loc=0.0, scale=math.sqrt(2.0 * gamma), size=shape)
+    if kernel == "laplacian":
+        return gamma * rng.standard_cauchy(size=shape)
+    raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+
+
+def sample_phases(n_components: int, rng):
+    """Draw the phases psi ~ U[0, 2 pi), one per feature.
+
+    003 Sec. 5.2 writes ``Uniform[-pi, pi]``; cos is 2 pi-periodic, so the two
+    give the same distribution of features.
+    """
+    return rng.uniform(0.0, 2.0 * math.pi, size=n_components)
+
+
+def random_fourier_map(X, frequencies, phases):
+    """``v = sqrt(2/D) cos(W x + psi)`` for every row x of X (003 Alg. 3, line 2).
+
+    Raises ValueError when ``W x`` overflows to infinity for some row (its
+    entries are then near the largest float); cos of such an argument is not
+    defined, and at that magnitude it is meaningless anyway.
+    """
+    n_components = frequencies.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        projection = X @ frequencies.T
+        projection += phases
+    finite = np.isfinite(projection)
+    if not finite.all():
+        rows = np.flatnonzero(~finite.all(axis=1))
+        raise ValueError(
+            f"W x overflowed for {rows.size} row(s) of X (first: row {rows[0]}); their "
+            "entries are too large for the random Fourier map. Rescale X, e.g. with "
+            "dperm.preprocessing.PublicBoundsScaler."
+        )
+    return math.sqrt(2.0 / n_components) * np.cos(projection)
+
+
+class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Random Fourier features of a translation-invariant kernel (003 Alg. 3).
+
+    Maps ``x`` to ``v(x) = sqrt(2 / D) cos(W x + psi)`` with ``D = n_components``
+    frequencies drawn from the kernel's spectral distribution, so that
+    ``v(x) . v(x')`` approximates ``k(x, x')`` (Chaudhuri, Monteleoni & Sarwate
+    2011, Sec. 5.1-5.2; Rahimi & Recht 2007).
+
+    The map is **data-independent**: :meth:`fit` reads only the number of
+    columns of X (it checks the values are finite but never uses them), so it
+    costs no privacy, and W and psi are public. They are released with any
+    model trained on the features (003 Sec. 5.3, Thm 5). Training a private
+    linear model on ``transform(X)`` gives a private kernel model; see
+    :class:`dperm.PrivateKernelSVC` and :class:`dperm.PrivateKernelLogisticRegression`.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "laplacian"}, default="rbf"
+        ``"rbf"``: ``k(x, x') = exp(-gamma ||x - x'||_2^2)``, rows of W drawn
+        from ``N(0, 2 gamma I)`` (003 eq. 98). ``"laplacian"``:
+        ``k(x, x') = exp(-gamma ||x - x'||_1)``, entries of W drawn from
+        ``Cauchy(0, gamma)``. Same conventions as
+        :func:`sklearn.metrics.pairwise.rbf_kernel` and
+        :func:`sklearn.metrics.pairwise.laplacian_kernel`.
+    gamma : float, default=1.0
+        Kernel parameter, > 0 (larger means a narrower kernel). Choose it from
+        public knowledge or with a private tuning procedure, not from the data.
+    n_components : int, default=100
+        D, the number of random features (the output dimension). The kernel
+        approximation error shrinks like ``1 / sqrt(D)``.
+    random_state : None, int or numpy Generator, default=None
+        Source of W and psi. ``None`` draws them from OS entropy
+        (:func:`dperm.validation.check_random_state`). They are public either
+        way, so a seed here costs no privacy; but never draw them from the
+        generator that draws a model's privacy noise, since W and psi are
+        published and could reveal that generator's state.
+
+    Attributes
+    ----------
+    frequencies_ : ndarray of shape (n_components, n_features_in_)
+        W, the frequencies ``omega_j`` of 003 Sec. 5.2, one per row. Public.
+    phases_ : ndarray of shape (n_components,)
+        psi, drawn from ``U[0, 2 pi)``. Public.
+    output_norm_bound_ : float
+        ``sqrt(2)``, the largest L2 norm of ``transform(x)`` for any ``x``
+        (shared papers README, note 10). dperm does not rescale the features
+        to norm 1; a private linear model on them must use
+        ``data_norm=output_norm_bound_``.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names seen in :meth:`fit`, when X had string column names.
+
+    See Also
+    --------
+    dperm.PrivateKernelSVC, dperm.PrivateKernelLogisticRegression :
+        the private kernel classifiers of 003 Alg. 3 built on this map.
+    sklearn.kernel_approximation.RBFSampler : the same map for the RBF kernel
+        (its ``random_weights_`` is the transpose of ``frequencies_``).
+
+    References
+    ----------
+    .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. Differentially Private
+       Empirical Risk Minimization. JMLR 12 (2011), Sec. 5.1-5.3, Alg. 3, Thm 5.
+    .. [2] A. Rahimi, B. Recht. Random Features for Large-Scale Kernel
+       Machines. NIPS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm.kernels import RandomFourierFeatures
+    >>> rff = RandomFourierFeatures(gamma=0.5, n_components=4000, random_state=0)
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> V = rff.fit_transform(X)
+    >>> V.shape
+    (2, 4000)
+    >>> bool(abs(V[0] @ V[1] - np.exp(-0.5)) < 0.05)
+    True
+    >>> bool(np.linalg.norm(V, axis=1).max() <= rff.output_norm_bound_)
+    True
+    """
+
+    def __init__(self, kernel="rbf", gamma=1.0, n_components=100, random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_components = n_components
+        self.random_state = random_state
+
+    def _check_params(self):
+        if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
+            raise ValueError(
+                f"kernel must be one of {KERNELS} (translation-invariant kernels with a "
+                f"known spectral distribution); got {self.kernel!r}."
+            )
+        gamma = check_positive(
+            self.gamma,
+            "gamma",
+            "gamma is the kernel parameter in exp(-gamma ||x - x'||^2) or "
+            "exp(-gamma ||x - x'||_1).",
+        )
+        n_components = check_positive_int(self.n_components, "n_components")
+        return gamma, n_components
+
+    def fit(self, X, y=None):
+        """Draw W and psi for X's number of features; X's values are not used.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Only its shape (and column names, if any) are read; it must be finite.
+        y : ignored
+
+        Returns
+        -------
+        self : RandomFourierFeatures
+        """
+        gamma, n_components = self._check_params()
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=True)
+        # Data independence (003 Sec. 5.3): from here on only the shape of X is used.
+        n_features = X.shape[1]
+        rng = check_random_state(self.random_state)
+        self.frequencies_ = sample_frequencies(self.kernel, gamma, n_components, n_features, rng)
+        self.phases_ = sample_phases(n_components, rng)
+        self.output_norm_bound_ = RFF_NORM_BOUND
+        return self
+
+    def transform(self, X):
+        """Map X to ``sqrt(2/D) cos(X W^T + psi)``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+            Any finite values; the output norm is at most ``sqrt(2)`` regardless.
+
+        Returns
+        -------
+        V : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self, ("frequencies_", "phases_"))
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
+        return random_fourier_map(X, self.frequencies_, self.phases_)
+
+    @property
+    def _n_features_out(self):
+        """Number of output features, for ``get_feature_names_out``."""
+        return self.phases_.shape[0]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,404 @@
+"""Private kernel classifiers by random Fourier features (003 Sec. 5.2, Alg. 3).
+
+Chaudhuri, Monteleoni & Sarwate (2011), Alg. 3: draw frequencies from the
+kernel's spectral distribution *independently of the data*, map every row to
+``v = sqrt(2/D) cos(W x + psi)``, and run the private linear learner
+(Alg. 1 or 2) on the ``v``. The estimators here compose the two parts by
+delegation: a fitted :class:`dperm.kernels.RandomFourierFeatures` in
+``features_`` and a fitted :class:`dperm.PrivateLinearSVC` or
+:class:`dperm.PrivateLogisticRegression` in ``linear_model_``. No mechanism
+and no privacy arithmetic is re-implemented; the guarantee is the linear
+model's (003 Sec. 5.3, Thm 5).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dperm.exceptions import PrivacyLeakWarning
+from dperm.kernels import RandomFourierFeatures
+from dperm.linear_model._logistic import PrivateLogisticRegression
+from dperm.linear_model._svc import PrivateLinearSVC
+
+__all__ = ["PrivateKernelLogisticRegression", "PrivateKernelSVC"]
+
+
+def _same_random_stream(a, b) -> bool:
+    """Whether two ``random_state`` values would produce the same random stream."""
+    if a is None or b is None:
+        return False  # None draws a fresh OS-entropy seed each time
+    if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral):
+        return int(a) == int(b)
+    return a is b
+
+
+class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
+    """Random Fourier features + a private linear classifier; see the public classes."""
+
+    def _make_linear_model(self, data_norm):
+        raise TypeError(f"{type(self).__name__} does not define a linear model.")
+
+    def _linear_params(self, data_norm):
+        """The parameters shared by both dperm linear classifiers."""
+        return dict(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            alpha=self.alpha,
+            mechanism=self.mechanism,
+            data_norm=data_norm,
+            fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            random_state=self.random_state,
+            accountant=self.accountant,
+        )
+
+    def fit(self, X, y):
+        """Draw the random features, map X, and fit the private linear model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Any finite values: the features have norm at most ``sqrt(2)`` for
+            every row, so X is never clipped.
+        y : array-like of shape (n_samples,)
+            At least two classes; more than two are fitted one-vs-rest by the
+            linear model, which splits the budget between the classes.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(
+            self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2
+        )
+        if _same_random_stream(self.feature_random_state, self.random_state):
+            warnings.warn(
+                "feature_random_state and random_state give the same random stream. The "
+                "random features W and psi are public (released with the model), so they "
+                "may reveal the state that draws the privacy noise. Leave "
+                "feature_random_state=None or use unrelated seeds.",
+                PrivacyLeakWarning,
+                stacklevel=2,
+            )
+        # 003 Alg. 3, line 1: theta_j drawn from the spectral distribution, using only
+        # X's number of features (data-independent, 003 Sec. 5.3).
+        features = RandomFourierFeatures(
+            kernel=self.kernel,
+            gamma=self.gamma,
+            n_components=self.n_components,
+            random_state=self.feature_random_state,
+        ).fit(X)
+        # 003 Alg. 3, lines 2-3: map, then the private linear learner (Alg. 1 or 2, or
+        # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (shared papers note 10).
+        linear_model = self._make_linear_model(features.output_norm_bound_)
+        linear_model.fit(features.transform(X), y)
+        self.features_ = features
+        self.linear_model_ = linear_model
+        self.classes_ = linear_model.classes_
+        self.n_iter_ = linear_model.n_iter_
+        self.privacy_ = linear_model.privacy_
+        return self
+
+    def _features(self, X):
+        check_is_fitted(self, ("features_", "linear_model_"))
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=False)
+        return self.features_.transform(X)
+
+    def decision_function(self, X):
+        """Decision values ``f(v(x))`` of the released linear model on the features.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        features = self._features(X)  # checks the model is fitted
+        return self.linear_model_.decision_function(features)
+
+    def predict(self, X):
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        features = self._features(X)  # checks the model is fitted
+        return self.linear_model_.predict(features)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None or self.feature_random_state is None
+        tags.input_tags.sparse = True
+        return tags
+
+
+class PrivateKernelSVC(_PrivateKernelClassifierBase):
+    """Support vector classifier with a nonlinear kernel and a privacy guarantee.
+
+    Private kernel ERM of Chaudhuri, Monteleoni & Sarwate (2011), Alg. 3:
+    random Fourier features of the kernel (drawn independently of the data),
+    then :class:`dperm.PrivateLinearSVC` on the features. Minimises
+    ``(1/n) sum loss(y_i f.v(x_i)) + alpha/2 ||f||^2`` over ``f`` in R^D.
+
+    Parameters
+    ----------
+    loss : {"huber", "smooth_hinge", "hinge"}, default="huber"
+        As in :class:`dperm.PrivateLinearSVC`; ``"hinge"`` needs ``mechanism="output"``.
+    h : float, default=0.5
+        Width of the smoothed region of the huber and smooth_hinge losses.
+    kernel : {"rbf", "laplacian"}, default="rbf"
+        ``"rbf"``: ``exp(-gamma ||x - x'||_2^2)``; ``"laplacian"``:
+        ``exp(-gamma ||x - x'||_1)``. See :class:`dperm.kernels.RandomFourierFeatures`.
+    gamma : float, default=1.0
+        Kernel parameter, > 0. Public: choose it without looking at the data.
+    n_components : int, default=100
+        D, the number of random features, i.e. the dimension of the private
+        linear problem. Larger D approximates the kernel better but spreads
+        the same privacy noise over more coefficients.
+    epsilon : float, default=1.0
+        Privacy loss bound of the released model (must be > 0).
+    delta : float, default=0.0
+        In [0, 1); only ``mechanism="gaussian_objective"`` uses it (and needs it > 0).
+    alpha : float, default=0.01
+        L2 regularisation strength (the papers' Lambda) of the linear problem.
+    mechanism : {"objective", "output", "gaussian_objective"}, default="objective"
+        Objective perturbation (003 Alg. 2), output perturbation (003 Alg. 1)
+        or Gaussian objective perturbation (004 Alg. 4), run on the features.
+    fit_intercept : bool, default=False
+        Off by default. The linear model fits an intercept by appending a
+        constant feature ``intercept_scaling`` to every row, and that feature
+        counts toward the norm bound: the noise would be calibrated to
+        ``sqrt(2 + intercept_scaling**2)`` instead of ``sqrt(2)``, i.e. more
+        noise for the same epsilon. The random features already contain
+        near-constant, low-frequency components that can play the role of an
+        offset, and 003 Alg. 3 has no intercept.
+    intercept_scaling : float, default=1.0
+        Value of the constant feature when ``fit_intercept=True``.
+    max_iter : int, default=1000
+        Maximum solver iterations of the linear problem.
+    tol : float, default=1e-8
+        Gradient-norm tolerance of the linear problem (recorded in ``privacy_``).
+    feature_random_state : None, int or numpy Generator, default=None
+        Source of the random features W and psi; ``None`` draws them from OS
+        entropy. They are public and released with the model, so a seed here
+        costs no privacy; but it must not be the generator (or seed) of
+        ``random_state``, since the published W and psi could then reveal the
+        privacy noise (a :class:`~dperm.PrivacyLeakWarning` says so).
+    random_state : None, int or numpy Generator, default=None
+        Source of the privacy noise; ``None`` draws it from OS entropy, as a
+        released model must. A seed makes fits reproducible, for testing only.
+
+    Attributes
+    ----------
+    linear_model_ : dperm.PrivateLinearSVC
+        The fitted private linear model on the features (``coef_``, ``intercept_``).
+    features_ : dperm.kernels.RandomFourierFeatures
+        The fitted feature map (public W and psi).
+    classes_ : ndarray of shape (n_classes,)
+    n_iter_ : ndarray of shape (1,) or (n_classes,)
+        Solver iterations of the linear problem(s).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when X had string column names.
+    privacy_ : dperm.privacy.record.PrivacyRecord
+        The guarantee: the record of ``linear_model_`` (same object).
+
+    Notes
+    -----
+    The released model is ``(W, psi, coefficients)``: ``features_.frequencies_``,
+    ``features_.phases_`` and ``linear_model_.coef_`` / ``intercept_``. Unlike
+    a kernel machine built by the representer theorem (003 eq. 90) it contains
+    no training row. W and psi are drawn without looking at the data (only its
+    number of columns), so they are public and the privacy guarantee is that
+    of the linear mechanism on the features, unchanged (003 Sec. 5.3, Thm 5;
+    Thms 1-2 for Algs. 1-2). ``privacy_`` is the linear model's record.
+
+    No clipping of X is needed or done: every feature vector has norm at most
+    ``sqrt(2)`` (shared papers README, note 10) whatever ``x`` is, and the
+    linear model is calibrated with ``data_norm=sqrt(2)``
+    (``features_.output_norm_bound_``), so ``privacy_.data_norm == sqrt(2)``.
+
+    See Also
+    --------
+    PrivateKernelLogisticRegression : the same with the logistic loss.
+    dperm.kernels.RandomFourierFeatures : the feature map alone.
+
+    References
+    ----------
+    .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. Differentially Private
+       Empirical Risk Minimization. JMLR 12 (2011), Sec. 5, Alg. 3, Thm 5.
+    .. [2] A. Rahimi, B. Recht. Random Features for Large-Scale Kernel
+       Machines. NIPS 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_circles
+    >>> from dperm import PrivateKernelSVC
+    >>> X, y = make_circles(2000, noise=0.05, factor=0.5, random_state=0)
+    >>> model = PrivateKernelSVC(gamma=2.0, epsilon=10.0, alpha=1e-3).fit(X, y)
+    >>> bool(model.score(X, y) > 0.8)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        loss="huber",
+        h=0.5,
+        kernel="rbf",
+        gamma=1.0,
+        n_components=100,
+        epsilon=1.0,
+        delta=0.0,
+        alpha=0.01,
+        mechanism="objective",
+        fit_intercept=False,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        feature_random_state=None,
+        random_state=None,
+        accountant=None,
+    ):
+        self.loss = loss
+        self.h = h
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.mechanism = mechanism
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_iter = max_iter
+        self.tol = tol
+        self.feature_random_state = feature_random_state
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _make_linear_model(self, data_norm):
+        return PrivateLinearSVC(loss=self.loss, h=self.h, **self._linear_params(data_norm))
+
+
+class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
+    """Logistic regression with a nonlinear kernel and a privacy guarantee.
+
+    Private kernel ERM of Chaudhuri, Monteleoni & Sarwate (2011), Alg. 3:
+    random Fourier features of the kernel (drawn independently of the data),
+    then :class:`dperm.PrivateLogisticRegression` on the features. Minimises
+    ``(1/n) sum log(1 + exp(-y_i f.v(x_i))) + alpha/2 ||f||^2`` over ``f`` in R^D.
+
+    Parameters
+    ----------
+    kernel, gamma, n_components, epsilon, delta, alpha, mechanism, fit_intercept, intercept_scaling, max_iter, tol, feature_random_state, random_state, accountant
+        As in :class:`dperm.PrivateKernelSVC` (``fit_intercept=False`` by
+        default because the constant feature would count toward the norm bound).
+
+    Attributes
+    ----------
+    linear_model_ : dperm.PrivateLogisticRegression
+        The fitted private linear model on the features (``coef_``, ``intercept_``).
+    features_, classes_, n_iter_, n_features_in_, feature_names_in_, privacy_
+        As in :class:`dperm.PrivateKernelSVC`.
+
+    Notes
+    -----
+    As in :class:`dperm.PrivateKernelSVC`: the released model is
+    ``(W, psi, coefficients)`` and holds no training row; W and psi are public
+    and data-independent, so ``privacy_`` (the linear model's record) is the
+    whole guarantee (003 Sec. 5.3, Thm 5). X is never clipped: the features
+    have norm at most ``sqrt(2)`` (shared papers note 10), the ``data_norm``
+    of the linear model.
+
+    See Also
+    --------
+    PrivateKernelSVC : the same with hinge-type losses.
+    dperm.kernels.RandomFourierFeatures : the feature map alone.
+
+    References
+    ----------
+    .. [1] K. Chaudhuri, C. Monteleoni, A. D. Sarwate. Differentially Private
+       Empirical Risk Minimization. JMLR 12 (2011), Sec. 5, Alg. 3, Thm 5.
+    .. [2] A. Rahimi, B. Recht. Random Features for Large-Scale Kernel
+       Machines. NIPS 2007.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_circles
+    >>> from dperm import PrivateKernelLogisticRegression
+    >>> X, y = make_circles(2000, noise=0.05, factor=0.5, random_state=0)
+    >>> model = PrivateKernelLogisticRegression(gamma=2.0, epsilon=10.0, alpha=1e-3)
+    >>> model = model.fit(X, y)
+    >>> model.predict_proba(X[:3]).shape
+    (3, 2)
+    """
+
+    def __init__(
+        self,
+        *,
+        kernel="rbf",
+        gamma=1.0,
+        n_components=100,
+        epsilon=1.0,
+        delta=0.0,
+        alpha=0.01,
+        mechanism="objective",
+        fit_intercept=False,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        feature_random_state=None,
+        random_state=None,
+        accountant=None,
+    ):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.mechanism = mechanism
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_iter = max_iter
+        self.tol = tol
+        self.feature_random_state = feature_random_state
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _make_linear_model(self, data_norm):
+        return PrivateLogisticRegression(**self._linear_params(data_norm))
+
+    def predict_proba(self, X):
+        """Class probabilities of the linear model on the features.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
+        features = self._features(X)  # checks the model is fitted
+        return self.linear_model_.predict_proba(features)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        features = self._features(X)  # checks the model is fitted
+        return self.linear_model_.predict_log_proba(features)
