@@ -2,9 +2,12 @@
 
 A loader reads either the copy embedded in the package (``datasets/data/*.gz``)
 or a directory the user names with ``data_home`` or the ``DPERM_DATA``
-environment variable. Either way the uncompressed bytes are checked against a
-pinned SHA-256 before they are parsed. Nothing here assumes any directory
-outside the package exists.
+environment variable. Either way the bytes are checked against a pinned
+SHA-256 before they are parsed. Data sets too large to embed (KDD Cup 99) must
+come from such a directory (:func:`require_data_home`); gzipped files may be
+checked by their own digest or by that of their content
+(:func:`verify_gzip_sha256`). Nothing here assumes any directory outside the
+package exists.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import zlib
 from importlib import resources
 from pathlib import Path
 
@@ -70,7 +74,66 @@ def verify_sha256(data: bytes, expected: str, where: str) -> None:
         )
 
 
+def verify_gzip_sha256(data: bytes, expected: str, expected_content: str, where: str) -> bytes:
+    """Decompressed bytes of a gzip file, checked against pinned SHA-256 digests.
+
+    The file is accepted when its own bytes have SHA-256 ``expected`` or, failing
+    that, when its decompressed content has SHA-256 ``expected_content``: a
+    different gzip of the same content (another compression level, name or
+    mtime in the header) is the same data set. Anything else raises ValueError.
+    """
+    if sha256_hex(data) == expected:
+        return gzip.decompress(data)
+    try:
+        content = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        raise ValueError(
+            f"{where} failed its checksum: sha256 {sha256_hex(data)} but expected "
+            f"{expected}, and it is not a readable gzip file ({error}). The file is "
+            "corrupted or truncated; download it again."
+        ) from None
+    actual = sha256_hex(content)
+    if actual != expected_content:
+        raise ValueError(
+            f"{where} failed its checksum: sha256 {sha256_hex(data)} (uncompressed "
+            f"{actual}) but expected {expected} (uncompressed {expected_content}). "
+            "The file is corrupted or is not the published version; download it again."
+        )
+    return content
+
+
 def file_stamp(path: Path) -> tuple[int, int]:
     """(size, mtime_ns): changes when a file is replaced, so caches keyed on it stay valid."""
     stat = path.stat()
     return stat.st_size, stat.st_mtime_ns
+
+
+def require_data_home(data_home, dataset: str, filenames, *, how_to_get: str = "") -> Path:
+    """Directory ``<home>/<dataset>`` holding every file, for a data set dperm does not embed.
+
+    ``home`` is ``data_home`` when given, else the ``DPERM_DATA`` environment
+    variable. Unlike :func:`resolve_data_home` there is no embedded fallback, so
+    a missing directory or file raises FileNotFoundError naming where dperm
+    looked and how to get the files (``how_to_get`` is appended to the message).
+    """
+    wanted = [f"{dataset}/{name}" for name in filenames]
+    if data_home is not None:
+        home, origin = data_home, f"data_home={str(data_home)!r}"
+    else:
+        home = os.environ.get(DATA_HOME_ENV) or None
+        origin = f"{DATA_HOME_ENV}={home!r}"
+    if home is None:
+        raise FileNotFoundError(
+            f"The {dataset} files {wanted} are not embedded in dperm and no data "
+            f"directory was given: pass data_home=<directory containing {dataset}/>, "
+            f"or set the {DATA_HOME_ENV} environment variable to it. {how_to_get}".rstrip()
+        )
+    directory = Path(home).expanduser().absolute() / dataset
+    absent = [name for name in filenames if not (directory / name).is_file()]
+    if absent:
+        raise FileNotFoundError(
+            f"{origin} does not contain {dataset}/{absent[0]} (looked in {directory}); "
+            f"expected the files {wanted}. Pass data_home=<directory containing "
+            f"{dataset}/> or set {DATA_HOME_ENV}. {how_to_get}".rstrip()
+        )
+    return directory
