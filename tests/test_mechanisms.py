@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from dperm.exceptions import CertificateError, OptimalityCertificateWarning
-from dperm.losses import get_loss
+from dperm.losses import PinballLoss, SquaredLoss, get_loss
 from dperm.mechanisms import (
     ERMProblem,
     gaussian_objective_perturbation,
@@ -13,6 +13,7 @@ from dperm.mechanisms import (
     output_perturbation,
     run_mechanism,
 )
+from dperm.mechanisms.output import output_noise_scale, sample_output_noise
 from dperm.solvers import RegularizedMarginObjective
 
 
@@ -114,3 +115,56 @@ def test_output_perturbation_releases_nothing_without_certificate():
 def test_unknown_mechanism():
     with pytest.raises(ValueError, match="mechanism must be one of"):
         run_mechanism("laplace", _problem(), 1.0, 0.0, np.random.default_rng(0), 1e-8, 10)
+
+
+def _regression_problem(loss, n=200, d=3, alpha=0.05, data_norm=1.0, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X *= (data_norm * rng.uniform(0.1, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
+    y = np.clip(X @ np.ones(d) + 0.3 * rng.standard_t(3, size=n), -2.0, 2.0)
+    return ERMProblem(X, y, loss, alpha, data_norm)
+
+
+def test_output_perturbation_of_the_pinball_loss():
+    problem = _regression_problem(PinballLoss(0.75), n=100, data_norm=1.5)
+    rng = np.random.default_rng(5)
+    outputs = [output_perturbation(problem, 0.5, rng, 1e-8, 1000) for _ in range(200)]
+    exact = 2 * 0.75 * 1.5 / (100 * 0.05)  # 000 Thm 2, C_L = max(tau, 1 - tau)
+    assert outputs[0].sensitivity == pytest.approx(exact * 1.01)  # 0.5 % radius allowance, twice
+    assert outputs[0].lipschitz == 0.75
+    assert all(o.solve.certified for o in outputs)
+    norms = [np.linalg.norm(o.coef - o.solve.coef) for o in outputs]
+    dist = stats.gamma(a=problem.n_features, scale=outputs[0].sensitivity / 0.5)
+    assert stats.kstest(norms, dist.cdf).pvalue > 0.01
+
+
+def test_output_perturbation_of_least_squares_uses_the_restricted_lipschitz_constant():
+    problem = _regression_problem(SquaredLoss(y_bound=2.0), alpha=0.5)
+    out = output_perturbation(problem, 1.0, np.random.default_rng(6), 1e-9, 1000)
+    c_l = 2 * (2.0 + 1.0 * 2.0 * np.sqrt(2 / 0.5))  # 2 (M + kappa M sqrt(2/alpha))
+    assert out.lipschitz == pytest.approx(c_l)
+    assert out.sensitivity == pytest.approx(2 * c_l * 1.0 / (200 * 0.5) + 2 * 1e-9 / 0.5)
+    exact = np.linalg.solve(2 * problem.X.T @ problem.X / 200 + 0.5 * np.eye(3),
+                            2 * problem.X.T @ problem.y / 200)
+    assert np.linalg.norm(out.solve.coef - exact) <= 1e-9 / 0.5
+
+
+@pytest.mark.parametrize("mechanism", ["objective", "gaussian_objective"])
+def test_objective_mechanisms_refuse_losses_without_global_lipschitz_or_curvature(mechanism):
+    with pytest.raises(ValueError, match="globally Lipschitz"):
+        run_mechanism(mechanism, _regression_problem(SquaredLoss(2.0)), 1.0, 0.01,
+                      np.random.default_rng(0), 1e-8, 100)
+    with pytest.raises(ValueError, match="mechanism='output'"):
+        run_mechanism(mechanism, _regression_problem(PinballLoss(0.5)), 1.0, 0.01,
+                      np.random.default_rng(0), 1e-8, 100)
+
+
+@pytest.mark.parametrize("loss", [get_loss("logistic"), get_loss("hinge"), PinballLoss(0.3),
+                                  SquaredLoss(2.0)], ids=repr)
+def test_output_noise_helpers_match_the_mechanism(loss):
+    """Scripts that reuse one exact solve across noise draws get the mechanism's calibration."""
+    problem = _problem(loss.name) if loss.kind == "margin" else _regression_problem(loss)
+    out = output_perturbation(problem, 0.7, np.random.default_rng(0), 1e-8, 1000)
+    assert output_noise_scale(problem, 0.7, 1e-8) == pytest.approx(out.noise_scale)
+    noise = sample_output_noise(problem, out.noise_scale, np.random.default_rng(0))
+    np.testing.assert_allclose(out.coef - out.solve.coef, noise)

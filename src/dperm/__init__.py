@@ -15,8 +15,10 @@ from dperm.kernels import RandomFourierFeatures
 from dperm.linear_model import (
     PrivateKernelLogisticRegression,
     PrivateKernelSVC,
+    PrivateLeastSquares,
     PrivateLinearSVC,
     PrivateLogisticRegression,
+    PrivateQuantileRegressor,
 )
 from dperm.privacy.record import PrivacyRecord
 from dperm.tuning import PrivateParameterSearch
@@ -33,9 +35,11 @@ __all__ = [
     "PrivacyRecord",
     "PrivateKernelLogisticRegression",
     "PrivateKernelSVC",
+    "PrivateLeastSquares",
     "PrivateLinearSVC",
     "PrivateLogisticRegression",
     "PrivateParameterSearch",
+    "PrivateQuantileRegressor",
     "RandomFourierFeatures",
     "__version__",
 ]

@@ -1,13 +1,30 @@
-"""Margin losses for linear classification, with the constants privacy needs.
+"""Convex losses for linear ERM, with the constants privacy needs.
 
-Every loss is written in margin form ``loss(z)`` with ``z = y * w.x`` and
-``y in {-1, +1}`` (Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4; paper 003).
+Two families share one interface (:class:`ConvexLoss`):
+
+- **margin losses** ``loss(z)`` of ``z = y * w.x`` with ``y in {-1, +1}``, for
+  classification (Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4; paper 003);
+- **residual losses** ``loss(r)`` of ``r = y - w.x``, for regression (Nie & Wang
+  2017, paper 000, Sec. 5: least squares and the pinball loss of quantile regression).
+
 Each exposes, vectorised over numpy arrays:
 
-- ``value(z)``, ``derivative(z)`` and, where it exists, ``second_derivative(z)``;
-- ``lipschitz``: a bound ``L`` on ``|loss'(z)|`` (the papers assume ``L = 1``);
-- ``curvature``: a bound ``c`` on ``|loss''(z)|`` (``None`` when the loss is not
-  twice differentiable, which rules out objective perturbation).
+- ``value(t)``, ``derivative(t)`` and, where it exists, ``second_derivative(t)``
+  in its own argument ``t`` (``z`` or ``r``);
+- ``lipschitz``: a bound ``L`` on ``|loss'(t)|`` (the papers assume ``L = 1``);
+- ``curvature``: a bound ``c`` on ``|loss''(t)|`` (``None`` when the loss is not
+  twice differentiable, which rules out objective perturbation);
+- ``solution_lipschitz(data_norm, alpha)``: the constant ``C_L`` of 000 Thm 2,
+  a Lipschitz bound of the loss in the prediction ``w.x`` over every value a
+  regularised minimiser can predict. It is ``L`` for the globally Lipschitz
+  losses and the 000 Sec. 5.1 constant for least squares;
+- ``score_derivative(y, s)`` / ``score_second_derivative(y, s)``: derivatives
+  in the prediction ``s = w.x``, which is all the solvers need.
+
+Piecewise-linear losses (hinge, pinball) also give their ``slopes`` and ``kink``
+(for a duality-gap certificate) and a Huber-type ``smoothed(h)`` version that
+is above the loss by at most ``smoothing_gap * h`` (for a smoothing certificate);
+see :mod:`dperm.solvers`.
 
 The privacy arithmetic (``dperm.privacy.sensitivity``) reads ``L`` and ``c``
 from here; no other module hard-codes them.
@@ -15,30 +32,50 @@ from here; no other module hard-codes them.
 
 from __future__ import annotations
 
+import inspect
+import numbers
 from abc import ABC, abstractmethod
 
 import numpy as np
 from scipy.special import expit
 
+from dperm.privacy.sensitivity import least_squares_lipschitz
 from dperm.validation import check_positive
 
+#: The Huber-smoothed hinge and pinball lie above the loss by at most h/4
+#: (003 eqs. 37, 41; the pinball case is derived in :class:`SmoothPinballLoss`).
+HUBER_SMOOTHING_GAP = 0.25
 
-class MarginLoss(ABC):
-    """Base class: a convex loss of the margin ``z = y * w.x``.
+
+class ConvexLoss(ABC):
+    """Base class: a convex loss of one scalar argument (a margin or a residual).
 
     Attributes
     ----------
     name : str
         Identifier used by estimators and model files.
+    kind : {"margin", "residual"}
+        Whether the argument is ``y * w.x`` or ``y - w.x``.
     lipschitz : float
-        ``L``, a bound on ``|loss'(z)|`` for all ``z``.
+        ``L``, a bound on ``|loss'(t)|`` for all ``t`` (``inf`` if there is none).
     curvature : float or None
-        ``c``, a bound on ``|loss''(z)|``; ``None`` if not twice differentiable.
+        ``c``, a bound on ``|loss''(t)|``; ``None`` if not twice differentiable.
+    slopes : tuple of float or None
+        For a piecewise-linear loss ``max(g_low (t - kink), g_high (t - kink))``:
+        ``(g_low, g_high)``. ``None`` otherwise.
+    kink : float
+        Where a piecewise-linear loss bends.
+    smoothing_gap : float or None
+        ``g`` with ``0 <= smoothed(h)(t) - loss(t) <= g h`` for every ``t``.
     """
 
-    name = "margin"
+    name = "loss"
+    kind = ""
     lipschitz = 1.0
     curvature: float | None = None
+    slopes: tuple[float, float] | None = None
+    kink = 0.0
+    smoothing_gap: float | None = None
 
     @property
     def differentiable(self) -> bool:
@@ -51,23 +88,80 @@ class MarginLoss(ABC):
         return self.curvature is not None
 
     @abstractmethod
-    def value(self, z):
-        """The loss at margins ``z``."""
+    def value(self, t):
+        """The loss at arguments ``t``."""
 
     @abstractmethod
-    def derivative(self, z):
-        """The derivative (or a subgradient) at margins ``z``."""
+    def derivative(self, t):
+        """The derivative (or a subgradient) at arguments ``t``."""
 
-    def second_derivative(self, z):
+    def second_derivative(self, t):
         raise ValueError(f"the {self.name} loss has no second derivative.")
 
+    # -- the argument as a function of the prediction s = w.x ---------------
+    @abstractmethod
+    def argument(self, y, scores):
+        """The loss argument for labels ``y`` and predictions ``scores = X @ w``."""
+
+    @abstractmethod
+    def argument_slope(self, y):
+        """``d argument / d score`` for each label (an array shaped like ``y``)."""
+
+    def score_derivative(self, y, scores):
+        """``d loss / d s`` at predictions ``s`` (chain rule through :meth:`argument`)."""
+        return self.argument_slope(y) * self.derivative(self.argument(y, scores))
+
+    def score_second_derivative(self, y, scores):
+        """``d^2 loss / d s^2`` at predictions ``s``."""
+        slope = self.argument_slope(y)
+        return slope * slope * self.second_derivative(self.argument(y, scores))
+
+    def solution_lipschitz(self, data_norm: float, alpha: float) -> float:
+        """``C_L`` of 000 Thm 2: a Lipschitz bound in the prediction ``w.x``.
+
+        It must hold over every prediction a regularised minimiser can make on
+        rows of norm ``<= data_norm``. For a globally Lipschitz loss (with
+        ``|y| <= 1`` for margin losses) it is ``lipschitz``.
+        """
+        return self.lipschitz
+
+    def smoothed(self, h: float) -> "ConvexLoss":
+        """A smooth loss within ``smoothing_gap * h`` above this one."""
+        raise ValueError(f"the {self.name} loss has no smoothed version.")
+
     def params(self) -> dict:
-        """Parameters that reconstruct this loss with :func:`get_loss`."""
+        """Parameters that reconstruct this loss with :func:`get_loss` or :func:`get_residual_loss`."""
         return {}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+
+
+class MarginLoss(ConvexLoss):
+    """A convex loss of the margin ``z = y * w.x``, ``y in {-1, +1}`` (003 Sec. 3.4)."""
+
+    name = "margin"
+    kind = "margin"
+
+    def argument(self, y, scores):
+        return y * scores
+
+    def argument_slope(self, y):
+        return np.asarray(y, dtype=float)
+
+
+class ResidualLoss(ConvexLoss):
+    """A convex loss of the residual ``r = y - w.x`` (000 Sec. 5)."""
+
+    name = "residual"
+    kind = "residual"
+
+    def argument(self, y, scores):
+        return y - scores
+
+    def argument_slope(self, y):
+        return np.full(np.shape(y), -1.0)
 
 
 class LogisticLoss(MarginLoss):
@@ -165,12 +259,16 @@ class HingeLoss(MarginLoss):
 
     Output perturbation still applies: its sensitivity needs only convexity
     and the Lipschitz constant (Nie & Wang 2017, paper 000, Thm 2). Objective
-    perturbation does not (003 Thm 2 needs ``loss''``).
+    perturbation does not (003 Thm 2 needs ``loss''``). As a piecewise-linear
+    loss it is ``max(-(z - 1), 0 (z - 1))``: slopes ``(-1, 0)``, kink 1.
     """
 
     name = "hinge"
     lipschitz = 1.0
     curvature = None
+    slopes = (-1.0, 0.0)
+    kink = 1.0
+    smoothing_gap = HUBER_SMOOTHING_GAP
 
     @property
     def differentiable(self) -> bool:
@@ -183,6 +281,147 @@ class HingeLoss(MarginLoss):
         """A subgradient: ``-1`` for ``z < 1``, ``0`` otherwise."""
         return np.where(np.asarray(z, dtype=float) < 1.0, -1.0, 0.0)
 
+    def smoothed(self, h: float) -> HuberLoss:
+        """The Huber loss of width ``h``: ``0 <= huber_h - hinge <= h/4`` (003 eqs. 37, 41)."""
+        return HuberLoss(h)
+
+
+def check_quantile(quantile) -> float:
+    """Return ``quantile`` as a float after checking ``0 < quantile < 1``."""
+    valid = isinstance(quantile, numbers.Real) and not isinstance(quantile, bool)
+    if not valid or not np.isfinite(quantile) or not 0.0 < quantile < 1.0:
+        raise ValueError(
+            f"quantile must be a number in the open interval (0, 1) (0.5 is the median); "
+            f"got {quantile!r}."
+        )
+    return float(quantile)
+
+
+class PinballLoss(ResidualLoss):
+    """The pinball loss of quantile regression: ``max(tau r, (tau - 1) r)``, ``r = y - w.x``.
+
+    Its minimiser in a constant predicts the ``tau``-quantile. It is convex,
+    Lipschitz with ``L = max(tau, 1 - tau)`` and not differentiable at
+    ``r = 0``, so only output perturbation applies (000 Sec. 1 and Thm 2).
+    As a piecewise-linear loss: slopes ``(tau - 1, tau)``, kink 0.
+
+    Parameters
+    ----------
+    quantile : float in (0, 1)
+        ``tau``.
+    """
+
+    name = "pinball"
+    curvature = None
+    kink = 0.0
+    smoothing_gap = HUBER_SMOOTHING_GAP
+
+    def __init__(self, quantile: float = 0.5):
+        self.quantile = check_quantile(quantile)
+        self.lipschitz = max(self.quantile, 1.0 - self.quantile)
+        self.slopes = (self.quantile - 1.0, self.quantile)
+
+    @property
+    def differentiable(self) -> bool:
+        return False
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        return np.maximum(self.quantile * r, (self.quantile - 1.0) * r)
+
+    def derivative(self, r):
+        """A subgradient: ``tau`` for ``r > 0``, ``tau - 1`` otherwise."""
+        return np.where(np.asarray(r, dtype=float) > 0.0, self.quantile, self.quantile - 1.0)
+
+    def smoothed(self, h: float) -> "SmoothPinballLoss":
+        """The Huberised pinball of width ``h``: ``0 <= smooth - pinball <= h/4``."""
+        return SmoothPinballLoss(self.quantile, h)
+
+    def params(self) -> dict:
+        return {"quantile": self.quantile}
+
+
+class SmoothPinballLoss(ResidualLoss):
+    """The pinball loss with its kink replaced by a parabola on ``|r| <= h``.
+
+    ``tau r`` for ``r >= h``, ``(tau - 1) r`` for ``r <= -h`` and
+    ``r^2 / (4h) + (tau - 1/2) r + h/4`` in between: the parabola that matches
+    the value and the slope of both lines at ``r = +-h``. Then
+    ``smooth - pinball = (|r| - h)^2 / (4h)`` on ``|r| <= h`` (0 outside), so
+    ``0 <= smooth - pinball <= h/4``: the same gap as the Huber hinge
+    (003 eq. 41). ``L = max(tau, 1 - tau)``, ``c = 1/(2h)``. dperm uses it to
+    certify pinball solves (:func:`dperm.solvers.solve_by_smoothing`).
+    """
+
+    name = "smooth_pinball"
+
+    def __init__(self, quantile: float = 0.5, h: float = 0.5):
+        self.quantile = check_quantile(quantile)
+        self.h = check_positive(h, "h", "h is the width of the smoothed region of the pinball.")
+        self.lipschitz = max(self.quantile, 1.0 - self.quantile)
+        self.curvature = 1.0 / (2.0 * self.h)
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        tau, h = self.quantile, self.h
+        middle = r * r / (4.0 * h) + (tau - 0.5) * r + h / 4.0
+        return np.where(r >= h, tau * r, np.where(r <= -h, (tau - 1.0) * r, middle))
+
+    def derivative(self, r):
+        r = np.asarray(r, dtype=float)
+        tau, h = self.quantile, self.h
+        return np.where(r >= h, tau, np.where(r <= -h, tau - 1.0, r / (2.0 * h) + tau - 0.5))
+
+    def second_derivative(self, r):
+        inside = np.abs(np.asarray(r, dtype=float)) < self.h
+        return np.where(inside, self.curvature, 0.0)
+
+    def params(self) -> dict:
+        return {"quantile": self.quantile, "h": self.h}
+
+
+class SquaredLoss(ResidualLoss):
+    """Least squares ``r^2`` with labels bounded by ``|y| <= y_bound`` (000 Sec. 5.1; 002 eq. 1).
+
+    Not Lipschitz on the real line (``lipschitz = inf``), but on the predictions
+    a regularised minimiser can make it is: see :meth:`solution_lipschitz`.
+    ``c = 2``. The loss is the papers' ``(f(x) - y)^2`` without a factor 1/2, so
+    dperm's ``(1/n) sum r_i^2 + alpha/2 ||w||^2`` is 000's objective with
+    ``lambda = alpha / 2`` (shared papers note 7).
+
+    Parameters
+    ----------
+    y_bound : float
+        ``M``, a public bound on ``|y|``.
+    """
+
+    name = "squared"
+    lipschitz = float("inf")
+    curvature = 2.0
+
+    def __init__(self, y_bound: float = 1.0):
+        self.y_bound = check_positive(y_bound, "y_bound", "y_bound is a public bound M on |y|.")
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        return r * r
+
+    def derivative(self, r):
+        return 2.0 * np.asarray(r, dtype=float)
+
+    def second_derivative(self, r):
+        return np.full(np.shape(r), self.curvature)
+
+    def solution_lipschitz(self, data_norm: float, alpha: float) -> float:
+        """``C_L = 2 (M + kappa M / sqrt(lambda))`` (000 Sec. 5.1 in dperm's convention).
+
+        See :func:`dperm.privacy.sensitivity.least_squares_lipschitz`.
+        """
+        return least_squares_lipschitz(self.y_bound, data_norm, alpha)
+
+    def params(self) -> dict:
+        return {"y_bound": self.y_bound}
+
 
 _LOSSES = {
     "logistic": LogisticLoss,
@@ -191,11 +430,21 @@ _LOSSES = {
     "hinge": HingeLoss,
 }
 
+#: Margin losses, built by :func:`get_loss` (classification).
 LOSS_NAMES = tuple(_LOSSES)
+
+_RESIDUAL_LOSSES = {
+    "pinball": PinballLoss,
+    "smooth_pinball": SmoothPinballLoss,
+    "squared": SquaredLoss,
+}
+
+#: Residual losses, built by :func:`get_residual_loss` (regression).
+RESIDUAL_LOSS_NAMES = tuple(_RESIDUAL_LOSSES)
 
 
 def get_loss(name: str, **params) -> MarginLoss:
-    """Build a loss by name: ``"logistic"``, ``"huber"``, ``"smooth_hinge"`` or ``"hinge"``.
+    """Build a margin loss by name: ``"logistic"``, ``"huber"``, ``"smooth_hinge"`` or ``"hinge"``.
 
     ``h`` is passed to the losses that have a width and ignored by the others.
     """
@@ -206,3 +455,17 @@ def get_loss(name: str, **params) -> MarginLoss:
     if cls in (HuberLoss, SmoothHingeLoss):
         return cls(**{k: v for k, v in params.items() if k == "h"})
     return cls()
+
+
+def get_residual_loss(name: str, **params) -> ResidualLoss:
+    """Build a residual loss by name from the parameters of its ``params()``.
+
+    ``"pinball"`` (``quantile``), ``"smooth_pinball"`` (``quantile``, ``h``) or
+    ``"squared"`` (``y_bound``); parameters a loss does not take are ignored.
+    """
+    try:
+        cls = _RESIDUAL_LOSSES[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"loss must be one of {RESIDUAL_LOSS_NAMES}; got {name!r}.") from None
+    accepted = inspect.signature(cls).parameters
+    return cls(**{k: v for k, v in params.items() if k in accepted})

@@ -1,9 +1,10 @@
 """The (perturbed) regularised ERM objective and its certified minimisation.
 
-The objective is, with ``n`` rows, margins ``z_i = y_i w.x_i`` and a fixed
-linear term ``b`` (the objective-perturbation noise, zero otherwise),
+The objective is, with ``n`` rows, loss arguments ``t_i`` (margins
+``z_i = y_i w.x_i`` or residuals ``r_i = y_i - w.x_i``, see :mod:`dperm.losses`)
+and a fixed linear term ``b`` (the objective-perturbation noise, zero otherwise),
 
-    J(w) = (1/n) sum_i loss(z_i) + (alpha / 2) ||w||^2 + (1/n) b.w,
+    J(w) = (1/n) sum_i loss(t_i) + (alpha / 2) ||w||^2 + (1/n) b.w,
 
 003 eq. 9 plus the ``Delta/2 ||w||^2`` of Alg. 2 folded into ``alpha``.
 
@@ -11,7 +12,8 @@ Objective perturbation's proof assumes the exact minimiser (shared papers
 note 8). ``minimize_certified`` therefore solves to a gradient-norm tolerance
 and returns the final ``||grad J(w)||`` as a certificate: since ``J`` is
 ``alpha``-strongly convex, ``||w - w*|| <= ||grad J(w)|| / alpha``.
-The hinge loss has no gradient; ``solve_hinge_svm`` certifies with a duality gap.
+Piecewise-linear losses (hinge, pinball) have no gradient: ``solve_nonsmooth``
+certifies them with a duality gap or through a smoothed loss.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
-from dperm.losses import MarginLoss
+from dperm.losses import ConvexLoss, HingeLoss
 
 #: Newton steps tried after L-BFGS when its answer misses the gradient tolerance.
 MAX_NEWTON_STEPS = 20
@@ -38,8 +40,8 @@ class SolveResult:
     ----------
     coef : ndarray of shape (d,)
     gradient_norm : float
-        ``||grad J(coef)||_2`` (for the hinge loss: ``sqrt(2 alpha gap)``, the
-        gradient norm that would give the same distance bound).
+        ``||grad J(coef)||_2`` (for a non-smooth loss: ``alpha * solution_radius``,
+        the gradient norm that would give the same distance bound).
     solution_radius : float
         A proven bound on ``||coef - argmin J||``.
     n_iter : int
@@ -55,21 +57,26 @@ class SolveResult:
     certified: bool
 
 
-class RegularizedMarginObjective:
+class RegularizedERMObjective:
     """Value, gradient and Hessian of ``J`` above, for scipy.
+
+    The loss supplies its derivatives in the prediction ``s = w.x``
+    (:meth:`~dperm.losses.ConvexLoss.score_derivative`), so one class serves
+    margin and residual losses alike.
 
     Parameters
     ----------
-    loss : MarginLoss
+    loss : ConvexLoss
     X : ndarray of shape (n, d)
-    y : ndarray of shape (n,) with values in {-1, +1}
+    y : ndarray of shape (n,)
+        Values in {-1, +1} for a margin loss; real labels for a residual loss.
     alpha : float
         Total L2 strength (the papers' ``Lambda``, plus ``Delta`` if any).
     linear_term : ndarray of shape (d,), optional
         The vector ``b``; enters as ``b.w / n`` (003 eq. 9).
     """
 
-    def __init__(self, loss: MarginLoss, X, y, alpha: float, linear_term=None):
+    def __init__(self, loss: ConvexLoss, X, y, alpha: float, linear_term=None):
         self.loss = loss
         self.X = X
         self.y = y
@@ -77,14 +84,12 @@ class RegularizedMarginObjective:
         self.n_samples = X.shape[0]
         self.linear_term = None if linear_term is None else np.asarray(linear_term, dtype=float)
 
-    def _margins(self, w):
-        return self.y * (self.X @ w)
-
     def value_and_gradient(self, w):
-        z = self._margins(w)
+        scores = self.X @ w
         n = self.n_samples
-        value = float(self.loss.value(z).sum()) / n + 0.5 * self.alpha * float(w @ w)
-        grad = self.X.T @ (self.y * self.loss.derivative(z)) / n + self.alpha * w
+        value = float(self.loss.value(self.loss.argument(self.y, scores)).sum()) / n
+        value += 0.5 * self.alpha * float(w @ w)
+        grad = self.X.T @ self.loss.score_derivative(self.y, scores) / n + self.alpha * w
         if self.linear_term is not None:
             value += float(self.linear_term @ w) / n
             grad = grad + self.linear_term / n
@@ -94,13 +99,17 @@ class RegularizedMarginObjective:
         return self.value_and_gradient(w)[1]
 
     def hessian(self, w):
-        curvature = self.loss.second_derivative(self._margins(w)) / self.n_samples
+        curvature = self.loss.score_second_derivative(self.y, self.X @ w) / self.n_samples
         hess = (self.X.T * curvature) @ self.X
         hess[np.diag_indices_from(hess)] += self.alpha
         return hess
 
 
-def minimize_certified(objective: RegularizedMarginObjective, tol: float, max_iter: int, w0=None):
+#: The name the classifiers' code and scripts use; margin losses are one case.
+RegularizedMarginObjective = RegularizedERMObjective
+
+
+def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter: int, w0=None):
     """Minimise a smooth strongly convex ``J`` until ``||grad J|| <= tol``.
 
     L-BFGS (scipy) does the bulk of the work; its stopping rule on the
@@ -170,36 +179,53 @@ MARGIN_BANDS = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
 MAX_MARGIN_ROWS = 5000
 
 
-def hinge_duality_gap(X, y, alpha: float, w) -> float:
-    """A proven upper bound on ``P(w) - min P`` for the L2-regularised hinge SVM.
+def piecewise_linear_duality_gap(loss: ConvexLoss, X, y, alpha: float, w) -> float:
+    """A proven upper bound on ``P(w) - min P`` for a piecewise-linear loss.
 
-    Primal ``P(w) = (1/n) sum max(0, 1 - z_i) + alpha/2 ||w||^2``; its dual over
-    ``a in [0, 1]^n`` is ``D(a) = (1/n) sum a_i - ||sum a_i y_i x_i||^2 / (2 alpha n^2)``
-    and ``P(w) >= min P >= D(a)`` for every feasible ``a`` (weak duality). For each
-    band width in ``MARGIN_BANDS`` we take ``a_i = 1`` for margins below the band
-    around 1, ``a_i = 0`` above it, and fit the ``a_i`` inside the band by bounded
-    least squares so that ``sum a_i y_i x_i`` is as close as possible to
-    ``alpha n w`` (the optimality condition). Every such ``a`` is feasible, so
-    the smallest gap over the bands is a valid bound; the fit makes it tight.
+    The loss is ``max_{g in [g_low, g_high]} g (t - k)`` (``loss.slopes``,
+    ``loss.kink``) of the argument ``t_i = o_i + s_i x_i.w`` (margin: ``o_i = 0``,
+    ``s_i = y_i``; residual: ``o_i = y_i``, ``s_i = -1``). Swapping min and max in
+    ``P(w) = (1/n) sum loss(t_i) + alpha/2 ||w||^2`` gives the dual over the box
+    ``g in [g_low, g_high]^n``
+
+        D(g) = (1/n) sum g_i (o_i - k) - ||sum g_i s_i x_i||^2 / (2 alpha n^2),
+
+    and ``P(w) >= min P >= D(g)`` for every feasible ``g`` (weak duality); the
+    optimum has ``alpha n w = -sum g_i s_i x_i``. For each band width in
+    ``MARGIN_BANDS`` we take the active slope (``g_high`` above the kink,
+    ``g_low`` below) outside the band and fit the ``g_i`` inside it by bounded
+    least squares to that optimality condition. Every such ``g`` is feasible,
+    so the smallest gap over the bands is a valid bound; the fit makes it tight.
+    The hinge (``g in [-1, 0]``, ``a = -g``) gives the usual SVM dual
+    ``(1/n) sum a_i - ||sum a_i y_i x_i||^2 / (2 alpha n^2)``.
     """
     n = X.shape[0]
-    z = y * (X @ w)
-    primal = float(np.maximum(0.0, 1.0 - z).mean()) + 0.5 * alpha * float(w @ w)
-    signed_rows = X * y[:, None]
+    g_low, g_high = loss.slopes
+    arguments = loss.argument(y, X @ w)
+    offsets = loss.argument(y, np.zeros(n)) - loss.kink
+    directions = X * loss.argument_slope(y)[:, None]
+    primal = float(loss.value(arguments).mean()) + 0.5 * alpha * float(w @ w)
+    distance_to_kink = arguments - loss.kink
     best = math.inf
     for band in MARGIN_BANDS:
-        dual_weights = (z < 1.0 - band).astype(float)
-        on_margin = np.flatnonzero(np.abs(z - 1.0) <= band)
-        if on_margin.size > MAX_MARGIN_ROWS:
+        dual_weights = np.where(distance_to_kink > 0.0, g_high, g_low)
+        in_band = np.flatnonzero(np.abs(distance_to_kink) <= band)
+        if in_band.size > MAX_MARGIN_ROWS:
             continue
-        if on_margin.size:
-            target = alpha * n * w - signed_rows.T @ dual_weights
-            fit = lsq_linear(signed_rows[on_margin].T, target, bounds=(0.0, 1.0), method="bvls")
-            dual_weights[on_margin] = fit.x
-        combination = signed_rows.T @ dual_weights
-        dual = float(dual_weights.sum()) / n - float(combination @ combination) / (2.0 * alpha * n * n)
+        if in_band.size:
+            dual_weights[in_band] = 0.0
+            target = -alpha * n * w - directions.T @ dual_weights
+            fit = lsq_linear(directions[in_band].T, target, bounds=(g_low, g_high), method="bvls")
+            dual_weights[in_band] = fit.x
+        combination = directions.T @ dual_weights
+        dual = float(dual_weights @ offsets) / n - float(combination @ combination) / (2.0 * alpha * n * n)
         best = min(best, primal - dual)
     return max(best, 0.0)
+
+
+def hinge_duality_gap(X, y, alpha: float, w) -> float:
+    """:func:`piecewise_linear_duality_gap` of the L2-regularised hinge SVM."""
+    return piecewise_linear_duality_gap(HingeLoss(), X, y, alpha, w)
 
 
 #: liblinear tolerances tried in turn until the duality gap certifies the solve.
@@ -214,7 +240,7 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
     ``C = 1 / (alpha n)``; the certificate is the duality gap
     (:func:`hinge_duality_gap`), and strong convexity gives
     ``||w - w*|| <= sqrt(2 gap / alpha)``. If no liblinear tolerance certifies
-    the radius (degenerate data), fall back to :func:`_solve_hinge_by_smoothing`.
+    the radius (degenerate data), fall back to :func:`solve_by_smoothing`.
     """
     import warnings
 
@@ -240,7 +266,7 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
         if radius <= radius_tol:
             break
     if best[1] > radius_tol:
-        smoothed = _solve_hinge_by_smoothing(X, y, alpha, radius_tol, max_iter)
+        smoothed = solve_by_smoothing(HingeLoss(), X, y, alpha, radius_tol, max_iter)
         n_iter += smoothed.n_iter
         if smoothed.solution_radius < best[1]:
             best = (smoothed.coef, smoothed.solution_radius)
@@ -254,22 +280,56 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
     )
 
 
-def _solve_hinge_by_smoothing(X, y, alpha, radius_tol, max_iter):
-    """Certify a hinge minimiser through the Huber loss of a small width ``h``.
+#: First smoothing width of the continuation in :func:`solve_by_smoothing`.
+INITIAL_SMOOTHING_WIDTH = 1.0
+#: Each continuation stage divides the smoothing width by this factor.
+SMOOTHING_SHRINK = 10.0
 
-    ``0 <= huber_h(z) - hinge(z) <= h/4`` for every ``z`` (003 eqs. 37, 41), so
-    for the Huber objective ``P_h``: ``P(w) - min P <= P_h(w) - min P_h + h/4
-    <= ||grad P_h(w)||^2 / (2 alpha) + h/4``. With ``h = alpha r^2`` and
-    ``||grad P_h|| <= alpha r / sqrt(2)`` that is ``alpha r^2 / 2``, i.e.
-    ``||w - w*|| <= r``. The duality gap of the same ``w`` is also checked and
-    the smaller bound kept.
+
+def solve_by_smoothing(loss: ConvexLoss, X, y, alpha, radius_tol, max_iter):
+    """Certify a minimiser of a piecewise-linear loss through its smoothed version.
+
+    The smoothed loss lies above the loss by at most ``g h`` (``g =
+    loss.smoothing_gap``, 1/4 for the Huber hinge and pinball), so for the
+    smoothed objective ``P_h``: ``P(w) - min P <= P_h(w) - min P_h + g h
+    <= ||grad P_h(w)||^2 / (2 alpha) + g h``. With ``h = alpha r^2 / (4 g)`` and
+    ``||grad P_h|| <= alpha r / sqrt(2)`` that is ``alpha r^2 / 2``, and strong
+    convexity (``P(w) - min P >= alpha/2 ||w - w*||^2``) gives ``||w - w*|| <= r``.
+    The width shrinks from ``INITIAL_SMOOTHING_WIDTH`` to that ``h`` by
+    continuation, each stage warm-started (L-BFGS, then Newton steps). After
+    each stage the duality gap (:func:`piecewise_linear_duality_gap`) is also
+    computed; the smaller of the two bounds is the certificate, and the
+    continuation stops as soon as it proves the radius.
     """
-    from dperm.losses import HuberLoss
+    gap_factor = loss.smoothing_gap
+    final_width = alpha * radius_tol**2 / (4.0 * gap_factor)
+    gradient_tol = alpha * radius_tol / math.sqrt(2.0)
+    width = max(INITIAL_SMOOTHING_WIDTH, final_width)
+    w, n_iter = None, 0
+    while True:
+        objective = RegularizedERMObjective(loss.smoothed(width), X, y, alpha)
+        solve = minimize_certified(objective, tol=gradient_tol, max_iter=max_iter, w0=w)
+        w, n_iter = solve.coef, n_iter + solve.n_iter
+        smoothing_gap = solve.gradient_norm**2 / (2.0 * alpha) + gap_factor * width
+        gap = min(smoothing_gap, piecewise_linear_duality_gap(loss, X, y, alpha, w))
+        radius = math.sqrt(2.0 * gap / alpha)
+        if radius <= radius_tol or width <= final_width:
+            break
+        width = max(width / SMOOTHING_SHRINK, final_width)
+    return SolveResult(w, alpha * radius, radius, n_iter, radius <= radius_tol)
 
-    h = alpha * radius_tol**2
-    objective = RegularizedMarginObjective(HuberLoss(h), X, y, alpha)
-    solve = minimize_certified(objective, tol=alpha * radius_tol / math.sqrt(2.0), max_iter=max_iter)
-    smoothing_gap = solve.gradient_norm**2 / (2.0 * alpha) + h / 4.0
-    gap = min(smoothing_gap, hinge_duality_gap(X, y, alpha, solve.coef))
-    radius = math.sqrt(2.0 * gap / alpha)
-    return SolveResult(solve.coef, alpha * radius, radius, solve.n_iter, radius <= radius_tol)
+
+def solve_nonsmooth(loss: ConvexLoss, X, y, alpha: float, radius_tol: float, max_iter: int):
+    """Minimise ``P`` for a piecewise-linear loss and certify ``||w - argmin P|| <= radius_tol``.
+
+    The hinge goes to liblinear first (:func:`solve_hinge_svm`); other
+    piecewise-linear losses (the pinball) to :func:`solve_by_smoothing`.
+    """
+    if loss.slopes is None or loss.smoothing_gap is None:
+        raise ValueError(
+            f"the {loss.name} loss is neither differentiable nor piecewise linear with a "
+            "smoothed version; dperm cannot certify its minimiser."
+        )
+    if isinstance(loss, HingeLoss):
+        return solve_hinge_svm(X, y, alpha, radius_tol, max_iter)
+    return solve_by_smoothing(loss, X, y, alpha, radius_tol, max_iter)

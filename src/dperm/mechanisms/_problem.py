@@ -1,4 +1,4 @@
-"""The data a mechanism sees: one binary ERM problem, already per-record clipped."""
+"""The data a mechanism sees: one ERM problem, already per-record clipped."""
 
 from __future__ import annotations
 
@@ -6,21 +6,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dperm.losses import MarginLoss
+from dperm.losses import ConvexLoss
 from dperm.solvers import SolveResult
 
 
 @dataclass(frozen=True)
 class ERMProblem:
-    """``min_w (1/n) sum loss(y_i w.x_i) + alpha/2 ||w||^2`` with ``||x_i|| <= data_norm``.
+    """``min_w (1/n) sum loss(t_i) + alpha/2 ||w||^2`` with ``||x_i|| <= data_norm``.
+
+    ``t_i`` is the margin ``y_i w.x_i`` (classification) or the residual
+    ``y_i - w.x_i`` (regression), as the loss says (:mod:`dperm.losses`).
 
     Attributes
     ----------
     X : ndarray of shape (n, d)
         Rows already clipped to ``data_norm`` (and augmented with the intercept
         feature, whose value counts toward ``data_norm``).
-    y : ndarray of shape (n,), values in {-1, +1}
-    loss : MarginLoss
+    y : ndarray of shape (n,)
+        Values in {-1, +1} for a margin loss; labels (already clipped to any
+        public bound the loss needs) for a residual loss.
+    loss : ConvexLoss
     alpha : float
         The papers' ``Lambda``.
     data_norm : float
@@ -29,7 +34,7 @@ class ERMProblem:
 
     X: np.ndarray
     y: np.ndarray
-    loss: MarginLoss
+    loss: ConvexLoss
     alpha: float
     data_norm: float
 
@@ -64,6 +69,9 @@ class MechanismOutput:
         L2 sensitivity the output noise is calibrated to (output perturbation).
     solve : SolveResult
         The optimality certificate of the solve.
+    lipschitz : float or None
+        The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
+        output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
     """
 
     coef: np.ndarray
@@ -75,3 +83,4 @@ class MechanismOutput:
     noise_scale: float
     sensitivity: float | None
     solve: SolveResult = field(repr=False)
+    lipschitz: float | None = None

@@ -47,4 +47,5 @@ def gaussian_objective_perturbation(
         noise_scale=sigma,
         sensitivity=None,
         solve=solve,
+        lipschitz=loss.lipschitz,
     )

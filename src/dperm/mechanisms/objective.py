@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from dperm.exceptions import OptimalityCertificateWarning
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
 from dperm.privacy.sensitivity import objective_noise_scale, objective_perturbation_slack
-from dperm.solvers import RegularizedMarginObjective, minimize_certified
+from dperm.solvers import RegularizedERMObjective, minimize_certified
 from dperm.validation import check_epsilon
 
 
 def require_curvature(loss, mechanism: str) -> float:
-    """Return the loss's curvature bound ``c`` or explain why the mechanism refuses it."""
+    """Return the loss's curvature bound ``c`` or explain why the mechanism refuses it.
+
+    The objective mechanisms also need a global Lipschitz bound ``L`` on the
+    loss (003 Thm 2: ``||b - b'|| <= 2 L R``); least squares has none.
+    """
+    if not math.isfinite(loss.lipschitz):
+        raise ValueError(
+            f"mechanism={mechanism!r} needs a globally Lipschitz loss (003 Thm 2 / 004 "
+            f"Thm 4.1); the {loss.name} loss is Lipschitz only on the bounded predictions "
+            "of a regularised minimiser. Use mechanism='output' (000 Thm 2, Sec. 5.1)."
+        )
     if loss.curvature is None:
         raise ValueError(
             f"mechanism={mechanism!r} needs a twice-differentiable loss with a bound c on "
@@ -31,7 +42,7 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     the gradient norm in the returned certificate says how close we are
     (shared papers note 8).
     """
-    objective = RegularizedMarginObjective(
+    objective = RegularizedERMObjective(
         problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, linear_term=noise
     )
     solve = minimize_certified(objective, tol=tol, max_iter=max_iter)
@@ -77,4 +88,5 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float,
         noise_scale=noise_scale,
         sensitivity=None,
         solve=solve,
+        lipschitz=loss.lipschitz,
     )

@@ -2,29 +2,92 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from dperm.exceptions import CertificateError
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
-from dperm.privacy.sensitivity import erm_l2_sensitivity
-from dperm.solvers import RegularizedMarginObjective, minimize_certified, solve_hinge_svm
+from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
+from dperm.solvers import RegularizedERMObjective, minimize_certified, solve_nonsmooth
 from dperm.validation import check_epsilon
 
-#: For the hinge loss the solve is certified by a duality gap, which cannot be
-#: driven to rounding level; the public allowance for its error is this
-#: fraction of the exact-minimiser sensitivity (the noise grows by 2x this).
-HINGE_RADIUS_FRACTION = 0.005
+#: For a non-differentiable loss (hinge, pinball) the solve is certified by a
+#: duality gap or a smoothing bound, which cannot be driven to rounding level;
+#: the public allowance for its error is this fraction of the exact-minimiser
+#: sensitivity (the noise grows by 2x this).
+NONSMOOTH_RADIUS_FRACTION = 0.005
+#: The allowance was first introduced for the hinge loss; same number.
+HINGE_RADIUS_FRACTION = NONSMOOTH_RADIUS_FRACTION
+
+
+def _lipschitz(problem: ERMProblem) -> float:
+    """``C_L`` of 000 Thm 2 for this problem (``loss.solution_lipschitz``)."""
+    return problem.loss.solution_lipschitz(problem.data_norm, problem.alpha)
+
+
+def solution_radius_allowance(problem: ERMProblem, tol: float) -> float:
+    """The radius ``r`` around the exact minimiser that the noise is calibrated for.
+
+    ``tol / alpha`` for differentiable losses (a gradient norm ``<= tol`` proves
+    it by strong convexity); ``NONSMOOTH_RADIUS_FRACTION`` of the exact
+    sensitivity for piecewise-linear ones. Fixed before the data is solved.
+    """
+    if problem.loss.differentiable:
+        return tol / problem.alpha
+    return NONSMOOTH_RADIUS_FRACTION * erm_l2_sensitivity(
+        problem.n_samples, problem.alpha, _lipschitz(problem), problem.data_norm
+    )
+
+
+def output_sensitivity(problem: ERMProblem, tol: float) -> float:
+    """L2 sensitivity ``2 C_L R / (n alpha) + 2 r`` of the vector output perturbation releases."""
+    return output_perturbation_sensitivity(
+        problem.n_samples, problem.alpha, _lipschitz(problem), problem.data_norm,
+        solution_radius_allowance(problem, tol),
+    )
+
+
+def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
+    """Scale ``S / epsilon`` of the noise density ``~ exp(-||b|| epsilon / S)`` (003 Alg. 1)."""
+    return output_sensitivity(problem, tol) / check_epsilon(epsilon)
+
+
+def sample_output_noise(problem: ERMProblem, noise_scale: float, rng) -> np.ndarray:
+    """One draw of the output noise ``b`` in R^d (003 Alg. 1; notes 1 and 6)."""
+    return sample_l2_laplace(problem.n_features, noise_scale, rng)
+
+
+def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: int):
+    """Minimise the problem's objective and certify ``||w - argmin|| <= radius_allowed``.
+
+    Differentiable losses: L-BFGS and Newton to ``||grad J|| <= alpha r``
+    (strong convexity gives the radius). Piecewise-linear losses:
+    :func:`dperm.solvers.solve_nonsmooth` (duality gap or smoothing bound).
+    """
+    loss = problem.loss
+    if loss.differentiable:
+        objective = RegularizedERMObjective(loss, problem.X, problem.y, problem.alpha)
+        return minimize_certified(objective, tol=problem.alpha * radius_allowed, max_iter=max_iter)
+    return solve_nonsmooth(loss, problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
 
 
 def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int):
     """Release ``argmin J + b`` with ``b ~ exp(-eps ||b|| / S)`` (003 Alg. 1).
 
-    ``S`` is the L2 sensitivity of the released vector. The exact minimiser has
-    sensitivity ``2 L R / (n alpha)`` (003 Cor. 1; 000 Thm 2; note 2). A solver
-    returns a point within a certified radius ``r`` of it, so two neighbouring
-    outputs differ by at most ``2 L R / (n alpha) + 2 r``; dperm calibrates to
-    that, with ``r`` fixed in advance (``tol / alpha`` for smooth losses, a small
-    fraction of the sensitivity for the hinge loss). If the solve cannot certify
-    ``r``, nothing is released (:class:`CertificateError`).
+    Generic over the loss: margin losses (classification) and residual losses
+    (regression) alike, as long as the loss gives its Lipschitz constant ``C_L``
+    in the prediction ``w.x`` (``loss.solution_lipschitz``: ``L`` for the
+    logistic, Huber, hinge and pinball losses, 000 Sec. 5.1's constant for
+    least squares). ``S`` is the L2 sensitivity of the released vector. The
+    exact minimiser has sensitivity ``2 C_L R / (n alpha)`` (003 Cor. 1;
+    000 Thm 2; note 2). A solver returns a point within a certified radius
+    ``r`` of it, so two neighbouring outputs differ by at most
+    ``2 C_L R / (n alpha) + 2 r`` (:func:`output_sensitivity`, from
+    :func:`~dperm.privacy.sensitivity.output_perturbation_sensitivity`);
+    dperm calibrates to that, with ``r`` fixed in advance
+    (:func:`solution_radius_allowance`). If the solve cannot certify ``r``,
+    nothing is released (:class:`CertificateError`). The noise is a vector in
+    coefficient space, never the scalar shift of 000 eq. 2 (note 6).
 
     Returns
     -------
@@ -32,28 +95,18 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
         ``epsilon``-DP (pure) for the released ``coef``.
     """
     epsilon = check_epsilon(epsilon)
-    loss = problem.loss
-    exact_sensitivity = erm_l2_sensitivity(
-        problem.n_samples, problem.alpha, loss.lipschitz, problem.data_norm
-    )
-    if loss.differentiable:
-        radius_allowed = tol / problem.alpha
-        objective = RegularizedMarginObjective(loss, problem.X, problem.y, problem.alpha)
-        solve = minimize_certified(objective, tol=tol, max_iter=max_iter)
-    else:
-        radius_allowed = HINGE_RADIUS_FRACTION * exact_sensitivity
-        solve = solve_hinge_svm(problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
+    radius_allowed = solution_radius_allowance(problem, tol)
+    solve = certified_minimiser(problem, radius_allowed, max_iter)
     if not solve.certified:
         raise CertificateError(
             f"output perturbation: the solver reached a solution radius of "
             f"{solve.solution_radius:.3g}, above the {radius_allowed:.3g} the noise is "
             "calibrated for, so no model is released. Increase max_iter or tol."
         )
-    sensitivity = exact_sensitivity + 2.0 * radius_allowed
+    sensitivity = output_sensitivity(problem, tol)
     noise_scale = sensitivity / epsilon
-    noise = sample_l2_laplace(problem.n_features, noise_scale, rng)
     return MechanismOutput(
-        coef=solve.coef + noise,
+        coef=solve.coef + sample_output_noise(problem, noise_scale, rng),
         epsilon=epsilon,
         delta=0.0,
         epsilon_noise=epsilon,
@@ -61,5 +114,6 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
         noise_distribution="l2-laplace",
         noise_scale=noise_scale,
         sensitivity=sensitivity,
+        lipschitz=_lipschitz(problem),
         solve=solve,
     )

@@ -23,12 +23,66 @@ def erm_l2_sensitivity(n_samples: int, alpha: float, lipschitz: float, data_norm
 
     003 Corollary 1 (``L = R = 1``: ``2 / (n Lambda)``), generalised in note 2;
     the same bound is Nie & Wang (000) Thm 2 with ``kappa = R``, ``C_L = L`` and
-    ``lambda gamma = alpha`` (note 7). It needs only a convex L-Lipschitz loss and
-    the 1-strongly convex regulariser ``alpha/2 ||w||^2``: no differentiability.
+    ``lambda gamma = alpha`` (note 7). It needs only a convex loss that is
+    L-Lipschitz in the prediction ``w.x`` (over the predictions the minimisers
+    can make) and the 1-strongly convex regulariser ``alpha/2 ||w||^2``: no
+    differentiability. This is the one owner of the formula.
     """
     n_samples = check_positive_int(n_samples, "n_samples")
     alpha = check_positive(alpha, "alpha")
+    lipschitz = check_positive(lipschitz, "lipschitz")
+    data_norm = check_positive(data_norm, "data_norm")
     return 2.0 * lipschitz * data_norm / (n_samples * alpha)
+
+
+def output_perturbation_sensitivity(
+    n_samples: int, alpha: float, lipschitz: float, data_norm: float, solution_radius: float
+) -> float:
+    """L2 sensitivity ``2 L R / (n alpha) + 2 r`` of a *certified approximate* minimiser.
+
+    If each released vector is within a radius ``r`` (fixed in advance and
+    certified by the solver) of the exact minimiser, the triangle inequality
+    adds ``r`` on each side of :func:`erm_l2_sensitivity`. The output noise of
+    003 Alg. 1 / 000 Lemma 1 is calibrated to this number.
+    """
+    radius = float(solution_radius)
+    if not math.isfinite(radius) or radius < 0:
+        raise ValueError(f"solution_radius must be a finite number >= 0; got {solution_radius!r}.")
+    return erm_l2_sensitivity(n_samples, alpha, lipschitz, data_norm) + 2.0 * radius
+
+
+def least_squares_solution_norm(y_bound: float, alpha: float) -> float:
+    """Bound ``M sqrt(2 / alpha)`` on ``||w||`` for regularised least squares.
+
+    002 Lemma 2 / Thm 3 (and 000 Sec. 5.1): with ``|y_i| <= M`` the minimiser of
+    ``(1/n) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2`` satisfies
+    ``alpha/2 ||w||^2 <= J(w) <= J(0) = (1/n) sum y_i^2 <= M^2``, i.e.
+    ``||w|| <= M sqrt(2/alpha) = M / sqrt(lambda)`` with the papers'
+    ``lambda = alpha / 2`` (note 7). This is the papers' ``R = M / sqrt(lambda)``.
+    """
+    y_bound = check_positive(y_bound, "y_bound", "y_bound is a public bound M on |y|.")
+    alpha = check_positive(alpha, "alpha")
+    return y_bound * math.sqrt(2.0 / alpha)
+
+
+def least_squares_lipschitz(y_bound: float, data_norm: float, alpha: float) -> float:
+    """``C_L = 2 (M + kappa M / sqrt(lambda))`` for least squares, ``lambda = alpha/2``.
+
+    000 Sec. 5.1: every minimiser has ``||w|| <= M/sqrt(lambda)``
+    (:func:`least_squares_solution_norm`), so on rows with ``||x|| <= kappa``
+    it predicts ``|w.x| <= kappa M / sqrt(lambda)``. For such predictions
+    ``t1, t2`` and ``|y| <= M``,
+    ``|(t1 - y)^2 - (t2 - y)^2| = |t1 + t2 - 2y| |t1 - t2|
+    <= 2 (kappa M/sqrt(lambda) + M) |t1 - t2|``.
+    000 prints ``2 M (kappa + 1) / sqrt(lambda)``, which is this number
+    relaxed by ``M <= M / sqrt(lambda)``: true only for ``lambda <= 1`` (002
+    Lemma 2 assumes ``0 < lambda <= 1``). dperm uses the unrelaxed constant,
+    valid for every ``alpha`` and never larger than the printed one when
+    ``lambda <= 1``.
+    """
+    data_norm = check_positive(data_norm, "data_norm")
+    solution_norm = least_squares_solution_norm(y_bound, alpha)
+    return 2.0 * (float(y_bound) + data_norm * solution_norm)
 
 
 @dataclass(frozen=True)

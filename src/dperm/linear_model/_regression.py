@@ -1,0 +1,448 @@
+"""Differentially private linear regression: quantile (pinball) and least squares.
+
+Both estimators release ``argmin_w (1/n) sum loss(y_i - w.x_i) + alpha/2 ||w||^2``
+plus vector noise (output perturbation, 003 Alg. 1), calibrated to the
+sensitivity of Nie & Wang (paper 000) Thm 2, which needs only a convex loss,
+Lipschitz in the prediction, and the strongly convex regulariser: no
+derivative, so the pinball loss qualifies (000 Sec. 5). The noise is a vector
+in coefficient space: the scalar shift of 000 eq. 2 would not make the released
+model private (shared papers note 6).
+
+The estimators are thin: check parameters and data, clip rows (and, for least
+squares, labels) to public bounds, hand the problem to
+:func:`dperm.mechanisms.output_perturbation`, and store the result with its
+:class:`~dperm.privacy.record.PrivacyRecord`. No privacy arithmetic happens here.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dperm.exceptions import DataClippingWarning
+from dperm.losses import PinballLoss, SquaredLoss
+from dperm.mechanisms import ERMProblem, output_perturbation
+from dperm.privacy.record import REFERENCES, PrivacyRecord
+from dperm.validation import (
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+    check_random_state,
+    clip_rows_to_norm,
+    warn_clipped_rows,
+)
+
+MECHANISM = "output"
+
+
+def append_intercept_feature(X, data_norm: float, intercept_scaling: float):
+    """Append the constant feature ``intercept_scaling``; it counts toward the norm bound.
+
+    Returns the augmented rows and the bound ``sqrt(data_norm^2 + intercept_scaling^2)``
+    on their norm, which the calibration must use so that the guarantee
+    covers the intercept (regularised like every other coefficient).
+    """
+    column = np.full((X.shape[0], 1), intercept_scaling)
+    return np.hstack([X, column]), math.hypot(data_norm, intercept_scaling)
+
+
+def clip_labels_to_bound(y, y_bound: float):
+    """Clip labels into ``[-y_bound, y_bound]``; return the labels and how many changed.
+
+    Like row clipping, this changes one record using only that record and a
+    public bound, so it keeps the privacy guarantee (000 Sec. 2 and 002 assume
+    ``|y| <= M``).
+    """
+    outside = np.abs(y) > y_bound
+    n_clipped = int(np.count_nonzero(outside))
+    if n_clipped:
+        y = np.clip(y, -y_bound, y_bound)
+    return y, n_clipped
+
+
+def warn_clipped_labels(n_clipped: int, n_rows: int, y_bound: float) -> None:
+    """Issue a :class:`DataClippingWarning` that counts clipped labels."""
+    if n_clipped:
+        warnings.warn(
+            f"{n_clipped} of {n_rows} labels were outside [-y_bound, y_bound] = "
+            f"[-{y_bound:g}, {y_bound:g}] and were clipped to it (a per-record step that "
+            "keeps the privacy guarantee). Set y_bound to a public bound on |y| to avoid this.",
+            DataClippingWarning,
+            stacklevel=4,  # the caller of fit
+        )
+
+
+class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
+    """Base class; subclasses define ``_make_loss``. See the public estimators."""
+
+    #: Added to the record's reference: the paper behind the subclass's loss.
+    _loss_reference = ""
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        alpha=0.01,
+        data_norm=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        random_state=None,
+    ):
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    # -- parameter checks -------------------------------------------------
+    def _check_params(self) -> dict:
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        return {
+            "epsilon": check_epsilon(self.epsilon),
+            "alpha": check_positive(
+                self.alpha, "alpha", "alpha is the L2 regularisation strength (the papers' Lambda)."
+            ),
+            "data_norm": check_positive(
+                self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
+            ),
+            "intercept_scaling": check_positive(self.intercept_scaling, "intercept_scaling"),
+            "tol": check_positive(self.tol, "tol"),
+            "max_iter": check_positive_int(self.max_iter, "max_iter"),
+            "loss": self._make_loss(),
+        }
+
+    def _make_loss(self):
+        raise TypeError(f"{type(self).__name__} does not define a loss.")
+
+    def _prepare_labels(self, y, loss):
+        """Per-record label preprocessing; returns the labels and how many were clipped."""
+        return y, 0
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
+            :class:`~dperm.DataClippingWarning` that counts them.
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_params()
+        loss = params["loss"]
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        if sparse.issparse(X):
+            X = X.toarray()  # d is small in ERM; the mechanism works on dense rows
+        data_norm = params["data_norm"]
+        X, rows_clipped = clip_rows_to_norm(X, data_norm)
+        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
+        y, labels_clipped = self._prepare_labels(np.asarray(y, dtype=np.float64), loss)
+        effective_norm = data_norm
+        if self.fit_intercept:
+            X, effective_norm = append_intercept_feature(X, data_norm, params["intercept_scaling"])
+        output = output_perturbation(
+            ERMProblem(X, y, loss, params["alpha"], effective_norm),
+            params["epsilon"],
+            check_random_state(self.random_state),
+            params["tol"],
+            params["max_iter"],
+        )
+        self._set_coefficients(output.coef, params["intercept_scaling"])
+        self.n_iter_ = int(output.solve.n_iter)
+        self.labels_clipped_ = labels_clipped
+        self.privacy_ = self._record(output, params, effective_norm, rows_clipped, X.shape[0])
+        return self
+
+    def _set_coefficients(self, coef, intercept_scaling):
+        if self.fit_intercept:
+            self.coef_ = coef[:-1]
+            self.intercept_ = float(coef[-1] * intercept_scaling)
+        else:
+            self.coef_ = coef
+            self.intercept_ = 0.0
+
+    def _record(self, output, params, effective_norm, rows_clipped, n_samples):
+        loss = params["loss"]
+        return PrivacyRecord(
+            mechanism=MECHANISM,
+            epsilon=output.epsilon,
+            delta=0.0,
+            n_problems=1,
+            epsilon_per_problem=output.epsilon,
+            delta_per_problem=0.0,
+            epsilon_noise=output.epsilon_noise,
+            extra_regularization=0.0,
+            noise_distribution=output.noise_distribution,
+            noise_scale=output.noise_scale,
+            sensitivity=output.sensitivity,
+            data_norm=params["data_norm"],
+            effective_data_norm=effective_norm,
+            lipschitz=output.lipschitz,
+            curvature=None,  # output perturbation does not use loss''
+            alpha=params["alpha"],
+            n_samples=n_samples,
+            rows_clipped=rows_clipped,
+            tol=params["tol"],
+            gradient_norm=output.solve.gradient_norm,
+            solution_radius=output.solve.solution_radius,
+            certified=output.solve.certified,
+            loss=loss.name,
+            reference=f"{REFERENCES[MECHANISM]}; {self._loss_reference}",
+        )
+
+    # -- prediction -------------------------------------------------------
+    def _linear_prediction(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def predict(self, X):
+        """Predict ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._linear_prediction(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.input_tags.sparse = True
+        return tags
+
+
+class PrivateQuantileRegressor(PrivateLinearRegressorBase):
+    """Linear quantile regression with a differential privacy guarantee.
+
+    Minimises ``(1/n) sum rho_tau(y_i - w.x_i) + alpha/2 ||w||^2`` with the
+    pinball loss ``rho_tau(r) = max(tau r, (tau - 1) r)`` and releases the
+    minimiser plus noise (output perturbation). The pinball loss is not
+    differentiable, so objective perturbation does not apply; output
+    perturbation needs only its Lipschitz constant ``max(tau, 1 - tau)``
+    (Nie & Wang 2017, Thm 2 and Sec. 5). The labels need no bound.
+
+    The L2 sensitivity of the exact minimiser is
+    ``2 max(tau, 1 - tau) R / (n alpha)`` with ``R`` the (intercept-augmented)
+    row-norm bound. The solve is certified to within 0.5 % of that
+    (a Huberised pinball with ``0 <= smooth - pinball <= h/4`` plus Newton
+    steps, or a duality gap); the noise is calibrated to the sum.
+
+    Parameters
+    ----------
+    quantile : float in (0, 1), default=0.5
+        ``tau``, the quantile to estimate (0.5: median regression).
+    epsilon : float, default=1.0
+        Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
+    alpha : float, default=0.01
+        L2 regularisation strength, the papers' Lambda (Nie & Wang's
+        ``lambda = alpha / 2``, shared papers note 7). Larger alpha, less noise.
+    data_norm : float, default=1.0
+        Public bound on the L2 norm of a row of X. Longer rows are scaled onto
+        it (per record, so the guarantee holds) with a ``DataClippingWarning``.
+    fit_intercept : bool, default=True
+        Fit an intercept through a constant feature ``intercept_scaling`` that
+        counts toward the norm bound (the noise is calibrated to
+        ``sqrt(data_norm**2 + intercept_scaling**2)``) and is regularised.
+    intercept_scaling : float, default=1.0
+    max_iter : int, default=1000
+        Iteration budget of each solver stage.
+    tol : float, default=1e-8
+        Recorded in ``privacy_``; the pinball solve is certified to the radius
+        above instead of a gradient norm.
+    random_state : None, int or numpy Generator, default=None
+        ``None`` draws the noise from OS entropy, as a released model must.
+        A seed is meant for testing only.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+    n_features_in_ : int
+    labels_clipped_ : int
+        Always 0 (the pinball loss needs no label bound).
+    privacy_ : dperm.privacy.record.PrivacyRecord
+        The guarantee and every number behind it (``lipschitz`` is ``C_L``).
+
+    References
+    ----------
+    Nie & Wang, "Perturbation of convex risk minimization and its application
+    in differential private learning algorithms", J. Inequal. Appl. (2017),
+    Thm 2 and Sec. 5. Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm import PrivateQuantileRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(2000, 2))
+    >>> y = X @ [1.0, -1.0] + rng.standard_t(2, size=2000)
+    >>> model = PrivateQuantileRegressor(quantile=0.5, epsilon=1.0, random_state=0).fit(X, y)
+    >>> model.coef_.shape, type(model.intercept_)
+    ((2,), <class 'float'>)
+    """
+
+    _loss_reference = "pinball loss, L = max(tau, 1 - tau) (Nie & Wang 2017, Sec. 5)"
+
+    def __init__(
+        self,
+        quantile=0.5,
+        *,
+        epsilon=1.0,
+        alpha=0.01,
+        data_norm=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        random_state=None,
+    ):
+        super().__init__(
+            epsilon=epsilon,
+            alpha=alpha,
+            data_norm=data_norm,
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            max_iter=max_iter,
+            tol=tol,
+            random_state=random_state,
+        )
+        self.quantile = quantile
+
+    def _make_loss(self):
+        return PinballLoss(self.quantile)
+
+
+class PrivateLeastSquares(PrivateLinearRegressorBase):
+    """Ridge-regularised least squares with bounded labels and a differential privacy guarantee.
+
+    Minimises ``(1/n) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2`` on labels clipped
+    to ``[-M, M]`` (``M = y_bound``), releases the minimiser plus vector noise
+    (output perturbation) and projects predictions onto ``[-M, M]``
+    (002 eq. 2; post-processing, free of privacy cost).
+
+    **Calibration (derived in dperm's convention).** The papers (000 Sec. 5.1,
+    002 eq. 1) minimise ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||^2``; this is
+    the same objective with ``lambda = alpha / 2`` and ``gamma = 2``
+    (note 7). Write ``kappa = R`` for the row-norm bound (with the intercept
+    feature: ``sqrt(data_norm^2 + intercept_scaling^2)``).
+
+    1. Norm of every minimiser (002 Thm 3's ``R``):
+       ``alpha/2 ||w||^2 <= J(w) <= J(0) = mean(y_i^2) <= M^2``, so
+       ``||w|| <= M sqrt(2/alpha) = M / sqrt(lambda)``.
+    2. Lipschitz constant on those predictions (000 Sec. 5.1): ``|w.x| <=
+       kappa M sqrt(2/alpha)`` and ``|y| <= M``, so for two such predictions
+       ``|(t1 - y)^2 - (t2 - y)^2| <= |t1 + t2 - 2y| |t1 - t2|`` gives
+       ``C_L = 2 M (1 + kappa sqrt(2/alpha)) = 2 M (1 + kappa / sqrt(lambda))``.
+       (000 prints ``2 M (kappa + 1) / sqrt(lambda)``, the same bound relaxed
+       by ``1 <= 1/sqrt(lambda)``, which needs ``lambda <= 1``; dperm keeps the
+       unrelaxed constant, valid for every alpha.)
+    3. Sensitivity (000 Thm 2 with ``lambda gamma = alpha``; 002 Lemma 2):
+       ``||w(D) - w(D')|| <= 2 kappa C_L / (n alpha)
+       = 4 kappa M (1 + kappa sqrt(2/alpha)) / (n alpha)``,
+       plus twice the certified solve radius ``tol / alpha``.
+
+    Parameters
+    ----------
+    y_bound : float, default=1.0
+        ``M``, a public bound on ``|y|``. Labels outside ``[-M, M]`` are clipped
+        with a ``DataClippingWarning`` that counts them. Choose it from public
+        knowledge, never from the data.
+    epsilon, alpha, data_norm, fit_intercept, intercept_scaling, max_iter, random_state
+        As in :class:`PrivateQuantileRegressor`. The noise grows like
+        ``alpha^(-3/2)``: least squares needs stronger regularisation than
+        Lipschitz losses.
+    tol : float, default=1e-8
+        Tolerance on the gradient norm of the objective; the solution radius
+        ``tol / alpha`` enters the sensitivity.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+    n_features_in_ : int
+    labels_clipped_ : int
+        How many training labels were clipped to ``[-y_bound, y_bound]``.
+    privacy_ : dperm.privacy.record.PrivacyRecord
+        ``lipschitz`` holds ``C_L`` of step 2.
+
+    References
+    ----------
+    Nie & Wang (2017a), J. Inequal. Appl., Sec. 5.1 and Thm 2; Nie & Wang
+    (2017b), J. Appl. Math. Phys. 5, eq. 2 and Lemma 2.
+    """
+
+    _loss_reference = (
+        "least squares with |y| <= M, C_L = 2 M (1 + kappa / sqrt(lambda)) "
+        "(Nie & Wang 2017, Sec. 5.1; Nie & Wang 2017b, Lemma 2)"
+    )
+
+    def __init__(
+        self,
+        y_bound=1.0,
+        *,
+        epsilon=1.0,
+        alpha=0.01,
+        data_norm=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        random_state=None,
+    ):
+        super().__init__(
+            epsilon=epsilon,
+            alpha=alpha,
+            data_norm=data_norm,
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            max_iter=max_iter,
+            tol=tol,
+            random_state=random_state,
+        )
+        self.y_bound = y_bound
+
+    def _make_loss(self):
+        return SquaredLoss(self.y_bound)
+
+    def _prepare_labels(self, y, loss):
+        y, n_clipped = clip_labels_to_bound(y, loss.y_bound)
+        warn_clipped_labels(n_clipped, y.shape[0], loss.y_bound)
+        return y, n_clipped
+
+    def predict(self, X):
+        """Predict ``pi(X @ coef_ + intercept_)``, projected onto ``[-y_bound, y_bound]`` (002 eq. 2).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        bound = float(self.y_bound)
+        return np.clip(self._linear_prediction(X), -bound, bound)
