@@ -6,6 +6,8 @@ demo      The main job: privacy vs accuracy on the embedded Adult data.
 train     Fit a private model on a CSV file and write a JSON model file.
 predict   Predict with a model file on a CSV file.
 show      Print a model file's privacy guarantee.
+reproduce Reproduce a paper's experiments (chaudhuri2011).
+audit     Empirically audit a mechanism: a statistical lower bound on epsilon.
 """
 
 from __future__ import annotations
@@ -130,6 +132,19 @@ def _show(args) -> int:
     return 0
 
 
+def _reproduce(args) -> int:
+    from dperm.experiments import chaudhuri2011
+
+    everything = not (args.table1 or args.table2 or args.figures)
+    results = chaudhuri2011.run(
+        args.out, table1=args.table1 or everything, table2=args.table2 or everything,
+        figures=args.figures or everything, runs=args.runs, folds=args.folds,
+        figure_runs=args.figure_runs, curve_runs=args.curve_runs, permutations=args.permutations,
+        encodings=args.encodings, data_home=args.data_home, seed=args.seed, n_jobs=args.jobs)
+    print(f"report: {Path(args.out) / 'report.md'} ({results['seconds']:.0f} s)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dperm", description="Differentially private ERM.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -144,6 +159,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0, help="base seed of the noise (reproducible runs)")
     demo.add_argument("--out", default="dperm-demo", help="output directory (default dperm-demo)")
     demo.set_defaults(func=_demo)
+
+    reproduce = sub.add_parser("reproduce", help="reproduce a paper's experiments")
+    reproduce.add_argument("paper", choices=("chaudhuri2011",))
+    reproduce.add_argument("--table1", action="store_true", help="Table 1 (Adult)")
+    reproduce.add_argument("--table2", action="store_true", help="Table 2 (KDDCup99)")
+    reproduce.add_argument("--figures", action="store_true", help="Figs. 2-5")
+    reproduce.add_argument("--runs", type=int, default=50, help="noise draws per fold and cell (50)")
+    reproduce.add_argument("--folds", type=int, default=10, help="cross-validation folds (10)")
+    reproduce.add_argument("--figure-runs", type=int, default=10, help="draws per fold in Figs. 2-3")
+    reproduce.add_argument("--curve-runs", type=int, default=5, help="runs per point in Figs. 4-5")
+    reproduce.add_argument("--permutations", type=int, default=3, help="permutations in Figs. 4-5")
+    reproduce.add_argument("--encodings", nargs="+", default=["constant", "unit_norm"],
+                           help="row encodings to run (constant = the paper's; unit_norm = dperm's)")
+    reproduce.add_argument("--data-home", default=None, help="directory with adult/ and kddcup99/")
+    reproduce.add_argument("--jobs", type=int, default=2)
+    reproduce.add_argument("--seed", type=int, default=0)
+    reproduce.add_argument("--out", default="dperm-reproduce", help="output directory")
+    reproduce.set_defaults(func=_reproduce)
 
     train = sub.add_parser("train", help="fit a private model on a CSV file")
     train.add_argument("--data", required=True, help="CSV file with a header row")
@@ -173,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--proba", action="store_true", help="add class probabilities (logistic)")
     predict.add_argument("--out", default=None, help="CSV to write (default: standard output)")
     predict.set_defaults(func=_predict)
+
+    from dperm.audit.cli import add_audit_subparser
+
+    add_audit_subparser(sub)
 
     show = sub.add_parser("show", help="print a model file's privacy guarantee")
     show.add_argument("--model", required=True)
