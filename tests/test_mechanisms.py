@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm.exceptions import CertificateError, OptimalityCertificateWarning
+from dperm.exceptions import CertificateError
 from dperm.losses import PinballLoss, SquaredLoss, get_loss
 from dperm.mechanisms import (
     ERMProblem,
@@ -98,12 +98,19 @@ def test_output_perturbation_accepts_the_hinge():
     assert out.sensitivity == pytest.approx(exact * 1.01)  # 2 x the 0.5 % radius allowance
 
 
-def test_objective_perturbation_warns_when_the_certificate_fails():
+@pytest.mark.parametrize("mechanism", ["objective", "gaussian_objective"])
+def test_objective_mechanisms_release_nothing_without_certificate(mechanism):
     problem = _problem(n=500, d=5, alpha=1e-4)
-    with pytest.warns(OptimalityCertificateWarning, match="gradient norm"):
-        out = objective_perturbation(problem, 1.0, np.random.default_rng(0), 1e-12, 1)
-    assert not out.solve.certified
-    assert out.solve.gradient_norm > 1e-12
+    with pytest.raises(CertificateError, match="no model is released"):
+        run_mechanism(mechanism, problem, 1.0, 1e-5, np.random.default_rng(0), 1e-12, 1)
+
+
+@pytest.mark.parametrize("mechanism", ["objective", "gaussian_objective"])
+def test_objective_mechanisms_report_the_certificate_when_met(mechanism):
+    problem = _problem(n=500, d=5, alpha=1e-4)
+    out = run_mechanism(mechanism, problem, 1.0, 1e-5, np.random.default_rng(0), 1e-9, 1000)
+    assert out.solve.certified and out.solve.gradient_norm <= 1e-9
+    assert out.solve.solution_radius <= 1e-9 / (1e-4 + out.extra_regularization) * (1 + 1e-9)
 
 
 def test_output_perturbation_releases_nothing_without_certificate():

@@ -8,7 +8,6 @@ from dperm.exceptions import (
     BudgetExceededError,
     CertificateError,
     DataClippingWarning,
-    OptimalityCertificateWarning,
     PrivacyLeakWarning,
 )
 from dperm.kernels import RandomFourierFeatures
@@ -30,7 +29,6 @@ __all__ = [
     "BudgetExceededError",
     "CertificateError",
     "DataClippingWarning",
-    "OptimalityCertificateWarning",
     "PrivacyLeakWarning",
     "PrivacyRecord",
     "PrivateKernelLogisticRegression",

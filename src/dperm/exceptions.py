@@ -21,14 +21,6 @@ class DataClippingWarning(UserWarning):
     """
 
 
-class OptimalityCertificateWarning(UserWarning):
-    """The solver did not reach the requested gradient-norm certificate.
-
-    Objective perturbation's proof assumes the exact minimiser (shared papers
-    README, note 8); the recorded gradient norm says how far off the solve is.
-    """
-
-
 class CertificateError(RuntimeError):
     """A solve needed for a privacy guarantee could not be certified.
 
