@@ -189,11 +189,12 @@ def normalize_rows(X, data_norm: float = 1.0, mode: str = "clip"):
     if mode == "clip":
         return clip_rows_to_norm(X, data_norm)
     if mode == "scale":
-        norms = np.linalg.norm(X, axis=1)
-        factors = np.ones_like(norms)
-        nonzero = norms > 0
-        factors[nonzero] = data_norm / norms[nonzero]
-        return X * factors[:, None], 0
+        # divide by the largest entry first so that huge rows neither overflow nor vanish
+        largest = np.max(np.abs(X), axis=1, keepdims=True) if X.shape[1] else np.zeros((X.shape[0], 1))
+        unit = X / np.where(largest > 0, largest, 1.0)
+        norms = np.linalg.norm(unit, axis=1)
+        factors = np.where(norms > 0, data_norm / np.where(norms > 0, norms, 1.0), 1.0)
+        return unit * factors[:, None], 0
     raise ValueError(f"mode must be one of {ROW_NORMALIZER_MODES}; got {mode!r}.")
 
 

@@ -53,6 +53,17 @@ def check_positive_int(value, name: str) -> int:
     return int(value)
 
 
+def row_norms(X: np.ndarray) -> np.ndarray:
+    """L2 norm of every row, without overflow for entries near the largest float.
+
+    Each row is divided by its largest absolute entry before squaring, so a
+    row like ``[1e300, 1e300]`` has norm ``1.414e300``, not ``inf``.
+    """
+    scale = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    safe = np.where(scale > 0, scale, 1.0)
+    return np.linalg.norm(X / safe[:, None], axis=1) * scale
+
+
 def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]:
     """Scale every row of ``X`` whose L2 norm exceeds ``data_norm`` back onto it.
 
@@ -67,13 +78,15 @@ def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]
     n_clipped : int
         How many rows were scaled.
     """
-    norms = np.linalg.norm(X, axis=1)
+    norms = row_norms(X)
     # A relative margin so that rows already on the bound (up to rounding) are not counted.
     too_long = norms > data_norm * (1.0 + 1e-12)
     n_clipped = int(np.count_nonzero(too_long))
     if n_clipped:
         X = X.copy()
-        X[too_long] *= (data_norm / norms[too_long])[:, None]
+        # divide by the largest entry first, so that huge rows keep their direction
+        long_rows = X[too_long] / np.max(np.abs(X[too_long]), axis=1, keepdims=True)
+        X[too_long] = long_rows * (data_norm / np.linalg.norm(long_rows, axis=1))[:, None]
     return X, n_clipped
 
 

@@ -209,9 +209,18 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
 
     # -- prediction -------------------------------------------------------
     def _linear_prediction(self, X):
+        """``X @ coef_ + intercept_`` after clipping rows to ``data_norm``, as in ``fit``.
+
+        The model was fitted on rows of norm at most ``data_norm``; clipping at
+        prediction time keeps every answer that of a row it could have seen, and
+        finite for any finite input.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+        if sparse.issparse(X):
+            X = X.toarray()
+        X, _ = clip_rows_to_norm(X, float(self.data_norm))
+        return X @ self.coef_ + self.intercept_
 
     def predict(self, X):
         """Predict ``X @ coef_ + intercept_``.
