@@ -33,7 +33,8 @@ $(BENCH_VENV)/.installed: pyproject.toml
 	touch $@
 
 bench: $(BENCH_VENV)/.installed
-	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/adult_logistic.py
+	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/peers_logistic.py --dataset adult
+	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/peers_logistic.py --dataset kddcup99
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build src/*.egg-info
