@@ -467,6 +467,11 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
     previous = _previous_parts(out_dir, runs=runs, folds=folds, seed=seed)
     results = {"seed": seed, "runs": runs, "folds": folds, "encodings": list(encodings), "parts": {}}
 
+    def checkpoint():
+        """Save what is done so far, so that an interrupted run keeps its finished parts."""
+        save({**results, "parts": {**previous, **results["parts"]}}, out_dir, "results")
+        (out_dir / "report.md").write_text("\n".join(report) + "\n", encoding="utf-8")
+
     def table_part(name, compute):
         """Reuse a table computed earlier in ``out_dir`` with the same runs, folds and seed."""
         if name in previous:
@@ -474,6 +479,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
             results["parts"][name] = previous[name]
         else:
             results["parts"][name] = compute()
+            checkpoint()
         return results["parts"][name]
     report = ["# Chaudhuri, Monteleoni & Sarwate (2011), Sec. 7, reproduced by dperm", "",
               "Paper numbers beside ours in every cell; ours are mean +- standard error. "
@@ -499,6 +505,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                 curves = epsilon_curves(X, y, table, runs=figure_runs, folds=folds, seed=seed,
                                         n_jobs=n_jobs, progress=progress)
                 results["parts"][f"figure2_{encoding}"] = curves
+                checkpoint()
                 png = plot_epsilon_curves(curves, f"Adult ({encoding})", out_dir / f"figure2_{encoding}.png")
                 if png:
                     report += [f"![Fig. 2, {encoding}]({png.name})", ""]
@@ -525,6 +532,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                     curves = epsilon_curves(kdd.X_train, kdd.y_train, table, runs=figure_runs,
                                             folds=folds, seed=seed, n_jobs=n_jobs, progress=progress)
                     results["parts"][f"figure3_{encoding}"] = curves
+                    checkpoint()
                     png = plot_epsilon_curves(curves, "KDDCup99", out_dir / "figure3.png")
                     if png:
                         report += [f"![Fig. 3]({png.name})", ""]
@@ -546,6 +554,5 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
         if png:
             report += [f"![Figs. 4-5]({png.name})", ""]
     results["seconds"] = time.perf_counter() - started
-    save(results, out_dir, "results")
-    (out_dir / "report.md").write_text("\n".join(report) + "\n", encoding="utf-8")
+    checkpoint()
     return results
