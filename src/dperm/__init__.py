@@ -19,6 +19,7 @@ from dperm.linear_model import (
     PrivateLogisticRegression,
     PrivateQuantileRegressor,
 )
+from dperm.prediction import PrivatePredictor
 from dperm.privacy.record import PrivacyRecord
 from dperm.tuning import PrivateParameterSearch
 
@@ -37,6 +38,7 @@ __all__ = [
     "PrivateLinearSVC",
     "PrivateLogisticRegression",
     "PrivateParameterSearch",
+    "PrivatePredictor",
     "PrivateQuantileRegressor",
     "RandomFourierFeatures",
     "__version__",

@@ -8,6 +8,7 @@ predict   Predict with a model file on a CSV file.
 show      Print a model file's privacy guarantee.
 reproduce Reproduce a paper's experiments (chaudhuri2011).
 audit     Empirically audit a mechanism: a statistical lower bound on epsilon.
+experiment learning-rates: excess risk against m under the theory's parameter choice.
 """
 
 from __future__ import annotations
@@ -208,8 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.set_defaults(func=_predict)
 
     from dperm.audit.cli import add_audit_subparser
+    from dperm.experiments.learning_rates import add_learning_rates_subparser
 
     add_audit_subparser(sub)
+    experiment = sub.add_parser("experiment", help="run an experiment (learning-rates)")
+    add_learning_rates_subparser(experiment.add_subparsers(dest="experiment", required=True))
 
     show = sub.add_parser("show", help="print a model file's privacy guarantee")
     show.add_argument("--model", required=True)

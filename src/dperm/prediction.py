@@ -1,0 +1,373 @@
+"""``PrivatePredictor``: an exact kernel model kept secret, answering queries with Laplace noise.
+
+This is the mechanism of Nie & Wang (000 eq. 2, Lemma 1, Prop. 1; 002 eq. 2)
+used for what it really protects (shared papers note 6): **the answers, not a
+released model**. ``fit`` trains the exact kernel minimiser ``f_z`` (kernel
+ridge regression or a kernel SVM, via the representer theorem) and keeps it
+in private attributes; it releases nothing and spends nothing. Each value
+``predict`` returns is ``f_z(x) + b`` (least squares: ``pi(f_z(x)) + b``,
+projected onto ``[-M, M]``) with a fresh Laplace ``b`` of scale
+``B_Delta / epsilon_per_query``, and costs ``epsilon_per_query`` from a budget
+of ``epsilon_total``. A batch of ``k`` rows costs ``k * epsilon_per_query``,
+spent *before* anything is computed; a batch that does not fit raises
+:class:`~dperm.exceptions.BudgetExceededError` and answers nothing. The same
+query asked twice is answered twice with fresh noise and costs twice (the
+two answers average out the noise, so they must be paid for).
+
+The fitted object holds the training rows and the representer coefficients:
+**it must never be published, pickled to an untrusted party or logged.** Only
+its answers may leave the data holder. To publish a model, use vector output
+perturbation (:class:`dperm.PrivateLeastSquares`, :class:`dperm.PrivateKernelSVC`).
+
+The calibration (:mod:`dperm.mechanisms.prediction`) is
+``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` (000 Prop. 1 with the noise
+scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
+``lambda = alpha / 2`` (note 7), ``C_L = 1`` (hinge) or
+``2 (M + kappa M / sqrt(lambda))`` (least squares, 000 Sec. 5.1).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from dperm.accounting import TOLERANCE, BudgetAccountant
+from dperm.kernels import KERNELS
+from dperm.linear_model._regression import clip_labels_to_bound, warn_clipped_labels
+from dperm.mechanisms.prediction import (
+    KERNEL_KAPPA,
+    PREDICTION_LOSSES,
+    PredictionPrivacyRecord,
+    answer_queries,
+    calibrated_prediction_sensitivity,
+    fit_exact_kernel_model,
+    prediction_loss,
+    prediction_noise_scale,
+    prediction_sensitivity,
+    solution_radius_allowance,
+)
+from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
+from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+
+__all__ = ["PrivatePredictor"]
+
+
+class PrivatePredictor(BaseEstimator):
+    """Differentially private *prediction* with an exact kernel model (Nie & Wang 2017, Lemma 1).
+
+    Trains ``f_z = argmin_{f in H_K} (1/m) sum L(f(x_i), y_i) + alpha/2 ||f||_K^2``
+    exactly (000 eq. 1 with ``lambda = alpha / 2``) and answers each query
+    ``x`` with ``f_z(x) + b``, ``b ~ Laplace(B_Delta / epsilon_per_query)``
+    drawn afresh for every answer. Every answer is ``epsilon_per_query``-DP
+    with respect to replacing one training record; ``k`` answers are
+    ``k * epsilon_per_query``-DP (sequential composition), and answering stops
+    at ``epsilon_total``. This protects the answers, **not a released model**
+    (shared papers note 6): the object itself holds the training rows and the
+    exact model in private attributes and must never be published.
+
+    Parameters
+    ----------
+    epsilon_total : float
+        Budget of all answers together (finite, > 0, >= ``epsilon_per_query``).
+    epsilon_per_query : float
+        Privacy loss of one answered value.
+    kernel : {"rbf", "laplacian"}, default="rbf"
+        ``exp(-gamma ||x - x'||_2^2)`` (Gaussian) or ``exp(-gamma ||x - x'||_1)``;
+        both have ``kappa^2 = sup K(x, x) = 1`` for every input, so X needs no bound.
+    gamma : float, default=1.0
+        Kernel width parameter (not 000's strong-convexity ``gamma``, which is 2).
+    loss : {"squared", "hinge"}, default="squared"
+        ``"squared"``: kernel least squares (kernel ridge regression, 000 Sec. 5.1,
+        002 eq. 1) with labels clipped to ``[-y_bound, y_bound]`` and answers
+        ``pi(f_z(x)) + b`` (002 eq. 2). ``"hinge"``: kernel SVM without intercept
+        (000 Sec. 5.2), two classes; ``predict`` returns the class of the sign of
+        ``f_z(x) + b``, :meth:`decision_function` the noisy value itself.
+    alpha : float, default=0.1
+        Regularisation strength of ``alpha/2 ||f||_K^2`` (Nie & Wang's
+        ``lambda = alpha / 2``, note 7). The noise shrinks like ``1 / (alpha m)``
+        (hinge) or ``alpha^(-3/2) / m`` (least squares).
+    y_bound : float, default=1.0
+        ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).
+    max_iter : int, default=1000
+        Iteration budget of the hinge solver.
+    accountant : dperm.accounting.BudgetAccountant or None, default=None
+        A shared budget to spend from as well: every batch is checked against
+        both ``epsilon_total`` and this accountant, and recorded in both.
+    random_state : None, int or numpy Generator, default=None
+        ``None`` draws the noise from OS entropy, as real use must. A seed is
+        for testing only: whoever knows it can subtract the noise.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    classes_ : ndarray of shape (2,)
+        Hinge only: the two class labels.
+    labels_clipped_ : int
+        How many training labels were clipped to ``[-y_bound, y_bound]``.
+    privacy_ : PredictionPrivacyRecord
+        The calibration: ``sensitivity`` is ``B_Delta``, ``noise_scale`` the
+        Laplace scale per answer.
+    queries_answered_ : int
+        Answers released so far.
+    epsilon_spent_ : float
+        ``queries_answered_ * epsilon_per_query``.
+    budget_remaining_ : float
+        Epsilon left for answers (the smaller of this predictor's and the
+        shared accountant's remaining budget).
+    answers_remaining_ : int
+        How many more answers fit.
+
+    Notes
+    -----
+    Refitting starts a new budget of ``epsilon_total`` for answers about the
+    new training set; refitting on the same data composes with the earlier
+    answers (pass a shared ``accountant`` to keep count). There is
+    deliberately no ``score`` method: every evaluation spends budget.
+    Memory is ``O(m^2)`` (the Gram matrix) and time ``O(m^3)``.
+
+    References
+    ----------
+    Nie & Wang, "Perturbation of convex risk minimization and its application
+    in differential private learning algorithms", J. Inequal. Appl. (2017),
+    Lemma 1, Thm 2, Prop. 1, Sec. 5. Nie & Wang, "Error Analysis and Variable
+    Selection for Differential Private Learning Algorithm", J. Appl. Math.
+    Phys. 5 (2017), eq. 2 and Lemma 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm.prediction import PrivatePredictor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(200, 2))
+    >>> y = np.sin(2 * X[:, 0]) * 0.5
+    >>> predictor = PrivatePredictor(epsilon_total=1.0, epsilon_per_query=0.1, alpha=1.0,
+    ...                              random_state=0).fit(X, y)
+    >>> predictor.predict(X[:3]).shape, predictor.queries_answered_, predictor.answers_remaining_
+    ((3,), 3, 7)
+    """
+
+    def __init__(
+        self,
+        epsilon_total,
+        epsilon_per_query,
+        *,
+        kernel="rbf",
+        gamma=1.0,
+        loss="squared",
+        alpha=0.1,
+        y_bound=1.0,
+        max_iter=1000,
+        accountant=None,
+        random_state=None,
+    ):
+        self.epsilon_total = epsilon_total
+        self.epsilon_per_query = epsilon_per_query
+        self.kernel = kernel
+        self.gamma = gamma
+        self.loss = loss
+        self.alpha = alpha
+        self.y_bound = y_bound
+        self.max_iter = max_iter
+        self.accountant = accountant
+        self.random_state = random_state
+
+    # -- parameter checks -------------------------------------------------
+    def _check_params(self) -> dict:
+        epsilon_total = check_epsilon(self.epsilon_total, "epsilon_total")
+        epsilon_per_query = check_epsilon(self.epsilon_per_query, "epsilon_per_query")
+        if epsilon_per_query > epsilon_total:
+            raise ValueError(
+                f"epsilon_per_query={epsilon_per_query:g} exceeds epsilon_total={epsilon_total:g}: "
+                "not even one answer fits. Raise epsilon_total or lower epsilon_per_query."
+            )
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}.")
+        if self.loss not in PREDICTION_LOSSES:
+            raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {self.loss!r}.")
+        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
+            raise ValueError(
+                f"accountant must be a dperm.accounting.BudgetAccountant or None; got {self.accountant!r}."
+            )
+        y_bound = None
+        if self.loss == "squared":
+            y_bound = check_positive(self.y_bound, "y_bound", "y_bound is a public bound M on |y|.")
+        return {
+            "epsilon_total": epsilon_total,
+            "epsilon_per_query": epsilon_per_query,
+            "gamma": check_positive(self.gamma, "gamma", "gamma is the kernel width parameter."),
+            "alpha": check_positive(
+                self.alpha, "alpha", "alpha is the regularisation strength of alpha/2 ||f||_K^2."
+            ),
+            "y_bound": y_bound,
+            "max_iter": check_positive_int(self.max_iter, "max_iter"),
+            "loss": prediction_loss(self.loss, y_bound),
+        }
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y):
+        """Train the exact kernel model and open a fresh answer budget of ``epsilon_total``.
+
+        Nothing is released and nothing is spent: the model stays in private
+        attributes. Raises :class:`~dperm.exceptions.CertificateError` if the
+        solve cannot be certified to the radius the noise is calibrated for.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n_features)
+            Finite values; no bound is needed (``K(x, x) = 1``).
+        y : array-like of shape (m,)
+            Real targets (squared; clipped to ``[-y_bound, y_bound]`` with a
+            :class:`~dperm.DataClippingWarning`) or two classes (hinge).
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
+                             ensure_min_samples=2)
+        y, labels_clipped = self._prepare_labels(y, params)
+        m = X.shape[0]
+        lam = lambda_from_alpha(params["alpha"])
+        lipschitz = params["loss"].solution_lipschitz(KERNEL_KAPPA, params["alpha"])
+        sensitivity = prediction_sensitivity(KERNEL_KAPPA, lipschitz, lam, m, SQUARED_NORM_GAMMA)
+        radius_allowed = solution_radius_allowance(self.loss, sensitivity, KERNEL_KAPPA)
+        model, solve = fit_exact_kernel_model(
+            X, y, self.loss, self.kernel, params["gamma"], params["alpha"], radius_allowed,
+            params["max_iter"], y_bound=params["y_bound"],
+        )
+        calibrated = calibrated_prediction_sensitivity(sensitivity, KERNEL_KAPPA, radius_allowed)
+        self._exact_model = model  # secret: training rows and coefficients
+        self._noise_rng = check_random_state(self.random_state)
+        self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
+        self._n_answered = 0
+        self.labels_clipped_ = labels_clipped
+        self.privacy_ = PredictionPrivacyRecord(
+            mechanism="private_prediction", kernel=self.kernel, kernel_gamma=params["gamma"],
+            loss=self.loss, alpha=params["alpha"], lam=lam, strong_convexity=SQUARED_NORM_GAMMA,
+            kappa=KERNEL_KAPPA, lipschitz=lipschitz, y_bound=params["y_bound"], n_samples=m,
+            labels_clipped=labels_clipped, sensitivity=sensitivity,
+            solution_radius_allowance=radius_allowed, solution_radius=solve.solution_radius,
+            calibrated_sensitivity=calibrated, epsilon_per_query=params["epsilon_per_query"],
+            epsilon_total=params["epsilon_total"], noise_distribution="laplace",
+            noise_scale=prediction_noise_scale(calibrated, params["epsilon_per_query"]),
+        )
+        return self
+
+    def _prepare_labels(self, y, params):
+        """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""
+        if self.loss == "squared":
+            y, n_clipped = clip_labels_to_bound(np.asarray(y, dtype=np.float64), params["y_bound"])
+            warn_clipped_labels(n_clipped, y.shape[0], params["y_bound"])
+            return y, n_clipped
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size != 2:
+            raise ValueError(
+                f"loss='hinge' needs exactly two classes; y has {classes.size} ({classes.tolist()})."
+            )
+        self.classes_ = classes
+        return np.where(y == classes[1], 1.0, -1.0), 0
+
+    # -- the budget -------------------------------------------------------
+    def _spend(self, n_answers: int) -> None:
+        """Spend ``n_answers * epsilon_per_query`` from both budgets, or raise and spend nothing."""
+        cost = n_answers * self.privacy_.epsilon_per_query
+        label = (f"{type(self).__name__}: {n_answers} answer(s) x "
+                 f"epsilon_per_query={self.privacy_.epsilon_per_query:g}")
+        self._own_budget.check(cost, 0.0, label)
+        if self.accountant is not None:
+            self.accountant.check(cost, 0.0, label)
+            self.accountant.spend(cost, 0.0, label)
+        self._own_budget.spend(cost, 0.0, label)
+        self._n_answered += n_answers
+
+    @property
+    def queries_answered_(self) -> int:
+        """Answers released so far."""
+        check_is_fitted(self, "privacy_")
+        return self._n_answered
+
+    @property
+    def epsilon_spent_(self) -> float:
+        """Epsilon spent on answers from this predictor's budget."""
+        check_is_fitted(self, "privacy_")
+        return self._own_budget.spent[0]
+
+    @property
+    def budget_remaining_(self) -> float:
+        """Epsilon left for answers: the smaller of this predictor's and the shared accountant's."""
+        check_is_fitted(self, "privacy_")
+        remaining = self._own_budget.remaining[0]
+        if self.accountant is not None:
+            remaining = min(remaining, self.accountant.remaining[0])
+        return remaining
+
+    @property
+    def answers_remaining_(self) -> int:
+        """How many more answers of ``epsilon_per_query`` fit in :attr:`budget_remaining_`."""
+        return int(math.floor((self.budget_remaining_ + TOLERANCE) / self.privacy_.epsilon_per_query))
+
+    # -- answering --------------------------------------------------------
+    def _noisy_values(self, X) -> np.ndarray:
+        """Validate the queries, spend for all of them, then compute and perturb each value."""
+        check_is_fitted(self, "privacy_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        self._spend(X.shape[0])  # before anything about the private model is computed
+        values = self._exact_model.values(X)
+        return answer_queries(values, self.privacy_.noise_scale, self._noise_rng)
+
+    def predict(self, X):
+        """Answer each row of X privately; costs ``len(X) * epsilon_per_query``.
+
+        Least squares: ``pi(f_z(x)) + b`` (002 eq. 2), not clipped again (the
+        noise must stay unbounded for 000 Lemma 1). Hinge: the class whose sign
+        matches ``f_z(x) + b`` (post-processing of one answer).
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features_in_)
+            The queries. Invalid queries raise ValueError and cost nothing.
+
+        Returns
+        -------
+        ndarray of shape (k,)
+
+        Raises
+        ------
+        BudgetExceededError
+            If ``k`` more answers do not fit in the budget: nothing is answered
+            and nothing is spent.
+        """
+        noisy = self._noisy_values(X)
+        if self.loss == "hinge":
+            return self.classes_[(noisy > 0.0).astype(int)]
+        return noisy
+
+    def decision_function(self, X):
+        """Hinge only: the noisy values ``f_z(x) + b``; costs ``len(X) * epsilon_per_query``."""
+        if self.loss != "hinge":
+            raise ValueError("decision_function is for loss='hinge'; use predict for least squares.")
+        return self._noisy_values(X)
+
+    def privacy_summary(self) -> str:
+        """The calibration, the answers released so far and the budget left."""
+        check_is_fitted(self, "privacy_")
+        lines = [
+            self.privacy_.summary(),
+            f"Answered {self.queries_answered_} queries: epsilon spent {self.epsilon_spent_:.6g} "
+            f"of {self.privacy_.epsilon_total:g}; remaining {self.budget_remaining_:.6g} "
+            f"({self.answers_remaining_} answers).",
+        ]
+        if self.accountant is not None:
+            lines.append("Shared accountant:\n" + self.accountant.summary())
+        return "\n".join(lines)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags

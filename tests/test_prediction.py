@@ -1,0 +1,329 @@
+"""Private prediction (000 Lemma 1, Prop. 1; 002 eq. 2; notes 5-6): noise, sensitivity, budget, secrecy."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.kernel_ridge import KernelRidge
+from threadpoolctl import threadpool_limits
+
+from dperm.accounting import BudgetAccountant
+from dperm.exceptions import BudgetExceededError, DataClippingWarning
+from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
+from dperm.mechanisms.prediction import (
+    CLOSED_FORM_RADIUS_FRACTION,
+    fit_exact_kernel_model,
+    kernel_matrix,
+    prediction_loss,
+    prediction_sensitivity,
+    solution_radius_allowance,
+    solve_kernel_hinge,
+)
+from dperm.prediction import PrivatePredictor
+from dperm.solvers import solve_hinge_svm
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """Small matrix products are much slower with two BLAS threads on a busy machine."""
+    with threadpool_limits(1):
+        yield
+
+
+def _regression_data(m=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(m, 2))
+    return X, 0.6 * np.sin(2.0 * X[:, 0]) * np.cos(X[:, 1])
+
+
+def _classification_data(m=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(m, 2))
+    return X, np.where(X[:, 0] + 0.4 * rng.standard_normal(m) > 0.0, "yes", "no")
+
+
+# ---------------------------------------------------------------------------
+# The noise of each answer
+# ---------------------------------------------------------------------------
+def test_least_squares_model_is_kernel_ridge_with_lambda_m():
+    """alpha/2 ||f||^2 = lambda ||f||^2 (note 7): scikit-learn's KernelRidge(alpha = lambda m)."""
+    X, y = _regression_data()
+    alpha, gamma = 0.5, 2.0
+    predictor = PrivatePredictor(1.0, 0.1, alpha=alpha, gamma=gamma, random_state=0).fit(X, y)
+    reference = KernelRidge(alpha=alpha / 2 * X.shape[0], kernel="rbf", gamma=gamma).fit(X, y)
+    queries = np.random.default_rng(1).uniform(-1, 1, size=(20, 2))
+    np.testing.assert_allclose(predictor._exact_model.values(queries), reference.predict(queries),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_answers_are_laplace_with_scale_b_delta_over_epsilon():
+    """KS test of repeated answers at one x against the exact pi(f(x)) and scale B_Delta / eps."""
+    X, y = _regression_data()
+    n_answers, epsilon_per_query = 3000, 0.5
+    predictor = PrivatePredictor(n_answers * epsilon_per_query, epsilon_per_query, alpha=0.5,
+                                 gamma=2.0, random_state=3).fit(X, y)
+    query = np.array([[0.3, -0.2]])
+    exact = KernelRidge(alpha=0.25 * X.shape[0], kernel="rbf", gamma=2.0).fit(X, y).predict(query)[0]
+    noise = predictor.predict(np.repeat(query, n_answers, axis=0)) - np.clip(exact, -1.0, 1.0)
+    scale = predictor.privacy_.noise_scale
+    assert scale == pytest.approx(predictor.privacy_.sensitivity / epsilon_per_query, rel=1e-5)
+    assert stats.kstest(noise, "laplace", args=(0.0, scale)).pvalue > 1e-3
+    # Power: the half scale printed in 000 Prop. 1 (note 5) is rejected.
+    assert stats.kstest(noise, "laplace", args=(0.0, scale / 2)).pvalue < 1e-6
+
+
+def test_hinge_answers_are_laplace_around_the_secret_value():
+    X, y = _classification_data()
+    predictor = PrivatePredictor(2000 * 0.2, 0.2, loss="hinge", alpha=0.2, random_state=5).fit(X, y)
+    query = np.array([[-0.1, 0.4]])
+    exact = predictor._exact_model.values(query)[0]
+    noise = predictor.decision_function(np.repeat(query, 2000, axis=0)) - exact
+    assert stats.kstest(noise, "laplace", args=(0.0, predictor.privacy_.noise_scale)).pvalue > 1e-3
+
+
+def test_repeated_query_gets_fresh_noise_and_costs_twice():
+    X, y = _regression_data()
+    predictor = PrivatePredictor(1.0, 0.25, alpha=1.0, random_state=0).fit(X, y)
+    first = predictor.predict(X[:1])
+    second = predictor.predict(X[:1])
+    assert first[0] != second[0]
+    assert predictor.queries_answered_ == 2
+    assert predictor.epsilon_spent_ == pytest.approx(0.5)
+
+
+# ---------------------------------------------------------------------------
+# B_Delta: the formula and brute force
+# ---------------------------------------------------------------------------
+def test_b_delta_against_hand_computation():
+    # Hinge (000 Sec. 5.2): C_L = 1, kappa = 1, gamma = 2, lambda = alpha / 2 = 0.05, m = 100:
+    # B_Delta = 2 * 1 * 1 / (0.05 * 2 * 100) = 0.2.
+    assert prediction_sensitivity(1.0, 1.0, 0.05, 100) == pytest.approx(0.2)
+    # Least squares (000 Sec. 5.1), M = 1, alpha = 0.5 (lambda = 0.25):
+    # C_L = 2 (M + kappa M / sqrt(lambda)) = 2 (1 + 2) = 6; B_Delta = 2 * 6 / (0.25 * 2 * 100) = 0.24.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(100, 2))
+    squared = PrivatePredictor(1.0, 0.1, alpha=0.5, y_bound=1.0, random_state=0)
+    squared.fit(X, 0.5 * X[:, 0])
+    assert squared.privacy_.lipschitz == pytest.approx(6.0)
+    assert squared.privacy_.sensitivity == pytest.approx(0.24)
+    assert squared.privacy_.calibrated_sensitivity == pytest.approx(
+        0.24 * (1 + 2 * CLOSED_FORM_RADIUS_FRACTION))
+    assert squared.privacy_.noise_scale == pytest.approx(squared.privacy_.calibrated_sensitivity / 0.1)
+    hinge = PrivatePredictor(1.0, 0.1, loss="hinge", alpha=0.1, random_state=0)
+    hinge.fit(X, np.where(X[:, 0] > 0, 1, -1))
+    assert hinge.privacy_.sensitivity == pytest.approx(0.2)
+    assert hinge.privacy_.calibrated_sensitivity == pytest.approx(0.2 * (1 + 2 * NONSMOOTH_RADIUS_FRACTION))
+    assert hinge.privacy_.solution_radius <= hinge.privacy_.solution_radius_allowance
+
+
+def _secret_values(X, y, loss, alpha, gamma, queries):
+    """The exact (projected) values and B_Delta for one data set, without any noise."""
+    m = X.shape[0]
+    lipschitz = prediction_loss(loss, 1.0).solution_lipschitz(1.0, alpha)
+    b_delta = prediction_sensitivity(1.0, lipschitz, alpha / 2, m)
+    radius = solution_radius_allowance(loss, b_delta, 1.0)
+    model, _ = fit_exact_kernel_model(X, y, loss, "rbf", gamma, alpha, radius, 1000, y_bound=1.0)
+    return model.values(queries), b_delta
+
+
+def _neighbours(X, y, j, rng):
+    """Random and adversarial replacements of record j (label flips, far points, duplicates)."""
+    other = (j + 1) % X.shape[0]
+    yield rng.uniform(-1, 1, size=X.shape[1]), -y[j]  # random point, opposite extreme label
+    yield X[j], -y[j]  # same point, label flipped: the worst case for the hinge
+    yield np.full(X.shape[1], 5.0), y[j]  # far away: the record vanishes from the data
+    yield X[other], -y[other]  # duplicate of another record with the opposite label
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
+def test_empirical_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
+    rng = np.random.default_rng(7)
+    m = 25
+    worst_ratio = 0.0
+    for _ in range(4):
+        X = rng.uniform(-1, 1, size=(m, 2))
+        y = np.where(rng.uniform(size=m) < 0.5, 1.0, -1.0)  # extreme labels |y| = M
+        queries = np.vstack([X, rng.uniform(-1.5, 1.5, size=(100, 2))])
+        values, b_delta = _secret_values(X, y, loss, alpha, gamma, queries)
+        j = int(rng.integers(m))
+        for x_new, y_new in _neighbours(X, y, j, rng):
+            X_nb, y_nb = X.copy(), y.copy()
+            X_nb[j], y_nb[j] = x_new, y_new
+            values_nb, _ = _secret_values(X_nb, y_nb, loss, alpha, gamma, queries)
+            worst_ratio = max(worst_ratio, float(np.max(np.abs(values - values_nb))) / b_delta)
+    assert worst_ratio <= 1.0 + 1e-9
+    if loss == "hinge" and alpha >= 1.0:
+        # Every record is a bound support vector: flipping one label moves f(x_j) by exactly
+        # 2 / (alpha m) = B_Delta, so the bound is tight and the check has power.
+        assert worst_ratio == pytest.approx(1.0, abs=1e-9)
+
+
+def test_kernel_hinge_solve_agrees_with_liblinear_on_explicit_features():
+    """f(x_i) of the kernel dual solve equals the linear SVM on a Cholesky factor of K."""
+    X, labels = _classification_data(m=40)
+    y = np.where(labels == "yes", 1.0, -1.0)
+    alpha, gamma = 0.05, 4.0
+    K = kernel_matrix("rbf", X, X, gamma)
+    kernel_solve = solve_kernel_hinge(K, y, alpha, radius_tol=1e-6, max_iter=1000)
+    features = np.linalg.cholesky(K)  # rows phi_i with phi_i . phi_j = K_ij, ||phi_i|| = 1
+    linear_solve = solve_hinge_svm(features, y, alpha, radius_tol=1e-6, max_iter=100000)
+    tolerance = kernel_solve.solution_radius + linear_solve.solution_radius + 1e-9
+    np.testing.assert_allclose(K @ kernel_solve.coef, features @ linear_solve.coef, atol=tolerance)
+
+
+# ---------------------------------------------------------------------------
+# The budget
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("epsilon_total, epsilon_per_query, answerable",
+                         [(1.0, 0.1, 10), (1.0, 0.3, 3), (0.5, 0.5, 1), (2.0, 0.7, 2)])
+def test_exact_number_of_answerable_queries(epsilon_total, epsilon_per_query, answerable):
+    X, y = _regression_data()
+    predictor = PrivatePredictor(epsilon_total, epsilon_per_query, alpha=1.0, random_state=0).fit(X, y)
+    assert predictor.answers_remaining_ == answerable
+    for _ in range(answerable):
+        predictor.predict(X[:1])
+    assert predictor.queries_answered_ == answerable
+    assert predictor.answers_remaining_ == 0
+    with pytest.raises(BudgetExceededError):
+        predictor.predict(X[:1])
+    assert predictor.queries_answered_ == answerable
+
+
+def test_batch_that_does_not_fit_answers_nothing_and_spends_nothing():
+    X, y = _regression_data()
+    predictor = PrivatePredictor(1.0, 0.1, alpha=1.0, random_state=0).fit(X, y)
+    for _ in range(3):
+        assert predictor.predict(X[:3]).shape == (3,)
+    noise_state = predictor._noise_rng.bit_generator.state
+    with pytest.raises(BudgetExceededError, match="would bring the total"):
+        predictor.predict(X[:2])  # 0.9 + 0.2 > 1
+    assert predictor.queries_answered_ == 9
+    assert predictor.epsilon_spent_ == pytest.approx(0.9)
+    assert predictor._noise_rng.bit_generator.state == noise_state  # not a single draw
+    assert predictor.predict(X[:1]).shape == (1,)  # the last answer still fits
+    assert predictor.budget_remaining_ == pytest.approx(0.0, abs=1e-12)
+
+
+def test_shared_accountant_ledger():
+    X, y = _regression_data()
+    shared = BudgetAccountant(epsilon=0.5)
+    predictor = PrivatePredictor(1.0, 0.1, alpha=1.0, accountant=shared, random_state=0).fit(X, y)
+    assert shared.ledger == ()  # fitting releases nothing and spends nothing
+    predictor.predict(X[:2])
+    assert len(shared.ledger) == 1
+    assert shared.ledger[0].epsilon == pytest.approx(0.2)
+    assert "PrivatePredictor: 2 answer(s)" in shared.ledger[0].label
+    with pytest.raises(BudgetExceededError):
+        predictor.predict(X[:4])  # within epsilon_total, over the shared budget
+    assert len(shared.ledger) == 1
+    assert predictor.queries_answered_ == 2
+    assert predictor.epsilon_spent_ == pytest.approx(0.2)
+    assert predictor.answers_remaining_ == 3
+    predictor.predict(X[:3])
+    assert shared.spent[0] == pytest.approx(0.5)
+    assert predictor.budget_remaining_ == pytest.approx(0.0, abs=1e-12)
+    assert "Shared accountant" in predictor.privacy_summary()
+
+
+def test_invalid_query_costs_nothing():
+    X, y = _regression_data()
+    predictor = PrivatePredictor(1.0, 0.1, alpha=1.0, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        predictor.predict(np.array([[np.nan, 0.0]]))
+    with pytest.raises(ValueError, match="features"):
+        predictor.predict(np.zeros((1, 3)))
+    assert predictor.queries_answered_ == 0
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("params, message", [
+    ({"epsilon_total": 1.0, "epsilon_per_query": 2.0}, "exceeds epsilon_total"),
+    ({"epsilon_total": 1.0, "epsilon_per_query": 0.0}, "epsilon_per_query"),
+    ({"epsilon_total": 1.0, "epsilon_per_query": -0.1}, "epsilon_per_query"),
+    ({"epsilon_total": 0.0, "epsilon_per_query": 0.1}, "epsilon_total"),
+    ({"epsilon_total": math.nan, "epsilon_per_query": 0.1}, "epsilon_total"),
+    ({"epsilon_total": math.inf, "epsilon_per_query": 0.1}, "epsilon_total"),
+    ({"kernel": "poly"}, "kernel must be one of"),
+    ({"loss": "logistic"}, "loss must be one of"),
+    ({"y_bound": 0.0}, "y_bound"),
+    ({"y_bound": -1.0}, "y_bound"),
+    ({"gamma": 0.0}, "gamma"),
+    ({"alpha": -1.0}, "alpha"),
+    ({"accountant": "budget"}, "accountant"),
+])
+def test_bad_parameters_raise_value_error_naming_the_problem(params, message):
+    X, y = _regression_data(m=20)
+    arguments = {"epsilon_total": 1.0, "epsilon_per_query": 0.1, **params}
+    with pytest.raises(ValueError, match=message):
+        PrivatePredictor(**arguments).fit(X, y)
+
+
+def test_nan_training_data_raises():
+    X, y = _regression_data(m=20)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        PrivatePredictor(1.0, 0.1).fit(X, y)
+
+
+def test_hinge_needs_two_classes():
+    X, _ = _regression_data(m=30)
+    with pytest.raises(ValueError, match="exactly two classes"):
+        PrivatePredictor(1.0, 0.1, loss="hinge").fit(X, np.arange(30) % 3)
+
+
+def test_decision_function_is_for_the_hinge_only():
+    X, y = _regression_data(m=20)
+    predictor = PrivatePredictor(1.0, 0.1, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="loss='hinge'"):
+        predictor.decision_function(X[:1])
+    assert predictor.queries_answered_ == 0
+
+
+def test_labels_clipped_to_y_bound_with_a_warning():
+    X, y = _regression_data(m=30)
+    y[:4] = 3.0
+    with pytest.warns(DataClippingWarning, match="4 of 30 labels"):
+        predictor = PrivatePredictor(1.0, 0.1, y_bound=1.0, random_state=0).fit(X, y)
+    assert predictor.labels_clipped_ == 4
+
+
+def test_hinge_predicts_classes():
+    X, y = _classification_data(m=80)
+    predictor = PrivatePredictor(10.0, 5.0, loss="hinge", alpha=0.05, random_state=0).fit(X, y)
+    assert set(predictor.predict(X[:2])) <= {"no", "yes"}
+    assert list(predictor.classes_) == ["no", "yes"]
+
+
+# ---------------------------------------------------------------------------
+# Secrecy of the fitted object
+# ---------------------------------------------------------------------------
+def _arrays_in(value):
+    if isinstance(value, np.ndarray):
+        yield value
+    elif hasattr(value, "to_dict"):
+        for item in value.to_dict().values():
+            yield from _arrays_in(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _arrays_in(item)
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+def test_no_public_attribute_exposes_training_rows_or_coefficients(loss):
+    X, y = _classification_data(m=50) if loss == "hinge" else _regression_data(m=50)
+    predictor = PrivatePredictor(1.0, 0.1, loss=loss, alpha=0.5, random_state=0).fit(X, y)
+    public = [name for name in dir(predictor) if not name.startswith("_")]
+    for name in public:
+        value = getattr(predictor, name)
+        if callable(value):
+            continue
+        for array in _arrays_in(value):
+            assert array.size < X.shape[0], f"public attribute {name!r} holds an array of size {array.size}"
+    assert not hasattr(predictor, "coef_") and not hasattr(predictor, "dual_coef_")
+    assert "<secret>" in repr(predictor._exact_model)
+    assert all(not isinstance(v, np.ndarray) or v.size <= 2 for k, v in vars(predictor).items()
+               if not k.startswith("_"))
