@@ -19,6 +19,7 @@ from dperm.linear_model import (
     PrivateLogisticRegression,
     PrivateQuantileRegressor,
 )
+from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 from dperm.prediction import PrivatePredictor
 from dperm.privacy.record import PrivacyRecord
 from dperm.tuning import PrivateParameterSearch
@@ -27,6 +28,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BudgetAccountant",
+    "LocalAggregationClassifier",
+    "PSGDClassifier",
     "BudgetExceededError",
     "CertificateError",
     "DataClippingWarning",

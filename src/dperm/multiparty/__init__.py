@@ -1,0 +1,89 @@
+"""Differentially private learning when K parties each hold part of the data.
+
+Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
+
+- :class:`PSGDClassifier` / :func:`psgd`: multiparty private SGD (Alg. 1,
+  Procs. 2-3, Thm 4.2), one secure sum of noisy gradients per round;
+- :class:`LocalAggregationClassifier` / :func:`local_aggregation`: the
+  baseline of Pathak et al. (2010), 004 eq. 5;
+- :class:`SecureSum`, the interface an engine implements, and
+  :class:`MaskedSecureSum`, an in-process simulation of secure aggregation
+  (fixed point, pairwise masks, abort on dropout).
+
+Modules: ``secure_sum`` (summation engines), ``privacy`` (calibration and
+composition), ``protocol`` (parties, network, coordinator), ``baselines``
+(local aggregation), ``record`` (``privacy_``), ``estimator`` (front ends),
+``errors``.
+"""
+
+from dperm.multiparty.baselines import (
+    LocalAggregationCalibration,
+    LocalAggregationResult,
+    calibrate_local_aggregation,
+    local_aggregation,
+)
+from dperm.multiparty.errors import (
+    DropoutError,
+    MalformedReplyError,
+    PartyUnavailableError,
+    SecureSumClippingWarning,
+)
+from dperm.multiparty.estimator import LocalAggregationClassifier, PSGDClassifier
+from dperm.multiparty.privacy import (
+    CoordinatorView,
+    PSGDCalibration,
+    calibrate_psgd,
+    coordinator_view_guarantee,
+    gradient_sum_sensitivity,
+    local_aggregation_sensitivity,
+    round_noise_scale,
+)
+from dperm.multiparty.protocol import (
+    GradientSumNetwork,
+    InProcessNetwork,
+    Party,
+    PSGDResult,
+    RobbinsMonroSteps,
+    psgd,
+)
+from dperm.multiparty.record import LocalAggregationPrivacyRecord, PSGDPrivacyRecord
+from dperm.multiparty.secure_sum import (
+    MaskedAggregator,
+    MaskedSecureSum,
+    SecureSum,
+    SecureSumReport,
+    SecureSumSummary,
+)
+
+__all__ = [
+    "CoordinatorView",
+    "DropoutError",
+    "GradientSumNetwork",
+    "InProcessNetwork",
+    "LocalAggregationCalibration",
+    "LocalAggregationClassifier",
+    "LocalAggregationPrivacyRecord",
+    "LocalAggregationResult",
+    "MalformedReplyError",
+    "MaskedAggregator",
+    "MaskedSecureSum",
+    "PSGDCalibration",
+    "PSGDClassifier",
+    "PSGDPrivacyRecord",
+    "PSGDResult",
+    "Party",
+    "PartyUnavailableError",
+    "RobbinsMonroSteps",
+    "SecureSum",
+    "SecureSumClippingWarning",
+    "SecureSumReport",
+    "SecureSumSummary",
+    "calibrate_local_aggregation",
+    "calibrate_psgd",
+    "coordinator_view_guarantee",
+    "gradient_sum_sensitivity",
+    "local_aggregation",
+    "local_aggregation_sensitivity",
+    "psgd",
+    "round_noise_scale",
+]

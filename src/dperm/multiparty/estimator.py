@@ -1,0 +1,293 @@
+"""scikit-learn style front ends of the multiparty protocols.
+
+``fit(shards)`` takes one ``(X_k, y_k)`` pair per party. In process, the
+estimator plays every role: it builds the parties, the network and the
+secure sum, and runs the coordinator, which only sees secure sums. The
+estimators are thin: validate, wire, record.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_X_y
+
+from dperm.losses import get_loss
+from dperm.multiparty.baselines import (
+    calibrate_local_aggregation,
+    local_aggregation,
+    local_aggregation_clipping_range,
+)
+from dperm.multiparty.privacy import calibrate_psgd, check_open_delta
+from dperm.multiparty.protocol import InProcessNetwork, Party, psgd, psgd_clipping_range
+from dperm.multiparty.secure_sum import MaskedSecureSum
+from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+
+#: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
+MULTIPARTY_LOSSES = ("logistic", "huber")
+
+
+def check_shards(shards):
+    """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
+
+    Raises ValueError naming the problem: fewer than 2 shards, a shard that
+    is not a pair, an empty shard, shards with different numbers of features,
+    a single class overall or more than two classes.
+    """
+    if isinstance(shards, (str, bytes)) or not hasattr(shards, "__len__"):
+        raise ValueError(
+            f"shards must be a list of (X, y) pairs, one per party; got {type(shards).__name__}."
+        )
+    if len(shards) < 2:
+        raise ValueError(
+            f"shards must hold at least 2 parties' (X, y) pairs; got {len(shards)}. For a single "
+            "party use PrivateLogisticRegression(mechanism='gaussian_objective')."
+        )
+    arrays = []
+    for index, shard in enumerate(shards):
+        if not isinstance(shard, (tuple, list)) or len(shard) != 2:
+            raise ValueError(f"shard {index} must be an (X, y) pair; got {type(shard).__name__}.")
+        X, y = shard
+        if np.shape(y)[:1] == (0,) or np.shape(X)[:1] == (0,):
+            raise ValueError(f"shard {index} is empty: every party needs at least one row.")
+        try:
+            X, y = check_X_y(X, y, dtype=np.float64, ensure_min_samples=1)
+            check_classification_targets(y)
+        except ValueError as error:
+            raise ValueError(f"shard {index}: {error}") from None
+        arrays.append((X, y))
+    widths = [X.shape[1] for X, _ in arrays]
+    if len(set(widths)) != 1:
+        raise ValueError(f"shards have different numbers of features: {widths} (one per shard).")
+    classes = np.unique(np.concatenate([y for _, y in arrays]))
+    if classes.size != 2:
+        kind = "a single class" if classes.size < 2 else f"{classes.size} classes"
+        raise ValueError(
+            f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
+            "classifiers are binary and need exactly two classes overall."
+        )
+    return arrays, classes, widths[0]
+
+
+class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
+    """Shared plumbing; subclasses define ``_fit_protocol``."""
+
+    def _check_common(self):
+        epsilon = check_epsilon(self.epsilon)
+        alpha = check_positive(self.alpha, "alpha", "alpha is the L2 regularisation strength (lambda).")
+        data_norm = check_positive(
+            self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
+        )
+        if self.loss not in MULTIPARTY_LOSSES:
+            raise ValueError(f"loss must be one of {MULTIPARTY_LOSSES}; got {self.loss!r}.")
+        return epsilon, alpha, data_norm, get_loss(self.loss, h=self.h)
+
+    def _make_parties(self, arrays, classes, loss, data_norm, rng):
+        party_rngs = rng.spawn(len(arrays))
+        return [
+            Party(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
+                  party_id=index, random_state=party_rng)
+            for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
+        ]
+
+    def _set_model(self, coef, classes, n_features):
+        self.classes_ = classes
+        self.coef_ = np.asarray(coef, dtype=float).reshape(1, -1)
+        self.intercept_ = np.zeros(1)
+        self.n_features_in_ = n_features
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+class PSGDClassifier(_MultipartyClassifierBase):
+    """Multiparty private SGD (Rajkumar & Agarwal 2012, Alg. 1): a linear binary classifier.
+
+    ``K`` parties each hold a shard; a coordinator runs SGD on the pooled
+    objective ``J(w) = (1/N) sum_i phi(y_i w.x_i) + alpha/2 ||w||^2`` using,
+    each round, only the secure sum of the parties' noisy gradients
+    (004 Procs. 2-3). No intercept is fitted: append a constant feature to
+    every shard (it counts toward ``data_norm``) if you need one.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Privacy loss bound of the released model (004 Thm 4.2), > 0.
+    delta : float, default=1e-5
+        In (0, 1): PSGD is (epsilon, delta)-DP.
+    alpha : float, default=0.01
+        ``lambda``.
+    n_rounds : int, default=1000
+        ``T``, the number of gradient rounds (secure sums).
+    data_norm : float, default=1.0
+        Public bound ``R`` on a row's L2 norm; longer rows are scaled onto it
+        by their party (``DataClippingWarning``).
+    loss : {"logistic", "huber"}, default="logistic"
+    h : float, default=0.5
+        Width of the Huber loss.
+    step_size : "auto" or callable, default="auto"
+        ``z_t``; "auto" is ``1 / ((alpha + Delta) (t + t0))`` (Robbins-Monro).
+    round_epsilon : float, optional
+        Per-round guarantee of the sums the coordinator sees; defaults to
+        ``epsilon`` as in 004 Proc. 3.
+    composition_slack : float in (0, 1), optional
+        ``delta'`` of the advanced composition of the coordinator's view;
+        defaults to ``delta``.
+    secure_sum : dperm.multiparty.SecureSum, optional
+        Defaults to an in-process :class:`~dperm.multiparty.MaskedSecureSum`
+        whose clipping range is set from public constants.
+    random_state : None, int or numpy Generator, default=None
+        ``None`` (OS entropy) for real use; a seed for tests only.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features)
+    intercept_ : ndarray of shape (1,), zeros
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    n_iter_ : int
+        Rounds run.
+    privacy_ : dperm.multiparty.record.PSGDPrivacyRecord
+        Both guarantees: the released model's and the coordinator's view (note 13).
+
+    References
+    ----------
+    Rajkumar & Agarwal, "A Differentially Private SGD Algorithm for Multiparty
+    Classification", AISTATS 2012, Alg. 1, Procs. 2-3, Thm 4.2.
+    """
+
+    def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
+                 loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
+                 composition_slack=None, secure_sum=None, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.n_rounds = n_rounds
+        self.data_norm = data_norm
+        self.loss = loss
+        self.h = h
+        self.step_size = step_size
+        self.round_epsilon = round_epsilon
+        self.composition_slack = composition_slack
+        self.secure_sum = secure_sum
+        self.random_state = random_state
+
+    def fit(self, shards, y=None):
+        """Run PSGD over the parties' shards.
+
+        Parameters
+        ----------
+        shards : list of (X_k, y_k)
+            At least two, with the same number of features and two classes overall.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        epsilon, alpha, data_norm, loss = self._check_common()
+        delta = check_open_delta(self.delta)
+        n_rounds = check_positive_int(self.n_rounds, "n_rounds")
+        arrays, classes, n_features = check_shards(shards)
+        rng = check_random_state(self.random_state)
+        parties = self._make_parties(arrays, classes, loss, data_norm, rng)
+        sizes = [party.n_samples for party in parties]
+        calibration = calibrate_psgd(
+            epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
+            n_features=n_features, n_rounds=n_rounds, loss=loss, data_norm=data_norm,
+            round_epsilon=self.round_epsilon,
+        )
+        secure_sum = self.secure_sum
+        if secure_sum is None:
+            secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
+                                         random_state=rng.spawn(1)[0])
+        result = psgd(InProcessNetwork(parties, secure_sum), calibration,
+                      step_size=self.step_size, composition_slack=self.composition_slack)
+        self._set_model(result.coef, classes, n_features)
+        self.n_iter_ = n_rounds
+        self.privacy_ = result.record
+        return self
+
+
+class LocalAggregationClassifier(_MultipartyClassifierBase):
+    """Averaged local classifiers with output noise (Pathak et al. 2010; 004 eq. 5).
+
+    Each party minimises its own ``J_k`` (004 eq. 4); the average
+    ``(1/K) sum_k w_k`` is released with l2-Laplace noise calibrated to the
+    sensitivity ``2 L R / (K n_min alpha)`` (note 12): pure epsilon-DP. The
+    baseline PSGD is compared with in 004 Sec. 6. No intercept is fitted.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    alpha : float, default=0.01
+    data_norm : float, default=1.0
+    loss : {"logistic", "huber"}, default="logistic"
+    h : float, default=0.5
+    tol : float, default=1e-8
+        Gradient-norm tolerance of each local solve; the sensitivity includes
+        ``2 tol / alpha`` per party (shared papers note 8).
+    max_iter : int, default=1000
+    secure_sum : dperm.multiparty.SecureSum, optional
+        Defaults to an in-process masked secure sum with a clipping range set
+        from public constants.
+    random_state : None, int or numpy Generator, default=None
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_
+        As for :class:`PSGDClassifier`.
+    privacy_ : dperm.multiparty.record.LocalAggregationPrivacyRecord
+
+    References
+    ----------
+    Pathak, Rane & Raj, "Multiparty Differential Privacy via Aggregation of
+    Locally Trained Classifiers", NeurIPS 2010; 004 eqs. 4-5.
+    """
+
+    def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
+                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None):
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.data_norm = data_norm
+        self.loss = loss
+        self.h = h
+        self.tol = tol
+        self.max_iter = max_iter
+        self.secure_sum = secure_sum
+        self.random_state = random_state
+
+    def fit(self, shards, y=None):
+        """Train one classifier per party and release their noisy average.
+
+        Parameters
+        ----------
+        shards : list of (X_k, y_k)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        epsilon, alpha, data_norm, loss = self._check_common()
+        tol = check_positive(self.tol, "tol")
+        max_iter = check_positive_int(self.max_iter, "max_iter")
+        arrays, classes, n_features = check_shards(shards)
+        rng = check_random_state(self.random_state)
+        parties = self._make_parties(arrays, classes, loss, data_norm, rng)
+        calibration = calibrate_local_aggregation(
+            epsilon=epsilon, alpha=alpha, n_samples_by_party=[p.n_samples for p in parties],
+            n_features=n_features, loss=loss, data_norm=data_norm, tol=tol,
+        )
+        secure_sum = self.secure_sum
+        if secure_sum is None:
+            secure_sum = MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
+                                         random_state=rng.spawn(1)[0])
+        result = local_aggregation(parties, secure_sum, calibration, max_iter=max_iter, random_state=rng)
+        self._set_model(result.coef, classes, n_features)
+        self.privacy_ = result.record
+        return self

@@ -1,0 +1,501 @@
+"""Multiparty private SGD (PSGD), engine-free: 004 Alg. 1 (coordinator) and Proc. 3 (parties).
+
+Three roles, each with one job:
+
+- :class:`Party` (004 Proc. 3) holds its shard, draws its one-time noise
+  ``eta^k`` once and answers "gradient at ``w_t``" with
+  ``grad G_k(w_t) + rho_t^k + eta^k``;
+- a :class:`GradientSumNetwork` is the coordinator's only channel to the
+  parties: it broadcasts ``w_t`` and returns the *secure sum* of their replies
+  (004 Thm 4.2 needs exactly that). :class:`InProcessNetwork` runs the
+  parties' side and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one
+  process; a Flower SecAgg+ engine will be another implementation;
+- :func:`psgd` (004 Alg. 1) is the coordinator: it never touches a party or
+  an individual reply, only the network's sums.
+
+The privacy arithmetic is in :mod:`dperm.multiparty.privacy`, the
+``privacy_`` record in :mod:`dperm.multiparty.record`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from dperm.mechanisms.noise import sample_gaussian, sample_l2_laplace
+from dperm.multiparty.errors import (
+    DropoutError,
+    MalformedReplyError,
+    PartyUnavailableError,
+    SecureSumClippingWarning,
+)
+from dperm.multiparty.privacy import (
+    PSGDCalibration,
+    check_open_delta,
+    coordinator_view_guarantee,
+    l2_laplace_norm_quantile,
+)
+from dperm.multiparty.record import REFERENCES, PSGDPrivacyRecord
+from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
+from dperm.solvers import RegularizedERMObjective, minimize_certified
+from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
+
+#: Probability that one coordinate of one reply exceeds the public bound used
+#: by :func:`psgd_clipping_range` (per round and party).
+CLIPPING_TAIL_PROBABILITY = 1e-9
+
+
+# -- parties ---------------------------------------------------------------------------
+
+
+def check_shard(X, y, party_id) -> tuple[np.ndarray, np.ndarray]:
+    """Return a party's shard as float arrays, ``y`` in {-1, +1}, or raise ValueError."""
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(
+            f"party {party_id!r}: X must be a non-empty 2-D array (rows x features); got shape {X.shape}."
+        )
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"party {party_id!r}: y must have shape ({X.shape[0]},); got {y.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"party {party_id!r}: X contains NaN or infinite values.")
+    if not np.all(np.isin(y, (-1.0, 1.0))):
+        raise ValueError(f"party {party_id!r}: labels must be -1 or +1; got {np.unique(y)[:5].tolist()}.")
+    return X, y
+
+
+class Party:
+    """One data owner ``P_k`` of 004 Sec. 2.3, with its functionality of 004 Proc. 3.
+
+    Parameters
+    ----------
+    X : array-like of shape (N_k, d)
+        Rows with an L2 norm above ``data_norm`` are scaled onto it (a
+        per-record step that keeps DP) with a counted ``DataClippingWarning``.
+    y : array-like of shape (N_k,)
+        Labels in {-1, +1}.
+    loss : dperm.losses.MarginLoss
+        ``phi``.
+    data_norm : float
+        Public bound ``R`` on a row's norm.
+    party_id : hashable
+        Name used in messages.
+    random_state : None, int or numpy Generator
+        Source of ``eta^k`` and ``rho_t^k`` (``None``: OS entropy, for real use).
+
+    Attributes
+    ----------
+    n_samples, n_features : int
+        ``N_k`` and ``d`` (public).
+    rows_clipped : int
+    rounds_answered : int
+    """
+
+    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None):
+        X, y = check_shard(X, y, party_id)
+        X, rows_clipped = clip_rows_to_norm(X, data_norm)
+        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
+        self.party_id = party_id
+        self.loss = loss
+        self.data_norm = float(data_norm)
+        self.rows_clipped = rows_clipped
+        self._X, self._y = X, y
+        self._rng = check_random_state(random_state)
+        self._calibration = None
+        self._one_time_noise = None
+        self.rounds_answered = 0
+
+    @property
+    def n_samples(self) -> int:
+        return self._X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self._X.shape[1]
+
+    # -- PSGD (004 Proc. 3) -------------------------------------------------------------
+    def setup(self, calibration: PSGDCalibration) -> None:
+        """Accept the public calibration and draw ``eta^k ~ N(0, sigma^2/K I)`` once.
+
+        A second setup is refused: fresh ``eta^k`` draws would let the
+        coordinator average the one-time noise away (004 Sec. 3.3).
+        """
+        if self._calibration is not None:
+            raise RuntimeError(
+                f"party {self.party_id!r} has already drawn its one-time noise eta^k; it is drawn "
+                "once (004 Proc. 3) and a new setup would let the coordinator average it out."
+            )
+        if calibration.n_features != self.n_features:
+            raise ValueError(
+                f"party {self.party_id!r} has {self.n_features} features; the calibration is for "
+                f"{calibration.n_features}."
+            )
+        if calibration.data_norm != self.data_norm or calibration.lipschitz != self.loss.lipschitz:
+            raise ValueError(
+                f"party {self.party_id!r}: the calibration's data_norm={calibration.data_norm:g} and "
+                f"L={calibration.lipschitz:g} differ from the party's ({self.data_norm:g}, "
+                f"{self.loss.lipschitz:g}); the per-round sensitivity 2 L R would not hold."
+            )
+        self._calibration = calibration
+        self._one_time_noise = sample_gaussian(self.n_features, calibration.party_noise_sigma, self._rng)
+
+    def local_gradient(self, coef) -> np.ndarray:
+        """``grad G_k(w) = sum_j phi'(y_j w.x_j) y_j x_j`` (004 eq. 8): no noise."""
+        scores = self._X @ coef
+        return self._X.T @ self.loss.score_derivative(self._y, scores)
+
+    def _round_noise(self) -> np.ndarray:
+        """``rho_t^k``, density ``~ exp(-||rho|| / scale)``, fresh each round (004 Proc. 3, eq. 2)."""
+        return sample_l2_laplace(self.n_features, self._calibration.round_noise_scale, self._rng)
+
+    def noisy_gradient(self, coef) -> np.ndarray:
+        """Answer one gradient request: ``grad G_k(w_t) + rho_t^k + eta^k`` (004 Proc. 3, eq. 14).
+
+        Refuses before :meth:`setup` and after ``n_rounds`` answers (the
+        coordinator-view guarantee is computed for ``n_rounds``).
+        """
+        calibration = self._calibration
+        if calibration is None:
+            raise RuntimeError(f"party {self.party_id!r} has no calibration; call setup() first.")
+        if self.rounds_answered >= calibration.n_rounds:
+            raise RuntimeError(
+                f"party {self.party_id!r} has answered the n_rounds={calibration.n_rounds} gradient "
+                "requests it agreed to; more answers would exceed the coordinator-view guarantee."
+            )
+        coef = np.asarray(coef, dtype=float)
+        if coef.shape != (self.n_features,) or not np.all(np.isfinite(coef)):
+            raise ValueError(
+                f"party {self.party_id!r} received a malformed iterate of shape {coef.shape}; "
+                f"expected ({self.n_features},) finite values."
+            )
+        self.rounds_answered += 1
+        return self.local_gradient(coef) + self._round_noise() + self._one_time_noise
+
+    # -- local aggregation (004 eq. 4) --------------------------------------------------
+    def local_minimiser(self, alpha: float, gradient_tol: float, max_iter: int):
+        """Minimise the local objective ``J_k`` (004 eq. 4) with a gradient-norm certificate."""
+        objective = RegularizedERMObjective(self.loss, self._X, self._y, alpha)
+        return minimize_certified(objective, tol=gradient_tol, max_iter=max_iter)
+
+    def output_noise(self, noise_scale: float) -> np.ndarray:
+        """One l2-Laplace draw ``~ exp(-||b|| / noise_scale)`` from this party's generator."""
+        return sample_l2_laplace(self.n_features, noise_scale, self._rng)
+
+    def __repr__(self) -> str:
+        return f"Party(party_id={self.party_id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
+
+
+# -- the coordinator's channel ---------------------------------------------------------
+
+
+class GradientSumNetwork(ABC):
+    """The coordinator's only channel to the parties: broadcast ``w_t``, receive a secure sum.
+
+    An engine (in-process, Flower SecAgg+) implements it. The coordinator
+    learns the public sizes, the sums and the secure-sum reports, nothing else.
+    """
+
+    @property
+    @abstractmethod
+    def n_samples_by_party(self) -> tuple:
+        """Public party sizes ``(N_1, ..., N_K)``."""
+
+    @property
+    @abstractmethod
+    def n_features(self) -> int:
+        """``d``."""
+
+    @property
+    def n_parties(self) -> int:
+        return len(self.n_samples_by_party)
+
+    @property
+    def rows_clipped(self) -> int:
+        """Rows the parties scaled onto ``data_norm`` (reported for the record)."""
+        return 0
+
+    @abstractmethod
+    def setup(self, calibration: PSGDCalibration) -> None:
+        """Send the public calibration to every party (each draws ``eta^k`` once)."""
+
+    @abstractmethod
+    def gradient_sum(self, coef, scale: float, round_index: int):
+        """``(scale * sum_k grad^G_k(w_t), SecureSumReport)`` through a secure sum."""
+
+
+class InProcessNetwork(GradientSumNetwork):
+    """Parties and a secure sum in one process, with the coordinator kept outside.
+
+    :meth:`gradient_sum` plays the network: it runs each party's side (004
+    Proc. 3, then the party's reply check and scaling) and hands the replies
+    straight to the secure sum, whose aggregator sees only masked vectors. It
+    returns only the revealed sum and its report. A party that raises
+    :class:`~dperm.multiparty.errors.PartyUnavailableError` counts as dropped
+    for the round.
+
+    Parameters
+    ----------
+    parties : sequence of Party
+        At least two, with the same number of features and distinct ids.
+    secure_sum : dperm.multiparty.secure_sum.SecureSum
+    """
+
+    def __init__(self, parties, secure_sum):
+        parties = list(parties)
+        if len(parties) < 2:
+            raise ValueError(f"a multiparty network needs at least 2 parties; got {len(parties)}.")
+        widths = {party.n_features for party in parties}
+        if len(widths) != 1:
+            raise ValueError(f"the parties' shards have different numbers of features: {sorted(widths)}.")
+        ids = [party.party_id for party in parties]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"party ids must be distinct; got {ids}.")
+        self._parties = parties
+        self._secure_sum = secure_sum
+
+    @property
+    def n_samples_by_party(self) -> tuple:
+        return tuple(party.n_samples for party in self._parties)
+
+    @property
+    def n_features(self) -> int:
+        return self._parties[0].n_features
+
+    @property
+    def rows_clipped(self) -> int:
+        return sum(party.rows_clipped for party in self._parties)
+
+    def setup(self, calibration: PSGDCalibration) -> None:
+        for party in self._parties:
+            party.setup(calibration)
+
+    def _party_reply(self, party, coef, scale):
+        """The party's side of one round: Proc. 3, reply check, scaling by the public ``1/N``."""
+        try:
+            reply = party.noisy_gradient(coef)
+        except PartyUnavailableError:
+            return None
+        return scale * check_contribution(party.party_id, reply, self.n_features)
+
+    def gradient_sum(self, coef, scale: float, round_index: int):
+        try:
+            replies = {party.party_id: self._party_reply(party, coef, scale) for party in self._parties}
+            return self._secure_sum.sum(replies, dimension=self.n_features)
+        except (DropoutError, MalformedReplyError) as error:
+            raise type(error)(f"round {round_index}: {error}") from None
+
+
+def psgd_clipping_range(calibration: PSGDCalibration, n_samples_by_party) -> float:
+    """A clipping range, from public constants, that a scaled reply exceeds with tiny probability.
+
+    A reply scaled by ``1/N`` has coordinates at most
+    ``(N_max L R + |rho_i| + |eta^k_i|) / N``; ``|rho_i| <= ||rho||`` is
+    bounded by its l2-Laplace tail and ``|eta^k_i|`` by its Gaussian tail, each
+    exceeded with probability ``CLIPPING_TAIL_PROBABILITY``. The result is
+    rounded up to a power of two (:func:`~dperm.multiparty.secure_sum.clipping_range_for`).
+    """
+    tail = CLIPPING_TAIL_PROBABILITY
+    gradient_bound = max(n_samples_by_party) * calibration.lipschitz * calibration.data_norm
+    rho_bound = l2_laplace_norm_quantile(calibration.n_features, calibration.round_noise_scale, tail)
+    eta_bound = calibration.party_noise_sigma * float(norm.isf(tail / 2.0))
+    return clipping_range_for((gradient_bound + rho_bound + eta_bound) / calibration.n_samples)
+
+
+# -- the coordinator (004 Alg. 1) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RobbinsMonroSteps:
+    """``z_t = 1 / (mu (t + t0))`` with ``t0 = smoothness / mu`` (Robbins & Monro 1951).
+
+    ``sum z_t = inf`` and ``sum z_t^2 < inf``, as 004 Alg. 1 requires; ``mu``
+    is the strong convexity ``lambda + Delta`` of the objective, which makes
+    this the classic ``O(1/t)`` schedule, and ``z_0 = 1/smoothness`` keeps the
+    first steps stable.
+    """
+
+    strong_convexity: float
+    smoothness: float
+
+    def __call__(self, t: int) -> float:
+        offset = self.smoothness / self.strong_convexity
+        return 1.0 / (self.strong_convexity * (t + offset))
+
+    def __str__(self) -> str:
+        return (
+            f"z_t = 1 / ({self.strong_convexity:.4g} (t + {self.smoothness / self.strong_convexity:.4g})) "
+            "(Robbins-Monro)"
+        )
+
+
+def resolve_step_size(step_size, calibration: PSGDCalibration):
+    """``"auto"`` -> :class:`RobbinsMonroSteps`; a callable ``t -> z_t`` is used as given.
+
+    The smoothness of ``J + Delta/2 ||w||^2`` is at most ``c R^2 + lambda + Delta``
+    (its Hessian bound; 004 appendix, proof of Thm 5.1).
+    """
+    if isinstance(step_size, str) and step_size == "auto":
+        mu = calibration.strong_convexity
+        return RobbinsMonroSteps(mu, calibration.curvature * calibration.data_norm**2 + mu)
+    if callable(step_size):
+        return step_size
+    raise ValueError(f"step_size must be 'auto' or a callable t -> z_t; got {step_size!r}.")
+
+
+def _step(step_size, t: int) -> float:
+    value = step_size(t)
+    if not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"step_size({t}) must be a finite number > 0; got {value!r}.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class PSGDResult:
+    """Output of :func:`psgd`: ``w_psgd`` and its privacy record."""
+
+    coef: np.ndarray
+    record: PSGDPrivacyRecord
+    calibration: PSGDCalibration
+
+
+def _check_network(network: GradientSumNetwork, calibration: PSGDCalibration) -> None:
+    sizes = network.n_samples_by_party
+    if len(sizes) != calibration.n_parties or sum(sizes) != calibration.n_samples:
+        raise ValueError(
+            f"the network has parties of sizes {list(sizes)}; the calibration is for "
+            f"{calibration.n_parties} parties and N = {calibration.n_samples}."
+        )
+    if network.n_features != calibration.n_features:
+        raise ValueError(
+            f"the network's parties have {network.n_features} features; the calibration is for "
+            f"{calibration.n_features}."
+        )
+
+
+def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size="auto",
+         composition_slack=None, coef_init=None) -> PSGDResult:
+    """The third party's functionality of 004 Alg. 1 (PSGD).
+
+    ``calibration`` (from :func:`~dperm.multiparty.privacy.calibrate_psgd`)
+    holds computeSlack's ``[Delta, eps~]`` (Alg. 1 line 1; 004 Proc. 2 with
+    note 4's fix). Then, for ``t = 0 .. T-1``::
+
+        S_t = (1/N) sum_k grad^G_k(w_t)              # one secure sum (Thm 4.2)
+        w_{t+1} = w_t - z_t (S_t + (lambda + Delta) w_t)
+
+    ``grad^G_k = grad G_k + rho_t^k + eta^k`` is party ``k``'s reply (004
+    Proc. 3); the parties scale it by the public ``1/N`` before the secure sum
+    so that it fits a fixed clipping range (the noise is added before: note 14).
+    The iterates converge to GOP's minimiser
+    ``argmin J(w) + eta.w/N + Delta/2 ||w||^2`` with ``eta = sum_k eta^k``
+    (004 eqs. 15-17), whose guarantee 004 Thm 4.2 states.
+
+    Parameters
+    ----------
+    network : GradientSumNetwork
+        The coordinator's only access to the parties.
+    calibration : PSGDCalibration
+    step_size : "auto" or callable, default="auto"
+        ``z_t``; "auto" is :class:`RobbinsMonroSteps`.
+    composition_slack : float in (0, 1), optional
+        ``delta'`` for the advanced composition of the coordinator's view;
+        defaults to ``calibration.delta``.
+    coef_init : array-like of shape (d,), optional
+        ``w_0`` (public); zeros by default.
+
+    Returns
+    -------
+    PSGDResult
+        ``coef`` is ``w_psgd``; ``record`` states both guarantees (note 13).
+    """
+    _check_network(network, calibration)
+    slack = calibration.delta
+    if composition_slack is not None:
+        slack = check_open_delta(composition_slack, "composition_slack")
+    view = coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
+    steps = resolve_step_size(step_size, calibration)
+    d = calibration.n_features
+    coef = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=float)
+    if coef.shape != (d,) or not np.all(np.isfinite(coef)):
+        raise ValueError(f"coef_init must be {d} finite numbers; got shape {coef.shape}.")
+    network.setup(calibration)
+    scale = 1.0 / calibration.n_samples
+    regularization = calibration.strong_convexity
+    reports = []
+    for t in range(calibration.n_rounds):
+        gradient_sum, report = network.gradient_sum(coef, scale, t)
+        reports.append(report)
+        coef = coef - _step(steps, t) * (gradient_sum + regularization * coef)  # 004 Alg. 1
+    summary = summarise_reports(reports)
+    if summary.coordinates_clipped:
+        warnings.warn(
+            f"the secure sum clipped {summary.coordinates_clipped} coordinates in "
+            f"{summary.sums_with_clipping} of {summary.n_sums} rounds (clipping_range="
+            f"{summary.clipping_range:g}); PSGD's equivalence with GOP (004 Thm 4.2) does not "
+            "hold for this run. Raise the secure sum's clipping_range.",
+            SecureSumClippingWarning,
+            stacklevel=2,
+        )
+    record = _psgd_record(calibration, view, summary, network, steps)
+    return PSGDResult(coef=coef, record=record, calibration=calibration)
+
+
+def _psgd_notes(summary) -> tuple:
+    notes = [
+        "004 Thm 4.2's (epsilon, delta) is for the point PSGD converges to, GOP's minimiser; "
+        "the finite-T iterate is also post-processing of the coordinator's view, so it is at "
+        "least (coordinator_epsilon, coordinator_delta)-DP.",
+        "The coordinator's view is protected only if the secure sum hides individual replies "
+        "(honest-but-curious aggregator, no collusion with parties).",
+        "Party sizes N_k and the count of clipped coordinates are revealed (public / post-processing).",
+    ]
+    if summary.coordinates_clipped:
+        notes.append(
+            f"The secure sum clipped {summary.coordinates_clipped} noisy coordinates in "
+            f"{summary.sums_with_clipping} rounds: the equivalence with GOP fails for this run; "
+            "the coordinator-view guarantee is unaffected (clipping is post-processing)."
+        )
+    return tuple(notes)
+
+
+def _psgd_record(calibration, view, summary, network, steps) -> PSGDPrivacyRecord:
+    return PSGDPrivacyRecord(
+        mechanism="psgd",
+        epsilon=calibration.epsilon,
+        delta=calibration.delta,
+        epsilon_tilde=calibration.epsilon_tilde,
+        extra_regularization=calibration.extra_regularization,
+        noise_sigma=calibration.noise_sigma,
+        party_noise_sigma=calibration.party_noise_sigma,
+        round_epsilon=calibration.round_epsilon,
+        round_sensitivity=calibration.round_sensitivity,
+        round_noise_scale=calibration.round_noise_scale,
+        n_rounds=calibration.n_rounds,
+        coordinator_epsilon_basic=view.epsilon_basic,
+        coordinator_delta_basic=view.delta_basic,
+        coordinator_epsilon=view.epsilon,
+        coordinator_delta=view.delta,
+        coordinator_composition=view.composition,
+        composition_slack=view.slack,
+        n_parties=calibration.n_parties,
+        n_samples=calibration.n_samples,
+        n_samples_by_party=tuple(network.n_samples_by_party),
+        data_norm=calibration.data_norm,
+        lipschitz=calibration.lipschitz,
+        curvature=calibration.curvature,
+        alpha=calibration.alpha,
+        rows_clipped=network.rows_clipped,
+        step_size=str(steps),
+        secure_sum=summary,
+        gop_equivalent=summary.coordinates_clipped == 0,
+        loss=calibration.loss,
+        reference=REFERENCES["psgd"],
+        notes=_psgd_notes(summary),
+    )

@@ -1,0 +1,492 @@
+"""Tests of the engine-free multiparty protocols (004 Alg. 1, Procs. 2-3, eq. 5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from dperm.accounting import Spend, advanced_composition
+from dperm.exceptions import DataClippingWarning
+from dperm.losses import get_loss
+from dperm.multiparty import (
+    DropoutError,
+    GradientSumNetwork,
+    InProcessNetwork,
+    LocalAggregationClassifier,
+    MalformedReplyError,
+    MaskedAggregator,
+    MaskedSecureSum,
+    Party,
+    PartyUnavailableError,
+    PSGDClassifier,
+    SecureSum,
+    SecureSumClippingWarning,
+    SecureSumReport,
+    calibrate_psgd,
+    coordinator_view_guarantee,
+    local_aggregation_sensitivity,
+    psgd,
+)
+from dperm.multiparty.protocol import psgd_clipping_range
+from dperm.multiparty.secure_sum import pairwise_masks, quantize
+from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
+from dperm.solvers import RegularizedERMObjective, minimize_certified
+
+LOGISTIC = get_loss("logistic")
+
+
+def make_data(n=300, d=4, seed=1, noise=0.3):
+    """Rows in the unit ball, labels from a noisy linear rule."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = np.where(X @ rng.normal(size=d) + noise * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def split(X, y, sizes):
+    bounds = np.cumsum((0,) + tuple(sizes))
+    return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def make_parties(shards, party_class=Party, seed=100, data_norm=1.0):
+    return [
+        party_class(X, y, loss=LOGISTIC, data_norm=data_norm, party_id=k, random_state=seed + k)
+        for k, (X, y) in enumerate(shards)
+    ]
+
+
+class QuietParty(Party):
+    """Test only: rho_t^k = 0, so PSGD is deterministic gradient descent on GOP's objective."""
+
+    def _round_noise(self):
+        return np.zeros(self.n_features)
+
+
+class RecordingAggregator(MaskedAggregator):
+    """Keeps every aggregator it builds, so a test can read each round's transcript."""
+
+    instances: list = []
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        RecordingAggregator.instances.append(self)
+
+
+@pytest.fixture
+def recording_aggregator():
+    RecordingAggregator.instances = []
+    return RecordingAggregator
+
+
+def plain_vectors(n_parties=4, dimension=50, low=-7.0, high=7.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"p{k}": rng.uniform(low, high, size=dimension) for k in range(n_parties)}
+
+
+# -- secure sum ------------------------------------------------------------------------
+
+
+def test_secure_sum_equals_plain_sum_within_quantisation_bound():
+    vectors = plain_vectors()
+    engine = MaskedSecureSum(clipping_range=8.0, quantization_range=2**10, random_state=1)
+    total, report = engine.sum(vectors, dimension=50)
+    error = np.abs(total - sum(vectors.values()))
+    bound = 4 * 2 * 8.0 / 2**10  # K * 2C / Q: each party's rounding moves it < one grid step
+    assert report.error_bound == pytest.approx(bound)
+    assert report.coordinates_clipped == 0
+    assert error.max() < bound
+    assert error.max() > 0  # the grid is coarse enough that rounding is visible
+
+
+def test_stochastic_rounding_is_unbiased():
+    vectors = plain_vectors(n_parties=3, dimension=20)
+    engine = MaskedSecureSum(clipping_range=8.0, quantization_range=2**8, random_state=2)
+    errors = np.array([engine.sum(vectors, 20)[0] - sum(vectors.values()) for _ in range(400)])
+    step = 2 * 8.0 / 2**8
+    # per-coordinate error has mean 0 and std <= sqrt(3) * step / 2; 400 repeats
+    assert np.abs(errors.mean(axis=0)).max() < 5 * math.sqrt(3) * step / 2 / math.sqrt(400)
+
+
+def test_clipping_is_counted_and_the_sum_is_of_clipped_values():
+    vectors = {"a": np.array([10.0, -0.5, -20.0]), "b": np.array([1.0, 9.0, 0.0])}
+    engine = MaskedSecureSum(clipping_range=8.0, random_state=3)
+    total, report = engine.sum(vectors, 3)
+    assert report.coordinates_clipped == 3
+    expected = np.clip(vectors["a"], -8, 8) + np.clip(vectors["b"], -8, 8)
+    assert np.abs(total - expected).max() < report.error_bound
+
+
+def test_pairwise_masks_cancel_and_hide_each_input():
+    rng = np.random.default_rng(4)
+    modulus = 2**32
+    masks = pairwise_masks(["a", "b", "c", "d"], 30, modulus, rng)
+    total = np.zeros(30, dtype=np.uint64)
+    for mask in masks.values():
+        total = (total + mask) % np.uint64(modulus)
+    assert np.all(total == 0)
+    assert all(np.any(mask != 0) for mask in masks.values())
+
+
+def test_aggregator_receives_only_masked_vectors(recording_aggregator):
+    vectors = plain_vectors(n_parties=3, dimension=40)
+    quantization_range = 2**22
+    engine = MaskedSecureSum(random_state=5, aggregator_factory=recording_aggregator)
+    total, _ = engine.sum(vectors, 40)
+    (aggregator,) = recording_aggregator.instances
+    assert set(aggregator.received) == set(vectors)
+    for party_id, masked in aggregator.received.items():
+        # an unmasked encoding lies in [0, Q]; a masked one is uniform on [0, 2^32)
+        assert masked.max() > quantization_range
+        decoded_alone = masked.astype(float) * (16.0 / quantization_range) - 8.0
+        assert np.abs(decoded_alone - vectors[party_id]).max() > 1.0
+    modulus = np.uint64(2**32)
+    masked_sum = np.zeros(40, dtype=np.uint64)
+    for masked in aggregator.received.values():
+        masked_sum = (masked_sum + masked) % modulus
+    decoded = masked_sum.astype(float) * (16.0 / quantization_range) - 3 * 8.0
+    assert np.allclose(decoded, total)
+
+
+def test_dropout_aborts_the_round_and_reveals_nothing(recording_aggregator):
+    vectors = plain_vectors(n_parties=3, dimension=40)
+    vectors["p1"] = None  # dropped after the setup
+    engine = MaskedSecureSum(random_state=6, aggregator_factory=recording_aggregator)
+    with pytest.raises(DropoutError, match=r"2 of 3 parties.*nothing is revealed") as caught:
+        engine.sum(vectors, 40)
+    assert not any(isinstance(arg, np.ndarray) for arg in caught.value.args)
+    (aggregator,) = recording_aggregator.instances
+    assert set(aggregator.received) == {"p0", "p2"}
+    # what the aggregator holds is useless: the survivors' masks do not cancel
+    masked_sum = (aggregator.received["p0"] + aggregator.received["p2"]) % np.uint64(2**32)
+    decoded = masked_sum.astype(float) * (16.0 / 2**22) - 2 * 8.0
+    assert np.abs(decoded - (vectors["p0"] + vectors["p2"])).max() > 1.0
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [(np.zeros(3), r"party 'p1'.*shape \(3,\), expected \(40,\)"),
+     (np.full(40, np.nan), r"party 'p1'.*non-finite"),
+     ("garbage", r"party 'p1'.*not a numeric vector")],
+)
+def test_malformed_replies_are_rejected(bad, message):
+    vectors = plain_vectors(n_parties=3, dimension=40)
+    vectors["p1"] = bad
+    with pytest.raises(MalformedReplyError, match=message):
+        MaskedSecureSum(random_state=7).sum(vectors, 40)
+
+
+def test_secure_sum_parameter_checks():
+    with pytest.raises(ValueError, match="modulus_range"):
+        MaskedSecureSum(quantization_range=2**22, modulus_range=2**23).sum(plain_vectors(3, 5), 5)
+    with pytest.raises(ValueError, match="at least 2 parties"):
+        MaskedSecureSum().sum({"a": np.zeros(2)}, 2)
+    with pytest.raises(ValueError, match="clipping_range"):
+        MaskedSecureSum(clipping_range=0.0)
+
+
+def test_quantize_stays_on_the_grid():
+    rng = np.random.default_rng(8)
+    encoded, clipped = quantize(np.array([-8.0, 8.0, 0.0, 100.0]), 8.0, 16, rng)
+    assert clipped == 1
+    assert encoded.dtype == np.uint64 and encoded[0] == 0 and encoded[1] == 16 and encoded[3] == 16
+
+
+# -- PSGD: calibration and convergence -------------------------------------------------
+
+
+def psgd_setup(sizes, party_class=Party, epsilon=1.0, alpha=0.05, n_rounds=100, seed=100, **kwargs):
+    X, y = make_data(n=sum(sizes))
+    parties = make_parties(split(X, y, sizes), party_class, seed=seed)
+    calibration = calibrate_psgd(epsilon=epsilon, delta=1e-5, alpha=alpha, n_samples=len(y),
+                                 n_parties=len(sizes), n_features=X.shape[1], n_rounds=n_rounds,
+                                 loss=LOGISTIC, data_norm=1.0, **kwargs)
+    engine = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=5)
+    return X, y, parties, calibration, engine
+
+
+def gop_minimiser(X, y, parties, calibration):
+    """Exact argmin of J(w) + eta.w/N + Delta/2 ||w||^2 with eta = sum_k eta^k (004 Alg. 4)."""
+    eta = sum(party._one_time_noise for party in parties)
+    objective = RegularizedERMObjective(LOGISTIC, X, y, calibration.strong_convexity, linear_term=eta)
+    return minimize_certified(objective, tol=1e-10, max_iter=1000).coef
+
+
+def test_calibration_reuses_compute_slack_and_sigma_star():
+    calibration = calibrate_psgd(epsilon=0.4, delta=1e-5, alpha=0.01, n_samples=90, n_parties=3,
+                                 n_features=4, n_rounds=10, loss=LOGISTIC, data_norm=2.0)
+    slack = objective_perturbation_slack(0.4, 90, 0.01, 0.25, 2.0)
+    assert slack.extra_regularization > 0  # this case exercises Delta
+    assert calibration.epsilon_tilde == slack.epsilon_noise
+    assert calibration.extra_regularization == slack.extra_regularization
+    sigma = gaussian_objective_sigma(4, slack.epsilon_noise, 1e-5, 1.0, 2.0)
+    assert calibration.noise_sigma == sigma
+    assert calibration.party_noise_sigma == pytest.approx(sigma / math.sqrt(3))
+    assert calibration.round_sensitivity == 4.0  # 2 L R
+    assert calibration.round_noise_scale == pytest.approx(4.0 / 0.4)  # beta = eps / (2 L R)
+
+
+@pytest.mark.parametrize("sizes, epsilon, alpha", [((50, 100, 150), 1.0, 0.05), ((20, 30, 40), 0.4, 0.01)])
+def test_psgd_converges_to_gop_minimiser_without_round_noise(sizes, epsilon, alpha):
+    errors = []
+    for n_rounds in (100, 400, 1600):
+        X, y, parties, calibration, engine = psgd_setup(sizes, QuietParty, epsilon, alpha, n_rounds)
+        result = psgd(InProcessNetwork(parties, engine), calibration)
+        target = gop_minimiser(X, y, parties, calibration)  # same eta: same seeds
+        errors.append(np.linalg.norm(result.coef - target) / np.linalg.norm(target))
+    assert errors[0] > errors[1] > errors[2]
+    assert errors[2] < 0.01
+
+
+def test_psgd_with_round_noise_approaches_gop_minimiser():
+    X, y, parties, calibration, engine = psgd_setup((50, 100, 150), n_rounds=3000)
+    result = psgd(InProcessNetwork(parties, engine), calibration)
+    target = gop_minimiser(X, y, parties, calibration)
+    assert np.linalg.norm(result.coef - target) < 0.02 * np.linalg.norm(target)
+    assert result.record.gop_equivalent
+
+
+# -- PSGD: what the coordinator sees ---------------------------------------------------
+
+
+class SpyNetwork(GradientSumNetwork):
+    """Instrumented transport: records everything handed to the coordinator."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.delivered = []
+
+    n_samples_by_party = property(lambda self: self.inner.n_samples_by_party)
+    n_features = property(lambda self: self.inner.n_features)
+
+    def setup(self, calibration):
+        self.inner.setup(calibration)
+
+    def gradient_sum(self, coef, scale, round_index):
+        answer = self.inner.gradient_sum(coef, scale, round_index)
+        self.delivered.append(answer)
+        return answer
+
+
+def test_coordinator_path_never_receives_an_individual_vector(recording_aggregator):
+    X, y, parties, calibration, _ = psgd_setup((30, 40, 50), n_rounds=20)
+    engine = MaskedSecureSum(random_state=9, aggregator_factory=recording_aggregator)
+    network = SpyNetwork(InProcessNetwork(parties, engine))
+    psgd(network, calibration)
+    assert len(network.delivered) == 20
+    for total, report in network.delivered:  # one sum and its report per round, nothing else
+        assert isinstance(report, SecureSumReport) and report.n_parties == 3
+        assert total.shape == (4,)
+    assert len(recording_aggregator.instances) == 20
+    for aggregator in recording_aggregator.instances:
+        assert set(aggregator.received) == {0, 1, 2}
+        assert all(masked.max() > 2**22 for masked in aggregator.received.values())
+
+
+class DroppingParty(Party):
+    def noisy_gradient(self, coef):
+        if self.rounds_answered == 3:
+            raise PartyUnavailableError("offline")
+        return super().noisy_gradient(coef)
+
+
+class WrongDimensionParty(Party):
+    def noisy_gradient(self, coef):
+        return np.append(super().noisy_gradient(coef), 0.0)
+
+
+class NaNParty(Party):
+    def noisy_gradient(self, coef):
+        reply = super().noisy_gradient(coef)
+        reply[0] = np.nan
+        return reply
+
+
+def mixed_parties(bad_class, sizes=(30, 40, 50)):
+    X, y = make_data(n=sum(sizes))
+    shards = split(X, y, sizes)
+    parties = make_parties(shards)
+    parties[1] = bad_class(*shards[1], loss=LOGISTIC, party_id=1, random_state=1)
+    return X, parties
+
+
+def run_psgd(parties, n_rounds=10):
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3,
+                                 n_features=4, n_rounds=n_rounds, loss=LOGISTIC, data_norm=1.0)
+    return psgd(InProcessNetwork(parties, MaskedSecureSum(random_state=0)), calibration)
+
+
+def test_psgd_aborts_when_a_party_drops_out():
+    _, parties = mixed_parties(DroppingParty)
+    with pytest.raises(DropoutError, match=r"round 3: 2 of 3 parties .*missing: \[1\]"):
+        run_psgd(parties)
+
+
+@pytest.mark.parametrize("bad_class, message", [
+    (WrongDimensionParty, r"round 0: party 1 replied with a vector of shape \(5,\), expected \(4,\)"),
+    (NaNParty, r"round 0: party 1 replied with 1 non-finite"),
+])
+def test_psgd_rejects_malformed_replies(bad_class, message):
+    _, parties = mixed_parties(bad_class)
+    with pytest.raises(MalformedReplyError, match=message):
+        run_psgd(parties)
+
+
+def test_party_draws_eta_once_and_answers_at_most_n_rounds():
+    X, y, parties, calibration, engine = psgd_setup((30, 40), n_rounds=2)
+    party = parties[0]
+    party.setup(calibration)
+    eta = party._one_time_noise.copy()
+    with pytest.raises(RuntimeError, match="one-time noise"):
+        party.setup(calibration)
+    assert np.array_equal(party._one_time_noise, eta)
+    party.noisy_gradient(np.zeros(4))
+    party.noisy_gradient(np.zeros(4))
+    with pytest.raises(RuntimeError, match="n_rounds=2"):
+        party.noisy_gradient(np.zeros(4))
+
+
+def test_clipping_in_the_secure_sum_is_reported():
+    X, y, parties, calibration, _ = psgd_setup((30, 40, 50), n_rounds=5)
+    with pytest.warns(SecureSumClippingWarning, match="clipped"):
+        result = psgd(InProcessNetwork(parties, MaskedSecureSum(clipping_range=1e-3, random_state=0)),
+                      calibration)
+    assert result.record.secure_sum.coordinates_clipped > 0
+    assert result.record.secure_sum.sums_with_clipping == 5
+    assert not result.record.gop_equivalent
+    assert any("equivalence with GOP fails" in note for note in result.record.notes)
+
+
+# -- PSGD: the privacy record ----------------------------------------------------------
+
+
+def test_privacy_record_states_both_guarantees():
+    X, y = make_data(n=120)
+    model = PSGDClassifier(epsilon=0.5, delta=1e-6, alpha=0.05, n_rounds=40, round_epsilon=0.01,
+                           composition_slack=1e-7, random_state=0).fit(split(X, y, (30, 40, 50)))
+    record = model.privacy_
+    assert (record.epsilon, record.delta) == (0.5, 1e-6)  # 004 Thm 4.2
+    assert record.round_epsilon == 0.01
+    assert record.coordinator_epsilon_basic == pytest.approx(40 * 0.01)
+    assert record.coordinator_delta_basic == 0.0
+    expected = advanced_composition([Spend(0.01, 0.0, "")] * 40, 1e-7)
+    assert (record.coordinator_epsilon, record.coordinator_delta) == pytest.approx(expected)
+    assert record.coordinator_composition == "advanced"
+    assert record.coordinator_epsilon < record.coordinator_epsilon_basic
+    assert record.composition_slack == 1e-7
+    assert record.n_samples_by_party == (30, 40, 50)
+    assert record.round_noise_scale == pytest.approx(2.0 / 0.01)
+    text = str(record)
+    assert "Released model: (0.5, 1e-06)-DP" in text and "Coordinator's view over 40 rounds" in text
+    assert record.to_dict()["secure_sum"]["n_sums"] == 40
+    assert '"coordinator_epsilon"' in record.to_json()
+
+
+def test_coordinator_view_uses_basic_composition_when_it_is_tighter():
+    view = coordinator_view_guarantee(1.0, 5, 1e-5)
+    assert (view.epsilon, view.delta, view.composition) == (5.0, 0.0, "basic")
+    assert view.epsilon_basic == 5.0
+
+
+# -- estimators ------------------------------------------------------------------------
+
+
+def test_psgd_classifier_fits_predicts_and_is_reproducible():
+    X, y = make_data(n=600, d=3, noise=0.0)
+    labels = np.where(y > 0, "yes", "no")
+    shards = split(X, labels, (100, 200, 300))
+    model = PSGDClassifier(epsilon=1.0, alpha=0.05, n_rounds=500, random_state=3).fit(shards)
+    assert list(model.classes_) == ["no", "yes"]
+    assert model.coef_.shape == (1, 3) and model.n_features_in_ == 3
+    assert model.score(X, labels) > 0.8
+    again = clone(model).fit(shards)
+    assert np.array_equal(again.coef_, model.coef_)
+
+
+def test_psgd_classifier_counts_clipped_rows():
+    X, y = make_data(n=120)
+    X[0] *= 10.0
+    with pytest.warns(DataClippingWarning, match="1 of 30 rows"):
+        model = PSGDClassifier(n_rounds=5, random_state=0).fit(split(X, y, (30, 40, 50)))
+    assert model.privacy_.rows_clipped == 1
+
+
+def test_local_aggregation_sensitivity_uses_the_smallest_party():
+    alpha, radius = 0.1, 1e-6
+    sensitivity = local_aggregation_sensitivity((10, 200, 300), alpha, 1.0, 2.0, radius)
+    assert sensitivity == pytest.approx((2 * 2.0 / (10 * alpha) + 2 * radius) / 3)
+    larger_others = local_aggregation_sensitivity((10, 900, 900), alpha, 1.0, 2.0, radius)
+    assert larger_others == pytest.approx(sensitivity)
+    assert local_aggregation_sensitivity((5, 200, 300), alpha, 1.0, 2.0, radius) > sensitivity
+    X, y = make_data(n=300)
+    model = LocalAggregationClassifier(epsilon=1.0, alpha=alpha, tol=1e-8, random_state=0)
+    model.fit(split(X, y, (20, 80, 200)))
+    record = model.privacy_
+    assert record.n_min == 20 and record.delta == 0.0
+    assert record.sensitivity == pytest.approx((2.0 / (20 * alpha) + 2 * 1e-8 / alpha) / 3)
+    assert record.noise_scale == pytest.approx(record.sensitivity / 1.0)
+    assert record.coordinator_epsilon == 1.0 and record.certified
+
+
+def test_local_aggregation_releases_the_average_of_local_minimisers():
+    X, y = make_data(n=300)
+    shards = split(X, y, (50, 100, 150))
+    alpha = 0.1
+    model = LocalAggregationClassifier(epsilon=1e7, alpha=alpha, random_state=0).fit(shards)
+    local = [minimize_certified(RegularizedERMObjective(LOGISTIC, Xk, yk, alpha), 1e-10, 1000).coef
+             for Xk, yk in shards]
+    assert np.abs(model.coef_.ravel() - np.mean(local, axis=0)).max() < 1e-4
+    assert model.score(X, y) > 0.7
+
+
+@pytest.mark.parametrize("params, shards_kind, message", [
+    ({"epsilon": 0.0}, "ok", "epsilon must be a finite number > 0"),
+    ({"epsilon": -1.0}, "ok", "epsilon must be a finite number > 0"),
+    ({"delta": 0.0}, "ok", "delta must be in the open interval"),
+    ({"delta": 1.0}, "ok", r"delta must be a number in \[0, 1\)"),
+    ({"delta": -0.1}, "ok", r"delta must be a number in \[0, 1\)"),
+    ({"loss": "hinge"}, "ok", "loss must be one of"),
+    ({}, "one", "at least 2 parties"),
+    ({}, "empty", "shard 1 is empty"),
+    ({}, "widths", "different numbers of features"),
+    ({}, "single_class", "single class"),
+    ({}, "three_classes", "exactly two classes"),
+])
+def test_bad_input_raises_value_error_naming_the_problem(params, shards_kind, message):
+    X, y = make_data(n=60)
+    shards = {
+        "ok": split(X, y, (30, 30)),
+        "one": [(X, y)],
+        "empty": [(X, y), (X[:0], y[:0])],
+        "widths": [(X, y), (X[:, :3], y)],
+        "single_class": [(X[:10], np.ones(10)), (X[10:20], np.ones(10))],
+        "three_classes": [(X[:10], np.arange(10) % 3), (X[10:20], np.ones(10))],
+    }[shards_kind]
+    with pytest.raises(ValueError, match=message):
+        PSGDClassifier(n_rounds=3, random_state=0, **params).fit(shards)
+    if "delta" not in params:
+        with pytest.raises(ValueError, match=message):
+            LocalAggregationClassifier(random_state=0, **params).fit(shards)
+
+
+class ExactSum(SecureSum):
+    """Test only: an engine without encoding, to check that any SecureSum plugs in."""
+
+    name = "exact_for_tests"
+
+    def sum(self, vectors_by_party, dimension):
+        vectors = [np.asarray(v, dtype=float) for v in vectors_by_party.values()]
+        report = SecureSumReport(self.name, len(vectors), dimension, 0.0, 0, 0, 0, 0.0)
+        return np.sum(vectors, axis=0), report
+
+
+def test_any_secure_sum_engine_plugs_in_and_huber_loss_works():
+    X, y = make_data(n=200, d=3, noise=0.0)
+    model = PSGDClassifier(alpha=0.05, n_rounds=200, loss="huber", h=0.5, secure_sum=ExactSum(),
+                           random_state=0).fit(split(X, y, (80, 120)))
+    assert model.privacy_.secure_sum.engine == "exact_for_tests"
+    assert model.privacy_.curvature == pytest.approx(1.0)  # c = 1 / (2h)
+    assert model.score(X, y) > 0.7
