@@ -137,3 +137,26 @@ def test_kernel_estimators_spend_through_their_linear_model():
     assert acc.spent == (0.7, 0.0)
     with pytest.raises(BudgetExceededError):
         PrivateKernelSVC(epsilon=0.7, n_components=20, accountant=acc).fit(X, y)
+
+
+def test_mechanisms_and_regressors_spend_too():
+    from dperm import PrivateLeastSquares, PrivateQuantileRegressor
+    from dperm.losses import get_loss
+    from dperm.mechanisms import ERMProblem, run_mechanism
+
+    X, y = _data()
+    acc = BudgetAccountant(2.0, 1e-5)
+    problem = ERMProblem(X, np.where(y == 1, 1.0, -1.0), get_loss("logistic"), 0.1, 1.0)
+    rng = np.random.default_rng(0)
+    run_mechanism("output", problem, 0.3, 0.0, rng, 1e-8, 1000, accountant=acc)
+    run_mechanism("objective", problem, 0.3, 0.0, rng, 1e-8, 1000, accountant=acc)
+    run_mechanism("gaussian_objective", problem, 0.3, 1e-6, rng, 1e-8, 1000, accountant=acc)
+    PrivateQuantileRegressor(epsilon=0.3, accountant=acc, random_state=0).fit(X, y.astype(float))
+    PrivateLeastSquares(epsilon=0.3, accountant=acc, random_state=0).fit(X, y.astype(float))
+    assert acc.spent == pytest.approx((1.5, 1e-6))
+    with pytest.raises(BudgetExceededError):
+        run_mechanism("output", problem, 0.6, 0.0, rng, 1e-8, 1000, accountant=acc)
+    hinge = ERMProblem(X, problem.y, get_loss("hinge"), 0.1, 1.0)
+    with pytest.raises(ValueError, match="mechanism='output'"):
+        run_mechanism("objective", hinge, 0.1, 0.0, rng, 1e-8, 1000, accountant=acc)
+    assert acc.spent == pytest.approx((1.5, 1e-6))  # a refused loss spends nothing

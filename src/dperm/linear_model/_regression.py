@@ -24,6 +24,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.accounting import spend_before_fitting
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
@@ -94,6 +95,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         max_iter=1000,
         tol=1e-8,
         random_state=None,
+        accountant=None,
     ):
         self.epsilon = epsilon
         self.alpha = alpha
@@ -103,6 +105,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
+        self.accountant = accountant
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self) -> dict:
@@ -146,6 +149,8 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         self
         """
         params = self._check_params()
+        spend_before_fitting(self.accountant, params["epsilon"], 0.0,
+                             f"{type(self).__name__}(mechanism='output')")
         loss = params["loss"]
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
         if sparse.issparse(X):
@@ -327,6 +332,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         max_iter=1000,
         tol=1e-8,
         random_state=None,
+        accountant=None,
     ):
         super().__init__(
             epsilon=epsilon,
@@ -337,6 +343,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
             max_iter=max_iter,
             tol=tol,
             random_state=random_state,
+            accountant=accountant,
         )
         self.quantile = quantile
 
@@ -421,6 +428,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         max_iter=1000,
         tol=1e-8,
         random_state=None,
+        accountant=None,
     ):
         super().__init__(
             epsilon=epsilon,
@@ -431,6 +439,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             max_iter=max_iter,
             tol=tol,
             random_state=random_state,
+            accountant=accountant,
         )
         self.y_bound = y_bound
 

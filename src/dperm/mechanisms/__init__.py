@@ -14,14 +14,18 @@ from dperm.mechanisms.output import output_perturbation
 MECHANISMS = ("objective", "output", "gaussian_objective")
 
 
-def run_mechanism(name: str, problem: ERMProblem, epsilon, delta, rng, tol, max_iter):
-    """Dispatch to a mechanism by the name estimators use in ``mechanism=``."""
+def run_mechanism(name: str, problem: ERMProblem, epsilon, delta, rng, tol, max_iter, accountant=None):
+    """Dispatch to a mechanism by the name estimators use in ``mechanism=``.
+
+    ``accountant`` (a :class:`~dperm.accounting.BudgetAccountant`) is charged by the
+    mechanism before it solves anything.
+    """
     if name == "output":
-        return output_perturbation(problem, epsilon, rng, tol, max_iter)
+        return output_perturbation(problem, epsilon, rng, tol, max_iter, accountant)
     if name == "objective":
-        return objective_perturbation(problem, epsilon, rng, tol, max_iter)
+        return objective_perturbation(problem, epsilon, rng, tol, max_iter, accountant)
     if name == "gaussian_objective":
-        return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter)
+        return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter, accountant)
     raise ValueError(f"mechanism must be one of {MECHANISMS}; got {name!r}.")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_gaussian
 from dperm.mechanisms.objective import require_curvature, solve_perturbed
@@ -10,7 +11,8 @@ from dperm.validation import check_delta, check_epsilon
 
 
 def gaussian_objective_perturbation(
-    problem: ERMProblem, epsilon: float, delta: float, rng, tol: float, max_iter: int
+    problem: ERMProblem, epsilon: float, delta: float, rng, tol: float, max_iter: int,
+    accountant=None,
 ):
     """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with ``eta ~ N(0, sigma^2 I)``.
 
@@ -29,6 +31,7 @@ def gaussian_objective_perturbation(
     delta = check_delta(delta)
     loss = problem.loss
     curvature = require_curvature(loss, "gaussian_objective")
+    spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
     slack = objective_perturbation_slack(
         epsilon, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )

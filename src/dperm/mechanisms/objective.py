@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from dperm.exceptions import CertificateError
+from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
 from dperm.privacy.sensitivity import objective_noise_scale, objective_perturbation_slack
@@ -58,7 +59,8 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     return solve
 
 
-def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int):
+def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int,
+                           accountant=None):
     """Minimise the perturbed objective of 003 Alg. 2 with data norm R (note 2).
 
     1. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`;
@@ -73,6 +75,7 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float,
     epsilon = check_epsilon(epsilon)
     loss = problem.loss
     curvature = require_curvature(loss, "objective")
+    spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
     slack = objective_perturbation_slack(
         epsilon, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )

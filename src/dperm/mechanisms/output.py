@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dperm.exceptions import CertificateError
+from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
@@ -71,7 +72,8 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
     return solve_nonsmooth(loss, problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
 
 
-def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int):
+def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int,
+                        accountant=None):
     """Release ``argmin J + b`` with ``b ~ exp(-eps ||b|| / S)`` (003 Alg. 1).
 
     Generic over the loss: margin losses (classification) and residual losses
@@ -95,6 +97,7 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
         ``epsilon``-DP (pure) for the released ``coef``.
     """
     epsilon = check_epsilon(epsilon)
+    spend_before_fitting(accountant, epsilon, 0.0, "output perturbation (mechanism)")
     radius_allowed = solution_radius_allowance(problem, tol)
     solve = certified_minimiser(problem, radius_allowed, max_iter)
     if not solve.certified:
