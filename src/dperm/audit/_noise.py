@@ -42,6 +42,15 @@ class ScaledNoiseGenerator(np.random.Generator):
         super().__init__(rng.bit_generator)
         self.noise_factor = check_positive(noise_factor, "noise_factor")
 
+    def spawn(self, n_children):
+        """Independent child generators that scale their noise the same way."""
+        return [ScaledNoiseGenerator(np.random.Generator(child), self.noise_factor)
+                for child in self.bit_generator.spawn(n_children)]
+
+    def __reduce__(self):
+        # Generator pickles as cls(bit_generator); this subclass also needs its factor.
+        return (_rebuild_scaled_generator, (self.bit_generator, self.noise_factor))
+
     def _scaled(self, draws, loc=0.0):
         return loc + self.noise_factor * (draws - loc)
 
@@ -101,3 +110,8 @@ def with_scaled_noise(mechanism, noise_factor: float):
 
 
 __all__ = ["ScaledNoiseGenerator", "noise_generator", "with_scaled_noise"]
+
+
+def _rebuild_scaled_generator(bit_generator, noise_factor):
+    """Unpickle a :class:`ScaledNoiseGenerator` (copies share nothing with the original)."""
+    return ScaledNoiseGenerator(np.random.Generator(bit_generator), noise_factor)
