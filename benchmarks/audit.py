@@ -26,7 +26,13 @@ import numpy as np
 from joblib import Parallel, delayed
 
 import dperm
-from dperm.audit import audit_exponential_mechanism, audit_mechanism
+from dperm.audit import (
+    audit_exponential_mechanism,
+    audit_kernel_estimator,
+    audit_mechanism,
+    audit_multiparty,
+    audit_private_predictor,
+)
 
 RESULTS = Path(__file__).parent / "results"
 EPSILONS = (0.5, 1.0, 2.0)
@@ -58,8 +64,37 @@ def _cases(epsilons, gaussian_deltas, under_noised):
                                noise_factor=factor)
 
 
+COMPOSITE = ("kernel", "prediction", "local_aggregation", "psgd")
+#: PSGD is (epsilon, delta)-DP; its audit uses a delta large enough to be visible.
+PSGD_DELTA = 0.05
+
+
+def _composite_cases(epsilons, under_noised):
+    factors = (1.0, UNDER_NOISED) if under_noised else (1.0,)
+    for epsilon in epsilons:
+        for mechanism in COMPOSITE:
+            for factor in factors:
+                yield dict(mechanism=mechanism, loss="huber" if mechanism != "prediction" else "hinge",
+                           epsilon=epsilon, delta=PSGD_DELTA if mechanism == "psgd" else 0.0,
+                           noise_factor=factor)
+
+
+def _run_composite(case, n_runs, confidence, seed):
+    common = dict(n_runs=n_runs, confidence=confidence, noise_factor=case["noise_factor"],
+                  random_state=seed)
+    if case["mechanism"] == "kernel":
+        return audit_kernel_estimator(case["epsilon"], **common)
+    if case["mechanism"] == "prediction":
+        return audit_private_predictor(case["epsilon"], **common)
+    if case["mechanism"] == "psgd":
+        return audit_multiparty("psgd", case["epsilon"], case["delta"], **common)
+    return audit_multiparty("local_aggregation", case["epsilon"], **common)
+
+
 def _run(case, n_runs, confidence, seed):
-    if case["mechanism"] == "tuning":
+    if case["mechanism"] in COMPOSITE:
+        result = _run_composite(case, n_runs, confidence, seed)
+    elif case["mechanism"] == "tuning":
         result = audit_exponential_mechanism(case["epsilon"], n_runs=n_runs, confidence=confidence,
                                              noise_factor=case["noise_factor"], random_state=seed)
     else:
@@ -101,6 +136,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     cases = list(_cases(args.epsilons, args.gaussian_deltas, args.under_noised))
+    cases += list(_composite_cases(args.epsilons, args.under_noised))
     seeds = np.random.SeedSequence(args.seed).spawn(len(cases))
     start = time.perf_counter()
     rows = Parallel(n_jobs=args.jobs)(

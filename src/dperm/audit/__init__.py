@@ -54,11 +54,21 @@ from dperm.audit._builders import (
     exponential_audit_candidates,
     exponential_mechanism_neighbours,
 )
+from dperm.audit._composite import (
+    audit_kernel_estimator,
+    audit_multiparty,
+    audit_private_predictor,
+    strongest_kernel_canary,
+)
 from dperm.audit._canaries import CanaryPair, make_canary_pair, strong_alpha
 from dperm.audit._core import MIN_RUNS, AuditResult, audit, audit_samples, choose_threshold
 from dperm.audit._noise import ScaledNoiseGenerator, with_scaled_noise
 
 __all__ = [
+    "audit_kernel_estimator",
+    "audit_multiparty",
+    "audit_private_predictor",
+    "strongest_kernel_canary",
     "MIN_RUNS",
     "AuditResult",
     "CanaryPair",
