@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNELS
-from dperm.linear_model._regression import clip_labels_to_bound, warn_clipped_labels
+from dperm.validation import clip_labels_to_bound, warn_clipped_labels
 from dperm.mechanisms.prediction import (
     KERNEL_KAPPA,
     PREDICTION_LOSSES,

@@ -6,6 +6,7 @@ messages are the same everywhere and name the parameter, the value and the fix.
 
 from __future__ import annotations
 
+import math
 import numbers
 import secrets
 import warnings
@@ -61,7 +62,9 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     """
     scale = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
     safe = np.where(scale > 0, scale, 1.0)
-    return np.linalg.norm(X / safe[:, None], axis=1) * scale
+    # A norm beyond the largest float is reported as inf: longer than any bound, so clipped.
+    with np.errstate(over="ignore"):
+        return np.linalg.norm(X / safe[:, None], axis=1) * scale
 
 
 def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]:
@@ -122,3 +125,40 @@ def check_random_state(random_state) -> np.random.Generator:
         "random_state must be None (OS entropy, for real use), an int or a "
         f"numpy Generator (reproducible, for testing); got {random_state!r}."
     )
+
+
+def append_intercept_feature(X, data_norm: float, intercept_scaling: float):
+    """Append the constant feature ``intercept_scaling``; it counts toward the norm bound.
+
+    Returns the augmented rows and the bound ``sqrt(data_norm^2 + intercept_scaling^2)``
+    on their norm, which the calibration must use so that the guarantee
+    covers the intercept (regularised like every other coefficient).
+    """
+    column = np.full((X.shape[0], 1), intercept_scaling)
+    return np.hstack([X, column]), math.hypot(data_norm, intercept_scaling)
+
+
+def clip_labels_to_bound(y, y_bound: float):
+    """Clip labels into ``[-y_bound, y_bound]``; return the labels and how many changed.
+
+    Like row clipping, this changes one record using only that record and a
+    public bound, so it keeps the privacy guarantee (000 Sec. 2 and 002 assume
+    ``|y| <= M``).
+    """
+    outside = np.abs(y) > y_bound
+    n_clipped = int(np.count_nonzero(outside))
+    if n_clipped:
+        y = np.clip(y, -y_bound, y_bound)
+    return y, n_clipped
+
+
+def warn_clipped_labels(n_clipped: int, n_rows: int, y_bound: float) -> None:
+    """Issue a :class:`DataClippingWarning` that counts clipped labels."""
+    if n_clipped:
+        warnings.warn(
+            f"{n_clipped} of {n_rows} labels were outside [-y_bound, y_bound] = "
+            f"[-{y_bound:g}, {y_bound:g}] and were clipped to it (a per-record step that "
+            "keeps the privacy guarantee). Set y_bound to a public bound on |y| to avoid this.",
+            DataClippingWarning,
+            stacklevel=4,  # the caller of fit
+        )

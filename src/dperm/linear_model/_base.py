@@ -8,8 +8,6 @@ No privacy arithmetic happens here.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
@@ -21,6 +19,7 @@ from dperm.accounting import spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
 from dperm.privacy.record import REFERENCES, PrivacyRecord
 from dperm.validation import (
+    append_intercept_feature,
     check_delta,
     check_epsilon,
     check_positive,
@@ -167,8 +166,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         """
         if not self.fit_intercept:
             return X, data_norm
-        column = np.full((X.shape[0], 1), scaling)
-        return np.hstack([X, column]), math.hypot(data_norm, scaling)
+        return append_intercept_feature(X, data_norm, scaling)
 
     def _record(self, outputs, loss, alpha, data_norm, effective_norm, rows_clipped, n_samples,
                 tol, epsilon, delta):

@@ -16,20 +16,19 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import spend_before_fitting
-from dperm.exceptions import DataClippingWarning
 from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
 from dperm.privacy.record import REFERENCES, PrivacyRecord
 from dperm.validation import (
+    append_intercept_feature,
+    clip_labels_to_bound,
+    warn_clipped_labels,
     check_epsilon,
     check_positive,
     check_positive_int,
@@ -39,43 +38,6 @@ from dperm.validation import (
 )
 
 MECHANISM = "output"
-
-
-def append_intercept_feature(X, data_norm: float, intercept_scaling: float):
-    """Append the constant feature ``intercept_scaling``; it counts toward the norm bound.
-
-    Returns the augmented rows and the bound ``sqrt(data_norm^2 + intercept_scaling^2)``
-    on their norm, which the calibration must use so that the guarantee
-    covers the intercept (regularised like every other coefficient).
-    """
-    column = np.full((X.shape[0], 1), intercept_scaling)
-    return np.hstack([X, column]), math.hypot(data_norm, intercept_scaling)
-
-
-def clip_labels_to_bound(y, y_bound: float):
-    """Clip labels into ``[-y_bound, y_bound]``; return the labels and how many changed.
-
-    Like row clipping, this changes one record using only that record and a
-    public bound, so it keeps the privacy guarantee (000 Sec. 2 and 002 assume
-    ``|y| <= M``).
-    """
-    outside = np.abs(y) > y_bound
-    n_clipped = int(np.count_nonzero(outside))
-    if n_clipped:
-        y = np.clip(y, -y_bound, y_bound)
-    return y, n_clipped
-
-
-def warn_clipped_labels(n_clipped: int, n_rows: int, y_bound: float) -> None:
-    """Issue a :class:`DataClippingWarning` that counts clipped labels."""
-    if n_clipped:
-        warnings.warn(
-            f"{n_clipped} of {n_rows} labels were outside [-y_bound, y_bound] = "
-            f"[-{y_bound:g}, {y_bound:g}] and were clipped to it (a per-record step that "
-            "keeps the privacy guarantee). Set y_bound to a public bound on |y| to avoid this.",
-            DataClippingWarning,
-            stacklevel=4,  # the caller of fit
-        )
 
 
 class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
