@@ -33,3 +33,11 @@ class BudgetExceededError(RuntimeError):
 
     Raised before any data is touched, so nothing is fitted or released.
     """
+
+
+class DistributedFitError(RuntimeError):
+    """A fit on a Dask cluster could not complete a data pass; nothing was released.
+
+    Raised, for example, when a worker dies repeatedly on the same chunk
+    (Dask's ``KilledWorker``). The budget spent before the fit stays spent.
+    """

@@ -57,6 +57,24 @@ class SolveResult:
     certified: bool
 
 
+def loss_sums(loss: ConvexLoss, X, y, w, with_hessian: bool = False):
+    """Unnormalised sums over the rows of ``X``: ``sum loss``, its gradient and Hessian in ``w``.
+
+    ``(sum_i loss(t_i), sum_i loss'(s_i) x_i, sum_i loss''(s_i) x_i x_i^T)``
+    with ``s_i = w.x_i`` (the Hessian is ``None`` unless ``with_hessian``).
+    Sums over disjoint row blocks add up to the sums over their union, which is
+    how :mod:`dperm.scale` evaluates ``J`` over chunks; ``RegularizedERMObjective``
+    divides by ``n`` and adds the regulariser.
+    """
+    scores = X @ w
+    value = float(loss.value(loss.argument(y, scores)).sum())
+    grad = X.T @ loss.score_derivative(y, scores)
+    hess = None
+    if with_hessian:
+        hess = (X.T * loss.score_second_derivative(y, scores)) @ X
+    return value, grad, hess
+
+
 class RegularizedERMObjective:
     """Value, gradient and Hessian of ``J`` above, for scipy.
 
@@ -85,15 +103,10 @@ class RegularizedERMObjective:
         self.linear_term = None if linear_term is None else np.asarray(linear_term, dtype=float)
 
     def value_and_gradient(self, w):
-        scores = self.X @ w
-        n = self.n_samples
-        value = float(self.loss.value(self.loss.argument(self.y, scores)).sum()) / n
-        value += 0.5 * self.alpha * float(w @ w)
-        grad = self.X.T @ self.loss.score_derivative(self.y, scores) / n + self.alpha * w
-        if self.linear_term is not None:
-            value += float(self.linear_term @ w) / n
-            grad = grad + self.linear_term / n
-        return value, grad
+        loss_sum, grad_sum, _ = loss_sums(self.loss, self.X, self.y, w)
+        return regularized_value_and_gradient(
+            loss_sum, grad_sum, w, self.n_samples, self.alpha, self.linear_term
+        )
 
     def gradient(self, w):
         return self.value_and_gradient(w)[1]
@@ -103,6 +116,36 @@ class RegularizedERMObjective:
         hess = (self.X.T * curvature) @ self.X
         hess[np.diag_indices_from(hess)] += self.alpha
         return hess
+
+
+def regularized_value_and_gradient(loss_sum, grad_sum, w, n_samples, alpha, linear_term=None):
+    """``J(w)`` and its gradient from the row sums of :func:`loss_sums` (003 eq. 9).
+
+    ``J = loss_sum / n + alpha/2 ||w||^2 + b.w / n``.
+    """
+    value = loss_sum / n_samples + 0.5 * alpha * float(w @ w)
+    grad = grad_sum / n_samples + alpha * w
+    if linear_term is not None:
+        value += float(linear_term @ w) / n_samples
+        grad = grad + linear_term / n_samples
+    return value, grad
+
+
+def minimize_erm(loss: ConvexLoss, X, y, alpha: float, tol: float, max_iter: int,
+                 linear_term=None):
+    """Certified minimisation of ``J`` wherever the rows live.
+
+    In-memory rows go to :func:`minimize_certified`. Rows that live elsewhere
+    (a :class:`dperm.scale.ChunkedERMData`, over a Dask cluster) bring their
+    own certified solver, ``X.minimize_certified(loss, alpha, tol, max_iter,
+    linear_term)``, which returns the same :class:`SolveResult`; ``y`` is then
+    ``None`` because the labels travel with the row chunks.
+    """
+    distributed_solve = getattr(X, "minimize_certified", None)
+    if distributed_solve is not None:
+        return distributed_solve(loss, alpha, tol, max_iter, linear_term)
+    objective = RegularizedERMObjective(loss, X, y, alpha, linear_term=linear_term)
+    return minimize_certified(objective, tol=tol, max_iter=max_iter)
 
 
 #: The name the classifiers' code and scripts use; margin losses are one case.

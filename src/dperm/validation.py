@@ -162,3 +162,28 @@ def warn_clipped_labels(n_clipped: int, n_rows: int, y_bound: float) -> None:
             DataClippingWarning,
             stacklevel=4,  # the caller of fit
         )
+
+
+def is_dask_collection(obj) -> bool:
+    """Whether ``obj`` is a Dask collection (array, DataFrame, Series, delayed).
+
+    Checked through Dask's collection protocol (``__dask_graph__``), so dperm
+    never imports Dask for in-memory data. Estimators route such input to
+    :mod:`dperm.scale` instead of converting it (which would load it all).
+    """
+    return callable(getattr(obj, "__dask_graph__", None))
+
+
+def refuse_dask_input(estimator, *arrays) -> None:
+    """Raise a clear ``TypeError`` for Dask input to an estimator that cannot take it.
+
+    Without this check scikit-learn's validation would call ``np.asarray`` on
+    the collection and silently load the whole data set into memory.
+    """
+    if any(is_dask_collection(a) for a in arrays):
+        raise TypeError(
+            f"{type(estimator).__name__} does not accept Dask collections; it would load the "
+            "whole data set into memory. At scale use PrivateLogisticRegression or "
+            "PrivateLinearSVC(loss='huber' or 'smooth_hinge'), or call .compute() on data "
+            "that fits in memory."
+        )

@@ -8,6 +8,9 @@ No privacy arithmetic happens here.
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
@@ -26,8 +29,22 @@ from dperm.validation import (
     check_positive_int,
     check_random_state,
     clip_rows_to_norm,
+    is_dask_collection,
     warn_clipped_rows,
 )
+
+
+class FitParams(NamedTuple):
+    """Checked hyper-parameters of one fit."""
+
+    epsilon: float
+    delta: float
+    alpha: float
+    data_norm: float
+    scaling: float
+    tol: float
+    max_iter: int
+    loss: object
 
 
 class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
@@ -47,6 +64,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         tol=1e-8,
         random_state=None,
         accountant=None,
+        scheduler=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -59,6 +77,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.accountant = accountant
+        self.scheduler = scheduler
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self):
@@ -83,7 +102,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
         loss = self._make_loss()
-        return epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss
+        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss)
 
     def _make_loss(self):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
@@ -104,8 +123,16 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         -------
         self
         """
-        epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss = self._check_params()
-        spend_before_fitting(self.accountant, epsilon, self._delta_spent(delta), self._spend_label())
+        params = self._check_params()
+        distributed = is_dask_collection(X) or is_dask_collection(y)
+        if distributed:
+            from dperm.scale._estimator import check_distributed_loss
+
+            check_distributed_loss(params.loss)
+        spend_before_fitting(self.accountant, params.epsilon, self._delta_spent(params.delta),
+                             self._spend_label())
+        if distributed:
+            return self._fit_distributed(X, y, params)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
         )
@@ -117,36 +144,81 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
             )
-        X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
-        X, effective_norm = self._augment(X, data_norm, scaling)
+        X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
+        warn_clipped_rows(rows_clipped, X.shape[0], params.data_norm)
+        X, effective_norm = self._augment(X, params.data_norm, params.scaling)
         positives = classes[1:] if classes.size == 2 else classes
         n_problems = positives.size
         rng = check_random_state(self.random_state)
         outputs = [
             run_mechanism(
                 self.mechanism,
-                ERMProblem(X, np.where(y == positive, 1.0, -1.0), loss, alpha, effective_norm),
-                epsilon / n_problems,
-                delta / n_problems,
+                ERMProblem(X, np.where(y == positive, 1.0, -1.0), params.loss, params.alpha,
+                           effective_norm),
+                params.epsilon / n_problems,
+                params.delta / n_problems,
                 rng,
-                tol,
-                max_iter,
+                params.tol,
+                params.max_iter,
             )
             for positive in positives
         ]
+        self._store(outputs, classes, params)
+        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
+        self.privacy_ = self._record(outputs, params, effective_norm, rows_clipped, X.shape[0])
+        return self
+
+    def _fit_distributed(self, X, y, params):
+        """Fit a Dask X / y without loading it (:mod:`dperm.scale`); budget already spent.
+
+        ``n_iter_`` counts the data passes of each binary problem's Newton
+        solve; ``privacy_.data_passes`` counts all passes, the validating scan
+        included.
+        """
+        from dperm.scale._estimator import fit_classifier_distributed
+
+        outputs, classes, scan, passes = fit_classifier_distributed(self, X, y, params)
+        self._store(outputs, classes, params)
+        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
+        effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
+                          else params.data_norm)
+        self.privacy_ = self._record(outputs, params, effective_norm, scan.rows_clipped,
+                                     scan.n_rows, data_passes=passes)
+        return self
+
+    def _store(self, outputs, classes, params):
         coef = np.vstack([out.coef for out in outputs])
         self.classes_ = classes
         if self.fit_intercept:
             self.coef_ = coef[:, :-1]
-            self.intercept_ = coef[:, -1] * scaling
+            self.intercept_ = coef[:, -1] * params.scaling
         else:
             self.coef_ = coef
-            self.intercept_ = np.zeros(n_problems)
-        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
-        self.privacy_ = self._record(outputs, loss, alpha, data_norm, effective_norm, rows_clipped,
-                                     X.shape[0], tol, epsilon, delta)
-        return self
+            self.intercept_ = np.zeros(len(outputs))
+
+    # -- prediction (Dask collections are handled chunk by chunk, lazily) ----
+    def decision_function(self, X):
+        if is_dask_collection(X):
+            from dperm.scale import predict_blockwise
+
+            return predict_blockwise(self, X, "decision_function")
+        return super().decision_function(X)
+
+    def predict(self, X):
+        if is_dask_collection(X):
+            from dperm.scale import predict_blockwise
+
+            return predict_blockwise(self, X, "predict")
+        return super().predict(X)
+
+    def score(self, X, y, sample_weight=None):
+        if is_dask_collection(X):
+            if sample_weight is not None:
+                raise ValueError("sample_weight is not supported with Dask input.")
+            from dperm.scale import score_distributed
+
+            return score_distributed(self, X, y)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def _delta_spent(self, delta):
         """Only Gaussian objective perturbation uses delta; the others are pure DP."""
@@ -168,9 +240,9 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return X, data_norm
         return append_intercept_feature(X, data_norm, scaling)
 
-    def _record(self, outputs, loss, alpha, data_norm, effective_norm, rows_clipped, n_samples,
-                tol, epsilon, delta):
+    def _record(self, outputs, params, effective_norm, rows_clipped, n_samples, data_passes=None):
         first = outputs[0]
+        epsilon, delta, loss = params.epsilon, params.delta, params.loss
         return PrivacyRecord(
             mechanism=self.mechanism,
             epsilon=epsilon,
@@ -183,19 +255,20 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             noise_distribution=first.noise_distribution,
             noise_scale=first.noise_scale,
             sensitivity=first.sensitivity,
-            data_norm=data_norm,
+            data_norm=params.data_norm,
             effective_data_norm=effective_norm,
             lipschitz=loss.lipschitz,
             curvature=loss.curvature,
-            alpha=alpha,
+            alpha=params.alpha,
             n_samples=n_samples,
             rows_clipped=rows_clipped,
-            tol=tol,
+            tol=params.tol,
             gradient_norm=max(out.solve.gradient_norm for out in outputs),
             solution_radius=max(out.solve.solution_radius for out in outputs),
             certified=all(out.solve.certified for out in outputs),
             loss=loss.name,
             reference=REFERENCES[self.mechanism],
+            data_passes=data_passes,
         )
 
     def __sklearn_tags__(self):

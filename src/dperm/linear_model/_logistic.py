@@ -50,6 +50,14 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
         ``gaussian_objective``) before touching the data, and raises
         ``BudgetExceededError`` without fitting if that would overspend.
+    scheduler : None, str or distributed.Client, default=None
+        Used only when ``X`` is a Dask array or DataFrame (``pip install
+        'dperm[dask]'``, :mod:`dperm.scale`): the fit then runs as map-reduce
+        passes over the row chunks without loading the data. ``None`` uses the
+        active ``distributed.Client``, else starts a ``LocalCluster`` on
+        127.0.0.1 for the fit; a scheduler address ``"tcp://host:port"`` runs on
+        that cluster; ``"threads"``/``"synchronous"`` use Dask's local schedulers.
+        There ``max_iter`` bounds the data passes of each Newton solve.
 
     Attributes
     ----------
@@ -57,6 +65,7 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
     n_iter_ : ndarray of shape (1,) or (n_classes,)
+        Solver iterations (with Dask input: data passes of the Newton solve).
     n_features_in_ : int
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it; ``print(model.privacy_)``.

@@ -23,7 +23,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         (000 Thm 2); it is solved with liblinear and certified by a duality gap.
     h : float, default=0.5
         Width of the smoothed region of the huber and smooth_hinge losses.
-    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant
+    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant, scheduler
         As in :class:`dperm.PrivateLogisticRegression`.
 
     Attributes
@@ -54,6 +54,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         tol=1e-8,
         random_state=None,
         accountant=None,
+        scheduler=None,
     ):
         super().__init__(
             epsilon=epsilon,
@@ -67,6 +68,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
             tol=tol,
             random_state=random_state,
             accountant=accountant,
+            scheduler=scheduler,
         )
         self.loss = loss
         self.h = h

@@ -19,12 +19,16 @@ class ERMProblem:
 
     Attributes
     ----------
-    X : ndarray of shape (n, d)
+    X : ndarray of shape (n, d) or dperm.scale.ChunkedERMData
         Rows already clipped to ``data_norm`` (and augmented with the intercept
-        feature, whose value counts toward ``data_norm``).
-    y : ndarray of shape (n,)
+        feature, whose value counts toward ``data_norm``). A
+        :class:`~dperm.scale.ChunkedERMData` holds rows and labels in chunks on
+        a Dask cluster, does those per-record steps inside each chunk, and
+        solves through its own certified solver (:func:`dperm.solvers.minimize_erm`).
+    y : ndarray of shape (n,) or None
         Values in {-1, +1} for a margin loss; labels (already clipped to any
-        public bound the loss needs) for a residual loss.
+        public bound the loss needs) for a residual loss. ``None`` when ``X``
+        is a ``ChunkedERMData``.
     loss : ConvexLoss
     alpha : float
         The papers' ``Lambda``.
@@ -45,6 +49,11 @@ class ERMProblem:
     @property
     def n_features(self) -> int:
         return self.X.shape[1]
+
+    @property
+    def is_distributed(self) -> bool:
+        """Whether the rows live in chunks that solve themselves (``minimize_certified``)."""
+        return hasattr(self.X, "minimize_certified")
 
 
 @dataclass(frozen=True)

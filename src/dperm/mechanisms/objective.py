@@ -9,7 +9,7 @@ from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
 from dperm.privacy.sensitivity import objective_noise_scale, objective_perturbation_slack
-from dperm.solvers import RegularizedERMObjective, minimize_certified
+from dperm.solvers import minimize_erm
 from dperm.validation import check_epsilon
 
 
@@ -46,10 +46,10 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     and releases nothing. (Covering the residual itself, as approximate minima
     perturbation does, is not implemented.)
     """
-    objective = RegularizedERMObjective(
-        problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, linear_term=noise
+    solve = minimize_erm(
+        problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol, max_iter,
+        linear_term=noise,
     )
-    solve = minimize_certified(objective, tol=tol, max_iter=max_iter)
     if not solve.certified:
         raise CertificateError(
             f"objective perturbation: the solver stopped at gradient norm "

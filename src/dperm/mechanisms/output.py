@@ -9,7 +9,7 @@ from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import sample_l2_laplace
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
-from dperm.solvers import RegularizedERMObjective, minimize_certified, solve_nonsmooth
+from dperm.solvers import minimize_erm, solve_nonsmooth
 from dperm.validation import check_epsilon
 
 #: For a non-differentiable loss (hinge, pinball) the solve is certified by a
@@ -66,9 +66,9 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
     :func:`dperm.solvers.solve_nonsmooth` (duality gap or smoothing bound).
     """
     loss = problem.loss
-    if loss.differentiable:
-        objective = RegularizedERMObjective(loss, problem.X, problem.y, problem.alpha)
-        return minimize_certified(objective, tol=problem.alpha * radius_allowed, max_iter=max_iter)
+    if loss.differentiable or problem.is_distributed:
+        return minimize_erm(loss, problem.X, problem.y, problem.alpha,
+                            problem.alpha * radius_allowed, max_iter)
     return solve_nonsmooth(loss, problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
 
 

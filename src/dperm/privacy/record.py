@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 REFERENCES = {
     "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
@@ -63,6 +63,9 @@ class PrivacyRecord:
         assumes the exact minimiser (shared papers note 8).
     loss : str
     reference : str
+    data_passes : int or None
+        With Dask input (:mod:`dperm.scale`): passes over the data, the
+        validating scan included. ``None`` for an in-memory fit.
         The paper and theorem the guarantee follows from.
     """
 
@@ -90,6 +93,7 @@ class PrivacyRecord:
     certified: bool
     loss: str
     reference: str
+    data_passes: int | None = None
 
     @property
     def guarantee(self) -> str:
@@ -108,7 +112,8 @@ class PrivacyRecord:
         if not isinstance(data, dict):
             raise ValueError(f"a privacy record must be a JSON object; got {type(data).__name__}.")
         names = {f.name for f in fields(cls)}
-        missing = sorted(names - set(data))
+        required = {f.name for f in fields(cls) if f.default is MISSING}
+        missing = sorted(required - set(data))
         unknown = sorted(set(data) - names)
         if missing or unknown:
             raise ValueError(
@@ -145,6 +150,11 @@ class PrivacyRecord:
             f"Solve: gradient norm {self.gradient_norm:.3g} (tolerance {self.tol:g}, {status}); "
             f"distance to the exact minimiser <= {self.solution_radius:.3g}."
         )
+        if self.data_passes is not None:
+            lines.append(
+                f"Distributed fit (Dask): {self.data_passes} passes over the data, the "
+                "validating scan included."
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -1,0 +1,418 @@
+"""Flower plumbing shared by the SecAgg+ engine and the networked deployment.
+
+Imported only through :func:`dperm.multiparty.flower_engine.load_flower`,
+which sets Flower's environment first; it imports ``flwr`` at the top and so
+is never imported by ``dperm.multiparty`` itself. It leans on Flower internals
+(``SecAggPlusWorkflow``'s stages, ``LegacyContext``, the compat converters),
+which is why ``dperm[multiparty]`` pins ``flwr>=1.41,<1.42``.
+
+- :class:`InProcessGrid`: a :class:`flwr.serverapp.grid.Grid` that routes
+  each message to a :class:`flwr.clientapp.ClientApp` in the same process
+  (deep copies both ways, as a wire would; an exception in a ClientApp
+  becomes an error reply, as on a SuperNode). It records every message the
+  server side sends and receives, so tests can audit the coordinator's view;
+- :func:`secagg_sum_round`: one SecAgg+ round (Flower's four stages) over any
+  Grid, in-process or networked, that reveals the parties' sum or raises;
+- :func:`make_party_client_app`: a ClientApp with ``secaggplus_mod`` whose
+  train function returns a party's vector.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import uuid
+from contextlib import contextmanager
+
+import numpy as np
+from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
+from flwr.client.mod import secaggplus_mod
+from flwr.clientapp import ClientApp
+from flwr.common import Code, FitIns, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.common.constant import ErrorCode
+from flwr.compat.common import recorddict_compat as compat
+from flwr.server.client_manager import SimpleClientManager
+from flwr.server.compat.grid_client_proxy import GridClientProxy
+from flwr.server.compat.legacy_context import LegacyContext
+from flwr.server.strategy import Strategy
+from flwr.server.workflow import SecAggPlusWorkflow
+from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
+from flwr.server.workflow.constant import Key as WorkflowKey
+from flwr.serverapp.grid import Grid
+from flwr.supercore.logger import LOGGER_NAME
+from flwr.supercore.run import Run
+
+from dperm.multiparty.errors import DropoutError, MalformedReplyError
+
+#: The weight every party reports: with ``max_weight = 1`` SecAgg+'s weighted
+#: mean is the plain mean and ``sum = K_active * mean`` (shared note flower-secagg.md).
+NUM_EXAMPLES = 1
+MAX_WEIGHT = 1.0
+
+_REASON = re.compile(r"^<class '(?P<type>[\w.]+)'>:<'(?P<message>.*)'>$", re.DOTALL)
+
+
+def error_reason(error: BaseException) -> str:
+    """The reason string a SuperNode puts in an error reply (``run_clientapp.py``)."""
+    return str(type(error)) + ":<'" + str(error) + "'>"
+
+
+@contextmanager
+def quiet_flower(level=logging.WARNING):
+    """Raise the ``flwr`` logger to ``level`` for the block (Flower logs every stage at INFO)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+# -- the in-process grid ---------------------------------------------------------------
+
+
+class InProcessGrid(Grid):
+    """A Flower Grid whose nodes are ClientApps in this process.
+
+    Parameters
+    ----------
+    client_apps : mapping of node id (int) -> flwr.clientapp.ClientApp
+    node_configs : mapping of node id -> dict, optional
+        Each node's ``node_config`` (a SuperNode's ``--node-config``).
+    record : bool, default=False
+        Keep deep copies of every message the server side sends
+        (``sent``) and receives (``received``).
+    silent_after : mapping of node id -> int, optional
+        Test hook: the node stops answering after that many messages (it
+        "drops out" at a chosen stage); its messages get no reply.
+
+    Notes
+    -----
+    Each node keeps one :class:`flwr.app.Context` for the grid's life, like
+    a SuperNode keeps one per run; when a ClientApp raises, its context is
+    left as it was before the message and the server gets an error reply
+    with the reason format of Flower's SuperNode.
+    """
+
+    def __init__(self, client_apps, node_configs=None, *, record=False, silent_after=None, run_id=1):
+        self._client_apps = dict(client_apps)
+        node_configs = node_configs or {}
+        self._contexts = {
+            node_id: Context(run_id=run_id, node_id=node_id, node_config=dict(node_configs.get(node_id, {})),
+                             state=RecordDict(), run_config={})
+            for node_id in self._client_apps
+        }
+        self._run = Run.create_empty(run_id)
+        self._replies: dict[str, Message] = {}
+        self._answered = {node_id: 0 for node_id in self._client_apps}
+        self.silent_after = dict(silent_after or {})
+        self.record = record
+        self.sent: list[Message] = []
+        self.received: list[Message] = []
+
+    def set_run(self, run) -> None:
+        self._run = run
+
+    @property
+    def run(self):
+        return self._run
+
+    def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self):
+        return list(self._client_apps)
+
+    def _deliver(self, message: Message):
+        node_id = message.metadata.dst_node_id
+        if node_id not in self._client_apps:
+            return Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=f"node {node_id} is unknown"),
+                           reply_to=message)
+        if node_id in self.silent_after and self._answered[node_id] >= self.silent_after[node_id]:
+            return None  # dropped out: no reply at all
+        self._answered[node_id] += 1
+        context = self._contexts[node_id]
+        saved_state = copy.deepcopy(context.state)
+        try:
+            return self._client_apps[node_id](message, context)
+        except Exception as error:  # noqa: BLE001 -- a SuperNode turns any ClientApp error into a reply
+            context.state = saved_state
+            return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=error_reason(error)),
+                           reply_to=message)
+
+    def push_messages(self, messages):
+        ids = []
+        for message in messages:
+            message.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+            on_the_wire = copy.deepcopy(message)
+            if self.record:
+                self.sent.append(copy.deepcopy(message))
+            reply = self._deliver(on_the_wire)
+            if reply is not None:
+                reply.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+                self._replies[message.metadata.message_id] = copy.deepcopy(reply)
+            ids.append(message.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids):
+        replies = [self._replies.pop(mid) for mid in list(message_ids) if mid in self._replies]
+        if self.record:
+            self.received.extend(copy.deepcopy(reply) for reply in replies)
+        return replies
+
+    def send_and_receive(self, messages, *, timeout=None):
+        # Every ClientApp has answered (or stayed silent) once push_messages returns.
+        return self.pull_messages(self.push_messages(messages))
+
+
+# -- the party side --------------------------------------------------------------------
+
+
+def make_party_client_app(reply_fn, setup_fn=None) -> ClientApp:
+    """A ClientApp running Flower's ``secaggplus_mod`` around a party's reply.
+
+    Parameters
+    ----------
+    reply_fn : callable ``(context, coef, config) -> list of ndarray``
+        The party's side of one round (004 Proc. 3 for PSGD): it receives
+        the broadcast parameters (``coef``, a list of arrays) and the public
+        round config and returns the arrays to be summed. It runs *inside*
+        ``secaggplus_mod``: what it returns is clipped, quantised and masked
+        before anything leaves the party.
+    setup_fn : callable ``(context, config) -> dict``, optional
+        Handles ``query`` messages (public set-up exchanges, no private
+        values): returns a dict of public scalars for the reply.
+    """
+    app = ClientApp(mods=[secaggplus_mod])
+
+    @app.train()
+    def train(message: Message, context: Context) -> Message:
+        fit_ins = compat.recorddict_to_fitins(message.content, keep_input=True)
+        arrays = reply_fn(context, parameters_to_ndarrays(fit_ins.parameters), dict(fit_ins.config))
+        fit_res = FitRes(status=Status(code=Code.OK, message=""), parameters=ndarrays_to_parameters(arrays),
+                         num_examples=NUM_EXAMPLES, metrics={})  # no metrics: they travel in the clear
+        return Message(compat.fitres_to_recorddict(fit_res, keep_input=True), reply_to=message)
+
+    if setup_fn is not None:
+
+        @app.query()
+        def query(message: Message, context: Context) -> Message:
+            config = dict(message.content.config_records["config"])
+            return Message(RecordDict({"config": ConfigRecord(setup_fn(context, config))}), reply_to=message)
+
+    return app
+
+
+# -- the server side -------------------------------------------------------------------
+
+
+class _SumStrategy(Strategy):
+    """The legacy Strategy SecAggPlusWorkflow drives: every node, every round; keeps the sum.
+
+    ``aggregate_fit`` receives each result with ``parameters`` already set to
+    SecAgg+'s unmasked weighted mean; nothing else is aggregated.
+    """
+
+    def __init__(self, proxies, config):
+        self.proxies = proxies
+        self.config = config
+        self.mean = None
+        self.n_results = 0
+
+    def initialize_parameters(self, client_manager):
+        return None
+
+    def configure_fit(self, server_round, parameters, client_manager):
+        return [(proxy, FitIns(parameters, dict(self.config))) for proxy in self.proxies]
+
+    def aggregate_fit(self, server_round, results, failures):
+        if results and not failures:
+            self.mean = parameters_to_ndarrays(results[0][1].parameters)
+            self.n_results = len(results)
+        return None, {}
+
+    def configure_evaluate(self, server_round, parameters, client_manager):
+        return []
+
+    def aggregate_evaluate(self, server_round, results, failures):
+        return None, {}
+
+    def evaluate(self, server_round, parameters):
+        return None
+
+
+class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
+    """Flower's SecAgg+ workflow, halted before unmasking if any party is missing.
+
+    SecAgg+ can unmask the survivors' sum when parties drop. In PSGD a party
+    that drops takes its share of the DP noise with it (each party adds
+    ``eta^k`` with variance ``sigma^2 / K``), so the survivors' sum would be
+    under-noised. The workflow therefore stops after the first stage at which
+    a party is missing, before the unmask stage: the server never receives
+    the shares that would remove the masks, and nothing is revealed.
+    """
+
+    def __call__(self, grid, context):
+        self.missing = set()
+        self.failures = []
+        self.unmasked = False
+        super().__call__(grid, context)
+
+    def _check_threshold(self, state) -> bool:
+        missing = set(state.sampled_node_ids) - set(state.active_node_ids)
+        if missing:
+            self.missing = missing
+            self.failures = list(state.failures)
+            return False
+        return super()._check_threshold(state)
+
+    def unmask_stage(self, grid, context, state) -> bool:
+        finished = super().unmask_stage(grid, context, state)
+        self.unmasked = finished
+        if not finished:
+            self.missing = set(state.sampled_node_ids) - set(state.active_node_ids)
+            self.failures = list(state.failures)
+        return finished
+
+
+def _failure_reasons(failures) -> list[tuple[str, str]]:
+    """``(exception type, message)`` of each error reply, deduplicated, in order."""
+    reasons = []
+    for failure in failures:
+        error = failure.args[0] if failure.args else None
+        reason = getattr(error, "reason", str(failure))
+        match = _REASON.match(reason)
+        entry = (match["type"], match["message"]) if match else ("", reason)
+        if entry not in reasons:
+            reasons.append(entry)
+    return reasons
+
+
+def _raise_for_abort(workflow, node_names, round_index) -> None:
+    reasons = _failure_reasons(workflow.failures)
+    prefix = f"round {round_index}: " if round_index is not None else ""
+    for kind, message in reasons:
+        if kind.endswith("MalformedReplyError"):
+            raise MalformedReplyError(f"{prefix}{message}")
+    detail_of = "; ".join(f"{kind.rsplit('.', 1)[-1] or 'error'}: {message}" for kind, message in reasons)
+    if not workflow.missing:
+        raise DropoutError(f"{prefix}the SecAgg+ round halted before unmasking ({detail_of or 'see the "
+                           "Flower log'}); nothing is revealed.")
+    missing = sorted(node_names.get(node_id, node_id) for node_id in workflow.missing)
+    n_total = len(node_names)
+    detail = "; ".join(f"{kind.rsplit('.', 1)[-1] or 'error'}: {message}" for kind, message in reasons)
+    raise DropoutError(
+        f"{prefix}{n_total - len(missing)} of {n_total} parties completed the SecAgg+ round "
+        f"(missing: {missing}); the round is aborted before the unmask stage and nothing is "
+        "revealed. Recovering the survivors' sum is refused: each party's DP noise is calibrated "
+        "for all K parties, so the survivors' sum would be under-noised."
+        + (f" Party errors: {detail}." if detail else "")
+    )
+
+
+def secagg_sum_round(grid, node_names, parameters, config, *, clipping_range, quantization_range,
+                     modulus_range, round_index=None, timeout=None, server_context=None):
+    """Run one SecAgg+ round over ``grid`` and return the parties' sum.
+
+    The server side of Flower's SecAgg+ (setup, share keys, collect masked
+    vectors, unmask) with ``num_examples = 1`` and ``max_weight = 1``, so
+    the unmasked weighted mean is the plain mean and the sum is ``K x mean``.
+    ``num_shares`` and ``reconstruction_threshold`` are both all ``K``
+    parties: no dropout is tolerated anyway (:class:`AbortOnDropoutSecAggPlusWorkflow`),
+    and a full threshold means no coalition of fewer than ``K`` shares can
+    rebuild a party's mask keys.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.grid.Grid
+    node_names : mapping of node id -> party name
+        The parties of the round (names are used in messages only).
+    parameters : list of ndarray
+        Broadcast to every party (``w_t`` for PSGD).
+    config : dict
+        Public per-round values broadcast with the parameters.
+    clipping_range, quantization_range, modulus_range
+        SecAgg+'s fixed-point encoding.
+    round_index : int, optional
+        Used in error messages.
+    timeout : float, optional
+        Seconds to wait for replies at each stage (None: wait for all).
+    server_context : flwr.app.Context, optional
+        The ServerApp's context (networked runs); a fresh one in-process.
+
+    Returns
+    -------
+    total : list of ndarray
+        The sum over the ``K`` parties of their (clipped, quantised) arrays.
+
+    Raises
+    ------
+    MalformedReplyError
+        A party refused to send its reply because it was malformed (its
+        error reply names the party and the problem).
+    DropoutError
+        A party did not complete the round; nothing was revealed.
+    """
+    node_ids = list(node_names)
+    run_id = grid.run.run_id
+    if server_context is None:
+        server_context = Context(run_id=run_id, node_id=0, node_config={}, state=RecordDict(), run_config={})
+    server_context = copy.copy(server_context)
+    server_context.state = RecordDict()
+    proxies = [GridClientProxy(node_id, grid, run_id) for node_id in node_ids]
+    strategy = _SumStrategy(proxies, config)
+    client_manager = SimpleClientManager()
+    for proxy in proxies:
+        client_manager.register(proxy)
+    legacy = LegacyContext(server_context, strategy=strategy, client_manager=client_manager)
+    legacy.state.config_records[MAIN_CONFIGS_RECORD] = ConfigRecord(
+        {WorkflowKey.CURRENT_ROUND: int(round_index or 0) + 1}
+    )
+    legacy.state.array_records[MAIN_PARAMS_RECORD] = compat.parameters_to_arrayrecord(
+        ndarrays_to_parameters([np.asarray(p) for p in parameters]), keep_input=True
+    )
+    workflow = AbortOnDropoutSecAggPlusWorkflow(
+        num_shares=1.0,  # a float: the proportion of the K parties, i.e. all of them
+        reconstruction_threshold=1.0,
+        max_weight=MAX_WEIGHT,
+        clipping_range=float(clipping_range),
+        quantization_range=int(quantization_range),
+        modulus_range=int(modulus_range),
+        timeout=timeout,
+    )
+    workflow(grid, legacy)
+    if not workflow.unmasked or strategy.mean is None:
+        _raise_for_abort(workflow, node_names, round_index)
+    n_active = strategy.n_results
+    if n_active != len(node_ids):  # cannot happen with the abort above; never reveal a partial sum
+        raise DropoutError(f"SecAgg+ summed {n_active} of {len(node_ids)} parties; nothing is revealed.")
+    return [n_active * np.asarray(mean, dtype=float) for mean in strategy.mean]
+
+
+def query_parties(grid, node_ids, config, *, timeout=None) -> dict:
+    """Send a public ``query`` to every node; return node id -> reply dict (public values).
+
+    Raises RuntimeError naming the nodes that did not answer or answered
+    with an error.
+    """
+    messages = [
+        Message(RecordDict({"config": ConfigRecord(dict(config))}), dst_node_id=node_id, message_type="query",
+                group_id="setup")
+        for node_id in node_ids
+    ]
+    replies, problems = {}, {}
+    for reply in grid.send_and_receive(messages, timeout=timeout):
+        node_id = reply.metadata.src_node_id
+        if reply.has_error():
+            match = _REASON.match(reply.error.reason)
+            problems[node_id] = match["message"] if match else reply.error.reason
+        else:
+            replies[node_id] = dict(reply.content.config_records["config"])
+    silent = sorted(set(node_ids) - set(replies) - set(problems))
+    if problems or silent:
+        described = [f"node {node_id}: {message}" for node_id, message in problems.items()]
+        described += [f"node {node_id}: no answer" for node_id in silent]
+        raise RuntimeError(f"the set-up query failed ({'; '.join(described)}).")
+    return replies

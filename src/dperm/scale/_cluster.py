@@ -1,0 +1,99 @@
+"""Where the data passes run: a Dask scheduler, and one tree-reduced pass over the chunks."""
+
+from __future__ import annotations
+
+import contextlib
+
+from dperm.exceptions import DistributedFitError
+
+#: Dask's single-machine schedulers, accepted by name (useful in tests and notebooks).
+LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "processes")
+#: Partial results combined per node of the reduction tree.
+TREE_FAN_IN = 8
+
+
+@contextlib.contextmanager
+def dask_scheduler(scheduler=None):
+    """Yield a :class:`PassRunner` bound to the scheduler a fit should use.
+
+    Parameters
+    ----------
+    scheduler : None, str or distributed.Client
+        ``None``: the current ``distributed.Client`` if one is active, otherwise a
+        ``LocalCluster`` on 127.0.0.1 started for this fit and closed after it.
+        ``"tcp://host:port"`` (any address): a client connected to that
+        scheduler for this fit. ``"threads"``, ``"synchronous"`` or
+        ``"processes"``: Dask's single-machine schedulers. A ``Client``: used as is.
+    """
+    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
+        yield PassRunner(scheduler=scheduler)
+        return
+    import distributed
+
+    if scheduler is None:
+        try:
+            client = distributed.default_client()
+        except ValueError:
+            client = None
+        if client is not None:
+            yield PassRunner(client=client)
+            return
+        with distributed.LocalCluster(host="127.0.0.1", dashboard_address=None) as cluster:
+            with distributed.Client(cluster) as client:
+                yield PassRunner(client=client)
+        return
+    if isinstance(scheduler, str):
+        with distributed.Client(scheduler) as client:
+            yield PassRunner(client=client)
+        return
+    if isinstance(scheduler, distributed.Client):
+        yield PassRunner(client=scheduler)
+        return
+    raise ValueError(
+        "scheduler must be None (current client, else a LocalCluster), a scheduler address "
+        f"such as 'tcp://host:port', one of {LOCAL_SCHEDULERS}, or a distributed.Client; "
+        f"got {scheduler!r}."
+    )
+
+
+class PassRunner:
+    """Run map-reduce passes over the chunks and count them.
+
+    ``run(chunk_function, pairs, combine, *args)`` maps ``chunk_function``
+    over every ``(X_block, y_block)`` pair, combines the partial results in a
+    tree of fan-in :data:`TREE_FAN_IN` on the workers, and returns the root:
+    one read of every chunk, counted in ``passes``.
+    """
+
+    def __init__(self, client=None, scheduler=None):
+        self.client = client
+        self.scheduler = scheduler
+        self.passes = 0
+
+    def run(self, chunk_function, pairs, combine, *args):
+        from dask import delayed
+
+        parts = [delayed(chunk_function, pure=True)(x, y, *args) for x, y in pairs]
+        if not parts:
+            raise ValueError("X has no chunks.")
+        while len(parts) > 1:
+            parts = [
+                delayed(combine, pure=True)(*parts[i:i + TREE_FAN_IN])
+                for i in range(0, len(parts), TREE_FAN_IN)
+            ]
+        self.passes += 1
+        return self._compute(parts[0])
+
+    def _compute(self, graph):
+        if self.client is None:
+            return graph.compute(scheduler=self.scheduler)
+        from distributed import KilledWorker
+
+        try:
+            return self.client.compute(graph).result()
+        except KilledWorker as error:
+            raise DistributedFitError(
+                "a Dask worker died repeatedly while computing chunk sums, so the pass "
+                "could not complete and no model was released. Check worker memory "
+                f"limits and logs ({error})."
+            ) from error

@@ -1,0 +1,125 @@
+"""Fit and use dperm's linear classifiers on Dask collections."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dperm.mechanisms import ERMProblem, run_mechanism
+from dperm.scale._chunks import ChunkSpec, chunk_pairs, merge_scans, scan_chunk
+from dperm.scale._cluster import dask_scheduler
+from dperm.scale._data import ChunkedERMData, effective_norm, require_twice_differentiable
+from dperm.validation import check_random_state, warn_clipped_rows
+
+
+def fit_classifier_distributed(estimator, X, y, params):
+    """The Dask branch of ``PrivateLinearClassifierBase.fit`` (budget already spent).
+
+    One pass validates every chunk and counts rows, clipped rows and labels;
+    then each binary problem of the one-vs-rest fit runs its mechanism, whose
+    solve is :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per
+    trial point). The noise is drawn once, on the driver, from the same
+    generator and in the same order as in memory, so a seeded fit gives the
+    in-memory coefficients to within the solver tolerance.
+
+    Returns
+    -------
+    outputs : list of MechanismOutput
+    classes : ndarray
+    scan : ChunkScan
+        Rows, clipped rows, labels over all chunks.
+    passes : int
+        Data passes, the scan included.
+    """
+    pairs, n_features = chunk_pairs(X, y)
+    spec = ChunkSpec(n_features=n_features, data_norm=params.data_norm,
+                     fit_intercept=bool(estimator.fit_intercept),
+                     intercept_scaling=params.scaling)
+    with dask_scheduler(estimator.scheduler) as runner:
+        scan = runner.run(scan_chunk, pairs, merge_scans, spec)
+        classes = _check_scan(scan)
+        warn_clipped_rows(scan.rows_clipped, scan.n_rows, params.data_norm)
+        positives = classes[1:] if classes.size == 2 else classes
+        rng = check_random_state(estimator.random_state)
+        outputs = []
+        for positive in positives:
+            data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
+            problem = ERMProblem(data, None, params.loss, params.alpha, effective_norm(spec))
+            outputs.append(run_mechanism(
+                estimator.mechanism, problem, params.epsilon / positives.size,
+                params.delta / positives.size, rng, params.tol, params.max_iter,
+            ))
+        passes = runner.passes
+    estimator.n_features_in_ = n_features
+    return outputs, classes, scan, passes
+
+
+def _check_scan(scan):
+    if scan.n_rows < 2:
+        raise ValueError(
+            f"Found array with {scan.n_rows} sample(s) while a minimum of 2 is required."
+        )
+    classes = scan.labels
+    if classes.size < 2:
+        raise ValueError(
+            f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
+        )
+    return classes
+
+
+def check_distributed_loss(loss):
+    """Refuse, before any budget is spent, a loss the Newton passes cannot solve."""
+    require_twice_differentiable(loss)
+
+
+# -- prediction on Dask collections ------------------------------------------------
+def _rows_array(X):
+    import dask.array as da
+    import dask.dataframe as dd
+
+    if isinstance(X, dd.DataFrame):
+        X = X.to_dask_array()
+    if not isinstance(X, da.Array) or X.ndim != 2:
+        raise TypeError(
+            "with Dask input, X must be a 2-d dask.array.Array or a dask.dataframe.DataFrame; "
+            f"got {type(X).__name__}."
+        )
+    return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+
+
+def _call(block, estimator, method):
+    return getattr(estimator, method)(block)
+
+
+def predict_blockwise(estimator, X, method):
+    """Apply ``estimator.<method>`` to each row chunk of a Dask X, lazily.
+
+    Returns a Dask array: 1-d for ``predict`` and binary ``decision_function``,
+    ``(n, n_classes)`` for ``predict_proba`` and multiclass scores.
+    """
+    X = _rows_array(X)
+    n_classes = estimator.classes_.size
+    one_column = method == "predict" or (method == "decision_function" and n_classes == 2)
+    dtype = estimator.classes_.dtype if method == "predict" else np.float64
+    if one_column:
+        return X.map_blocks(_call, estimator, method, dtype=dtype, drop_axis=1)
+    return X.map_blocks(_call, estimator, method, dtype=dtype,
+                        chunks=(X.chunks[0], (n_classes,)))
+
+
+def score_distributed(estimator, X, y):
+    """Mean accuracy on Dask X and y, computed chunk by chunk."""
+    import dask.array as da
+
+    predictions = predict_blockwise(estimator, X, "predict")
+    pairs_y = y
+    if hasattr(y, "to_dask_array"):
+        pairs_y = y.to_dask_array()
+    if not isinstance(pairs_y, da.Array):
+        pairs_y = da.from_array(np.asarray(y), chunks=predictions.chunks)
+    elif pairs_y.chunks != predictions.chunks:
+        pairs_y = pairs_y.rechunk(predictions.chunks)
+    return float((predictions == pairs_y).mean().compute())
+
+
+__all__ = ["check_distributed_loss", "fit_classifier_distributed", "predict_blockwise",
+           "score_distributed"]
