@@ -64,9 +64,32 @@ def _make_model(args):
     return PrivateLinearSVC(loss=args.model, h=args.h, **common)
 
 
+def _train_dask(args) -> int:
+    """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
+    from dperm.model_io import save_model
+    from dperm.scale._tabular import lazy_design
+
+    bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
+    if bounds is not None and not isinstance(bounds, dict):
+        raise ValueError(f"the bounds file {args.bounds} must hold a JSON object: column -> bounds.")
+    X, y, spec = lazy_design(args.data, args.target, features=args.features,
+                             categorical=args.categorical, public_bounds=bounds,
+                             row_norm_mode=args.row_norm, data_norm=args.data_norm)
+    model = _make_model(args).set_params(scheduler=args.scheduler).fit(X, y)
+    save_model(args.out, model, spec, args.target, [])
+    print(f"trained on {model.privacy_.n_samples} rows (rows with missing values dropped in "
+          f"their partitions), {spec.n_features} features; classes {model.classes_.tolist()}")
+    print(model.privacy_.summary())
+    print(f"model written to {args.out}")
+    return 0
+
+
 def _train(args) -> int:
     from dperm.model_io import save_model
     from dperm.preprocessing import build_spec, read_csv_columns
+
+    if args.engine == "dask":
+        return _train_dask(args)
 
     columns = read_csv_columns(args.data)
     if args.target not in columns:
@@ -180,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.set_defaults(func=_reproduce)
 
     train = sub.add_parser("train", help="fit a private model on a CSV file")
-    train.add_argument("--data", required=True, help="CSV file with a header row")
+    train.add_argument("--data", required=True,
+                       help="CSV file with a header row (--engine dask: Parquet/CSV file or directory)")
     train.add_argument("--target", required=True, help="label column")
     train.add_argument("--features", nargs="+", default=None, help="feature columns (default: all others)")
     train.add_argument("--categorical", nargs="+", default=[], help="columns to one-hot encode")
@@ -199,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--no-intercept", action="store_true")
     train.add_argument("--random-state", type=int, default=None, help="seed: for testing only")
     train.add_argument("--out", required=True, help="model file to write (JSON)")
+    train.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                       help="dask: read --data (a Parquet/CSV file or directory) lazily and fit "
+                            "on a Dask cluster without loading it (needs dperm[dask] and a "
+                            "--bounds entry for every feature)")
+    train.add_argument("--scheduler", default=None,
+                       help="with --engine dask: scheduler address tcp://host:port, or "
+                            "threads/synchronous (default: a LocalCluster on 127.0.0.1)")
     train.set_defaults(func=_train)
 
     predict = sub.add_parser("predict", help="predict with a model file")

@@ -42,6 +42,9 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     """
     params = model.get_params()
     params["random_state"] = None  # a seed would let anyone subtract the noise
+    # Where the fit ran and which budget paid for it are not part of the model.
+    params["scheduler"] = None
+    params["accountant"] = None
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,

@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNELS
-from dperm.validation import clip_labels_to_bound, warn_clipped_labels
+from dperm.validation import clip_labels_to_bound, warn_clipped_labels, refuse_dask_input
 from dperm.mechanisms.prediction import (
     KERNEL_KAPPA,
     PREDICTION_LOSSES,
@@ -227,6 +227,7 @@ class PrivatePredictor(BaseEstimator):
         -------
         self
         """
+        refuse_dask_input(self, X, y)
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)

@@ -23,7 +23,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import spend_before_fitting
-from dperm.validation import check_epsilon, check_random_state
+from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
 
 def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
@@ -172,6 +172,7 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Split, train one private model per candidate, select one privately."""
+        refuse_dask_input(self, X, y)
         epsilon = check_epsilon(self.epsilon)
         candidates = self._candidates()
         delta = max(self._delta_of(self._configured(c, epsilon, None)) for c in candidates)

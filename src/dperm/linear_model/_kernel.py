@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.validation import refuse_dask_input
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.kernels import RandomFourierFeatures
 from dperm.linear_model._logistic import PrivateLogisticRegression
@@ -75,6 +76,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        refuse_dask_input(self, X, y)
         X, y = validate_data(
             self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2
         )

@@ -26,6 +26,7 @@ from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
 from dperm.privacy.record import REFERENCES, PrivacyRecord
 from dperm.validation import (
+    refuse_dask_input,
     append_intercept_feature,
     clip_labels_to_bound,
     warn_clipped_labels,
@@ -110,6 +111,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        refuse_dask_input(self, X, y)
         params = self._check_params()
         spend_before_fitting(self.accountant, params["epsilon"], 0.0,
                              f"{type(self).__name__}(mechanism='output')")

@@ -87,6 +87,13 @@ def _rows_array(X):
 
 
 def _call(block, estimator, method):
+    if block.shape[0] == 0:  # scikit-learn refuses empty input; an empty chunk has no rows
+        n_classes = estimator.classes_.size
+        if method == "predict":
+            return np.empty(0, dtype=estimator.classes_.dtype)
+        if method == "decision_function" and n_classes == 2:
+            return np.empty(0)
+        return np.empty((0, n_classes))
     return getattr(estimator, method)(block)
 
 

@@ -1,0 +1,407 @@
+"""dperm.scale: private ERM on Dask collections equals the in-memory fit, chunk by chunk."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+from dperm import DataClippingWarning  # noqa: E402
+from dperm.accounting import BudgetAccountant  # noqa: E402
+from dperm.exceptions import CertificateError, DistributedFitError  # noqa: E402
+from dperm.linear_model import (  # noqa: E402
+    PrivateLeastSquares,
+    PrivateLinearSVC,
+    PrivateLogisticRegression,
+)
+from dperm.losses import LogisticLoss  # noqa: E402
+from dperm.scale import ChunkSpec, newton_certified, prepare_chunk  # noqa: E402
+from dperm.solvers import RegularizedERMObjective, loss_sums, minimize_certified  # noqa: E402
+
+#: Uneven row chunks with an empty one; they add up to N.
+CHUNKS = (700, 0, 1300, 451, 1049, 500)
+N = sum(CHUNKS)
+TOL = 1e-8
+
+
+def make_data(n=N, d=6, n_classes=2, seed=0, norm=1.3):
+    """Rows of norm up to ``norm`` (some above 1, so clipping happens) and noisy labels."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X *= (rng.uniform(0.1, norm, size=n) / np.linalg.norm(X, axis=1))[:, None]
+    w = rng.normal(size=(d, n_classes))
+    y = np.argmax(X @ w + 0.3 * rng.normal(size=(n, n_classes)), axis=1)
+    if n_classes == 2:
+        y = (X @ w[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def as_dask(X, y, chunks=CHUNKS):
+    return da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
+
+
+def fit_both(model, X, y, **dask_kw):
+    """Fit a clone in memory and one on Dask chunks, warnings recorded."""
+    from sklearn.base import clone
+
+    in_memory = clone(model)
+    with warnings.catch_warnings(record=True) as memory_warnings:
+        warnings.simplefilter("always")
+        in_memory.fit(X, y)
+    distributed_model = clone(model).set_params(scheduler="threads")
+    dX, dy = as_dask(X, y, **dask_kw)
+    with warnings.catch_warnings(record=True) as dask_warnings:
+        warnings.simplefilter("always")
+        distributed_model.fit(dX, dy)
+    return in_memory, distributed_model, memory_warnings, dask_warnings
+
+
+MODELS = [
+    PrivateLogisticRegression(mechanism="objective", epsilon=1.0, alpha=1e-3, random_state=7),
+    PrivateLogisticRegression(mechanism="output", epsilon=1.0, alpha=1e-3, random_state=7),
+    PrivateLogisticRegression(mechanism="gaussian_objective", epsilon=1.0, delta=1e-5,
+                              alpha=1e-3, random_state=7),
+    PrivateLinearSVC(loss="huber", mechanism="objective", epsilon=0.5, alpha=1e-2,
+                     random_state=3),
+    PrivateLinearSVC(loss="smooth_hinge", mechanism="output", epsilon=0.5, alpha=1e-2,
+                     random_state=3),
+    PrivateLogisticRegression(mechanism="objective", fit_intercept=False, alpha=1e-2,
+                              random_state=11),
+]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: f"{type(m).__name__}-{m.mechanism}")
+def test_dask_fit_equals_in_memory_fit(model):
+    X, y = make_data()
+    memory, chunked, _, _ = fit_both(model, X, y)
+    alpha = chunked.privacy_.alpha + chunked.privacy_.extra_regularization
+    # Both solves are within tol/alpha of the same minimiser, with the same noise.
+    assert np.linalg.norm(chunked.coef_ - memory.coef_) <= 2 * TOL / alpha
+    assert np.allclose(chunked.intercept_, memory.intercept_, atol=2 * TOL / alpha)
+    assert chunked.privacy_.certified and chunked.privacy_.gradient_norm <= TOL
+    assert chunked.privacy_.noise_scale == pytest.approx(memory.privacy_.noise_scale, rel=1e-12)
+    assert chunked.privacy_.n_samples == N
+    assert chunked.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(chunked.classes_, memory.classes_)
+
+
+def test_multiclass_one_vs_rest_on_chunks_matches_memory():
+    X, y = make_data(n_classes=3, seed=4)
+    model = PrivateLogisticRegression(epsilon=3.0, alpha=1e-2, random_state=5)
+    memory, chunked, _, _ = fit_both(model, X, y)
+    assert chunked.coef_.shape == (3, X.shape[1])
+    assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
+    assert chunked.privacy_.n_problems == 3
+    # one scan plus each binary problem's Newton passes
+    assert chunked.privacy_.data_passes == 1 + int(chunked.n_iter_.sum())
+
+
+def test_clipped_rows_are_counted_across_chunks():
+    X, y = make_data(norm=2.0, seed=9)
+    expected = int((np.linalg.norm(X, axis=1) > 1.0).sum())
+    assert 0 < expected < N
+    memory, chunked, memory_warnings, dask_warnings = fit_both(
+        PrivateLogisticRegression(random_state=0), X, y
+    )
+    assert chunked.privacy_.rows_clipped == memory.privacy_.rows_clipped == expected
+    clip_messages = [str(w.message) for w in dask_warnings if w.category is DataClippingWarning]
+    assert clip_messages == [m for m in (str(w.message) for w in memory_warnings
+                                         if w.category is DataClippingWarning)]
+    assert f"{expected} of {N} rows" in clip_messages[0]
+
+
+def test_newton_passes_are_few_and_reported():
+    X, y = make_data(n=4000, d=20, seed=2)
+    model = PrivateLogisticRegression(epsilon=0.1, alpha=1e-4, random_state=0,
+                                      scheduler="synchronous")
+    model.fit(*as_dask(X, y, chunks=(1000,) * 4))
+    assert model.n_iter_[0] <= 15
+    assert model.privacy_.data_passes == 1 + model.n_iter_[0]
+    assert "passes over the data" in model.privacy_.summary()
+    assert model.privacy_.certified
+
+
+def test_dask_dataframe_with_string_labels():
+    X, y = make_data(seed=6)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["label"] = np.where(y == 1, "yes", "no")
+    ddf = dd.from_pandas(frame, npartitions=5)
+    model = PrivateLogisticRegression(alpha=1e-2, random_state=1, scheduler="threads")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        model.fit(ddf[[f"f{i}" for i in range(X.shape[1])]], ddf["label"])
+        memory = PrivateLogisticRegression(alpha=1e-2, random_state=1).fit(X, frame["label"])
+    assert model.classes_.tolist() == ["no", "yes"]
+    assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
+    # prediction on the DataFrame is lazy and chunk-wise
+    predictions = model.predict(ddf[[f"f{i}" for i in range(X.shape[1])]])
+    assert hasattr(predictions, "compute")
+    np.testing.assert_array_equal(predictions.compute(), memory.predict(X))
+
+
+def test_lazy_prediction_matches_memory():
+    X, y = make_data(n_classes=3, seed=8)
+    model = PrivateLogisticRegression(alpha=1e-2, random_state=2).fit(X, y)
+    dX, dy = as_dask(X, y)
+    for method in ("decision_function", "predict", "predict_proba"):
+        lazy = getattr(model, method)(dX)
+        assert isinstance(lazy, da.Array), method
+        np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X))
+    assert model.score(dX, dy) == pytest.approx(model.score(X, y))
+
+
+def test_nan_inside_one_chunk_gets_the_in_memory_error():
+    X, y = make_data()
+    X[2100, 3] = np.nan  # inside the fourth chunk
+    model = PrivateLogisticRegression(random_state=0, scheduler="threads")
+    with pytest.raises(ValueError) as in_memory:
+        PrivateLogisticRegression(random_state=0).fit(X, y)
+    with pytest.raises(ValueError) as chunked:
+        model.fit(*as_dask(X, y))
+    assert "Input X contains NaN" in str(in_memory.value)
+    assert "Input X contains NaN" in str(chunked.value)
+
+
+def test_continuous_label_inside_one_chunk_gets_the_in_memory_error():
+    X, y = make_data()
+    y = y.astype(float)
+    y[3000] = 0.5
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PrivateLogisticRegression(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PrivateLogisticRegression(random_state=0, scheduler="threads").fit(*as_dask(X, y))
+
+
+def test_third_label_in_one_chunk_behaves_as_in_memory():
+    """A third label is not an error in memory either: both fit one-vs-rest."""
+    X, y = make_data(seed=12)
+    y[2500] = 2
+    memory, chunked, _, _ = fit_both(PrivateLogisticRegression(alpha=1e-2, random_state=4), X, y)
+    assert chunked.classes_.tolist() == memory.classes_.tolist() == [0, 1, 2]
+    assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
+
+
+def test_single_class_and_misaligned_labels_are_refused():
+    X, _ = make_data()
+    model = PrivateLogisticRegression(scheduler="threads")
+    with pytest.raises(ValueError, match="at least two"):
+        model.fit(*as_dask(X, np.zeros(N, dtype=int)))
+    dX, _ = as_dask(X, np.zeros(N))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        model.fit(dX, np.zeros(N - 1))
+    with pytest.raises(TypeError, match="dask.array.Array or a dask.dataframe.DataFrame"):
+        model.fit(X.tolist(), da.from_array(np.zeros(N), chunks=1000))
+
+
+def test_hinge_is_refused_before_any_budget_is_spent():
+    X, y = make_data()
+    accountant = BudgetAccountant(epsilon=10.0)
+    model = PrivateLinearSVC(loss="hinge", mechanism="output", accountant=accountant,
+                             scheduler="threads")
+    with pytest.raises(ValueError, match="smooth_hinge"):
+        model.fit(*as_dask(X, y))
+    assert accountant.spent == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("estimator", [PrivateLeastSquares(y_bound=1.0)])
+def test_estimators_without_a_dask_path_refuse_instead_of_loading(estimator):
+    X, y = make_data()
+    with pytest.raises(TypeError, match="does not accept Dask collections"):
+        estimator.fit(*as_dask(X, y.astype(float)))
+
+
+def test_unknown_scheduler_is_a_clear_error():
+    X, y = make_data()
+    with pytest.raises(ValueError, match="scheduler must be"):
+        PrivateLogisticRegression(scheduler=42).fit(*as_dask(X, y))
+
+
+def test_uncertified_newton_releases_nothing():
+    X, y = make_data()
+    model = PrivateLogisticRegression(max_iter=2, random_state=0, scheduler="threads")
+    with pytest.raises(CertificateError):
+        model.fit(*as_dask(X, y))
+
+
+def test_newton_certified_matches_the_in_memory_solver():
+    X, y = make_data(n=3000, d=8, seed=3)
+    signs = np.where(y == 1, 1.0, -1.0)
+    b = np.random.default_rng(0).normal(size=8)
+    loss = LogisticLoss()
+    for alpha in (1e-1, 1e-3, 1e-6):
+        reference = minimize_certified(
+            RegularizedERMObjective(loss, X, signs, alpha, linear_term=b), tol=1e-10, max_iter=5000
+        )
+        result = newton_certified(lambda w: loss_sums(loss, X, signs, w, True), 8, 3000, alpha,
+                                  1e-10, 100, linear_term=b)
+        assert result.certified
+        assert np.linalg.norm(result.coef - reference.coef) <= 2e-10 / alpha
+        assert result.n_iter <= 40
+
+
+def test_prepare_chunk_checks_columns_and_clips():
+    spec = ChunkSpec(n_features=3, data_norm=1.0, fit_intercept=True, intercept_scaling=2.0)
+    X, y, clipped = prepare_chunk(np.array([[3.0, 4.0, 0.0], [0.1, 0.0, 0.0]]), [0, 1], spec)
+    assert clipped == 1
+    np.testing.assert_allclose(X, [[0.6, 0.8, 0.0, 2.0], [0.1, 0.0, 0.0, 2.0]])
+    with pytest.raises(ValueError, match="same columns"):
+        prepare_chunk(np.ones((2, 2)), [0, 1], spec)
+    empty_X, empty_y, none = prepare_chunk(np.empty((0, 3)), np.empty(0), spec)
+    assert empty_X.shape == (0, 4) and empty_y.size == 0 and none == 0
+
+
+# -- a real cluster: two worker processes on 127.0.0.1 -----------------------------
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as local:
+        yield local
+
+
+def test_fit_on_a_cluster_given_by_address(cluster):
+    X, y = make_data()
+    model = PrivateLogisticRegression(alpha=1e-3, random_state=7)
+    memory = model.fit(X, y).coef_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        chunked = PrivateLogisticRegression(alpha=1e-3, random_state=7,
+                                            scheduler=cluster.scheduler_address)
+        chunked.fit(*as_dask(X, y))
+    assert np.linalg.norm(chunked.coef_ - memory) <= 2 * TOL / 1e-3
+    assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+
+
+def _rows_that_kill_their_worker_once(X, marker):
+    """The block's rows, after killing the worker process the first time it is computed."""
+    if not os.path.exists(marker):
+        with open(marker, "w") as handle:
+            handle.write("killed")
+        os._exit(1)  # the worker dies mid-pass; its nanny starts a fresh one
+    return X
+
+
+def _rows_that_always_kill_their_worker(X):
+    os._exit(1)
+
+
+def _dask_rows_with(function, X, y, *args):
+    from dask import delayed
+
+    blocks = [da.from_array(X[:1500], chunks=(1500, X.shape[1])),
+              da.from_delayed(delayed(function)(X[1500:], *args), shape=(N - 1500, X.shape[1]),
+                              dtype=float)]
+    return da.concatenate(blocks), da.from_array(y, chunks=((1500, N - 1500),))
+
+
+def test_worker_killed_mid_fit_is_recomputed_to_the_same_model(cluster, tmp_path):
+    X, y = make_data(seed=13)
+    memory = PrivateLogisticRegression(alpha=1e-3, random_state=7).fit(X, y).coef_.copy()
+    dX, dy = _dask_rows_with(_rows_that_kill_their_worker_once, X, y,
+                             str(tmp_path / "killed-once"))
+    with distributed.Client(cluster) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataClippingWarning)
+            model = PrivateLogisticRegression(alpha=1e-3, random_state=7, scheduler=client)
+            model.fit(dX, dy)
+    assert (tmp_path / "killed-once").exists()  # the worker really died once
+    assert np.linalg.norm(model.coef_ - memory) <= 2 * TOL / 1e-3
+
+
+def test_worker_that_keeps_dying_fails_with_a_clear_error(cluster):
+    import dask
+
+    X, y = make_data()
+    dX, dy = _dask_rows_with(_rows_that_always_kill_their_worker, X, y)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with distributed.Client(cluster) as client:
+            # the scheduler reads allowed-failures when it is created: set it there too
+            client.run_on_scheduler(_set_allowed_failures, 0)
+            model = PrivateLogisticRegression(random_state=0, scheduler=client)
+            with pytest.raises(DistributedFitError, match="no model was released"):
+                model.fit(dX, dy)
+            client.run_on_scheduler(_set_allowed_failures, 3)
+    assert not hasattr(model, "coef_")
+
+
+def _set_allowed_failures(value, dask_scheduler=None):
+    dask_scheduler.allowed_failures = value
+
+
+def test_default_scheduler_starts_and_closes_a_local_cluster():
+    X, y = make_data(n=400, d=3, seed=1)
+    with pytest.raises(ValueError):
+        distributed.default_client()  # no client is active before the fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        model = PrivateLogisticRegression(alpha=1e-2, random_state=0)
+        model.fit(*as_dask(X, y, chunks=(200, 200)))
+    memory = PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
+    with pytest.raises(ValueError):
+        distributed.default_client()  # ... nor after: the fit closed its cluster
+
+
+# -- the CLI: dperm train --engine dask on a directory of Parquet files --------------
+def _write_table(directory, seed=0, parts=3, rows=400):
+    rng = np.random.default_rng(seed)
+    frames = []
+    for part in range(parts):
+        age = rng.uniform(17, 90, rows)
+        color = rng.choice(["red", "green", "blue"], rows)
+        label = np.where(age + 20 * (color == "red") + rng.normal(0, 10, rows) > 55, "yes", "no")
+        frame = pd.DataFrame({"age": age, "color": color, "label": label})
+        frame.to_parquet(directory / f"part-{part}.parquet")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_cli_train_engine_dask_matches_memory_and_round_trips(tmp_path, capsys):
+    import json
+
+    from dperm.cli import main
+
+    table_dir = tmp_path / "table"
+    table_dir.mkdir()
+    table = _write_table(table_dir)
+    csv_path = tmp_path / "table.csv"
+    table.to_csv(csv_path, index=False)
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps({"age": [17, 90], "color": ["red", "green", "blue"]}))
+    common = ["--target", "label", "--categorical", "color", "--bounds", str(bounds),
+              "--epsilon", "1", "--alpha", "0.01", "--random-state", "3"]
+    assert main(["train", "--data", str(table_dir), "--engine", "dask", "--scheduler", "threads",
+                 "--out", str(tmp_path / "dask.json"), *common]) == 0
+    out = capsys.readouterr().out
+    assert "trained on 1200 rows" in out and "passes over the data" in out
+    assert main(["train", "--data", str(csv_path), "--out", str(tmp_path / "memory.json"),
+                 *common]) == 0
+    dask_model = json.loads((tmp_path / "dask.json").read_text())
+    memory_model = json.loads((tmp_path / "memory.json").read_text())
+    np.testing.assert_allclose(np.array(dask_model["coef"]), np.array(memory_model["coef"]),
+                               atol=2 * TOL / 0.01)
+    assert dask_model["params"]["scheduler"] is None
+    assert dask_model["privacy"]["data_passes"] >= 2
+    assert main(["predict", "--model", str(tmp_path / "dask.json"), "--data", str(csv_path),
+                 "--out", str(tmp_path / "predictions.csv")]) == 0
+    predictions = pd.read_csv(tmp_path / "predictions.csv")
+    assert len(predictions) == 1200
+
+
+def test_cli_engine_dask_needs_public_bounds_for_every_feature(tmp_path, capsys):
+    from dperm.cli import main
+
+    table_dir = tmp_path / "table"
+    table_dir.mkdir()
+    _write_table(table_dir, parts=1)
+    code = main(["train", "--data", str(table_dir), "--engine", "dask", "--scheduler", "threads",
+                 "--target", "label", "--categorical", "color", "--epsilon", "1",
+                 "--out", str(tmp_path / "m.json")])
+    assert code == 2
+    assert "needs a public bound" in capsys.readouterr().err
