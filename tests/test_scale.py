@@ -405,3 +405,43 @@ def test_cli_engine_dask_needs_public_bounds_for_every_feature(tmp_path, capsys)
                  "--out", str(tmp_path / "m.json")])
     assert code == 2
     assert "needs a public bound" in capsys.readouterr().err
+
+
+def test_cli_engine_dask_reads_a_directory_of_csv_files(tmp_path, capsys):
+    import json
+
+    from dperm.cli import main
+
+    table_dir = tmp_path / "csv"
+    table_dir.mkdir()
+    parquet_dir = tmp_path / "parquet"
+    parquet_dir.mkdir()
+    table = _write_table(parquet_dir, seed=5, parts=2)
+    half = len(table) // 2
+    table.iloc[:half].to_csv(table_dir / "a.csv", index=False)
+    table.iloc[half:].to_csv(table_dir / "b.csv", index=False)
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps({"age": [17, 90], "color": ["red", "green", "blue"]}))
+    common = ["--target", "label", "--categorical", "color", "--bounds", str(bounds),
+              "--epsilon", "1", "--random-state", "0", "--engine", "dask",
+              "--scheduler", "synchronous"]
+    assert main(["train", "--data", str(table_dir), "--out", str(tmp_path / "csv.json"),
+                 *common]) == 0
+    assert main(["train", "--data", str(parquet_dir), "--out", str(tmp_path / "pq.json"),
+                 *common]) == 0
+    from_csv = json.loads((tmp_path / "csv.json").read_text())
+    from_parquet = json.loads((tmp_path / "pq.json").read_text())
+    assert from_csv["privacy"]["n_samples"] == len(table)
+    np.testing.assert_allclose(from_csv["coef"], from_parquet["coef"], atol=2 * TOL / 0.01)
+
+
+def test_budget_is_checked_before_any_pass():
+    from dperm.accounting import BudgetExceededError
+
+    X, y = make_data()
+    X[0, 0] = np.nan  # a pass would raise ValueError; the budget check must come first
+    accountant = BudgetAccountant(epsilon=0.5)
+    model = PrivateLogisticRegression(epsilon=1.0, accountant=accountant, scheduler="threads")
+    with pytest.raises(BudgetExceededError):
+        model.fit(*as_dask(X, y))
+    assert accountant.spent == (0.0, 0.0)
