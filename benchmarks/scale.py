@@ -73,11 +73,16 @@ class WorkerMemoryMonitor:
 
 
 def _read_part(path):
+    """One file's rows and labels, column by column (one float64 copy of the chunk)."""
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path).to_pandas()
-    y = table.pop("dos").to_numpy()
-    return table.to_numpy(dtype=np.float64), y
+    table = pq.read_table(path)
+    y = table.column("dos").to_numpy()
+    features = [name for name in table.column_names if name != "dos"]
+    X = np.empty((table.num_rows, len(features)))
+    for j, name in enumerate(features):
+        X[:, j] = table.column(name).to_numpy()
+    return X, y
 
 
 def lazy_arrays(directory):

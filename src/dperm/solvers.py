@@ -25,6 +25,7 @@ import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
 from dperm.losses import ConvexLoss, HingeLoss
+from dperm.validation import ROW_BLOCK
 
 #: Newton steps tried after L-BFGS when its answer misses the gradient tolerance.
 MAX_NEWTON_STEPS = 20
@@ -71,7 +72,12 @@ def loss_sums(loss: ConvexLoss, X, y, w, with_hessian: bool = False):
     grad = X.T @ loss.score_derivative(y, scores)
     hess = None
     if with_hessian:
-        hess = (X.T * loss.score_second_derivative(y, scores)) @ X
+        curvature = loss.score_second_derivative(y, scores)
+        hess = np.zeros((X.shape[1], X.shape[1]))
+        # In blocks of rows: the weighted copy of X stays small for tall chunks.
+        for start in range(0, X.shape[0], ROW_BLOCK):
+            block = X[start:start + ROW_BLOCK]
+            hess += (block.T * curvature[start:start + ROW_BLOCK]) @ block
     return value, grad, hess
 
 

@@ -60,24 +60,40 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     Each row is divided by its largest absolute entry before squaring, so a
     row like ``[1e300, 1e300]`` has norm ``1.414e300``, not ``inf``.
     """
-    scale = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
-    safe = np.where(scale > 0, scale, 1.0)
-    # A norm beyond the largest float is reported as inf: longer than any bound, so clipped.
-    with np.errstate(over="ignore"):
-        return np.linalg.norm(X / safe[:, None], axis=1) * scale
+    norms = np.empty(X.shape[0])
+    # In blocks of rows, so the scaled temporary stays small for tall chunks.
+    for start in range(0, X.shape[0], ROW_BLOCK):
+        block = X[start:start + ROW_BLOCK]
+        scale = np.max(np.abs(block), axis=1) if X.shape[1] else np.zeros(block.shape[0])
+        safe = np.where(scale > 0, scale, 1.0)
+        # A norm beyond the largest float is reported as inf: longer than any bound, so clipped.
+        with np.errstate(over="ignore"):
+            norms[start:start + ROW_BLOCK] = np.linalg.norm(block / safe[:, None], axis=1) * scale
+    return norms
 
 
-def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]:
+#: Rows per block in row-wise passes over tall arrays (bounds temporaries to ~ROW_BLOCK * d floats).
+ROW_BLOCK = 16384
+
+
+def clip_rows_to_norm(X: np.ndarray, data_norm: float, copy: bool = True) -> tuple[np.ndarray, int]:
     """Scale every row of ``X`` whose L2 norm exceeds ``data_norm`` back onto it.
 
     The step changes one record using only that record and the public bound,
     so it is a per-record transformation that keeps differential privacy (the
     analysis of 003 Thm 1-2 needs ``||x_i|| <= data_norm`` for every row).
 
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    data_norm : float
+    copy : bool, default=True
+        ``False`` scales the long rows of ``X`` in place (for arrays the caller owns).
+
     Returns
     -------
     X_clipped : ndarray
-        A copy when any row was clipped, otherwise ``X`` itself.
+        A copy when any row was clipped (``copy=True``), otherwise ``X`` itself.
     n_clipped : int
         How many rows were scaled.
     """
@@ -86,7 +102,8 @@ def clip_rows_to_norm(X: np.ndarray, data_norm: float) -> tuple[np.ndarray, int]
     too_long = norms > data_norm * (1.0 + 1e-12)
     n_clipped = int(np.count_nonzero(too_long))
     if n_clipped:
-        X = X.copy()
+        if copy:
+            X = X.copy()
         # divide by the largest entry first, so that huge rows keep their direction
         long_rows = X[too_long] / np.max(np.abs(X[too_long]), axis=1, keepdims=True)
         X[too_long] = long_rows * (data_norm / np.linalg.norm(long_rows, axis=1))[:, None]

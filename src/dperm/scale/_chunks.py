@@ -17,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
 from dperm.solvers import loss_sums
-from dperm.validation import append_intercept_feature, clip_rows_to_norm, is_dask_collection
+from dperm.validation import clip_rows_to_norm, is_dask_collection
 
 
 @dataclass(frozen=True)
@@ -66,10 +66,16 @@ def prepare_chunk(X_block, y_block, spec: ChunkSpec):
         )
     if y.size:
         check_classification_targets(y)
-    X, rows_clipped = clip_rows_to_norm(X, spec.data_norm)
-    if spec.fit_intercept:
-        X, _ = append_intercept_feature(X, spec.data_norm, spec.intercept_scaling)
-    return X, y, rows_clipped
+    if not spec.fit_intercept:
+        X, rows_clipped = clip_rows_to_norm(X, spec.data_norm)
+        return X, y, rows_clipped
+    # One new array holds the rows and the intercept feature; clip inside it, so a chunk
+    # costs one copy (the chunk's input may be a view of someone else's memory).
+    augmented = np.empty((X.shape[0], X.shape[1] + 1))
+    augmented[:, :-1] = X
+    augmented[:, -1] = spec.intercept_scaling
+    _, rows_clipped = clip_rows_to_norm(augmented[:, :-1], spec.data_norm, copy=False)
+    return augmented, y, rows_clipped
 
 
 @dataclass(frozen=True)
