@@ -41,7 +41,9 @@ from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECOR
 from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp.grid import Grid
 from flwr.supercore.logger import LOGGER_NAME
+from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
 
 from dperm.multiparty.errors import DropoutError, MalformedReplyError
 
@@ -68,6 +70,25 @@ def quiet_flower(level=logging.WARNING):
         yield
     finally:
         logger.setLevel(previous)
+
+
+@contextmanager
+def server_identity(run_id: int):
+    """Flower's process-wide task identity for server-side messages, when none is set.
+
+    A ServerApp process gets it from the SuperLink; in process it is set for
+    the block (task 1, the SuperLink's node id, as Flower's compat server
+    does) and restored afterwards.
+    """
+    if TaskIdentity._run_id is not None:  # inside a real ServerApp: keep its identity
+        yield
+        return
+    saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
+    try:
+        yield
+    finally:
+        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
 
 
 # -- the in-process grid ---------------------------------------------------------------
@@ -296,13 +317,12 @@ def _raise_for_abort(workflow, node_names, round_index) -> None:
     for kind, message in reasons:
         if kind.endswith("MalformedReplyError"):
             raise MalformedReplyError(f"{prefix}{message}")
-    detail_of = "; ".join(f"{kind.rsplit('.', 1)[-1] or 'error'}: {message}" for kind, message in reasons)
-    if not workflow.missing:
-        raise DropoutError(f"{prefix}the SecAgg+ round halted before unmasking ({detail_of or 'see the "
-                           "Flower log'}); nothing is revealed.")
-    missing = sorted(node_names.get(node_id, node_id) for node_id in workflow.missing)
-    n_total = len(node_names)
     detail = "; ".join(f"{kind.rsplit('.', 1)[-1] or 'error'}: {message}" for kind, message in reasons)
+    if not workflow.missing:
+        raise DropoutError(f"{prefix}the SecAgg+ round halted before unmasking "
+                           f"({detail or 'see the Flower log'}); nothing is revealed.")
+    missing = sorted((node_names.get(node_id, node_id) for node_id in workflow.missing), key=str)
+    n_total = len(node_names)
     raise DropoutError(
         f"{prefix}{n_total - len(missing)} of {n_total} parties completed the SecAgg+ round "
         f"(missing: {missing}); the round is aborted before the unmask stage and nothing is "
@@ -382,7 +402,8 @@ def secagg_sum_round(grid, node_names, parameters, config, *, clipping_range, qu
         modulus_range=int(modulus_range),
         timeout=timeout,
     )
-    workflow(grid, legacy)
+    with server_identity(run_id):
+        workflow(grid, legacy)
     if not workflow.unmasked or strategy.mean is None:
         _raise_for_abort(workflow, node_names, round_index)
     n_active = strategy.n_results

@@ -1,0 +1,477 @@
+"""Multiparty PSGD across machines: the party's ClientApp and the coordinator's ServerApp.
+
+The networked deployment of 004 Alg. 1 on Flower 1.41 (``dperm party serve``
+and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
+
+- **party** (004 Proc. 3) -- :data:`client_app`, run by a Flower SuperNode
+  whose ``node_config`` holds the path of the party's shard (``data-path``)
+  and its label column (``target``). It answers two public set-up queries
+  (``describe``: its size ``N_k``, ``d`` and feature names; ``setup``: the
+  public calibration, after which it draws ``eta^k`` once and keeps it in its
+  node-local Flower context) and, each round, the gradient request
+  ``grad G_k(w_t) + rho_t^k + eta^k`` scaled by ``1/N``, inside Flower's
+  ``secaggplus_mod``;
+- **coordinator** (004 Alg. 1) -- :data:`server_app`, run by the SuperLink's
+  ServerApp process: it waits for the ``K`` parties, calibrates from their
+  public sizes (:func:`~dperm.multiparty.privacy.calibrate_psgd`) and runs
+  :func:`~dperm.multiparty.protocol.psgd` on a :class:`FlowerGridNetwork`,
+  whose every sum is one SecAgg+ round
+  (:func:`~dperm.multiparty._flower_grid.secagg_sum_round`). It writes the
+  model file and a status file named in its run config.
+
+What crosses the network in the clear: the public sizes, ``d`` and feature
+names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
+masked vectors. No metric is sent: the count of clipped coordinates and of
+rows scaled onto ``data_norm`` travel inside the secure sum
+(:func:`~dperm.multiparty.flower_engine.encode_counts`), so only totals are
+revealed. The coordinator is trusted to follow the protocol (semi-honest).
+
+This module imports Flower at import time; :mod:`dperm.multiparty` never
+imports it (the CLI and the Flower app bundle do, when Flower is needed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import warnings
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from dperm.exceptions import DataClippingWarning
+from dperm.losses import get_loss
+from dperm.multiparty.flower_engine import (
+    check_capacity,
+    check_flower_encoding,
+    count_clipped,
+    decode_counts,
+    encode_counts,
+    load_flower,
+)
+from dperm.multiparty.privacy import PSGDCalibration, calibrate_psgd
+from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
+from dperm.multiparty.secure_sum import (
+    DEFAULT_MODULUS_RANGE,
+    DEFAULT_QUANTIZATION_RANGE,
+    SecureSumReport,
+    check_contribution,
+    quantization_error_bound,
+)
+from dperm.preprocessing import read_csv_columns
+
+_flower = load_flower()
+
+from flwr.app import Array, ArrayRecord, ConfigRecord  # noqa: E402  (after load_flower's environment)
+from flwr.serverapp import ServerApp  # noqa: E402
+
+MODEL_FORMAT = "dperm-multiparty-model"
+MODEL_FORMAT_VERSION = 1
+#: Keys of the party's node-local Flower context (never sent anywhere).
+STATE_KEY = "dperm.psgd"
+NOISE_KEY = "dperm.eta"
+ENGINE_NAME = "flower_secaggplus_networked"
+
+
+# -- the party (004 Proc. 3) -----------------------------------------------------------
+
+
+def load_shard(path, target: str = "label"):
+    """Read a party's shard: a CSV file with a header, numeric features and a label column.
+
+    Labels must be -1/+1 (or 0/1, with 0 read as -1). Every other column is
+    a feature, in file order; the parties must agree on them (the
+    coordinator checks the names).
+
+    Returns
+    -------
+    X : ndarray of shape (N_k, d)
+    y : ndarray of shape (N_k,), values in {-1, +1}
+    features : list of str
+    """
+    columns = read_csv_columns(path)
+    if target not in columns:
+        raise ValueError(f"label column {target!r} is not in {path}; columns are {list(columns)}.")
+    features = [name for name in columns if name != target]
+    if not features:
+        raise ValueError(f"{path} has no feature columns besides the label column {target!r}.")
+    X = np.column_stack([_floats(columns[name], name, path) for name in features])
+    labels = _floats(columns[target], target, path)
+    if not np.all(np.isin(labels, (-1.0, 0.0, 1.0))) or (np.any(labels == 0) and np.any(labels == -1)):
+        raise ValueError(
+            f"labels in column {target!r} of {path} must be -1/+1 or 0/1; got {np.unique(labels)[:5].tolist()}."
+        )
+    return X, np.where(labels > 0, 1.0, -1.0), features
+
+
+def _floats(values, name, path) -> np.ndarray:
+    try:
+        array = np.asarray(values, dtype=float)
+    except ValueError:
+        raise ValueError(f"column {name!r} of {path} must be numeric (missing values are not allowed).") from None
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"column {name!r} of {path} has non-finite values.")
+    return array
+
+
+class DeployedParty(Party):
+    """A :class:`~dperm.multiparty.protocol.Party` whose state lives in a Flower context.
+
+    A SuperNode starts a fresh ClientApp process for every message, so the
+    party is rebuilt from its shard each time and its one-time noise
+    ``eta^k``, calibration and answer count are restored from the node-local
+    context (they never leave the party's machine).
+    """
+
+    def restore(self, calibration: PSGDCalibration, one_time_noise, rounds_answered: int) -> None:
+        """Re-install what :meth:`Party.setup` drew, without drawing it again."""
+        if self._calibration is not None:
+            raise RuntimeError(f"party {self.party_id!r} is already set up.")
+        self._calibration = calibration
+        self._one_time_noise = np.asarray(one_time_noise, dtype=float)
+        self.rounds_answered = int(rounds_answered)
+
+
+def _party_name(context) -> str:
+    return str(context.node_config.get("party-name", f"node {context.node_id}"))
+
+
+def _build_party(context, loss_name="logistic", h=0.5, data_norm=1.0, *, warn=True) -> DeployedParty:
+    """The party from its shard; ``warn=False`` after the set-up, which already warned of clipped rows."""
+    path = context.node_config.get("data-path")
+    if not path:
+        raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
+    X, y, _ = load_shard(path, str(context.node_config.get("target", "label")))
+    with warnings.catch_warnings():
+        if not warn:
+            warnings.simplefilter("ignore", DataClippingWarning)
+        return DeployedParty(X, y, loss=get_loss(loss_name, h=h), data_norm=data_norm,
+                             party_id=_party_name(context), random_state=None)
+
+
+def calibration_to_config(calibration: PSGDCalibration, h: float) -> dict:
+    """The public calibration as Flower config values (plain Python scalars; None left out)."""
+    values = {key: (value if isinstance(value, str) else _plain(value))
+              for key, value in asdict(calibration).items() if value is not None}
+    values["h"] = float(h)
+    return values
+
+
+def calibration_from_config(config) -> tuple[PSGDCalibration, float]:
+    """Rebuild the calibration on the party's side (:func:`calibration_to_config`'s inverse)."""
+    names = {field.name for field in fields(PSGDCalibration)}
+    missing = sorted(name for name in names if name not in config and _required(name))
+    if missing or "h" not in config:
+        raise ValueError(f"the set-up message lacks calibration fields {missing or ['h']}.")
+    return PSGDCalibration(**{name: config[name] for name in names if name in config}), float(config["h"])
+
+
+def _required(name: str) -> bool:
+    field = {field.name: field for field in fields(PSGDCalibration)}[name]
+    return field.default is MISSING and field.default_factory is MISSING
+
+
+def _plain(value):
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return float(value)
+
+
+def party_setup(context, config) -> dict:
+    """Answer a public set-up query (``describe`` or ``setup``) on the party's side."""
+    action = config.get("action")
+    if action == "describe":
+        path = context.node_config.get("data-path")
+        if not path:
+            raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
+        X, _, features = load_shard(path, str(context.node_config.get("target", "label")))
+        return {"name": _party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
+                "features": list(features)}
+    if action == "setup":
+        if STATE_KEY in context.state.config_records:
+            raise RuntimeError(
+                f"party {_party_name(context)!r} has already drawn its one-time noise eta^k in this run; "
+                "it is drawn once (004 Proc. 3)."
+            )
+        calibration, h = calibration_from_config(config)
+        party = _build_party(context, calibration.loss, h, calibration.data_norm)
+        party.setup(calibration)  # checks d, R and L; draws eta^k once
+        state = calibration_to_config(calibration, h)
+        state.update({"rounds-answered": 0, "rows-clipped": int(party.rows_clipped)})
+        context.state.config_records[STATE_KEY] = ConfigRecord(state)
+        context.state.array_records[NOISE_KEY] = ArrayRecord({"eta": Array(party._one_time_noise)})
+        return {"ready": True}
+    raise ValueError(f"unknown set-up action {action!r}; expected 'describe' or 'setup'.")
+
+
+def party_reply(context, parameters, config) -> list:
+    """One gradient request on the party's side (004 Proc. 3), before ``secaggplus_mod`` encodes it.
+
+    Returns ``[scale * (grad G_k(w_t) + rho_t^k + eta^k), counts]`` where
+    ``counts`` holds, on the fixed-point grid, this reply's clipped
+    coordinates and the rows the party scaled onto ``data_norm``.
+    """
+    if STATE_KEY not in context.state.config_records:
+        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request before its set-up.")
+    state = dict(context.state.config_records[STATE_KEY])
+    calibration, h = calibration_from_config(state)
+    party = _build_party(context, calibration.loss, h, calibration.data_norm, warn=False)
+    eta = context.state.array_records[NOISE_KEY]["eta"].numpy()
+    party.restore(calibration, eta, state["rounds-answered"])
+    scale = float(config["scale"])
+    if not math.isclose(scale, 1.0 / calibration.n_samples, rel_tol=1e-12):
+        raise ValueError(f"the coordinator asked for scale {scale!r}; the public 1/N is "
+                         f"{1.0 / calibration.n_samples!r}.")
+    if len(parameters) != 1:
+        raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
+    reply = scale * check_contribution(party.party_id, party.noisy_gradient(parameters[0]), party.n_features)
+    clipping_range = float(config["clipping-range"])
+    quantization_range = int(config["quantization-range"])
+    counts = encode_counts([count_clipped(reply, clipping_range), state["rows-clipped"]],
+                           [party.n_features, calibration.n_samples], clipping_range, quantization_range)
+    state["rounds-answered"] = party.rounds_answered
+    context.state.config_records[STATE_KEY] = ConfigRecord(state)
+    return [reply, counts]
+
+
+#: The party's ClientApp: ``secaggplus_mod`` around :func:`party_reply`.
+client_app = _flower.make_party_client_app(party_reply, party_setup)
+
+
+# -- the coordinator (004 Alg. 1) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartyInfo:
+    """What the coordinator knows about a party: public values only."""
+
+    node_id: int
+    name: str
+    n_samples: int
+    n_features: int
+    features: tuple
+
+
+class FlowerGridNetwork(GradientSumNetwork):
+    """The coordinator's channel to ``K`` parties over a Flower Grid, one SecAgg+ round per sum.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.grid.Grid
+        The ServerApp's grid (networked) or an in-process grid (tests).
+    parties : sequence of PartyInfo
+        From the ``describe`` query.
+    clipping_range, quantization_range, modulus_range
+        SecAgg+'s encoding.
+    timeout : float, optional
+        Seconds to wait for the parties' replies at each stage.
+    server_context : flwr.app.Context, optional
+    h : float, default=0.5
+        Width of the Huber loss, sent with the calibration.
+    """
+
+    def __init__(self, grid, parties, *, clipping_range, quantization_range=DEFAULT_QUANTIZATION_RANGE,
+                 modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5):
+        self.grid = grid
+        self.h = float(h)
+        self._n_samples = None
+        self.parties = tuple(parties)
+        self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
+            clipping_range, quantization_range, modulus_range)
+        check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
+        self.timeout = timeout
+        self.server_context = server_context
+        self._rows_clipped = 0
+        self.round_seconds = []  # wall-clock time of each SecAgg+ round (benchmarks)
+        self._node_names = {party.node_id: party.name for party in self.parties}
+
+    @property
+    def n_samples_by_party(self) -> tuple:
+        return tuple(party.n_samples for party in self.parties)
+
+    @property
+    def n_features(self) -> int:
+        return self.parties[0].n_features
+
+    @property
+    def rows_clipped(self) -> int:
+        """Total rows the parties scaled onto ``data_norm`` (revealed as a total by the secure sum)."""
+        return self._rows_clipped
+
+    def setup(self, calibration: PSGDCalibration) -> None:
+        config = {"action": "setup", **calibration_to_config(calibration, self.h)}
+        with _flower.server_identity(self.grid.run.run_id):
+            _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
+        self._n_samples = calibration.n_samples
+
+    def gradient_sum(self, coef, scale: float, round_index: int):
+        config = {"scale": float(scale), "round": int(round_index), "clipping-range": self.clipping_range,
+                  "quantization-range": self.quantization_range}
+        started = time.perf_counter()
+        total, counts = _flower.secagg_sum_round(
+            self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
+            clipping_range=self.clipping_range, quantization_range=self.quantization_range,
+            modulus_range=self.modulus_range, round_index=round_index, timeout=self.timeout,
+            server_context=self.server_context,
+        )
+        n_parties = len(self.parties)
+        clipped, rows = decode_counts(counts, [self.n_features, self._n_samples], n_parties,
+                                      self.clipping_range, self.quantization_range)
+        self._rows_clipped = rows
+        self.round_seconds.append(time.perf_counter() - started)
+        report = SecureSumReport(
+            engine=ENGINE_NAME, n_parties=n_parties, dimension=self.n_features,
+            clipping_range=self.clipping_range, quantization_range=self.quantization_range,
+            modulus_range=self.modulus_range, coordinates_clipped=clipped,
+            error_bound=quantization_error_bound(n_parties, self.clipping_range, self.quantization_range),
+        )
+        return total, report
+
+
+@dataclass(frozen=True)
+class CoordinatorSettings:
+    """The coordinator's public inputs (the ``dperm coordinate`` options)."""
+
+    n_parties: int
+    epsilon: float
+    delta: float
+    alpha: float
+    n_rounds: int
+    data_norm: float = 1.0
+    loss: str = "logistic"
+    h: float = 0.5
+    round_epsilon: float | None = None
+    composition_slack: float | None = None
+    quantization_range: int = DEFAULT_QUANTIZATION_RANGE
+    modulus_range: int = DEFAULT_MODULUS_RANGE
+    stage_timeout: float | None = None
+    wait_seconds: float = 300.0
+
+    def to_run_config(self) -> dict:
+        """Flower run-config values: hyphenated keys, 0 standing for None."""
+        values = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            values[field.name.replace("_", "-")] = 0.0 if value is None else value
+        return values
+
+    @classmethod
+    def from_run_config(cls, config) -> CoordinatorSettings:
+        values = {}
+        for field in fields(cls):
+            key = field.name.replace("_", "-")
+            if key in config:
+                value = config[key]
+                if field.name in ("round_epsilon", "composition_slack", "stage_timeout") and value == 0:
+                    value = None
+                values[field.name] = value
+        return cls(**values)
+
+
+def wait_for_parties(grid, n_parties: int, wait_seconds: float, poll_seconds: float = 1.0) -> list:
+    """Node ids of the ``K`` connected SuperNodes; raise if fewer arrive in time or more are there."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        node_ids = sorted(grid.get_node_ids())
+        if len(node_ids) >= n_parties or time.monotonic() > deadline:
+            break
+        time.sleep(poll_seconds)
+    if len(node_ids) < n_parties:
+        raise TimeoutError(
+            f"{len(node_ids)} of {n_parties} parties connected within {wait_seconds:g} s; start the missing "
+            "`dperm party serve` processes or raise --wait."
+        )
+    if len(node_ids) > n_parties:
+        raise ValueError(
+            f"{len(node_ids)} SuperNodes are connected to this SuperLink but --shards is {n_parties}; "
+            "every connected node takes part, so they must match."
+        )
+    return node_ids
+
+
+def describe_parties(grid, node_ids, timeout=None) -> list:
+    """Ask each party for its public size, ``d`` and feature names; check they agree."""
+    with _flower.server_identity(grid.run.run_id):
+        replies = _flower.query_parties(grid, node_ids, {"action": "describe"}, timeout=timeout)
+    parties = [
+        PartyInfo(node_id=node_id, name=str(reply["name"]), n_samples=int(reply["n-samples"]),
+                  n_features=int(reply["n-features"]), features=tuple(reply["features"]))
+        for node_id, reply in sorted(replies.items())
+    ]
+    schemas = {party.features for party in parties}
+    if len(schemas) != 1:
+        described = "; ".join(f"{party.name}: {list(party.features)}" for party in parties)
+        raise ValueError(f"the parties' shards have different feature columns ({described}).")
+    names = [party.name for party in parties]
+    if len(set(names)) != len(names):
+        raise ValueError(f"party names must be distinct; got {names} (dperm party serve --name).")
+    return parties
+
+
+def coordinate(grid, settings: CoordinatorSettings, server_context=None):
+    """Run PSGD (004 Alg. 1) over the connected parties; return ``(PSGDResult, parties, network)``."""
+    node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
+    parties = describe_parties(grid, node_ids, timeout=settings.stage_timeout)
+    sizes = [party.n_samples for party in parties]
+    loss = get_loss(settings.loss, h=settings.h)
+    calibration = calibrate_psgd(
+        epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_samples=sum(sizes),
+        n_parties=len(sizes), n_features=parties[0].n_features, n_rounds=settings.n_rounds, loss=loss,
+        data_norm=settings.data_norm, round_epsilon=settings.round_epsilon,
+    )
+    network = FlowerGridNetwork(
+        grid, parties, clipping_range=psgd_clipping_range(calibration, sizes),
+        quantization_range=settings.quantization_range, modulus_range=settings.modulus_range,
+        timeout=settings.stage_timeout, server_context=server_context, h=settings.h,
+    )
+    result = psgd(network, calibration, composition_slack=settings.composition_slack)
+    return result, parties, network
+
+
+def model_document(result, parties, settings: CoordinatorSettings) -> dict:
+    """The released model as a JSON-serialisable dict (no training rows, no seed)."""
+    return {
+        "format": MODEL_FORMAT,
+        "version": MODEL_FORMAT_VERSION,
+        "estimator": "PSGDClassifier",
+        "engine": ENGINE_NAME,
+        "params": {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
+                   "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss,
+                   "h": settings.h, "round_epsilon": settings.round_epsilon,
+                   "composition_slack": settings.composition_slack},
+        "classes": [-1, 1],
+        "coef": [np.asarray(result.coef, dtype=float).tolist()],
+        "intercept": [0.0],
+        "features": list(parties[0].features),
+        "parties": [party.name for party in parties],
+        "privacy": result.record.to_dict(),
+    }
+
+
+def write_json(path, document) -> None:
+    Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+#: The coordinator's ServerApp.
+server_app = ServerApp()
+
+
+@server_app.main()
+def coordinator_main(grid, context) -> None:
+    """ServerApp entry point: run PSGD, write the model and a status file (paths in the run config)."""
+    settings = CoordinatorSettings.from_run_config(context.run_config)
+    out, status_path = context.run_config["out"], context.run_config["status"]
+    started = time.monotonic()
+    try:
+        result, parties, network = coordinate(grid, settings, server_context=context)
+    except Exception as error:
+        write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
+                                 "seconds": time.monotonic() - started})
+        raise
+    write_json(out, model_document(result, parties, settings))
+    write_json(status_path, {"ok": True, "seconds": time.monotonic() - started, "out": out,
+                             "round_seconds": network.round_seconds, "summary": result.record.summary()})

@@ -1,0 +1,504 @@
+"""Tests of the Flower SecAgg+ engine and the networked PSGD deployment (004 Thm 4.2, note 14)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+flwr = pytest.importorskip("flwr")
+
+from flwr.app import Message  # noqa: E402
+from flwr.clientapp import ClientApp  # noqa: E402
+from flwr.common import Code, FitIns, FitRes, Status, bytes_to_ndarray, ndarrays_to_parameters  # noqa: E402
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage  # noqa: E402
+from flwr.compat.common import recorddict_compat as compat  # noqa: E402
+
+from dperm.cli import main as dperm_main  # noqa: E402
+from dperm.losses import get_loss  # noqa: E402
+from dperm.multiparty import (  # noqa: E402
+    DropoutError,
+    InProcessNetwork,
+    MalformedReplyError,
+    MaskedSecureSum,
+    Party,
+    PartyUnavailableError,
+    PSGDClassifier,
+    SecureSum,
+    SecureSumClippingWarning,
+    calibrate_psgd,
+    psgd,
+)
+from dperm.multiparty import flower_app  # noqa: E402
+from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower_engine import (  # noqa: E402
+    FlowerSecureSum,
+    configure_flower_environment,
+    decode_counts,
+    encode_counts,
+)
+
+LOGISTIC = get_loss("logistic")
+
+
+def plain_vectors(n_parties=4, dimension=50, low=-7.0, high=7.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"p{k}": rng.uniform(low, high, size=dimension) for k in range(n_parties)}
+
+
+def make_data(n=300, d=4, seed=1, noise=0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = np.where(X @ rng.normal(size=d) + noise * rng.normal(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def split(X, y, sizes):
+    bounds = np.cumsum((0,) + tuple(sizes))
+    return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+class RecordingGrids:
+    """A grid factory that keeps every in-process grid it builds, recording both directions."""
+
+    def __init__(self, silent_after=None):
+        self.grids = []
+        self.silent_after = silent_after
+
+    def __call__(self, client_apps):
+        grid = InProcessGrid(client_apps, record=True, silent_after=self.silent_after)
+        self.grids.append(grid)
+        return grid
+
+
+# -- what the server side receives -----------------------------------------------------
+
+
+def contents_seen(messages):
+    """Every array, float and raw byte string in ``messages`` (decoding npy bytes)."""
+    arrays, floats, raw = [], [], []
+    for message in messages:
+        if message.has_error():
+            raw.append(message.error.reason.encode())
+            continue
+        content = message.content
+        for record in content.array_records.values():
+            arrays.extend(array.numpy() for array in record.values())
+        for record in list(content.config_records.values()) + list(content.metric_records.values()):
+            for value in record.values():
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, bytes):
+                        try:
+                            arrays.append(bytes_to_ndarray(item))
+                        except Exception:  # noqa: BLE001 -- keys, ciphertexts: not arrays
+                            raw.append(item)
+                    elif isinstance(item, float):
+                        floats.append(item)
+    return arrays, floats, raw
+
+
+def leaked(vector, messages, clipping_range, quantization_range):
+    """Does any message hold ``vector`` in plain text, or its fixed-point encoding before masking?"""
+    arrays, floats, raw = contents_seen(messages)
+    step = 2 * clipping_range / quantization_range
+    on_grid = (np.clip(vector, -clipping_range, clipping_range) + clipping_range) / step
+    for array in arrays:
+        array = np.asarray(array, dtype=float).ravel()
+        if array.shape != vector.shape:
+            continue
+        if np.allclose(array, vector, rtol=0, atol=step) or np.abs(array - on_grid).max() <= 1.0:
+            return True
+    if any(vector.tobytes() in item for item in raw):
+        return True
+    return bool(floats) and np.isin(np.round(vector, 12), np.round(floats, 12)).any()
+
+
+def stages_sent(grid):
+    return [message.content.config_records[RECORD_KEY_CONFIGS][Key.STAGE] for message in grid.sent
+            if RECORD_KEY_CONFIGS in message.content.config_records]
+
+
+# -- the secure sum --------------------------------------------------------------------
+
+
+def test_flower_sum_equals_plain_sum_within_quantisation_bound():
+    vectors = plain_vectors()
+    engine = FlowerSecureSum(clipping_range=8.0, quantization_range=2**10)
+    total, report = engine.sum(vectors, dimension=50)
+    error = np.abs(total - sum(vectors.values()))
+    bound = 4 * 2 * 8.0 / 2**10  # K * 2C / Q
+    assert report.error_bound == pytest.approx(bound)
+    assert (report.engine, report.n_parties, report.dimension) == ("flower_secaggplus", 4, 50)
+    assert report.coordinates_clipped == 0
+    assert error.max() < bound
+    assert error.max() > 0  # coarse grid: Flower's rounding is visible, so the sum really went through it
+
+
+def test_flower_sum_at_default_precision_and_against_the_masked_engine():
+    vectors = plain_vectors(n_parties=3, dimension=30, seed=3)
+    total, report = FlowerSecureSum().sum(vectors, 30)
+    masked_total, masked_report = MaskedSecureSum(random_state=0).sum(vectors, 30)
+    assert np.abs(total - sum(vectors.values())).max() < report.error_bound == masked_report.error_bound
+    assert np.abs(total - masked_total).max() < 2 * report.error_bound
+
+
+def test_clipping_is_counted_inside_the_secure_sum():
+    vectors = {"a": np.array([10.0, -0.5, -20.0, 1.0]), "b": np.array([1.0, 9.0, 0.0, -8.5]),
+               "c": np.array([0.0, 0.0, 0.0, 0.0])}
+    recorder = RecordingGrids()
+    total, report = FlowerSecureSum(clipping_range=8.0, grid_factory=recorder).sum(vectors, 4)
+    assert report.coordinates_clipped == 4
+    expected = sum(np.clip(v, -8, 8) for v in vectors.values())
+    assert np.abs(total - expected).max() < report.error_bound
+    # no metric travels in the clear: every reply's metrics are empty and num_examples is 1
+    (grid,) = recorder.grids
+    fit_replies = [m for m in grid.received if "fitres.metrics" in m.content.config_records]
+    assert len(fit_replies) == 3
+    for reply in fit_replies:
+        assert dict(reply.content.config_records["fitres.metrics"]) == {}
+        assert dict(reply.content.metric_records["fitres.num_examples"]) == {"num_examples": 1}
+
+
+def test_counts_survive_the_grid_exactly_with_several_digits():
+    quantization_range, clipping_range = 16, 0.5
+    counts = [[0, 1000], [15, 16], [3, 999]]
+    bounds = [20, 1000]  # 1000 >= 16**2: three base-16 digits
+    encoded = [encode_counts(c, bounds, clipping_range, quantization_range) for c in counts]
+    assert all(np.all(np.abs(e) <= clipping_range) for e in encoded)
+    assert decode_counts(np.sum(encoded, axis=0), bounds, 3, clipping_range, quantization_range) == [18, 2015]
+    with pytest.raises(ValueError, match="outside its public bound"):
+        encode_counts([21, 0], bounds, clipping_range, quantization_range)
+
+
+def test_server_side_never_receives_an_individual_vector():
+    vectors = plain_vectors(n_parties=3, dimension=40, seed=5)
+    recorder = RecordingGrids()
+    engine = FlowerSecureSum(grid_factory=recorder)
+    total, _ = engine.sum(vectors, 40)
+    (grid,) = recorder.grids
+    assert stages_sent(grid).count(Stage.UNMASK) == 3
+    arrays, _, _ = contents_seen(grid.received)
+    masked = [a for a in arrays if a.shape == (40,)]
+    assert len(masked) == 3  # the masked vectors are in the transcript ...
+    for party_id, vector in vectors.items():  # ... but no party's vector, plain or encoded
+        assert not leaked(vector, grid.received, 8.0, 2**22), party_id
+    assert np.abs(total - sum(vectors.values())).max() < 1e-4
+
+
+def test_the_leak_detector_catches_a_client_without_secaggplus():
+    """Power of the transcript check: the same grid with a plain ClientApp exposes the vector."""
+    vector = np.random.default_rng(6).uniform(-7, 7, size=40)
+    app = ClientApp()
+
+    @app.train()
+    def train(message, context):
+        fit_res = FitRes(Status(Code.OK, ""), ndarrays_to_parameters([vector]), 1, {})
+        return Message(compat.fitres_to_recorddict(fit_res, keep_input=True), reply_to=message)
+
+    grid = InProcessGrid({1: app}, record=True)
+    content = compat.fitins_to_recorddict(FitIns(ndarrays_to_parameters([]), {}), keep_input=True)
+    with server_identity(grid.run.run_id):
+        grid.send_and_receive([Message(content, 1, "train", group_id="1")])
+    assert leaked(vector, grid.received, 8.0, 2**22)
+
+
+@pytest.mark.parametrize("silent_after, stage", [(0, Stage.SETUP), (1, Stage.SHARE_KEYS),
+                                                 (2, Stage.COLLECT_MASKED_VECTORS), (3, Stage.UNMASK)])
+def test_a_party_that_goes_silent_aborts_the_round_and_nothing_is_revealed(silent_after, stage):
+    vectors = plain_vectors(n_parties=3, dimension=20, seed=7)
+    recorder = RecordingGrids(silent_after={2: silent_after})  # node 2 is party "p1"
+    engine = FlowerSecureSum(grid_factory=recorder)
+    with pytest.raises(DropoutError, match=r"2 of 3 parties.*missing: \['p1'\].*nothing is revealed"):
+        engine.sum(vectors, 20)
+    (grid,) = recorder.grids
+    sent = stages_sent(grid)
+    if stage != Stage.UNMASK:  # stopped before the unmask stage: no share was ever asked for
+        assert Stage.UNMASK not in sent
+        assert not any(Key.SHARE_LIST in m.content.config_records.get(RECORD_KEY_CONFIGS, {})
+                       for m in grid.received if not m.has_error())
+    for vector in vectors.values():
+        assert not leaked(vector, grid.received, 8.0, 2**22)
+
+
+def test_a_party_without_a_vector_drops_out():
+    vectors = plain_vectors(n_parties=3, dimension=20)
+    vectors["p2"] = None
+    with pytest.raises(DropoutError, match=r"missing: \['p2'\].*survivors' sum would be under-noised"):
+        FlowerSecureSum().sum(vectors, 20)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.zeros(3), r"party 'p1'.*shape \(3,\), expected \(40,\)"),
+    (np.full(40, np.nan), r"party 'p1'.*non-finite"),
+    ("garbage", r"party 'p1'.*not a numeric vector"),
+])
+def test_malformed_replies_are_rejected(bad, message):
+    vectors = plain_vectors(n_parties=3, dimension=40)
+    vectors["p1"] = bad
+    with pytest.raises(MalformedReplyError, match=message):
+        FlowerSecureSum().sum(vectors, 40)
+
+
+def test_parameter_checks():
+    with pytest.raises(ValueError, match="power of two"):
+        FlowerSecureSum(modulus_range=3 * 2**20)
+    with pytest.raises(ValueError, match="quantization_range"):
+        FlowerSecureSum(quantization_range=2**31)
+    with pytest.raises(ValueError, match="wrap around"):
+        FlowerSecureSum(quantization_range=2**22, modulus_range=2**23).sum(plain_vectors(3, 5), 5)
+    with pytest.raises(ValueError, match="at least 2 parties"):
+        FlowerSecureSum().sum({"a": np.zeros(2)}, 2)
+    assert isinstance(FlowerSecureSum(), SecureSum)
+
+
+# -- PSGD on the Flower engine ---------------------------------------------------------
+
+
+def test_psgd_on_flower_matches_the_masked_engine_up_to_quantisation():
+    X, y = make_data(n=240)
+    shards = split(X, y, (60, 80, 100))
+    params = dict(epsilon=1.0, alpha=0.05, n_rounds=25, random_state=11)
+    masked = PSGDClassifier(**params).fit(shards)  # default engine, C from public constants
+    clipping_range = masked.privacy_.secure_sum.clipping_range
+    flower = PSGDClassifier(**params, secure_sum=FlowerSecureSum(clipping_range=clipping_range)).fit(shards)
+    by_name = PSGDClassifier(**params, secure_sum="flower").fit(shards)
+    assert flower.privacy_.secure_sum.engine == by_name.privacy_.secure_sum.engine == "flower_secaggplus"
+    assert by_name.privacy_.secure_sum.clipping_range == clipping_range
+    # same seeds: same parties and noise; only the stochastic rounding differs (< 2KC/Q per round)
+    scale = np.abs(masked.coef_).max()
+    assert np.abs(flower.coef_ - masked.coef_).max() < 1e-4 * scale
+    assert np.abs(by_name.coef_ - masked.coef_).max() < 1e-4 * scale
+    assert flower.privacy_.secure_sum.coordinates_clipped == 0 and flower.privacy_.gop_equivalent
+    with pytest.raises(ValueError, match="'flower'"):
+        PSGDClassifier(**params, secure_sum="paillier").fit(shards)
+
+
+def test_psgd_clipping_is_counted_on_flower_like_on_the_masked_engine():
+    X, y = make_data(n=120)
+    shards = split(X, y, (30, 40, 50))
+    params = dict(epsilon=1.0, alpha=0.05, n_rounds=5, random_state=2)
+    with pytest.warns(SecureSumClippingWarning, match="clipped"):
+        flower = PSGDClassifier(**params, secure_sum=FlowerSecureSum(clipping_range=1e-3)).fit(shards)
+    with pytest.warns(SecureSumClippingWarning):
+        masked = PSGDClassifier(**params, secure_sum=MaskedSecureSum(clipping_range=1e-3, random_state=0)).fit(shards)
+    summary = flower.privacy_.secure_sum
+    assert summary.coordinates_clipped > 0 and summary.sums_with_clipping == 5
+    # clipping depends only on the parties' noisy replies, identical under both engines
+    assert summary.coordinates_clipped == masked.privacy_.secure_sum.coordinates_clipped
+    assert not flower.privacy_.gop_equivalent
+
+
+class DroppingParty(Party):
+    def noisy_gradient(self, coef):
+        if self.rounds_answered == 2:
+            raise PartyUnavailableError("offline")
+        return super().noisy_gradient(coef)
+
+
+class NaNParty(Party):
+    def noisy_gradient(self, coef):
+        reply = super().noisy_gradient(coef)
+        reply[0] = np.nan
+        return reply
+
+
+@pytest.mark.parametrize("bad_class, error, message", [
+    (DroppingParty, DropoutError, r"round 2: 2 of 3 parties .*missing: \[1\]"),
+    (NaNParty, MalformedReplyError, r"round 0: party 1 replied with 1 non-finite"),
+])
+def test_psgd_on_flower_aborts_on_dropout_and_malformed_replies(bad_class, error, message):
+    X, y = make_data(n=120)
+    shards = split(X, y, (30, 40, 50))
+    parties = [(bad_class if k == 1 else Party)(Xk, yk, loss=LOGISTIC, party_id=k, random_state=k)
+               for k, (Xk, yk) in enumerate(shards)]
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3,
+                                 n_features=4, n_rounds=6, loss=LOGISTIC, data_norm=1.0)
+    with pytest.raises(error, match=message):
+        psgd(InProcessNetwork(parties, FlowerSecureSum()), calibration)
+
+
+# -- the networked deployment, in process ----------------------------------------------
+
+
+def write_shard(path, X, y, header=None):
+    header = header or [f"x{j}" for j in range(X.shape[1])] + ["label"]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row, label in zip(X, y):
+            writer.writerow([repr(float(v)) for v in row] + [int(label > 0)])  # labels as 0/1
+    return path
+
+
+@pytest.fixture
+def shard_files(tmp_path):
+    X, y = make_data(n=120)
+    X[0] *= 3.0 / np.linalg.norm(X[0])  # two rows beyond the data norm: each party scales its own,
+    X[70] *= 2.0 / np.linalg.norm(X[70])  # and only the total is revealed
+    return [write_shard(tmp_path / f"shard{k}.csv", Xk, yk)
+            for k, (Xk, yk) in enumerate(split(X, y, (30, 40, 50)))]
+
+
+def deployment_grid(paths, **kwargs):
+    node_ids = [101, 205, 307]
+    return InProcessGrid({node_id: flower_app.client_app for node_id in node_ids[:len(paths)]},
+                         {node_id: {"data-path": str(path), "party-name": f"hospital-{k}"}
+                          for k, (node_id, path) in enumerate(zip(node_ids, paths))}, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # counted in rows_clipped
+def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
+    grid = deployment_grid(shard_files, record=True)
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
+                                              wait_seconds=1.0)
+    result, parties, network = flower_app.coordinate(grid, settings)
+    record = result.record
+    assert [p.name for p in parties] == ["hospital-0", "hospital-1", "hospital-2"]
+    assert record.n_samples_by_party == (30, 40, 50) and record.n_rounds == 6
+    assert record.rows_clipped == 2  # counted by the parties, revealed only as a total
+    assert record.secure_sum.engine == "flower_secaggplus_networked" and record.secure_sum.n_sums == 6
+    assert len(network.round_seconds) == 6
+    assert np.all(np.isfinite(result.coef))
+    # the parties' data never reach the server: no value of a training row is in what it received
+    arrays, floats, _ = contents_seen(grid.received)
+    seen = np.concatenate([a.ravel().astype(float) for a in arrays] + [np.array(floats)])
+    X, _, _ = flower_app.load_shard(shard_files[0])
+    assert seen.size > 0 and not np.isin(X[:10].ravel(), seen).any()
+    document = flower_app.model_document(result, parties, settings)
+    flower_app.write_json(tmp_path / "model.json", document)
+    loaded = json.loads((tmp_path / "model.json").read_text())
+    assert loaded["format"] == "dperm-multiparty-model" and loaded["features"] == ["x0", "x1", "x2", "x3"]
+    assert loaded["privacy"]["rows_clipped"] == 2 and len(loaded["coef"][0]) == 4
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_deployment_refuses_a_second_setup_and_mismatched_parties(shard_files, tmp_path):
+    grid = deployment_grid(shard_files[:2])
+    settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
+                                              wait_seconds=1.0)
+    result, parties, network = flower_app.coordinate(grid, settings)
+    network = flower_app.FlowerGridNetwork(grid, parties, clipping_range=2.0)
+    with pytest.raises(RuntimeError, match="already drawn its one-time noise"):
+        network.setup(result.calibration)
+    with pytest.raises(ValueError, match="3 SuperNodes are connected .* --shards is 2"):
+        flower_app.coordinate(deployment_grid(shard_files), flower_app.CoordinatorSettings(
+            n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2, wait_seconds=1.0))
+    with pytest.raises(TimeoutError, match="2 of 3 parties connected"):
+        flower_app.wait_for_parties(grid, 3, wait_seconds=0.1, poll_seconds=0.05)
+    X, y = make_data(n=20, d=3)
+    other = write_shard(tmp_path / "other.csv", X, y)
+    with pytest.raises(ValueError, match="different feature columns"):
+        flower_app.coordinate(deployment_grid([shard_files[0], other]), settings)
+
+
+def test_load_shard_checks_labels_and_columns(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b,label\n0.1,0.2,2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="-1/\\+1 or 0/1"):
+        flower_app.load_shard(path)
+    with pytest.raises(ValueError, match="label column 'y'"):
+        flower_app.load_shard(path, target="y")
+
+
+# -- Flower as an optional extra -------------------------------------------------------
+
+
+def test_dperm_multiparty_imports_without_flower_and_the_engine_says_how_to_install(monkeypatch):
+    code = ("import sys; import dperm.multiparty, dperm.cli; dperm.cli.build_parser(); "
+            "print('flwr' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    monkeypatch.setitem(sys.modules, "flwr", None)
+    with pytest.raises(ImportError, match=r"pip install 'dperm\[multiparty\]'"):
+        FlowerSecureSum()
+
+
+def test_flower_environment_keeps_the_users_settings():
+    user = configure_flower_environment({"FLWR_HOME": "/somewhere", "FLWR_TELEMETRY_ENABLED": "1"})
+    assert user["FLWR_HOME"] == "/somewhere" and user["FLWR_TELEMETRY_ENABLED"] == "1"
+    assert user["FLWR_DISABLE_UPDATE_CHECK"] == "1"
+    fresh = configure_flower_environment({})
+    assert fresh["FLWR_TELEMETRY_ENABLED"] == "0" and os.path.isdir(fresh["FLWR_HOME"])
+
+
+def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path, capsys):
+    assert dperm_main(["coordinate", "--shards", "1", "--epsilon", "1", "--insecure",
+                       "--out", str(tmp_path / "m.json")]) == 2
+    assert "--shards must be at least 2" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--out", str(tmp_path / "m.json")]) == 2
+    assert "--insecure" in capsys.readouterr().err
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1"]) == 2
+    assert "--root-certificates" in capsys.readouterr().err
+    assert dperm_main(["party", "serve", "--data", str(tmp_path / "missing.csv"), "--superlink",
+                       "127.0.0.1:1", "--insecure"]) == 2
+    assert "missing.csv" in capsys.readouterr().err
+
+
+# -- real processes on 127.0.0.1 -------------------------------------------------------
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def stop_group(process):
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait(timeout=15)
+
+
+@pytest.mark.slow
+def test_real_processes_on_loopback(shard_files, tmp_path):
+    """SuperLink + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
+    superlink_port, *node_ports = free_ports(3)
+    env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
+           "FLWR_DISABLE_UPDATE_CHECK": "1"}
+    dperm = [sys.executable, "-m", "dperm.cli"]
+    out = tmp_path / "model.json"
+    processes = []
+    try:
+        coordinator = subprocess.Popen(
+            dperm + ["coordinate", "--shards", "2", "--epsilon", "1", "--alpha", "0.05", "--rounds", "2",
+                     "--port", str(superlink_port), "--insecure", "--wait", "60", "--stage-timeout", "60",
+                     "--workdir", str(tmp_path / "coordinator"), "--out", str(out)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        processes.append(coordinator)
+        for k, port in enumerate(node_ports):
+            processes.append(subprocess.Popen(
+                dperm + ["party", "serve", "--data", str(shard_files[k]), "--name", f"party-{k}",
+                         "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port), "--insecure"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        output, _ = coordinator.communicate(timeout=170)
+    finally:
+        for process in reversed(processes):
+            stop_group(process)
+    assert coordinator.returncode == 0, output
+    document = json.loads(out.read_text())
+    privacy = document["privacy"]
+    assert sorted(privacy["n_samples_by_party"]) == [30, 40] and privacy["rows_clipped"] == 1
+    assert privacy["secure_sum"]["engine"] == "flower_secaggplus_networked"
+    assert privacy["secure_sum"]["n_sums"] == 2 and privacy["n_rounds"] == 2
+    assert sorted(document["parties"]) == ["party-0", "party-1"] and np.all(np.isfinite(document["coef"]))
+    assert "Released model: (1, 1e-05)-DP" in output
