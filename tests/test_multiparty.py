@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
+from scipy import stats
 from sklearn.base import clone
 
 from dperm.accounting import Spend, advanced_composition
@@ -25,8 +27,10 @@ from dperm.multiparty import (
     SecureSum,
     SecureSumClippingWarning,
     SecureSumReport,
+    calibrate_coordinator_gaussian,
     calibrate_psgd,
     coordinator_view_guarantee,
+    gaussian_rounds_epsilon,
     local_aggregation_sensitivity,
     psgd,
 )
@@ -490,3 +494,109 @@ def test_any_secure_sum_engine_plugs_in_and_huber_loss_works():
     assert model.privacy_.secure_sum.engine == "exact_for_tests"
     assert model.privacy_.curvature == pytest.approx(1.0)  # c = 1 / (2h)
     assert model.score(X, y) > 0.7
+
+
+# -- beyond 004: per-round Gaussian noise with an (epsilon, delta) coordinator view ----------
+
+@pytest.fixture
+def dp_accounting():
+    """Google's dp-accounting (extra ``dperm[multiparty]``); the tests below skip without it."""
+    return pytest.importorskip("dp_accounting")
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+@pytest.mark.parametrize("epsilon, delta, n_rounds", [(0.1, 0.05, 1000), (1.0, 1e-5, 200), (4.0, 1e-6, 50)])
+def test_calibrated_noise_spends_the_budget_per_dp_accounting(dp_accounting, accountant, epsilon, delta,
+                                                              n_rounds):
+    rounds = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant)
+    z = rounds.noise_multiplier
+    # dp-accounting itself, on a fresh accountant, says the view is (epsilon, delta)-DP, and barely
+    fresh = (dp_accounting.pld.PLDAccountant() if accountant == "pld" else dp_accounting.rdp.RdpAccountant())
+    spent = fresh.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(z), n_rounds))
+    assert spent.get_epsilon(delta) <= epsilon
+    assert rounds.epsilon == pytest.approx(spent.get_epsilon(delta))
+    assert gaussian_rounds_epsilon(z * 0.99, n_rounds, delta, accountant) > epsilon  # 1 % less noise fails
+    assert rounds.epsilon > 0.99 * epsilon
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.1, 0.05), (1.0, 1e-5)])
+def test_pld_calibration_matches_the_exact_gaussian_mechanism(dp_accounting, epsilon, delta):
+    """T Gaussian rounds with multiplier z are one Gaussian with z / sqrt(T) (Balle & Wang 2018)."""
+    exact = dp_accounting.get_sigma_gaussian(epsilon, delta)
+    for n_rounds in (1, 100, 2000):
+        z = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, "pld").noise_multiplier
+        assert z / math.sqrt(n_rounds) == pytest.approx(exact, rel=2e-3)
+        assert calibrate_coordinator_gaussian(epsilon, delta, n_rounds, "rdp").noise_multiplier >= z
+
+
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_calibrated_noise_grows_with_the_number_of_rounds(dp_accounting, accountant):
+    multipliers = [calibrate_coordinator_gaussian(0.5, 1e-5, n, accountant).noise_multiplier
+                   for n in (1, 10, 100, 1000, 5000)]
+    assert all(a < b for a, b in zip(multipliers, multipliers[1:]))
+    ratios = [z / math.sqrt(n) for z, n in zip(multipliers, (1, 10, 100, 1000, 5000))]
+    assert max(ratios) / min(ratios) < 1.5  # ~ sqrt(T): composition of Gaussians
+
+
+def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
+    X, y = make_data(n=120)
+    model = PSGDClassifier(epsilon=0.5, delta=1e-5, alpha=0.05, n_rounds=40, coordinator_dp=True,
+                           data_norm=2.0, random_state=0).fit(split(X, y, (30, 40, 50)))
+    record = model.privacy_
+    rounds = calibrate_coordinator_gaussian(0.5, 1e-5, 40, "pld")
+    assert record.coordinator_dp and record.round_noise == "gaussian"
+    assert record.noise_multiplier == rounds.noise_multiplier
+    assert record.round_sensitivity == 4.0  # 2 L R
+    assert record.round_noise_sigma == pytest.approx(rounds.noise_multiplier * 4.0)
+    assert record.round_noise_scale == pytest.approx(record.round_noise_sigma / math.sqrt(3))
+    assert record.coordinator_epsilon == pytest.approx(rounds.epsilon) and record.coordinator_epsilon <= 0.5
+    assert (record.coordinator_delta, record.coordinator_composition) == (1e-5, "pld")
+    assert record.round_epsilon == pytest.approx(rounds.round_epsilon) and record.round_delta == 1e-5 / 40
+    assert record.coordinator_epsilon_basic == pytest.approx(40 * rounds.round_epsilon)
+    assert record.coordinator_epsilon_basic > record.coordinator_epsilon
+    assert record.noise_sigma == 0.0 and record.party_noise_sigma == 0.0 and record.extra_regularization == 0.0
+    assert not record.gop_equivalent and "dp-accounting" in record.reference
+    text = record.summary()
+    assert "Coordinator's view over 40 rounds" in text and "PLD" in text
+    assert "post-processing of the coordinator's view" in text and "not 004 Thm 4.2" in text
+    assert any("sigma / sqrt(K)" in note for note in record.notes)
+    assert json.loads(record.to_json())["coordinator_dp"] is True
+
+
+def test_coordinator_dp_parties_draw_gaussian_round_noise_and_no_one_time_noise(dp_accounting):
+    X, y, parties, calibration, _ = psgd_setup((30, 40, 50), n_rounds=10, coordinator_dp=True)
+    assert calibration.round_noise == "gaussian" and calibration.n_parties == 3
+    party = parties[0]
+    party.setup(calibration)
+    assert np.array_equal(party.one_time_noise, np.zeros(4))
+    draws = np.array([party._round_noise() for _ in range(3000)]).ravel()
+    scale = calibration.round_noise_scale
+    assert stats.kstest(draws, "norm", args=(0.0, scale)).pvalue > 1e-3
+    assert stats.kstest(draws, "laplace", args=(0.0, scale / math.sqrt(2))).pvalue < 1e-3  # power
+    # K parties' noise sums to N(0, sigma^2 I), sigma = z * 2 L R
+    assert 3 * scale**2 == pytest.approx(calibration.round_noise_sigma**2)
+    assert calibration.round_noise_sigma == pytest.approx(calibration.noise_multiplier * 2.0)
+
+
+def test_coordinator_dp_learns_and_rejects_conflicting_options(dp_accounting):
+    X, y = make_data(n=600, d=3, noise=0.0)
+    shards = split(X, y, (100, 200, 300))
+    model = PSGDClassifier(epsilon=2.0, delta=1e-5, alpha=0.05, n_rounds=300, coordinator_dp=True,
+                           coordinator_accountant="rdp", random_state=1).fit(shards)
+    assert model.score(X, y) > 0.8 and model.privacy_.coordinator_composition == "rdp"
+    with pytest.raises(ValueError, match="round_epsilon.*coordinator_dp"):
+        PSGDClassifier(n_rounds=5, coordinator_dp=True, round_epsilon=0.1, random_state=0).fit(shards)
+    with pytest.raises(ValueError, match="coordinator_accountant must be one of"):
+        PSGDClassifier(n_rounds=5, coordinator_dp=True, coordinator_accountant="moments").fit(shards)
+    with pytest.raises(ValueError, match="coordinator_dp must be True or False"):
+        PSGDClassifier(n_rounds=5, coordinator_dp="yes").fit(shards)
+    with pytest.raises(ValueError, match="composition_slack"):
+        PSGDClassifier(n_rounds=5, coordinator_dp=True, composition_slack=1e-6, random_state=0).fit(shards)
+
+
+def test_missing_dp_accounting_gives_a_clear_import_error(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dp_accounting", None)
+    with pytest.raises(ImportError, match=r"dperm\[multiparty\]"):
+        gaussian_rounds_epsilon(10.0, 5, 1e-5)

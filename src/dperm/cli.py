@@ -6,9 +6,11 @@ demo      The main job: privacy vs accuracy on the embedded Adult data.
 train     Fit a private model on a CSV file and write a JSON model file.
 predict   Predict with a model file on a CSV file.
 show      Print a model file's privacy guarantee.
-reproduce Reproduce a paper's experiments (chaudhuri2011).
+reproduce Reproduce a paper's experiments (chaudhuri2011, rajkumar2012).
 audit     Empirically audit a mechanism: a statistical lower bound on epsilon.
 experiment learning-rates: excess risk against m under the theory's parameter choice.
+party     party serve: one party's shard as a Flower SuperNode (multiparty PSGD, SecAgg+).
+coordinate Multiparty private SGD (004) over Flower SecAgg+: SuperLink + ServerApp.
 """
 
 from __future__ import annotations
@@ -159,10 +161,14 @@ def _show(args) -> int:
 def _reproduce(args) -> int:
     from dperm.experiments import chaudhuri2011
 
+    if args.paper == "rajkumar2012":
+        from dperm.experiments import rajkumar2012
+
+        return rajkumar2012.main_from_args(args)
     everything = not (args.table1 or args.table2 or args.figures)
     results = chaudhuri2011.run(
         args.out, table1=args.table1 or everything, table2=args.table2 or everything,
-        figures=args.figures or everything, runs=args.runs, folds=args.folds,
+        figures=args.figures or everything, runs=50 if args.runs is None else args.runs, folds=args.folds,
         figure_runs=args.figure_runs, curve_runs=args.curve_runs, permutations=args.permutations,
         encodings=args.encodings, data_home=args.data_home, seed=args.seed, n_jobs=args.jobs)
     print(f"report: {Path(args.out) / 'report.md'} ({results['seconds']:.0f} s)")
@@ -185,11 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
 
     reproduce = sub.add_parser("reproduce", help="reproduce a paper's experiments")
-    reproduce.add_argument("paper", choices=("chaudhuri2011",))
+    reproduce.add_argument("paper", choices=("chaudhuri2011", "rajkumar2012"))
     reproduce.add_argument("--table1", action="store_true", help="Table 1 (Adult)")
     reproduce.add_argument("--table2", action="store_true", help="Table 2 (KDDCup99)")
     reproduce.add_argument("--figures", action="store_true", help="Figs. 2-5")
-    reproduce.add_argument("--runs", type=int, default=50, help="noise draws per fold and cell (50)")
+    reproduce.add_argument("--runs", type=int, default=None,
+                           help="noise draws per fold and cell (chaudhuri2011: 50; rajkumar2012: 5)")
     reproduce.add_argument("--folds", type=int, default=10, help="cross-validation folds (10)")
     reproduce.add_argument("--figure-runs", type=int, default=10, help="draws per fold in Figs. 2-3")
     reproduce.add_argument("--curve-runs", type=int, default=5, help="runs per point in Figs. 4-5")
@@ -200,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--jobs", type=int, default=2)
     reproduce.add_argument("--seed", type=int, default=0)
     reproduce.add_argument("--out", default="dperm-reproduce", help="output directory")
+    from dperm.experiments.rajkumar2012 import add_reproduce_arguments
+
+    add_reproduce_arguments(reproduce)
     reproduce.set_defaults(func=_reproduce)
 
     train = sub.add_parser("train", help="fit a private model on a CSV file")
@@ -243,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dperm.experiments.learning_rates import add_learning_rates_subparser
 
     add_audit_subparser(sub)
+    from dperm.multiparty.cli import add_commands as add_multiparty_commands
+
+    add_multiparty_commands(sub)
     experiment = sub.add_parser("experiment", help="run an experiment (learning-rates)")
     add_learning_rates_subparser(experiment.add_subparsers(dest="experiment", required=True))
 

@@ -3,7 +3,9 @@
 Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
 
 - :class:`PSGDClassifier` / :func:`psgd`: multiparty private SGD (Alg. 1,
-  Procs. 2-3, Thm 4.2), one secure sum of noisy gradients per round;
+  Procs. 2-3, Thm 4.2), one secure sum of noisy gradients per round; with
+  ``coordinator_dp=True``, per-round Gaussian noise calibrated by
+  dp-accounting so that the coordinator's whole view is (epsilon, delta)-DP;
 - :class:`LocalAggregationClassifier` / :func:`local_aggregation`: the
   baseline of Pathak et al. (2010), 004 eq. 5;
 - :class:`SecureSum`, the interface an engine implements, and
@@ -31,9 +33,12 @@ from dperm.multiparty.errors import (
 from dperm.multiparty.estimator import LocalAggregationClassifier, PSGDClassifier
 from dperm.multiparty.privacy import (
     CoordinatorView,
+    GaussianRounds,
     PSGDCalibration,
+    calibrate_coordinator_gaussian,
     calibrate_psgd,
     coordinator_view_guarantee,
+    gaussian_rounds_epsilon,
     gradient_sum_sensitivity,
     local_aggregation_sensitivity,
     round_noise_scale,
@@ -58,6 +63,7 @@ from dperm.multiparty.secure_sum import (
 __all__ = [
     "CoordinatorView",
     "DropoutError",
+    "GaussianRounds",
     "GradientSumNetwork",
     "InProcessNetwork",
     "LocalAggregationCalibration",
@@ -78,9 +84,11 @@ __all__ = [
     "SecureSumClippingWarning",
     "SecureSumReport",
     "SecureSumSummary",
+    "calibrate_coordinator_gaussian",
     "calibrate_local_aggregation",
     "calibrate_psgd",
     "coordinator_view_guarantee",
+    "gaussian_rounds_epsilon",
     "gradient_sum_sensitivity",
     "local_aggregation",
     "local_aggregation_sensitivity",

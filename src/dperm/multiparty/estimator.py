@@ -20,7 +20,7 @@ from dperm.multiparty.baselines import (
     local_aggregation,
     local_aggregation_clipping_range,
 )
-from dperm.multiparty.privacy import calibrate_psgd, check_open_delta
+from dperm.multiparty.privacy import calibrate_psgd, check_coordinator_accountant, check_open_delta
 from dperm.multiparty.protocol import InProcessNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
@@ -137,9 +137,24 @@ class PSGDClassifier(_MultipartyClassifierBase):
     composition_slack : float in (0, 1), optional
         ``delta'`` of the advanced composition of the coordinator's view;
         defaults to ``delta``.
-    secure_sum : dperm.multiparty.SecureSum, optional
+    coordinator_dp : bool, default=False
+        Beyond 004 (note 13). False: the paper's scheme, whose released model
+        is (epsilon, delta)-DP (Thm 4.2) while the coordinator's view is only
+        ``n_rounds * round_epsilon``-DP (or the advanced-composition bound).
+        True: no one-time noise; each round's noise is Gaussian, calibrated
+        with Google's dp-accounting so that the coordinator's *whole view*
+        over ``n_rounds`` rounds is (epsilon, delta)-DP, and the released model
+        is too (post-processing). Needs ``pip install 'dperm[multiparty]'``;
+        ``round_epsilon`` and ``composition_slack`` must be None.
+        See :func:`dperm.multiparty.privacy.calibrate_coordinator_gaussian`.
+    coordinator_accountant : {"pld", "rdp"}, default="pld"
+        dp-accounting's accountant for ``coordinator_dp``: privacy loss
+        distributions (tight) or Renyi DP (looser, more noise).
+    secure_sum : dperm.multiparty.SecureSum or "flower", optional
         Defaults to an in-process :class:`~dperm.multiparty.MaskedSecureSum`
-        whose clipping range is set from public constants.
+        whose clipping range is set from public constants. ``"flower"``:
+        :class:`~dperm.multiparty.flower_engine.FlowerSecureSum` (Flower's
+        SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
 
@@ -162,7 +177,8 @@ class PSGDClassifier(_MultipartyClassifierBase):
 
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
-                 composition_slack=None, secure_sum=None, random_state=None):
+                 composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
+                 secure_sum=None, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -173,6 +189,8 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.step_size = step_size
         self.round_epsilon = round_epsilon
         self.composition_slack = composition_slack
+        self.coordinator_dp = coordinator_dp
+        self.coordinator_accountant = coordinator_accountant
         self.secure_sum = secure_sum
         self.random_state = random_state
 
@@ -192,6 +210,9 @@ class PSGDClassifier(_MultipartyClassifierBase):
         epsilon, alpha, data_norm, loss = self._check_common()
         delta = check_open_delta(self.delta)
         n_rounds = check_positive_int(self.n_rounds, "n_rounds")
+        if not isinstance(self.coordinator_dp, (bool, np.bool_)):
+            raise ValueError(f"coordinator_dp must be True or False; got {self.coordinator_dp!r}.")
+        check_coordinator_accountant(self.coordinator_accountant)
         arrays, classes, n_features = check_shards(shards)
         rng = check_random_state(self.random_state)
         parties = self._make_parties(arrays, classes, loss, data_norm, rng)
@@ -199,12 +220,19 @@ class PSGDClassifier(_MultipartyClassifierBase):
         calibration = calibrate_psgd(
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
             n_features=n_features, n_rounds=n_rounds, loss=loss, data_norm=data_norm,
-            round_epsilon=self.round_epsilon,
+            round_epsilon=self.round_epsilon, coordinator_dp=bool(self.coordinator_dp),
+            coordinator_accountant=self.coordinator_accountant,
         )
         secure_sum = self.secure_sum
         if secure_sum is None:
             secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
                                          random_state=rng.spawn(1)[0])
+        elif isinstance(secure_sum, str):
+            if secure_sum != "flower":
+                raise ValueError(f"secure_sum must be a SecureSum, None or 'flower'; got {secure_sum!r}.")
+            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+
+            secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         self._set_model(result.coef, classes, n_features)

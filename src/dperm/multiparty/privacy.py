@@ -8,11 +8,15 @@ Everything single-party is reused from :mod:`dperm.privacy.sensitivity`
   per-round noise ``rho`` (004 Prop. 3.1, eq. 2, Proc. 3; notes 2 and 13);
 - the calibration of PSGD (004 Alg. 1, Procs. 2-3) as one record;
 - the guarantee of the coordinator's whole view over ``T`` rounds (note 13);
+- the option beyond the paper (note 13): per-round Gaussian noise calibrated
+  with Google's ``dp-accounting`` (PLD or RDP) so that the coordinator's whole
+  view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`);
 - the sensitivity of the local-aggregation baseline (004 eq. 5; note 12).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -95,6 +99,25 @@ class PSGDCalibration:
         ``L``, ``c``, ``R`` and ``lambda``.
     loss : str
         Name of the loss ``phi``.
+    coordinator_dp : bool
+        False: 004's scheme (``eta^k`` once, l2-Laplace ``rho``). True: no
+        ``eta^k``; ``rho_t^k`` Gaussian, calibrated so that the coordinator's
+        whole view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`).
+        Then ``epsilon_tilde``, ``noise_sigma`` and ``party_noise_sigma`` are 0
+        (no objective perturbation), ``Delta = 0``, ``round_noise_scale`` is the
+        per-coordinate std of one party's ``rho_t^k`` and ``round_epsilon`` is
+        the one-round epsilon at ``round_delta``.
+    round_noise : {"l2-laplace", "gaussian"}
+        Distribution of ``rho_t^k``.
+    round_noise_sigma : float
+        Gaussian scheme: std per coordinate of ``sum_k rho_t^k`` (``z * 2 L R``); 0 otherwise.
+    noise_multiplier : float
+        Gaussian scheme: ``z = round_noise_sigma / (2 L R)``; 0 otherwise.
+    round_delta : float
+        Gaussian scheme: the delta at which ``round_epsilon`` is stated
+        (``delta / T``, so that basic composition lands on ``delta``); 0 otherwise.
+    coordinator_accountant : str
+        Gaussian scheme: ``"pld"`` or ``"rdp"`` (dp-accounting); ``""`` otherwise.
     """
 
     epsilon: float
@@ -115,6 +138,12 @@ class PSGDCalibration:
     data_norm: float
     alpha: float
     loss: str
+    coordinator_dp: bool = False
+    round_noise: str = "l2-laplace"
+    round_noise_sigma: float = 0.0
+    noise_multiplier: float = 0.0
+    round_delta: float = 0.0
+    coordinator_accountant: str = ""
 
     @property
     def strong_convexity(self) -> float:
@@ -145,6 +174,8 @@ def calibrate_psgd(
     loss,
     data_norm,
     round_epsilon=None,
+    coordinator_dp=False,
+    coordinator_accountant="pld",
 ) -> PSGDCalibration:
     """Calibrate PSGD from public inputs: 004 Alg. 1 line 1 and Proc. 3's constants.
 
@@ -172,6 +203,13 @@ def calibrate_psgd(
     data_norm : float > 0
         ``R``.
     round_epsilon : float > 0, optional
+    coordinator_dp : bool, default=False
+        Replace steps 1-3 by :func:`calibrate_coordinator_gaussian`: no
+        one-time noise, Gaussian ``rho_t^k`` such that the coordinator's whole
+        view over ``n_rounds`` rounds is ``(epsilon, delta)``-DP (beyond 004;
+        note 13). ``round_epsilon`` must then be None.
+    coordinator_accountant : {"pld", "rdp"}, default="pld"
+        dp-accounting's accountant for ``coordinator_dp``.
 
     Returns
     -------
@@ -187,8 +225,29 @@ def calibrate_psgd(
     n_features = check_positive_int(n_features, "n_features")
     n_rounds = check_positive_int(n_rounds, "n_rounds")
     data_norm = check_positive(data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm.")
-    round_epsilon = epsilon if round_epsilon is None else check_epsilon(round_epsilon, "round_epsilon")
     lipschitz, curvature = _psgd_loss_constants(loss)
+    if coordinator_dp:
+        if round_epsilon is not None:
+            raise ValueError(
+                f"round_epsilon={round_epsilon!r} cannot be combined with coordinator_dp=True: the "
+                "per-round Gaussian noise is calibrated from epsilon, delta and n_rounds so that the "
+                "coordinator's whole view is (epsilon, delta)-DP. Leave round_epsilon=None."
+            )
+        rounds = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, coordinator_accountant)
+        sensitivity = gradient_sum_sensitivity(lipschitz, data_norm)
+        sigma = rounds.noise_multiplier * sensitivity
+        return PSGDCalibration(
+            epsilon=epsilon, delta=delta, epsilon_tilde=0.0, extra_regularization=0.0,
+            noise_sigma=0.0, party_noise_sigma=0.0,
+            round_epsilon=rounds.round_epsilon, round_sensitivity=sensitivity,
+            round_noise_scale=sigma / math.sqrt(n_parties), n_rounds=n_rounds,
+            n_parties=n_parties, n_samples=n_samples, n_features=n_features,
+            lipschitz=lipschitz, curvature=curvature, data_norm=data_norm, alpha=alpha,
+            loss=loss.name, coordinator_dp=True, round_noise="gaussian", round_noise_sigma=sigma,
+            noise_multiplier=rounds.noise_multiplier, round_delta=rounds.round_delta,
+            coordinator_accountant=rounds.accountant,
+        )
+    round_epsilon = epsilon if round_epsilon is None else check_epsilon(round_epsilon, "round_epsilon")
     slack = objective_perturbation_slack(epsilon, n_samples, alpha, curvature, data_norm)
     sigma = gaussian_objective_sigma(n_features, slack.epsilon_noise, delta, lipschitz, data_norm)
     return PSGDCalibration(
@@ -220,13 +279,15 @@ class CoordinatorView:
     Attributes
     ----------
     epsilon_basic, delta_basic : float
-        ``T * eps_round`` and 0: basic composition of the ``T`` rounds.
+        ``T * eps_round`` and 0: basic composition of the ``T`` rounds (for
+        ``coordinator_dp``, ``T * round_epsilon`` and ``T * round_delta``).
     epsilon, delta : float
-        The tighter of basic and advanced composition (slack ``delta'``).
-    composition : {"basic", "advanced"}
-        Which of the two gave ``epsilon``.
+        The tighter of basic and advanced composition (slack ``delta'``); for
+        ``coordinator_dp``, the PLD / RDP accountant's epsilon at ``delta``.
+    composition : {"basic", "advanced", "pld", "rdp"}
+        Which rule gave ``epsilon``.
     slack : float
-        The ``delta'`` used for advanced composition.
+        The ``delta'`` used for advanced composition (0 for PLD / RDP).
     """
 
     epsilon_basic: float
@@ -256,6 +317,200 @@ def coordinator_view_guarantee(round_epsilon: float, n_rounds: int, slack: float
     epsilon, delta = advanced_composition(spends, slack)
     composition = "advanced" if epsilon < epsilon_basic else "basic"
     return CoordinatorView(epsilon_basic, delta_basic, epsilon, delta, composition, slack)
+
+
+# -- beyond 004: per-round Gaussian noise with an (epsilon, delta) coordinator view --------
+
+#: Accountants of Google's ``dp-accounting`` that :func:`calibrate_coordinator_gaussian` accepts.
+COORDINATOR_ACCOUNTANTS = ("pld", "rdp")
+#: Relative tolerance of the search for the noise multiplier ``z``.
+NOISE_MULTIPLIER_RTOL = 1e-6
+
+
+def _dp_accounting():
+    """Import Google's ``dp-accounting`` lazily, with an error that says what to install."""
+    try:
+        import dp_accounting
+        from dp_accounting import pld, rdp  # noqa: F401  (submodules used below)
+    except ImportError as error:
+        raise ImportError(
+            "coordinator_dp=True accounts the coordinator's view with Google's dp-accounting "
+            "package, which is not installed. Install it with pip install 'dperm[multiparty]' "
+            "(or pip install dp-accounting)."
+        ) from error
+    return dp_accounting
+
+
+def check_coordinator_accountant(accountant) -> str:
+    if accountant not in COORDINATOR_ACCOUNTANTS:
+        raise ValueError(
+            f"coordinator_accountant must be one of {COORDINATOR_ACCOUNTANTS}; got {accountant!r}."
+        )
+    return accountant
+
+
+def _fresh_accountant(accountant: str):
+    dp_accounting = _dp_accounting()
+    if accountant == "pld":
+        return dp_accounting.pld.PLDAccountant()
+    return dp_accounting.rdp.RdpAccountant()
+
+
+def gaussian_rounds_epsilon(noise_multiplier: float, n_rounds: int, delta: float,
+                            accountant: str = "pld") -> float:
+    """``epsilon`` at ``delta`` of ``T`` adaptive rounds of the Gaussian mechanism, per dp-accounting.
+
+    Each round releases ``f_t(D) + N(0, sigma^2 I)`` with ``||f_t(D) - f_t(D')|| <= s``
+    and ``z = sigma / s``. The event is ``SelfComposedDpEvent(GaussianDpEvent(z), T)``
+    on a fresh PLD accountant (pessimistic, so an upper bound) or RDP accountant
+    (Mironov 2017; conversion to ``(epsilon, delta)`` is an upper bound too).
+    dp-accounting's ``GaussianDpEvent(z)`` is the pair ``N(0, z^2)`` vs ``N(1, z^2)``
+    under its default add-or-remove relation; with ``z = sigma / s`` for the
+    replace-one sensitivity ``s`` that is exactly the pair of one round here
+    (rotation invariance of the isotropic Gaussian), so the default relation
+    is the right one.
+    """
+    dp_accounting = _dp_accounting()
+    check_coordinator_accountant(accountant)
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.GaussianDpEvent(check_positive(noise_multiplier, "noise_multiplier")),
+        check_positive_int(n_rounds, "n_rounds"),
+    )
+    return float(_fresh_accountant(accountant).compose(event).get_epsilon(check_open_delta(delta)))
+
+
+@dataclass(frozen=True)
+class GaussianRounds:
+    """Result of :func:`calibrate_coordinator_gaussian`.
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        ``z``: per-round noise std over the per-round L2 sensitivity.
+    epsilon : float
+        ``epsilon`` of the whole view at ``delta`` per the accountant (``<=`` the target).
+    delta : float
+    round_epsilon, round_delta : float
+        One round is ``(round_epsilon, round_delta)``-DP with ``round_delta = delta / T``.
+    n_rounds : int
+    accountant : str
+    """
+
+    noise_multiplier: float
+    epsilon: float
+    delta: float
+    round_epsilon: float
+    round_delta: float
+    n_rounds: int
+    accountant: str
+
+
+def calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant="pld") -> GaussianRounds:
+    """The smallest per-round Gaussian noise that makes the coordinator's whole view ``(eps, delta)``-DP.
+
+    Beyond 004 (shared papers note 13). Each party answers round ``t`` with
+    ``grad G_k(w_t) + rho_t^k`` (004 eq. 10 without ``eta^k``), ``rho_t^k ~
+    N(0, sigma^2 / K I)``, so the secure sum the coordinator sees is
+    ``sum_k grad G_k(w_t) + N(0, sigma^2 I)``.
+
+    Soundness:
+
+    1. **Sensitivity.** Replacing one record changes one term ``phi'(y w.x) y x``
+       of one party's ``grad G_k(w_t)`` (004 eq. 8), each of norm ``<= L R``, so the
+       sum over parties moves by at most ``s = 2 L R`` in L2 (004 Prop. 3.1 with
+       note 2; :func:`gradient_sum_sensitivity`), whatever ``w_t`` is.
+    2. **Composition over T rounds.** ``w_t`` is a function of the earlier sums
+       (004 Alg. 1), so the view is an adaptive composition of ``T`` Gaussian
+       mechanisms, each with noise multiplier ``z = sigma / s``. PLD and RDP
+       accounting both hold under adaptive composition; ``z`` is found by
+       dp-accounting's ``calibrate_dp_mechanism`` (a bracketed Brent search that
+       returns a ``z`` whose accounted epsilon is ``<= epsilon``) over
+       :func:`gaussian_rounds_epsilon`.
+    3. **Released model.** ``w_T`` is computed from the sums, the public ``w_0``,
+       ``lambda`` and step sizes only: post-processing of the view, hence
+       ``(epsilon, delta)``-DP too. No one-time noise is needed; 004 Thm 4.2 (the
+       GOP equivalence) is not used, so the guarantee holds for every finite ``T``.
+
+    Assumptions (the same trust model as 004 Thm 4.2): the coordinator learns
+    only the exact sum. The noise is split over the ``K`` parties, so a
+    coordinator colluding with other parties, or a secure sum that leaks an
+    individual reply, sees one party's gradient with only ``sigma / sqrt(K)``.
+    The fixed-point encoding of a real secure sum is applied to each party's
+    noisy vector; its rounding (at most the recorded ``error_bound`` per
+    coordinate) is not covered by this analysis (a discrete Gaussian would be).
+
+    Parameters
+    ----------
+    epsilon : float > 0
+    delta : float in (0, 1)
+    n_rounds : int
+        ``T``.
+    accountant : {"pld", "rdp"}, default="pld"
+        ``"pld"`` (privacy loss distributions, tight) or ``"rdp"`` (Renyi DP, looser).
+
+    Returns
+    -------
+    GaussianRounds
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_open_delta(delta)
+    n_rounds = check_positive_int(n_rounds, "n_rounds")
+    accountant = check_coordinator_accountant(accountant)
+    return _calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant)
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant) -> GaussianRounds:
+    dp_accounting = _dp_accounting()
+
+    def gap(z):
+        return gaussian_rounds_epsilon(z, n_rounds, delta, accountant) - epsilon
+
+    # Bracket the root: start at the classical Gaussian bound for T-fold composition
+    # (sigma/s = sqrt(2 ln(1.25/delta)) / eps, times sqrt(T)), then double / halve.
+    upper = math.sqrt(n_rounds) * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    while gap(upper) > 0:
+        upper *= 2.0
+    lower = upper / 2.0
+    while gap(lower) <= 0:
+        upper, lower = lower, lower / 2.0
+    z = dp_accounting.calibrate_dp_mechanism(
+        lambda: _fresh_accountant(accountant),
+        lambda value: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(value), n_rounds),
+        epsilon, delta,
+        bracket_interval=dp_accounting.ExplicitBracketInterval(lower, upper),
+        tol=NOISE_MULTIPLIER_RTOL * upper,
+    )
+    achieved = gaussian_rounds_epsilon(z, n_rounds, delta, accountant)
+    round_delta = delta / n_rounds
+    return GaussianRounds(
+        noise_multiplier=float(z), epsilon=achieved, delta=delta,
+        round_epsilon=gaussian_rounds_epsilon(z, 1, round_delta, accountant), round_delta=round_delta,
+        n_rounds=n_rounds, accountant=accountant,
+    )
+
+
+def coordinator_view_gaussian(calibration: PSGDCalibration) -> CoordinatorView:
+    """The coordinator-view guarantee of a ``coordinator_dp`` calibration (see :func:`calibrate_coordinator_gaussian`).
+
+    ``epsilon`` is the accountant's, at ``delta``; ``epsilon_basic`` is basic
+    composition of the per-round ``(round_epsilon, delta / T)``, for comparison.
+    """
+    if not calibration.coordinator_dp:
+        raise ValueError("coordinator_view_gaussian needs a calibration made with coordinator_dp=True.")
+    rounds = calibrate_coordinator_gaussian(calibration.epsilon, calibration.delta, calibration.n_rounds,
+                                            calibration.coordinator_accountant)  # cached
+    if rounds.noise_multiplier == calibration.noise_multiplier:
+        epsilon = rounds.epsilon
+    else:  # a calibration built by other means: account its own noise
+        epsilon = gaussian_rounds_epsilon(calibration.noise_multiplier, calibration.n_rounds,
+                                          calibration.delta, calibration.coordinator_accountant)
+    return CoordinatorView(
+        epsilon_basic=calibration.n_rounds * calibration.round_epsilon,
+        delta_basic=min(1.0, calibration.n_rounds * calibration.round_delta),
+        epsilon=epsilon, delta=calibration.delta,
+        composition=calibration.coordinator_accountant, slack=0.0,
+    )
 
 
 def local_aggregation_sensitivity(

@@ -38,6 +38,7 @@ from dperm.multiparty.errors import (
 from dperm.multiparty.privacy import (
     PSGDCalibration,
     check_open_delta,
+    coordinator_view_gaussian,
     coordinator_view_guarantee,
     l2_laplace_norm_quantile,
 )
@@ -125,7 +126,8 @@ class Party:
         """Accept the public calibration and draw ``eta^k ~ N(0, sigma^2/K I)`` once.
 
         A second setup is refused: fresh ``eta^k`` draws would let the
-        coordinator average the one-time noise away (004 Sec. 3.3).
+        coordinator average the one-time noise away (004 Sec. 3.3). With
+        ``calibration.coordinator_dp`` there is no one-time noise (``eta^k = 0``).
         """
         if self._calibration is not None:
             raise RuntimeError(
@@ -144,7 +146,22 @@ class Party:
                 f"{self.loss.lipschitz:g}); the per-round sensitivity 2 L R would not hold."
             )
         self._calibration = calibration
-        self._one_time_noise = sample_gaussian(self.n_features, calibration.party_noise_sigma, self._rng)
+        if calibration.coordinator_dp:
+            self._one_time_noise = np.zeros(self.n_features)
+        else:
+            self._one_time_noise = sample_gaussian(self.n_features, calibration.party_noise_sigma, self._rng)
+
+    @property
+    def one_time_noise(self) -> np.ndarray:
+        """A copy of this party's ``eta^k`` (its own secret; drawn in :meth:`setup`).
+
+        Only the party itself may read it. In-process experiments, which play
+        every role, use it to compute GOP's minimiser with the same
+        ``eta = sum_k eta^k`` as a PSGD run (a paired comparison, 004 Thm 4.2).
+        """
+        if self._one_time_noise is None:
+            raise RuntimeError(f"party {self.party_id!r} has no one-time noise yet; call setup() first.")
+        return self._one_time_noise.copy()
 
     def local_gradient(self, coef) -> np.ndarray:
         """``grad G_k(w) = sum_j phi'(y_j w.x_j) y_j x_j`` (004 eq. 8): no noise."""
@@ -152,8 +169,17 @@ class Party:
         return self._X.T @ self.loss.score_derivative(self._y, scores)
 
     def _round_noise(self) -> np.ndarray:
-        """``rho_t^k``, density ``~ exp(-||rho|| / scale)``, fresh each round (004 Proc. 3, eq. 2)."""
-        return sample_l2_laplace(self.n_features, self._calibration.round_noise_scale, self._rng)
+        """``rho_t^k``, fresh each round.
+
+        004 Proc. 3 (eq. 2): density ``~ exp(-||rho|| / scale)``. With
+        ``coordinator_dp``: ``N(0, scale^2 I)``, ``scale = sigma / sqrt(K)``, so
+        the ``K`` parties' noise sums to ``N(0, sigma^2 I)``
+        (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+        """
+        calibration = self._calibration
+        if calibration.round_noise == "gaussian":
+            return sample_gaussian(self.n_features, calibration.round_noise_scale, self._rng)
+        return sample_l2_laplace(self.n_features, calibration.round_noise_scale, self._rng)
 
     def noisy_gradient(self, coef) -> np.ndarray:
         """Answer one gradient request: ``grad G_k(w_t) + rho_t^k + eta^k`` (004 Proc. 3, eq. 14).
@@ -297,13 +323,17 @@ def psgd_clipping_range(calibration: PSGDCalibration, n_samples_by_party) -> flo
 
     A reply scaled by ``1/N`` has coordinates at most
     ``(N_max L R + |rho_i| + |eta^k_i|) / N``; ``|rho_i| <= ||rho||`` is
-    bounded by its l2-Laplace tail and ``|eta^k_i|`` by its Gaussian tail, each
-    exceeded with probability ``CLIPPING_TAIL_PROBABILITY``. The result is
-    rounded up to a power of two (:func:`~dperm.multiparty.secure_sum.clipping_range_for`).
+    bounded by its l2-Laplace tail (by its Gaussian tail with ``coordinator_dp``)
+    and ``|eta^k_i|`` by its Gaussian tail, each exceeded with probability
+    ``CLIPPING_TAIL_PROBABILITY``. The result is rounded up to a power of two
+    (:func:`~dperm.multiparty.secure_sum.clipping_range_for`).
     """
     tail = CLIPPING_TAIL_PROBABILITY
     gradient_bound = max(n_samples_by_party) * calibration.lipschitz * calibration.data_norm
-    rho_bound = l2_laplace_norm_quantile(calibration.n_features, calibration.round_noise_scale, tail)
+    if calibration.round_noise == "gaussian":
+        rho_bound = calibration.round_noise_scale * float(norm.isf(tail / 2.0))
+    else:
+        rho_bound = l2_laplace_norm_quantile(calibration.n_features, calibration.round_noise_scale, tail)
     eta_bound = calibration.party_noise_sigma * float(norm.isf(tail / 2.0))
     return clipping_range_for((gradient_bound + rho_bound + eta_bound) / calibration.n_samples)
 
@@ -406,9 +436,15 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
         ``z_t``; "auto" is :class:`RobbinsMonroSteps`.
     composition_slack : float in (0, 1), optional
         ``delta'`` for the advanced composition of the coordinator's view;
-        defaults to ``calibration.delta``.
+        defaults to ``calibration.delta``. Not used with ``coordinator_dp``
+        (the view is accounted by PLD / RDP; passing it is an error).
     coef_init : array-like of shape (d,), optional
         ``w_0`` (public); zeros by default.
+
+    With ``calibration.coordinator_dp`` (beyond 004, note 13) the same loop
+    runs with ``eta^k = 0``, Gaussian ``rho_t^k`` and ``Delta = 0``: noisy
+    gradient descent whose whole transcript, hence ``w_psgd``, is
+    ``(epsilon, delta)``-DP (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
 
     Returns
     -------
@@ -416,10 +452,18 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
         ``coef`` is ``w_psgd``; ``record`` states both guarantees (note 13).
     """
     _check_network(network, calibration)
-    slack = calibration.delta
-    if composition_slack is not None:
-        slack = check_open_delta(composition_slack, "composition_slack")
-    view = coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
+    if calibration.coordinator_dp:
+        if composition_slack is not None:
+            raise ValueError(
+                "composition_slack is the delta' of the advanced composition of 004's scheme; with "
+                "coordinator_dp=True the view is accounted by dp-accounting at delta. Leave it None."
+            )
+        view = coordinator_view_gaussian(calibration)
+    else:
+        slack = calibration.delta
+        if composition_slack is not None:
+            slack = check_open_delta(composition_slack, "composition_slack")
+        view = coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
     steps = resolve_step_size(step_size, calibration)
     d = calibration.n_features
     coef = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=float)
@@ -438,8 +482,11 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
         warnings.warn(
             f"the secure sum clipped {summary.coordinates_clipped} coordinates in "
             f"{summary.sums_with_clipping} of {summary.n_sums} rounds (clipping_range="
-            f"{summary.clipping_range:g}); PSGD's equivalence with GOP (004 Thm 4.2) does not "
-            "hold for this run. Raise the secure sum's clipping_range.",
+            f"{summary.clipping_range:g}); "
+            + ("the iterates are not Alg. 1's and clipping is outside the Gaussian accounting"
+               if calibration.coordinator_dp else
+               "PSGD's equivalence with GOP (004 Thm 4.2) does not hold for this run")
+            + ". Raise the secure sum's clipping_range.",
             SecureSumClippingWarning,
             stacklevel=2,
         )
@@ -447,7 +494,9 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     return PSGDResult(coef=coef, record=record, calibration=calibration)
 
 
-def _psgd_notes(summary) -> tuple:
+def _psgd_notes(summary, calibration) -> tuple:
+    if calibration.coordinator_dp:
+        return _coordinator_dp_notes(summary, calibration)
     notes = [
         "004 Thm 4.2's (epsilon, delta) is for the point PSGD converges to, GOP's minimiser; "
         "the finite-T iterate is also post-processing of the coordinator's view, so it is at "
@@ -494,8 +543,40 @@ def _psgd_record(calibration, view, summary, network, steps) -> PSGDPrivacyRecor
         rows_clipped=network.rows_clipped,
         step_size=str(steps),
         secure_sum=summary,
-        gop_equivalent=summary.coordinates_clipped == 0,
+        gop_equivalent=summary.coordinates_clipped == 0 and not calibration.coordinator_dp,
         loss=calibration.loss,
-        reference=REFERENCES["psgd"],
-        notes=_psgd_notes(summary),
+        reference=REFERENCES["psgd_coordinator_dp" if calibration.coordinator_dp else "psgd"],
+        notes=_psgd_notes(summary, calibration),
+        coordinator_dp=calibration.coordinator_dp,
+        round_noise=calibration.round_noise,
+        round_noise_sigma=calibration.round_noise_sigma,
+        noise_multiplier=calibration.noise_multiplier,
+        round_delta=calibration.round_delta,
     )
+
+
+def _coordinator_dp_notes(summary, calibration) -> tuple:
+    notes = [
+        f"coordinator_dp: each round's secure sum is sum_k grad G_k(w_t) + N(0, sigma^2 I), "
+        f"sigma = {calibration.round_noise_sigma:.4g} = z * 2 L R with z = "
+        f"{calibration.noise_multiplier:.4g}; L2 sensitivity 2 L R per round (004 Prop. 3.1, note 2); "
+        f"{calibration.n_rounds} adaptive rounds accounted by dp-accounting "
+        f"({calibration.coordinator_accountant.upper()}).",
+        "The released model is computed from the sums and public constants only: it is "
+        "(epsilon, delta)-DP by post-processing of the coordinator's view, for this finite T. "
+        "No one-time noise eta^k is drawn and 004 Thm 4.2 (equivalence with GOP) is not used.",
+        "Trust model as in 004 Thm 4.2: the coordinator learns only the exact sum. The noise is "
+        "split over the K parties (sigma / sqrt(K) each), so a coordinator colluding with other "
+        "parties sees one party's gradient with only sigma / sqrt(K).",
+        f"The secure sum's fixed-point rounding (at most {summary.error_bound:.3g} per coordinate "
+        "and round) acts on each party's noisy vector and is not covered by the Gaussian "
+        "accounting (a discrete Gaussian would be).",
+        "Party sizes N_k and the count of clipped coordinates are revealed (public / post-processing).",
+    ]
+    if summary.coordinates_clipped:
+        notes.append(
+            f"The secure sum clipped {summary.coordinates_clipped} noisy coordinates in "
+            f"{summary.sums_with_clipping} rounds: the iterates are not Alg. 1's, and like the "
+            "rounding, clipping acts on each party's noisy vector, outside the Gaussian accounting."
+        )
+    return tuple(notes)

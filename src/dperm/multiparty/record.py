@@ -10,6 +10,10 @@ from dperm.multiparty.secure_sum import SecureSumSummary
 REFERENCES = {
     "psgd": "Rajkumar & Agarwal (2012), Alg. 1, Procs. 2-3, Thm 4.2 (via GOP, Alg. 4 and Thm 4.1); "
     "shared papers notes 2-4, 13-14",
+    "psgd_coordinator_dp": "Rajkumar & Agarwal (2012), Alg. 1 and Prop. 3.1 with per-round Gaussian "
+    "noise instead of Proc. 3's (beyond the paper: shared papers note 13); accounting by Google's "
+    "dp-accounting (privacy loss distributions, Koskela et al. 2020 / Doroshenko et al. 2022; or "
+    "Renyi DP, Mironov 2017)",
     "local_aggregation": "Pathak, Rane & Raj (2010) as in Rajkumar & Agarwal (2012), eq. 5; "
     "Chaudhuri et al. (2011), Cor. 1; shared papers notes 1, 2, 12, 14",
 }
@@ -42,7 +46,8 @@ class _RecordMixin:
 class PSGDPrivacyRecord(_RecordMixin):
     """What a PSGD run guarantees, to whom, and how it was calibrated.
 
-    Two guarantees (shared papers note 13):
+    Two guarantees (shared papers note 13). With ``coordinator_dp=False``
+    (004's scheme):
 
     - **released model** ``(epsilon, delta)``: 004 Thm 4.2, PSGD's limit is
       GOP's output (Alg. 4) on the pooled data, hence GOP's guarantee. It
@@ -51,6 +56,12 @@ class PSGDPrivacyRecord(_RecordMixin):
       at least ``(coordinator_epsilon, coordinator_delta)``-DP;
     - **coordinator's view** over the ``T`` rounds: each round's sum is
       ``round_epsilon``-DP (``rho`` noise), composed over ``n_rounds``.
+
+    With ``coordinator_dp=True`` (beyond 004) the per-round noise is Gaussian
+    and calibrated so that the **coordinator's view** is ``(epsilon, delta)``-DP
+    by a PLD / RDP accountant (``coordinator_epsilon <= epsilon`` at
+    ``coordinator_delta = delta``); the **released model** is a post-processing
+    of that view and has the same guarantee, for the finite ``T`` that was run.
 
     Attributes
     ----------
@@ -97,6 +108,17 @@ class PSGDPrivacyRecord(_RecordMixin):
     reference : str
     notes : tuple of str
         Plain-language caveats (scope of Thm 4.2, clipping, trust assumptions).
+    coordinator_dp : bool
+        Which scheme ran (see above).
+    round_noise : {"l2-laplace", "gaussian"}
+        Distribution of ``rho_t^k``; ``round_noise_scale`` is its l2-Laplace
+        ``1/beta`` or, for the Gaussian, one party's std per coordinate.
+    round_noise_sigma : float
+        Gaussian scheme: std per coordinate of the summed per-round noise; 0 otherwise.
+    noise_multiplier : float
+        Gaussian scheme: ``z = round_noise_sigma / round_sensitivity``; 0 otherwise.
+    round_delta : float
+        Gaussian scheme: one round is ``(round_epsilon, round_delta)``-DP; 0 otherwise.
     """
 
     mechanism: str
@@ -130,6 +152,11 @@ class PSGDPrivacyRecord(_RecordMixin):
     loss: str
     reference: str
     notes: tuple
+    coordinator_dp: bool = False
+    round_noise: str = "l2-laplace"
+    round_noise_sigma: float = 0.0
+    noise_multiplier: float = 0.0
+    round_delta: float = 0.0
 
     @property
     def guarantee(self) -> str:
@@ -143,6 +170,8 @@ class PSGDPrivacyRecord(_RecordMixin):
 
     def summary(self) -> str:
         """A readable account of both guarantees and the calibration."""
+        if self.coordinator_dp:
+            return self._coordinator_dp_summary()
         lines = [
             f"Released model: {self.guarantee} (004 Thm 4.2, equal to GOP's), w.r.t. replacing one record.",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
@@ -152,6 +181,30 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho l2-Laplace, scale "
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
             f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g}.",
+            f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
+            f"R = {self.data_norm:g}, {self.rows_clipped} rows clipped; alpha = {self.alpha:g}, "
+            f"L = {self.lipschitz:g}, c = {self.curvature:g}, {self.loss} loss.",
+            f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}, "
+            f"Q = {self.secure_sum.quantization_range}, M = {self.secure_sum.modulus_range}; "
+            f"{self.secure_sum.coordinates_clipped} coordinates clipped in "
+            f"{self.secure_sum.sums_with_clipping} of {self.secure_sum.n_sums} rounds.",
+            f"Steps: {self.step_size}.",
+        ]
+        lines += [f"Note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def _coordinator_dp_summary(self) -> str:
+        lines = [
+            f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
+            f"{self.coordinator_composition.upper()} accounting (target {self.guarantee}; basic "
+            f"composition of the rounds would give ({self.coordinator_epsilon_basic:.4g}, "
+            f"{self.coordinator_delta_basic:g})-DP; each round ({self.round_epsilon:.4g}, "
+            f"{self.round_delta:.3g})-DP).",
+            f"Released model: {self.coordinator_guarantee}, post-processing of the coordinator's view "
+            "(coordinator_dp; not 004 Thm 4.2), w.r.t. replacing one record.",
+            f"Noise: per-round Gaussian, sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
+            f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
+            f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
             f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
             f"R = {self.data_norm:g}, {self.rows_clipped} rows clipped; alpha = {self.alpha:g}, "
             f"L = {self.lipschitz:g}, c = {self.curvature:g}, {self.loss} loss.",

@@ -47,7 +47,6 @@ Simplifications of the simulation, documented rather than hidden:
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from abc import ABC, abstractmethod
@@ -255,12 +254,22 @@ def pairwise_masks(party_ids, dimension: int, modulus_range: int, rng) -> dict:
     to zero mod ``M`` (Bonawitz et al. 2017, Sec. 3, pairwise masking). Any
     single masked vector is uniform on ``Z_M^d``, whatever the party's input.
     """
+    party_ids = list(party_ids)
     modulus = np.uint64(modulus_range)
-    masks = {party_id: np.zeros(dimension, dtype=np.uint64) for party_id in party_ids}
-    for first, second in itertools.combinations(party_ids, 2):
-        shared = rng.integers(0, modulus_range, size=dimension, dtype=np.uint64)
-        masks[first] = (masks[first] + shared) % modulus
-        masks[second] = (masks[second] + (modulus - shared) % modulus) % modulus
+    first, second = np.triu_indices(len(party_ids), k=1)  # the pairs i < j, in combinations order
+    shared = rng.integers(0, modulus_range, size=(first.size, dimension), dtype=np.uint64)
+    negated = (modulus - shared) % modulus
+    exact_sums = (len(party_ids) - 1) * (modulus_range - 1) < 2**64  # no uint64 overflow in one sum
+    masks = {}
+    for index, party_id in enumerate(party_ids):
+        terms = np.concatenate([shared[first == index], negated[second == index]])
+        if exact_sums:
+            masks[party_id] = terms.sum(axis=0, dtype=np.uint64) % modulus
+        else:
+            net = np.zeros(dimension, dtype=np.uint64)
+            for term in terms:
+                net = (net + term) % modulus
+            masks[party_id] = net
     return masks
 
 
