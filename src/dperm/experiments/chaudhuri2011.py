@@ -26,6 +26,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
+from dperm.experiments._plotting import pyplot_or_none
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, objective_perturbation
 from dperm.mechanisms.output import output_noise_scale, sample_output_noise
@@ -348,20 +349,9 @@ def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, per
 # ---------------------------------------------------------------------------
 # Plots, report and the driver behind `dperm reproduce chaudhuri2011`
 # ---------------------------------------------------------------------------
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
     """Figs. 2-3: one panel per loss, error against epsilon with standard-error bars."""
-    plt = _pyplot()
+    plt = pyplot_or_none()
     if plt is None:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
@@ -386,7 +376,7 @@ def plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
 
 def plot_learning_curves(curves: dict, path) -> Path | None:
     """Figs. 4-5: one panel per (loss, epsilon), error against training size per candidate."""
-    plt = _pyplot()
+    plt = pyplot_or_none()
     if plt is None:
         return None
     epsilons = curves["epsilons"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from dperm.experiments._plotting import pyplot_or_none
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
@@ -179,12 +180,8 @@ def format_table(results: dict) -> str:
 
 def plot_results(results: dict, path) -> Path | None:
     """Save the privacy-accuracy plot as PNG; returns None if matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot_or_none()
+    if plt is None:
         return None
     best = {(c["loss"], c["mechanism"], c["epsilon"]): c for c in results["best"]}
     eps = results["epsilons"]

@@ -71,6 +71,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
+from dperm.experiments._plotting import pyplot_or_none
 from dperm.linear_model import PrivateLeastSquares, PrivateLinearSVC
 from dperm.losses import HuberLoss
 from dperm.solvers import solve_hinge_svm
@@ -564,17 +565,6 @@ def write_csv(rows: list[dict], path) -> Path:
     return path
 
 
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def _plot_task(ax, s: dict) -> None:
     table = s["per_size"]
     sizes = np.array([r["m"] for r in table], dtype=float)
@@ -609,7 +599,7 @@ def _plot_task(ax, s: dict) -> None:
 
 def plot_learning_rates(results: dict, path) -> Path | None:
     """Log-log excess risk against m, one panel per task; None if matplotlib is missing."""
-    plt = _pyplot()
+    plt = pyplot_or_none()
     if plt is None:
         return None
     summaries = results["summary"]

@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from dperm.experiments._plotting import pyplot_or_none
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation
@@ -565,20 +566,9 @@ def targets(summary, figure: str) -> dict:
 # ---------------------------------------------------------------------------
 # Output: CSV, JSON, plots, report
 # ---------------------------------------------------------------------------
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def plot_figure(part: dict, title: str, path) -> Path | None:
     """004 Figs. 1-2: error against K (top) and skew (bottom), epsilon 0.1 (left) and 0.2 (right)."""
-    plt = _pyplot()
+    plt = pyplot_or_none()
     if plt is None:
         return None
     summary, figure = part["summary"], part["figure"]

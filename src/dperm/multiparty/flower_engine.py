@@ -62,9 +62,9 @@ from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
     DEFAULT_QUANTIZATION_RANGE,
     SecureSum,
-    SecureSumReport,
     _check_int_range,
     check_contribution,
+    fixed_point_report,
     quantization_error_bound,
     quantization_step,
 )
@@ -326,16 +326,7 @@ class FlowerSecureSum(SecureSum):
             )
         (coordinates_clipped,) = decode_counts(counts, [dimension], n_parties, self.clipping_range,
                                                self.quantization_range)
-        report = SecureSumReport(
-            engine=self.name,
-            n_parties=n_parties,
-            dimension=dimension,
-            clipping_range=self.clipping_range,
-            quantization_range=self.quantization_range,
-            modulus_range=self.modulus_range,
-            coordinates_clipped=coordinates_clipped,
-            error_bound=self.error_bound(n_parties),
-        )
+        report = fixed_point_report(self, n_parties, dimension, coordinates_clipped)
         return total, report
 
     def __repr__(self) -> str:

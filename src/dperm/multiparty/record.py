@@ -181,6 +181,14 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho l2-Laplace, scale "
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
             f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g}.",
+            *self._data_and_secure_sum_lines(),
+        ]
+        lines += [f"Note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def _data_and_secure_sum_lines(self) -> list[str]:
+        """The data, secure-sum and step-size lines both summaries end with."""
+        return [
             f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
             f"R = {self.data_norm:g}, {self.rows_clipped} rows clipped; alpha = {self.alpha:g}, "
             f"L = {self.lipschitz:g}, c = {self.curvature:g}, {self.loss} loss.",
@@ -190,8 +198,6 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"{self.secure_sum.sums_with_clipping} of {self.secure_sum.n_sums} rounds.",
             f"Steps: {self.step_size}.",
         ]
-        lines += [f"Note: {note}" for note in self.notes]
-        return "\n".join(lines)
 
     def _coordinator_dp_summary(self) -> str:
         lines = [
@@ -205,14 +211,7 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"Noise: per-round Gaussian, sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
-            f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
-            f"R = {self.data_norm:g}, {self.rows_clipped} rows clipped; alpha = {self.alpha:g}, "
-            f"L = {self.lipschitz:g}, c = {self.curvature:g}, {self.loss} loss.",
-            f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}, "
-            f"Q = {self.secure_sum.quantization_range}, M = {self.secure_sum.modulus_range}; "
-            f"{self.secure_sum.coordinates_clipped} coordinates clipped in "
-            f"{self.secure_sum.sums_with_clipping} of {self.secure_sum.n_sums} rounds.",
-            f"Steps: {self.step_size}.",
+            *self._data_and_secure_sum_lines(),
         ]
         lines += [f"Note: {note}" for note in self.notes]
         return "\n".join(lines)

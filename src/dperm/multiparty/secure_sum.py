@@ -96,6 +96,24 @@ class SecureSumReport:
     error_bound: float
 
 
+def fixed_point_report(engine, n_parties: int, dimension: int, coordinates_clipped: int):
+    """The :class:`SecureSumReport` of an engine with the fixed-point encoding above.
+
+    ``engine`` has ``name``, ``clipping_range``, ``quantization_range``,
+    ``modulus_range`` and ``error_bound(n_parties)``.
+    """
+    return SecureSumReport(
+        engine=engine.name,
+        n_parties=n_parties,
+        dimension=dimension,
+        clipping_range=engine.clipping_range,
+        quantization_range=engine.quantization_range,
+        modulus_range=engine.modulus_range,
+        coordinates_clipped=coordinates_clipped,
+        error_bound=engine.error_bound(n_parties),
+    )
+
+
 @dataclass(frozen=True)
 class SecureSumSummary:
     """:class:`SecureSumReport` s of many rounds, totalled (goes into ``privacy_``).
@@ -414,16 +432,7 @@ class MaskedSecureSum(SecureSum):
             coordinates_clipped += n_clipped
             aggregator.receive(party_id, (encoded + masks[party_id]) % modulus)
         total = aggregator.unmask_sum()
-        report = SecureSumReport(
-            engine=self.name,
-            n_parties=n_parties,
-            dimension=dimension,
-            clipping_range=self.clipping_range,
-            quantization_range=self.quantization_range,
-            modulus_range=self.modulus_range,
-            coordinates_clipped=coordinates_clipped,
-            error_bound=self.error_bound(n_parties),
-        )
+        report = fixed_point_report(self, n_parties, dimension, coordinates_clipped)
         return dequantize_sum(total, n_parties, self.clipping_range, self.quantization_range), report
 
     def __repr__(self) -> str:
