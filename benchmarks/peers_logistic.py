@@ -211,9 +211,21 @@ def main():
     parser.add_argument("--dataset", choices=sorted(DESCRIPTIONS), default="adult")
     parser.add_argument("--data-home", default=None, help="directory with kddcup99/ (or DPERM_DATA)")
     parser.add_argument("--out", default=None, help="JSON path (default results/<dataset>_logistic.json)")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="re-measure only the fit times (run alone on a quiet machine) and "
+                             "update them in the existing JSON")
     args = parser.parse_args()
     out = Path(args.out or RESULTS / f"{args.dataset}_logistic.json")
     data = load(args.dataset, args.data_home)
+    if args.timing_only:
+        results = json.loads(out.read_text(encoding="utf-8"))
+        results["timing"] = _timing(data, 0.1, 10**-2.5, args.timing_repeats)
+        results["timing"]["measured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        table = markdown_table(results)
+        out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
+        print(table)
+        return
     tasks = [(method, encoding, eps, alpha) for method, encoding, _ in COLUMNS
              for eps in EPSILONS for alpha in ALPHAS]
     started = time.perf_counter()
