@@ -7,6 +7,11 @@ Three engines:
 - ``flower_in_process``: :class:`dperm.multiparty.flower_engine.FlowerSecureSum`
   (Flower 1.41's real SecAgg+ server workflow and client mod on an in-process
   message grid);
+- ``flower_simulation`` (``--simulation-parties``, needs Ray:
+  ``pip install 'dperm[multiparty-simulation]'``): the deployment's ServerApp
+  and ClientApp under ``flwr.simulation.run_simulation`` with the Ray backend
+  (:func:`dperm.multiparty.flower_simulation.simulate_deployment`), PSGD for a
+  few rounds; per-round times from the ServerApp (Ray's start-up excluded);
 - ``flower_loopback``: real processes on 127.0.0.1 -- ``dperm coordinate``
   (SuperLink + ServerApp) and K ``dperm party serve`` SuperNodes -- running
   PSGD for a couple of rounds; the per-round time is measured by the
@@ -14,8 +19,11 @@ Three engines:
 
 Run with ``python benchmarks/secure_sum.py`` (about 4 minutes on 2 cores, most
 of it the loopback run; ``--no-loopback`` skips it). Writes
-benchmarks/results/secure_sum.json and prints a markdown table. Needs
-``pip install 'dperm[multiparty]'``.
+benchmarks/results/secure_sum.json and prints a markdown table. ``--merge``
+keeps the cells already in the results file and replaces only those measured
+now, e.g. ``--parties --loopback-parties 10 --merge`` adds the K = 10 loopback
+cell. Every cell records its date and the 1-minute load average at its start.
+Needs ``pip install 'dperm[multiparty]'``.
 """
 
 from __future__ import annotations
@@ -60,6 +68,12 @@ def time_engine(engine, n_parties: int, rounds: int, seed: int = 0) -> dict:
     return _summary(seconds)
 
 
+def _conditions() -> dict:
+    """When a cell was measured and how loaded the machine was (2 shared cores here)."""
+    return {"measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "loadavg_1min_at_start": os.getloadavg()[0]}
+
+
 def _summary(seconds) -> dict:
     return {"rounds": len(seconds), "median_s": statistics.median(seconds), "mean_s": statistics.fmean(seconds),
             "min_s": min(seconds), "max_s": max(seconds), "per_round_s": seconds}
@@ -89,20 +103,43 @@ def _stop_group(process):
             process.wait(timeout=15)
 
 
-def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
-    """PSGD with SecAgg+ over real processes on 127.0.0.1; per-round times from the ServerApp."""
-    workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-secure-sum-"))
+def write_shards(folder: Path, n_parties: int) -> list:
+    """``n_parties`` CSV shards of 40 rows, d = 30, rows inside the unit ball."""
     rng = np.random.default_rng(1)
     shards = []
     for k in range(n_parties):
         X = rng.normal(size=(40, DIMENSION))
         X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-        path = workdir / f"shard{k}.csv"
+        path = folder / f"shard{k}.csv"
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow([f"x{j}" for j in range(DIMENSION)] + ["label"])
             writer.writerows([list(row) + [int(row.sum() > 0)] for row in X])
         shards.append(path)
+    return shards
+
+
+def time_simulation(n_parties: int, rounds: int) -> dict:
+    """PSGD with SecAgg+ under Flower's Ray simulation; per-round times from the ServerApp."""
+    from dperm.multiparty.flower_app import CoordinatorSettings
+    from dperm.multiparty.flower_simulation import simulate_deployment
+
+    workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-simulation-"))
+    settings = CoordinatorSettings(n_parties=n_parties, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=rounds,
+                                   wait_seconds=120.0)
+    started = time.perf_counter()
+    status = simulate_deployment(write_shards(workdir, n_parties), settings, workdir / "model.json",
+                                 backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+    summary = _summary(status["round_seconds"])
+    summary.update({"serverapp_seconds": status["seconds"],
+                    "wall_seconds_including_startup": time.perf_counter() - started})
+    return summary
+
+
+def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
+    """PSGD with SecAgg+ over real processes on 127.0.0.1; per-round times from the ServerApp."""
+    workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-secure-sum-"))
+    shards = write_shards(workdir, n_parties)
     superlink_port, *node_ports = _free_ports(n_parties + 1)
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
@@ -138,10 +175,16 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="in-process rounds per cell (20)")
-    parser.add_argument("--parties", type=int, nargs="+", default=[5, 10])
+    parser.add_argument("--parties", type=int, nargs="*", default=[5, 10],
+                        help="K of the in-process cells (none: skip them)")
     parser.add_argument("--loopback-parties", type=int, nargs="+", default=[5])
     parser.add_argument("--loopback-rounds", type=int, default=2)
     parser.add_argument("--no-loopback", action="store_true")
+    parser.add_argument("--simulation-parties", type=int, nargs="*", default=[],
+                        help="K of Ray-simulation cells (default none; needs flwr[simulation])")
+    parser.add_argument("--simulation-rounds", type=int, default=5)
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the cells of an existing results file that are not measured now")
     parser.add_argument("--out", default=str(RESULTS / "secure_sum.json"))
     args = parser.parse_args(argv)
 
@@ -153,16 +196,29 @@ def main(argv=None) -> int:
     for n_parties in args.parties:
         for name, engine in (("masked_in_process", MaskedSecureSum(random_state=0)),
                              ("flower_in_process", FlowerSecureSum())):
-            cell = {"engine": name, "n_parties": n_parties, **time_engine(engine, n_parties, args.rounds)}
+            cell = {"engine": name, "n_parties": n_parties, **_conditions(),
+                    **time_engine(engine, n_parties, args.rounds)}
             results["cells"].append(cell)
             print(f"{name:20s} K={n_parties:3d}: {cell['median_s'] * 1e3:9.2f} ms per round", flush=True)
+    for n_parties in args.simulation_parties:
+        cell = {"engine": "flower_simulation", "n_parties": n_parties, **_conditions(),
+                **time_simulation(n_parties, args.simulation_rounds)}
+        results["cells"].append(cell)
+        print(f"{'flower_simulation':20s} K={n_parties:3d}: {cell['median_s']:9.2f} s per round "
+              f"({cell['wall_seconds_including_startup']:.0f} s in all)", flush=True)
     if not args.no_loopback:
         for n_parties in args.loopback_parties:
-            cell = {"engine": "flower_loopback", "n_parties": n_parties,
-                    **time_loopback(n_parties, args.loopback_rounds, timeout=900)}
+            cell = {"engine": "flower_loopback", "n_parties": n_parties, **_conditions(),
+                    **time_loopback(n_parties, args.loopback_rounds, timeout=900 + 120 * n_parties)}
             results["cells"].append(cell)
             print(f"{'flower_loopback':20s} K={n_parties:3d}: {cell['median_s']:9.2f} s per round "
                   f"({cell['wall_seconds_including_startup']:.0f} s in all)", flush=True)
+    if args.merge and Path(args.out).exists():
+        previous = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        measured = {(cell["engine"], cell["n_parties"]) for cell in results["cells"]}
+        kept = [cell for cell in previous["cells"] if (cell["engine"], cell["n_parties"]) not in measured]
+        results["dates"] = sorted({previous["date"], *previous.get("dates", []), results["date"]})
+        results["cells"] = kept + results["cells"]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print("\n| engine | K | median per round | rounds |\n| --- | --- | --- | --- |")

@@ -408,6 +408,50 @@ def test_load_shard_checks_labels_and_columns(tmp_path):
         flower_app.load_shard(path, target="y")
 
 
+# -- the same apps under Flower's simulation engine (Ray) ------------------------------
+
+
+def test_simulation_without_ray_names_the_extra(shard_files, tmp_path, monkeypatch):
+    from dperm.multiparty.flower_simulation import simulate_deployment
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2)
+    with pytest.raises(ImportError, match=r"needs Ray.*pip install 'flwr\[simulation\]>=1.41,<1.42'"):
+        simulate_deployment(shard_files, settings, tmp_path / "model.json")
+    assert not (tmp_path / "model.json").exists()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray's and Flower's own
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # Ray's note on accelerator environment variables
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_deployment_apps_run_under_flowers_ray_simulation(shard_files, tmp_path, capsys):
+    """`flwr.simulation.run_simulation` with the Ray backend, 3 parties, 3 rounds (~10 s: Ray starts)."""
+    ray = pytest.importorskip("ray")
+    from dperm.multiparty.flower_simulation import simulate_deployment
+
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
+                                              wait_seconds=60.0)
+    out = tmp_path / "model.json"
+    status = simulate_deployment(shard_files, settings, out, names=["a", "b", "c"],
+                                 backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
+    assert status["ok"] and len(status["round_seconds"]) == 3
+    document = json.loads(out.read_text())
+    privacy = document["privacy"]
+    assert document["engine"] == privacy["secure_sum"]["engine"] == "flower_secaggplus_simulation"
+    assert sorted(document["parties"]) == ["a", "b", "c"] and document["features"] == ["x0", "x1", "x2", "x3"]
+    assert sorted(privacy["n_samples_by_party"]) == [30, 40, 50] and privacy["n_rounds"] == 3
+    assert privacy["secure_sum"]["n_sums"] == 3 and privacy["secure_sum"]["coordinates_clipped"] == 0
+    assert privacy["rows_clipped"] == 2  # each party scaled its own long row, inside the Ray actors
+    assert np.all(np.isfinite(document["coef"]))
+    assert not ray.is_initialized()  # Flower shut Ray down
+    assert dperm_main(["show", "--model", str(out)]) == 0  # the same model file as `dperm coordinate`'s
+    assert "Released model: (1, 1e-05)-DP" in capsys.readouterr().out
+    # Flower's process-wide task identity was restored: the in-process engine still works afterwards
+    vectors = plain_vectors(n_parties=3, dimension=10, seed=9)
+    total, report = FlowerSecureSum().sum(vectors, 10)
+    assert np.abs(total - sum(vectors.values())).max() < report.error_bound
+
+
 # -- Flower as an optional extra -------------------------------------------------------
 
 

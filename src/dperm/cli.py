@@ -147,13 +147,12 @@ def _predict(args) -> int:
 
 
 def _show(args) -> int:
-    from dperm.model_io import load_model
+    from dperm.model_io import describe_model, load_model
 
-    model, spec, document = load_model(args.model)
-    print(f"{document['estimator']} predicting {document['target']!r} from "
-          f"{spec.n_features} features; classes {document['classes']}")
+    model, spec, document = load_model(args.model)  # a single-party or a multiparty model file
+    print(describe_model(document, spec))
     print(model.privacy_.summary())
-    if document["schema_from_data"]:
+    if document.get("schema_from_data"):
         print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
     return 0
 

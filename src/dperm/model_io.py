@@ -1,5 +1,8 @@
 """Model files: JSON with coefficients, the public schema and the privacy record.
 
+:func:`load_model` also reads the multiparty format written by ``dperm coordinate``
+(:mod:`dperm.multiparty.model_file`).
+
 A model file never contains training rows. Loading checks the schema and the
 shapes, so a malformed, truncated or tampered file gets a clear ValueError
 instead of a model that predicts garbage.
@@ -18,6 +21,8 @@ from dperm.privacy.record import PrivacyRecord
 
 FORMAT = "dperm-model"
 FORMAT_VERSION = 1
+#: Written by ``dperm coordinate`` (:mod:`dperm.multiparty.model_file`); read by :func:`load_model`.
+MULTIPARTY_FORMAT = "dperm-multiparty-model"
 ESTIMATORS = {cls.__name__: cls for cls in (PrivateLogisticRegression, PrivateLinearSVC)}
 REQUIRED_KEYS = {
     "format", "version", "estimator", "params", "classes", "coef", "intercept",
@@ -69,10 +74,24 @@ def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=())
 def load_model(path):
     """Read a model file; returns ``(model, spec, document)``.
 
+    Two formats are read:
+
+    - ``dperm-model`` (``dperm train``): ``model`` is a
+      :class:`~dperm.linear_model.PrivateLogisticRegression` or
+      :class:`~dperm.linear_model.PrivateLinearSVC` and ``spec`` the
+      :class:`~dperm.preprocessing.TabularSpec` that encodes raw columns;
+    - ``dperm-multiparty-model`` (``dperm coordinate``): ``model`` is a
+      :class:`~dperm.multiparty.PSGDClassifier` and ``spec`` the
+      :class:`~dperm.multiparty.model_file.PartyPreprocessing` the parties
+      applied to their rows.
+
+    Either way ``spec.transform(columns)`` turns a parsed CSV file into the
+    model's features and ``model.privacy_.summary()`` states the guarantee.
+
     Raises
     ------
     ValueError
-        If the file is not valid JSON or does not follow the model-file schema.
+        If the file is not valid JSON or does not follow its format's schema.
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -80,11 +99,28 @@ def load_model(path):
         raise ValueError(f"model file {path} is not valid JSON ({error}); it may be truncated.") from None
     except UnicodeDecodeError:
         raise ValueError(f"model file {path} is not UTF-8 text.") from None
+    multiparty = isinstance(document, dict) and document.get("format") == MULTIPARTY_FORMAT
     try:
-        model, spec = model_from_dict(document)
+        if multiparty:
+            from dperm.multiparty.model_file import model_from_document
+
+            model, spec = model_from_document(document)
+        else:
+            model, spec = model_from_dict(document)
     except (ValueError, TypeError, KeyError) as error:
-        raise ValueError(f"malformed model file {path}: {error}") from None
+        kind = "multiparty model file" if multiparty else "model file"
+        raise ValueError(f"malformed {kind} {path}: {error}") from None
     return model, spec, document
+
+
+def describe_model(document, spec) -> str:
+    """The line(s) ``dperm show`` prints above the privacy record, for either format."""
+    if document.get("format") == MULTIPARTY_FORMAT:
+        from dperm.multiparty.model_file import describe_document
+
+        return describe_document(document, spec)
+    return (f"{document['estimator']} predicting {document['target']!r} from "
+            f"{spec.n_features} features; classes {document['classes']}")
 
 
 def model_from_dict(document):
@@ -97,7 +133,7 @@ def model_from_dict(document):
     if document["format"] != FORMAT or document["version"] != FORMAT_VERSION:
         raise ValueError(
             f"unsupported format {document['format']!r} version {document['version']!r}; "
-            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION}."
+            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION} and {MULTIPARTY_FORMAT!r}."
         )
     cls = ESTIMATORS.get(document["estimator"])
     if cls is None:

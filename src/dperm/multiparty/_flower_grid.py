@@ -191,7 +191,7 @@ class InProcessGrid(Grid):
 # -- the party side --------------------------------------------------------------------
 
 
-def make_party_client_app(reply_fn, setup_fn=None) -> ClientApp:
+def make_party_client_app(reply_fn, setup_fn=None, mods=()) -> ClientApp:
     """A ClientApp running Flower's ``secaggplus_mod`` around a party's reply.
 
     Parameters
@@ -205,8 +205,11 @@ def make_party_client_app(reply_fn, setup_fn=None) -> ClientApp:
     setup_fn : callable ``(context, config) -> dict``, optional
         Handles ``query`` messages (public set-up exchanges, no private
         values): returns a dict of public scalars for the reply.
+    mods : sequence of Flower mods, optional
+        Run outside ``secaggplus_mod`` (first = outermost), e.g. the
+        simulation's mod that sets each node's ``node_config``.
     """
-    app = ClientApp(mods=[secaggplus_mod])
+    app = ClientApp(mods=[*mods, secaggplus_mod])
 
     @app.train()
     def train(message: Message, context: Context) -> Message:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
@@ -239,6 +240,23 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.n_iter_ = n_rounds
         self.privacy_ = result.record
         return self
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``.
+
+        Only for ``loss="logistic"``, whose minimiser models ``P(y = +1 | x)``
+        (the Huber loss gives no probabilities).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        return self._predict_proba_lr(X)
 
 
 class LocalAggregationClassifier(_MultipartyClassifierBase):

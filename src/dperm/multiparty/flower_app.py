@@ -51,6 +51,13 @@ from dperm.multiparty.flower_engine import (
     encode_counts,
     load_flower,
 )
+from dperm.multiparty.model_file import (
+    MODEL_FORMAT,
+    MODEL_FORMAT_VERSION,
+    PartyPreprocessing,
+    load_numeric_columns,
+    numeric_column,
+)
 from dperm.multiparty.privacy import PSGDCalibration, calibrate_psgd
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
@@ -67,12 +74,12 @@ _flower = load_flower()
 from flwr.app import Array, ArrayRecord, ConfigRecord  # noqa: E402  (after load_flower's environment)
 from flwr.serverapp import ServerApp  # noqa: E402
 
-MODEL_FORMAT = "dperm-multiparty-model"
-MODEL_FORMAT_VERSION = 1
 #: Keys of the party's node-local Flower context (never sent anywhere).
 STATE_KEY = "dperm.psgd"
 NOISE_KEY = "dperm.eta"
 ENGINE_NAME = "flower_secaggplus_networked"
+#: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower_simulation`).
+SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
 
 
 # -- the party (004 Proc. 3) -----------------------------------------------------------
@@ -97,23 +104,13 @@ def load_shard(path, target: str = "label"):
     features = [name for name in columns if name != target]
     if not features:
         raise ValueError(f"{path} has no feature columns besides the label column {target!r}.")
-    X = np.column_stack([_floats(columns[name], name, path) for name in features])
-    labels = _floats(columns[target], target, path)
+    X = load_numeric_columns(columns, features, path)  # the same reader predict uses (model_file)
+    labels = numeric_column(columns[target], target, path)
     if not np.all(np.isin(labels, (-1.0, 0.0, 1.0))) or (np.any(labels == 0) and np.any(labels == -1)):
         raise ValueError(
             f"labels in column {target!r} of {path} must be -1/+1 or 0/1; got {np.unique(labels)[:5].tolist()}."
         )
     return X, np.where(labels > 0, 1.0, -1.0), features
-
-
-def _floats(values, name, path) -> np.ndarray:
-    try:
-        array = np.asarray(values, dtype=float)
-    except ValueError:
-        raise ValueError(f"column {name!r} of {path} must be numeric (missing values are not allowed).") from None
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"column {name!r} of {path} has non-finite values.")
-    return array
 
 
 class DeployedParty(Party):
@@ -272,11 +269,15 @@ class FlowerGridNetwork(GradientSumNetwork):
     server_context : flwr.app.Context, optional
     h : float, default=0.5
         Width of the Huber loss, sent with the calibration.
+    engine_name : str, default=ENGINE_NAME
+        Recorded in every :class:`SecureSumReport` (and so in ``privacy_``).
     """
 
     def __init__(self, grid, parties, *, clipping_range, quantization_range=DEFAULT_QUANTIZATION_RANGE,
-                 modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5):
+                 modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5,
+                 engine_name=ENGINE_NAME):
         self.grid = grid
+        self.engine_name = str(engine_name)
         self.h = float(h)
         self._n_samples = None
         self.parties = tuple(parties)
@@ -324,7 +325,7 @@ class FlowerGridNetwork(GradientSumNetwork):
         self._rows_clipped = rows
         self.round_seconds.append(time.perf_counter() - started)
         report = SecureSumReport(
-            engine=ENGINE_NAME, n_parties=n_parties, dimension=self.n_features,
+            engine=self.engine_name, n_parties=n_parties, dimension=self.n_features,
             clipping_range=self.clipping_range, quantization_range=self.quantization_range,
             modulus_range=self.modulus_range, coordinates_clipped=clipped,
             error_bound=quantization_error_bound(n_parties, self.clipping_range, self.quantization_range),
@@ -412,8 +413,12 @@ def describe_parties(grid, node_ids, timeout=None) -> list:
     return parties
 
 
-def coordinate(grid, settings: CoordinatorSettings, server_context=None):
-    """Run PSGD (004 Alg. 1) over the connected parties; return ``(PSGDResult, parties, network)``."""
+def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_name=ENGINE_NAME):
+    """Run PSGD (004 Alg. 1) over the connected parties; return ``(PSGDResult, parties, network)``.
+
+    ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
+    over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
+    """
     node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
     parties = describe_parties(grid, node_ids, timeout=settings.stage_timeout)
     sizes = [party.n_samples for party in parties]
@@ -427,18 +432,24 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None):
         grid, parties, clipping_range=psgd_clipping_range(calibration, sizes),
         quantization_range=settings.quantization_range, modulus_range=settings.modulus_range,
         timeout=settings.stage_timeout, server_context=server_context, h=settings.h,
+        engine_name=engine_name,
     )
     result = psgd(network, calibration, composition_slack=settings.composition_slack)
     return result, parties, network
 
 
 def model_document(result, parties, settings: CoordinatorSettings) -> dict:
-    """The released model as a JSON-serialisable dict (no training rows, no seed)."""
+    """The released model as a JSON-serialisable dict (no training rows, no seed).
+
+    Format ``dperm-multiparty-model`` (read back by
+    :func:`dperm.multiparty.model_file.model_from_document`, hence by
+    ``dperm show`` and ``dperm predict``).
+    """
     return {
         "format": MODEL_FORMAT,
         "version": MODEL_FORMAT_VERSION,
         "estimator": "PSGDClassifier",
-        "engine": ENGINE_NAME,
+        "engine": result.record.secure_sum.engine,
         "params": {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
                    "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss,
                    "h": settings.h, "round_epsilon": settings.round_epsilon,
@@ -449,6 +460,8 @@ def model_document(result, parties, settings: CoordinatorSettings) -> dict:
         "features": list(parties[0].features),
         "parties": [party.name for party in parties],
         "privacy": result.record.to_dict(),
+        # what every party did to its rows (Party: clip_rows_to_norm); predict repeats it
+        "preprocessing": PartyPreprocessing(tuple(parties[0].features), settings.data_norm).to_dict(),
     }
 
 
@@ -467,7 +480,8 @@ def coordinator_main(grid, context) -> None:
     out, status_path = context.run_config["out"], context.run_config["status"]
     started = time.monotonic()
     try:
-        result, parties, network = coordinate(grid, settings, server_context=context)
+        result, parties, network = coordinate(grid, settings, server_context=context,
+                                              engine_name=context.run_config.get("engine", ENGINE_NAME))
     except Exception as error:
         write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
                                  "seconds": time.monotonic() - started})

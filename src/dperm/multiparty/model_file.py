@@ -1,0 +1,307 @@
+"""Model files of the networked PSGD deployment (format ``dperm-multiparty-model``).
+
+``dperm coordinate`` writes one (:func:`dperm.multiparty.flower_app.model_document`);
+``dperm show`` and ``dperm predict`` read it through
+:func:`dperm.model_io.load_model`, which hands the document to
+:func:`model_from_document`. This module does not import Flower: reading a
+model needs only dperm.
+
+What the file holds: the coefficients (no intercept: PSGD fits none), the
+feature names the parties agreed on, the party names, the public training
+parameters, the privacy record with both guarantees (note 13) and the
+per-row preprocessing the parties applied (:class:`PartyPreprocessing`). It
+holds no training row and no seed.
+
+Prediction repeats the parties' preprocessing exactly: the party reads its
+shard with :func:`load_numeric_columns` (numeric, finite values, columns
+by name) and :class:`~dperm.multiparty.protocol.Party` scales every row
+longer than ``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
+:meth:`PartyPreprocessing.transform` calls the same two functions. A file
+that records a rule this dperm does not know is refused at prediction time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import MISSING, dataclass, fields
+
+import numpy as np
+
+from dperm.model_io import MULTIPARTY_FORMAT as MODEL_FORMAT
+from dperm.multiparty.estimator import MULTIPARTY_LOSSES, PSGDClassifier
+from dperm.multiparty.record import PSGDPrivacyRecord
+from dperm.multiparty.secure_sum import SecureSumSummary
+from dperm.validation import clip_rows_to_norm
+
+MODEL_FORMAT_VERSION = 1
+#: The parties' row rule (:class:`~dperm.multiparty.protocol.Party`): rows longer
+#: than ``data_norm`` are scaled onto it, shorter rows are left as they are.
+ROW_NORM_CLIP = "clip"
+REQUIRED_KEYS = {"format", "version", "estimator", "params", "classes", "coef", "intercept", "features",
+                 "parties", "privacy"}
+#: The labels a party trains on (0/1 labels are read as -1/+1 by the party).
+CLASSES = (-1, 1)
+
+
+def numeric_column(values, name, source) -> np.ndarray:
+    """One CSV column as finite floats, or a ValueError naming the column and ``source``.
+
+    Parameters
+    ----------
+    values : sequence of str
+        The column's cells.
+    name : str
+        Column name (for messages).
+    source : str or path-like
+        The file the column came from (for messages).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    try:
+        array = np.asarray(values, dtype=float)
+    except ValueError:
+        raise ValueError(f"column {name!r} of {source} must be numeric (missing values are not allowed).") from None
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"column {name!r} of {source} has non-finite values.")
+    return array
+
+
+def load_numeric_columns(columns, names, source) -> np.ndarray:
+    """The columns ``names`` of a parsed CSV file, in that order, as an ``(n, d)`` float array.
+
+    Parameters
+    ----------
+    columns : mapping of str -> sequence of str
+        From :func:`dperm.preprocessing.read_csv_columns`.
+    names : sequence of str
+    source : str or path-like
+        The file (for messages).
+
+    Raises
+    ------
+    ValueError
+        A column is missing, not numeric or not finite.
+    """
+    missing = [name for name in names if name not in columns]
+    if missing:
+        raise ValueError(f"{source} lacks the feature columns {missing}; the model needs {list(names)} "
+                         f"and the file has {list(columns)}.")
+    return np.column_stack([numeric_column(columns[name], name, source) for name in names])
+
+
+@dataclass(frozen=True)
+class PartyPreprocessing:
+    """The per-row preprocessing every party applied to its shard before training.
+
+    Parameters
+    ----------
+    features : tuple of str
+        Feature columns, in the model's order (read by name; other columns,
+        such as the label, are ignored).
+    data_norm : float
+        Public row-norm bound ``R``.
+    row_norm : str, default="clip"
+        ``"clip"``: a row longer than ``data_norm`` is scaled onto it, other
+        rows are unchanged (:func:`~dperm.validation.clip_rows_to_norm`, as
+        :class:`~dperm.multiparty.protocol.Party` does). Any other value is
+        kept for :func:`dperm.cli` ``show`` but refused by :meth:`transform`.
+    """
+
+    features: tuple
+    data_norm: float
+    row_norm: str = ROW_NORM_CLIP
+
+    @property
+    def n_features(self) -> int:
+        """``d``."""
+        return len(self.features)
+
+    def transform(self, columns, source="the CSV file") -> np.ndarray:
+        """Apply the parties' preprocessing to new rows.
+
+        Parameters
+        ----------
+        columns : mapping of str -> sequence of str
+            A parsed CSV file (:func:`dperm.preprocessing.read_csv_columns`).
+        source : str or path-like
+            Named in error messages.
+
+        Returns
+        -------
+        X : ndarray of shape (n, d)
+
+        Raises
+        ------
+        ValueError
+            A feature column is missing or not numeric, or the file records a
+            row rule this dperm cannot reproduce.
+        """
+        if self.row_norm != ROW_NORM_CLIP:
+            raise ValueError(
+                f"the parties preprocessed their rows with rule {self.row_norm!r}, which this dperm cannot "
+                f"reproduce (it knows {ROW_NORM_CLIP!r}); refusing to predict on rows prepared differently."
+            )
+        X = load_numeric_columns(columns, self.features, source)
+        X, _ = clip_rows_to_norm(X, self.data_norm)
+        return X
+
+    def to_dict(self) -> dict:
+        """The ``preprocessing`` entry of a model file."""
+        return {"row_norm": self.row_norm, "data_norm": float(self.data_norm)}
+
+    def describe(self) -> str:
+        """The rule in words (``dperm show``)."""
+        if self.row_norm == ROW_NORM_CLIP:
+            return (f"numeric columns by name; a row longer than R = {self.data_norm:g} is scaled onto it, "
+                    "as the parties did")
+        return f"row rule {self.row_norm!r} (unknown to this dperm: predict refuses it)"
+
+
+def privacy_record_from_dict(data) -> PSGDPrivacyRecord:
+    """Rebuild a :class:`~dperm.multiparty.record.PSGDPrivacyRecord` from its ``to_dict`` form, checking it.
+
+    Raises
+    ------
+    ValueError
+        Not an object, missing or unknown fields, a malformed ``secure_sum``,
+        or a non-finite / negative guarantee.
+    """
+    record = _dataclass_from_dict(PSGDPrivacyRecord, data, "privacy")
+    if record.mechanism != "psgd":
+        raise ValueError(f"'privacy' describes mechanism {record.mechanism!r}; a PSGD model needs 'psgd'.")
+    for name in ("epsilon", "delta", "coordinator_epsilon", "coordinator_delta", "data_norm", "alpha"):
+        value = getattr(record, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"'privacy.{name}' must be a finite number >= 0; got {value!r}.")
+    return record
+
+
+_TYPE_CHECKS = {
+    "float": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    "int": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "str": lambda value: isinstance(value, str),
+    "bool": lambda value: isinstance(value, bool),
+}
+
+
+def _dataclass_from_dict(cls, data, where):
+    if not isinstance(data, dict):
+        raise ValueError(f"'{where}' must be an object.")
+    names = {field.name for field in fields(cls)}
+    required = {field.name for field in fields(cls)
+                if field.default is MISSING and field.default_factory is MISSING}
+    missing, unknown = sorted(required - set(data)), sorted(set(data) - names)
+    if missing or unknown:
+        raise ValueError(f"'{where}' has missing fields {missing} and unknown fields {unknown}.")
+    values = dict(data)
+    for field in fields(cls):
+        check = _TYPE_CHECKS.get(field.type)  # annotations are strings (postponed evaluation)
+        if check is not None and field.name in values and not check(values[field.name]):
+            raise ValueError(f"'{where}.{field.name}' must be of type {field.type}; got {values[field.name]!r}.")
+    if cls is PSGDPrivacyRecord:
+        values["secure_sum"] = _dataclass_from_dict(SecureSumSummary, data["secure_sum"], f"{where}.secure_sum")
+        for name in ("n_samples_by_party", "notes"):
+            if not isinstance(values[name], list):
+                raise ValueError(f"'{where}.{name}' must be a list.")
+            values[name] = tuple(values[name])
+    return cls(**values)
+
+
+def model_from_document(document):
+    """Rebuild ``(model, preprocessing)`` from a ``dperm-multiparty-model`` document, checking it.
+
+    Parameters
+    ----------
+    document : dict
+        The parsed JSON of a model file written by ``dperm coordinate``.
+
+    Returns
+    -------
+    model : PSGDClassifier
+        With ``coef_``, ``intercept_``, ``classes_`` (-1, 1), ``n_features_in_``
+        and ``privacy_`` set; ready for ``predict`` (and ``predict_proba``
+        with the logistic loss).
+    preprocessing : PartyPreprocessing
+        What :meth:`PartyPreprocessing.transform` must do to new rows. Files
+        without a ``preprocessing`` entry (written before it was recorded)
+        get the rule of format version 1, ``clip`` at ``params.data_norm``.
+
+    Raises
+    ------
+    ValueError
+        A missing key, a wrong format or version, a shape that does not
+        match the features, non-finite numbers, or an inconsistent record.
+    """
+    if not isinstance(document, dict):
+        raise ValueError("the top level must be a JSON object.")
+    missing = sorted(REQUIRED_KEYS - set(document))
+    if missing:
+        raise ValueError(f"missing keys {missing}.")
+    if document["format"] != MODEL_FORMAT or document["version"] != MODEL_FORMAT_VERSION:
+        raise ValueError(f"unsupported format {document['format']!r} version {document['version']!r}; this "
+                         f"dperm reads {MODEL_FORMAT!r} version {MODEL_FORMAT_VERSION}.")
+    if document["estimator"] != "PSGDClassifier":
+        raise ValueError(f"unknown estimator {document['estimator']!r}; expected 'PSGDClassifier'.")
+    params = document["params"]
+    if not isinstance(params, dict):
+        raise ValueError("'params' must be an object.")
+    if params.get("loss") not in MULTIPARTY_LOSSES:
+        raise ValueError(f"'params.loss' must be one of {MULTIPARTY_LOSSES}; got {params.get('loss')!r}.")
+    model = PSGDClassifier().set_params(**params)
+    features = document["features"]
+    if (not isinstance(features, list) or not features or not all(isinstance(f, str) and f for f in features)
+            or len(set(features)) != len(features)):
+        raise ValueError("'features' must be a non-empty list of distinct column names.")
+    parties = document["parties"]
+    if not isinstance(parties, list) or len(parties) < 2 or not all(isinstance(p, str) for p in parties):
+        raise ValueError("'parties' must list the names of at least two parties.")
+    if document["classes"] != list(CLASSES):
+        raise ValueError(f"'classes' must be {list(CLASSES)} (the parties' labels); got {document['classes']!r}.")
+    coef = _finite_array(document["coef"], "coef", ndim=2)
+    if coef.shape != (1, len(features)):
+        raise ValueError(f"'coef' has shape {coef.shape}; {len(features)} features need (1, {len(features)}).")
+    intercept = _finite_array(document["intercept"], "intercept", ndim=1)
+    if intercept.shape != (1,):
+        raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
+    record = privacy_record_from_dict(document["privacy"])
+    if record.n_parties != len(parties) or record.loss != params["loss"]:
+        raise ValueError(f"'privacy' ({record.n_parties} parties, {record.loss} loss) does not match the model "
+                         f"({len(parties)} parties, {params['loss']} loss).")
+    data_norm = params.get("data_norm")
+    rule = document.get("preprocessing", {"row_norm": ROW_NORM_CLIP, "data_norm": data_norm})
+    if not isinstance(rule, dict) or set(rule) != {"row_norm", "data_norm"} or not isinstance(rule["row_norm"], str):
+        raise ValueError("'preprocessing' must be an object with 'row_norm' (a string) and 'data_norm'.")
+    if not (rule["data_norm"] == data_norm == record.data_norm):
+        raise ValueError(f"the row-norm bound differs between 'preprocessing' ({rule['data_norm']!r}), "
+                         f"'params' ({data_norm!r}) and 'privacy' ({record.data_norm!r}).")
+    if isinstance(data_norm, bool) or not isinstance(data_norm, (int, float)) or not (0 < data_norm < math.inf):
+        raise ValueError(f"'params.data_norm' must be a finite number > 0; got {data_norm!r}.")
+    model.coef_ = coef
+    model.intercept_ = intercept
+    model.classes_ = np.asarray(CLASSES)
+    model.n_features_in_ = len(features)
+    model.n_iter_ = record.n_rounds
+    model.privacy_ = record
+    return model, PartyPreprocessing(tuple(features), float(data_norm), rule["row_norm"])
+
+
+def describe_document(document, preprocessing: PartyPreprocessing) -> str:
+    """The header ``dperm show`` prints above the privacy record."""
+    parties = document["parties"]
+    return (f"PSGDClassifier (multiparty, {len(parties)} parties: {', '.join(parties)}; engine "
+            f"{document.get('engine', 'unknown')}) predicting -1/+1 from {preprocessing.n_features} features "
+            f"{list(preprocessing.features)}; no intercept\n"
+            f"Rows: {preprocessing.describe()}.")
+
+
+def _finite_array(value, name, ndim):
+    shape = "1-D list" if ndim == 1 else "2-D list of lists"
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim != ndim or not np.isfinite(array).all():
+        raise ValueError(f"'{name}' must be a finite {shape} of numbers.")
+    return array
