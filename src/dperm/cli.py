@@ -169,7 +169,8 @@ def _reproduce(args) -> int:
         args.out, table1=args.table1 or everything, table2=args.table2 or everything,
         figures=args.figures or everything, runs=50 if args.runs is None else args.runs, folds=args.folds,
         figure_runs=args.figure_runs, curve_runs=args.curve_runs, permutations=args.permutations,
-        encodings=args.encodings, data_home=args.data_home, seed=args.seed, n_jobs=args.jobs)
+        encodings=args.encodings, subsets=args.subsets, data_home=args.data_home, seed=args.seed,
+        n_jobs=args.jobs)
     print(f"report: {Path(args.out) / 'report.md'} ({results['seconds']:.0f} s)")
     return 0
 
@@ -202,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--permutations", type=int, default=3, help="permutations in Figs. 4-5")
     reproduce.add_argument("--encodings", nargs="+", default=["constant", "unit_norm"],
                            help="row encodings to run (constant = the paper's; unit_norm = dperm's)")
+    reproduce.add_argument("--subsets", nargs="+", choices=("random", "stratified"),
+                           default=["random", "stratified"],
+                           help="chaudhuri2011 Table 2: which 70,000-row KDD subsets (default both)")
     reproduce.add_argument("--data-home", default=None, help="directory with adult/ and kddcup99/")
     reproduce.add_argument("--jobs", type=int, default=2)
     reproduce.add_argument("--seed", type=int, default=0)

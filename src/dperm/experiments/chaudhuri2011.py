@@ -448,7 +448,8 @@ def _previous_parts(out_dir: Path, *, runs, folds, seed) -> dict:
 
 
 def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, figure_runs=10,
-        curve_runs=5, permutations=3, encodings=("constant", "unit_norm"), data_home=None, seed=0,
+        curve_runs=5, permutations=3, encodings=("constant", "unit_norm"),
+        subsets=("random", "stratified"), data_home=None, seed=0,
         n_jobs=2, progress=sys.stderr) -> dict:
     """Run the requested parts, save JSON, PNG and ``report.md`` under ``out_dir``."""
     out_dir = Path(out_dir)
@@ -502,7 +503,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
     if table2 or figures:
         from dperm.datasets import load_kddcup99
 
-        for subset in ("random", "stratified"):
+        for subset in subsets:
             for encoding in encodings:
                 step(f"Table 2: KDDCup99, {subset} 70,000-row subset, encoding {encoding}")
                 kdd = load_kddcup99(data_home=data_home, subset=subset, n_samples=70_000,
