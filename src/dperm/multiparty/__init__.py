@@ -15,7 +15,9 @@ Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
 Modules: ``secure_sum`` (summation engines), ``privacy`` (calibration and
 composition), ``protocol`` (parties, network, coordinator), ``baselines``
 (local aggregation), ``record`` (``privacy_``), ``estimator`` (front ends),
-``errors``.
+``flower_engine`` / ``flower_app`` / ``flower_simulation`` / ``cli`` (Flower SecAgg+,
+optional), ``model_file`` (coordinator model files). Its errors live in
+:mod:`dperm.exceptions`.
 """
 
 from dperm.multiparty.baselines import (
@@ -24,7 +26,7 @@ from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
     local_aggregation,
 )
-from dperm.multiparty.errors import (
+from dperm.exceptions import (
     DropoutError,
     MalformedReplyError,
     PartyUnavailableError,
@@ -39,8 +41,6 @@ from dperm.multiparty.privacy import (
     calibrate_psgd,
     coordinator_view_guarantee,
     gaussian_rounds_epsilon,
-    gradient_sum_sensitivity,
-    local_aggregation_sensitivity,
     round_noise_scale,
 )
 from dperm.multiparty.protocol import (
@@ -59,6 +59,7 @@ from dperm.multiparty.secure_sum import (
     SecureSumReport,
     SecureSumSummary,
 )
+from dperm.privacy.sensitivity import gradient_sum_sensitivity, local_aggregation_sensitivity
 
 __all__ = [
     "CoordinatorView",

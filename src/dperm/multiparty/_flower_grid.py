@@ -45,7 +45,7 @@ from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
-from dperm.multiparty.errors import DropoutError, MalformedReplyError
+from dperm.exceptions import DropoutError, MalformedReplyError
 
 #: The weight every party reports: with ``max_weight = 1`` SecAgg+'s weighted
 #: mean is the plain mean and ``sum = K_active * mean`` (shared note flower-secagg.md).

@@ -3,7 +3,7 @@
 Each party ``P_k`` minimises its own regularised objective ``J_k`` (004
 eq. 4) and the released classifier is ``w_priv = (1/K) sum_k w_k + eta``
 (004 eq. 5). The average has L2 sensitivity ``2 L R / (K n_min lambda)``
-(note 12; :func:`~dperm.multiparty.privacy.local_aggregation_sensitivity`),
+(note 12; :func:`~dperm.privacy.sensitivity.local_aggregation_sensitivity`),
 so ``eta`` is drawn with density ``~ exp(-||eta|| / scale)``, ``scale =
 sensitivity / epsilon`` (004 eq. 2; pure epsilon-DP). The dependence on
 the smallest party, ``n_min``, is what PSGD avoids (004 Sec. 5-6).
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.exceptions import CertificateError
-from dperm.multiparty.privacy import l2_laplace_norm_quantile, local_aggregation_sensitivity
+from dperm.multiparty.privacy import l2_laplace_norm_quantile
+from dperm.privacy.sensitivity import local_aggregation_sensitivity
 from dperm.multiparty.record import REFERENCES, LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state

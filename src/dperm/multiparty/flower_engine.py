@@ -56,7 +56,7 @@ import warnings
 
 import numpy as np
 
-from dperm.multiparty.errors import PartyUnavailableError
+from dperm.exceptions import PartyUnavailableError
 from dperm.multiparty.secure_sum import (
     DEFAULT_CLIPPING_RANGE,
     DEFAULT_MODULUS_RANGE,

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from scipy.stats import gamma
 
 from dperm.accounting import Spend, advanced_composition, basic_composition
-from dperm.privacy.sensitivity import (
+from dperm.privacy.sensitivity import (  # the formulas live with the other sensitivities
     gaussian_objective_sigma,
+    gradient_sum_sensitivity,
     objective_perturbation_slack,
-    output_perturbation_sensitivity,
 )
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
@@ -40,18 +40,6 @@ def check_open_delta(delta, name: str = "delta") -> float:
             "(004 Thms 4.1-4.2) and gives no guarantee at delta = 0: pass e.g. delta=1e-5."
         )
     return delta
-
-
-def gradient_sum_sensitivity(lipschitz: float, data_norm: float) -> float:
-    """L2 sensitivity ``2 L R`` of a party's summed gradient ``grad G_k(w)`` (004 eq. 8).
-
-    004 Prop. 3.1 proves ``2 L`` for rows in the unit ball: replacing one
-    record changes one term ``phi'(y w.x) y x``, of norm at most ``L R``, on
-    each side. With data norm ``R`` it is ``2 L R`` (note 2; note 13).
-    """
-    lipschitz = check_positive(lipschitz, "lipschitz")
-    data_norm = check_positive(data_norm, "data_norm")
-    return 2.0 * lipschitz * data_norm
 
 
 def round_noise_scale(round_epsilon: float, lipschitz: float, data_norm: float) -> float:
@@ -511,25 +499,6 @@ def coordinator_view_gaussian(calibration: PSGDCalibration) -> CoordinatorView:
         epsilon=epsilon, delta=calibration.delta,
         composition=calibration.coordinator_accountant, slack=0.0,
     )
-
-
-def local_aggregation_sensitivity(
-    n_samples_by_party, alpha: float, lipschitz: float, data_norm: float, solution_radius: float
-) -> float:
-    """L2 sensitivity ``(2 L R / (n_min lambda) + 2 r) / K`` of the averaged classifier (004 eq. 5).
-
-    Replacing one record changes one party's local minimiser ``w_k`` by at
-    most ``2 L R / (N_k lambda)`` (003 Cor. 1, note 2), at most
-    ``2 L R / (n_min lambda)`` whichever party holds it, and the average
-    ``(1/K) sum_k w_k`` by ``1/K`` of that (note 12: Pathak et al. 2010). A
-    certified solve within radius ``r`` of each exact minimiser adds ``2 r``
-    before averaging (:func:`~dperm.privacy.sensitivity.output_perturbation_sensitivity`).
-    """
-    sizes = [check_positive_int(n, "party size") for n in n_samples_by_party]
-    if len(sizes) < 2:
-        raise ValueError(f"local aggregation needs at least 2 parties; got {len(sizes)}.")
-    per_party = output_perturbation_sensitivity(min(sizes), alpha, lipschitz, data_norm, solution_radius)
-    return per_party / len(sizes)
 
 
 def l2_laplace_norm_quantile(dimension: int, scale: float, tail_probability: float) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.stats import norm
 
 from dperm.mechanisms.noise import sample_gaussian, sample_l2_laplace
-from dperm.multiparty.errors import (
+from dperm.exceptions import (
     DropoutError,
     MalformedReplyError,
     PartyUnavailableError,
@@ -263,7 +263,7 @@ class InProcessNetwork(GradientSumNetwork):
     Proc. 3, then the party's reply check and scaling) and hands the replies
     straight to the secure sum, whose aggregator sees only masked vectors. It
     returns only the revealed sum and its report. A party that raises
-    :class:`~dperm.multiparty.errors.PartyUnavailableError` counts as dropped
+    :class:`~dperm.exceptions.PartyUnavailableError` counts as dropped
     for the round.
 
     Parameters

@@ -36,7 +36,7 @@ Simplifications of the simulation, documented rather than hidden:
   expanded from Diffie-Hellman agreed seeds; the aggregator object never
   sees them;
 - no self-masks and no Shamir shares: a party that drops out after the setup
-  aborts the round (:class:`~dperm.multiparty.errors.DropoutError`) and
+  aborts the round (:class:`~dperm.exceptions.DropoutError`) and
   nothing is revealed. SecAgg+'s recovery of the survivors' sum is engine
   work; calibrating the DP noise for the smallest survivor count is not
   implemented either;
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dperm.multiparty.errors import DropoutError, MalformedReplyError
+from dperm.exceptions import DropoutError, MalformedReplyError
 from dperm.validation import check_positive, check_random_state
 
 #: Flower SecAgg+ defaults (``flwr.server.workflow.SecAggPlusWorkflow``).

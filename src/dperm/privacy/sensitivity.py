@@ -167,3 +167,35 @@ def gaussian_objective_sigma(
     probability ``1 - delta`` exactly when ``sigma = (s / 2) sigma*``.
     """
     return lipschitz * data_norm * gaussian_sigma_star(dimension, epsilon_tilde, delta)
+
+
+# -- multiparty (004) ------------------------------------------------------------------
+def gradient_sum_sensitivity(lipschitz: float, data_norm: float) -> float:
+    """L2 sensitivity ``2 L R`` of a party's summed gradient ``grad G_k(w)`` (004 eq. 8).
+
+    004 Prop. 3.1 proves ``2 L`` for rows in the unit ball: replacing one
+    record changes one term ``phi'(y w.x) y x``, of norm at most ``L R``, on
+    each side. With data norm ``R`` it is ``2 L R`` (note 2; note 13).
+    """
+    lipschitz = check_positive(lipschitz, "lipschitz")
+    data_norm = check_positive(data_norm, "data_norm")
+    return 2.0 * lipschitz * data_norm
+
+
+def local_aggregation_sensitivity(
+    n_samples_by_party, alpha: float, lipschitz: float, data_norm: float, solution_radius: float
+) -> float:
+    """L2 sensitivity ``(2 L R / (n_min lambda) + 2 r) / K`` of the averaged classifier (004 eq. 5).
+
+    Replacing one record changes one party's local minimiser ``w_k`` by at
+    most ``2 L R / (N_k lambda)`` (003 Cor. 1, note 2), at most
+    ``2 L R / (n_min lambda)`` whichever party holds it, and the average
+    ``(1/K) sum_k w_k`` by ``1/K`` of that (note 12: Pathak et al. 2010). A
+    certified solve within radius ``r`` of each exact minimiser adds ``2 r``
+    before averaging (:func:`~dperm.privacy.sensitivity.output_perturbation_sensitivity`).
+    """
+    sizes = [check_positive_int(n, "party size") for n in n_samples_by_party]
+    if len(sizes) < 2:
+        raise ValueError(f"local aggregation needs at least 2 parties; got {len(sizes)}.")
+    per_party = output_perturbation_sensitivity(min(sizes), alpha, lipschitz, data_norm, solution_radius)
+    return per_party / len(sizes)
