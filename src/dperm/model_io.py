@@ -142,8 +142,8 @@ def model_from_dict(document):
         raise ValueError("'params' must be an object.")
     model = cls().set_params(**document["params"])
     spec = TabularSpec.from_dict(document["spec"])
-    coef = _finite_array(document["coef"], "coef", ndim=2)
-    intercept = _finite_array(document["intercept"], "intercept", ndim=1)
+    coef = finite_array(document["coef"], "coef", ndim=2)
+    intercept = finite_array(document["intercept"], "intercept", ndim=1)
     classes = document["classes"]
     if not isinstance(classes, list) or len(classes) < 2:
         raise ValueError("'classes' must list at least two labels.")
@@ -163,7 +163,7 @@ def model_from_dict(document):
     return model, spec
 
 
-def _finite_array(value, name, ndim):
+def finite_array(value, name, ndim):
     """``value`` as a finite float array of ``ndim`` dimensions, or a ValueError naming it."""
     shape = "1-D list" if ndim == 1 else "2-D list of lists"
     try:

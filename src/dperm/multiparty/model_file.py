@@ -28,6 +28,7 @@ from dataclasses import MISSING, dataclass, fields
 import numpy as np
 
 from dperm.model_io import MULTIPARTY_FORMAT as MODEL_FORMAT
+from dperm.model_io import finite_array
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, PSGDClassifier
 from dperm.multiparty.record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import SecureSumSummary
@@ -259,10 +260,10 @@ def model_from_document(document):
         raise ValueError("'parties' must list the names of at least two parties.")
     if document["classes"] != list(CLASSES):
         raise ValueError(f"'classes' must be {list(CLASSES)} (the parties' labels); got {document['classes']!r}.")
-    coef = _finite_array(document["coef"], "coef", ndim=2)
+    coef = finite_array(document["coef"], "coef", ndim=2)
     if coef.shape != (1, len(features)):
         raise ValueError(f"'coef' has shape {coef.shape}; {len(features)} features need (1, {len(features)}).")
-    intercept = _finite_array(document["intercept"], "intercept", ndim=1)
+    intercept = finite_array(document["intercept"], "intercept", ndim=1)
     if intercept.shape != (1,):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
     record = privacy_record_from_dict(document["privacy"])
@@ -294,14 +295,3 @@ def describe_document(document, preprocessing: PartyPreprocessing) -> str:
             f"{document.get('engine', 'unknown')}) predicting -1/+1 from {preprocessing.n_features} features "
             f"{list(preprocessing.features)}; no intercept\n"
             f"Rows: {preprocessing.describe()}.")
-
-
-def _finite_array(value, name, ndim):
-    shape = "1-D list" if ndim == 1 else "2-D list of lists"
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        array = None
-    if array is None or array.ndim != ndim or not np.isfinite(array).all():
-        raise ValueError(f"'{name}' must be a finite {shape} of numbers.")
-    return array
