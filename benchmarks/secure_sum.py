@@ -33,8 +33,6 @@ import csv
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 import dperm
+from dperm.multiparty.cli import free_loopback_ports, stop_process_group
 from dperm.multiparty import MaskedSecureSum
 from dperm.multiparty.flower_engine import FlowerSecureSum, configure_flower_environment
 
@@ -77,30 +76,6 @@ def _conditions() -> dict:
 def _summary(seconds) -> dict:
     return {"rounds": len(seconds), "median_s": statistics.median(seconds), "mean_s": statistics.fmean(seconds),
             "min_s": min(seconds), "max_s": max(seconds), "per_round_s": seconds}
-
-
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _stop_group(process):
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait(timeout=15)
 
 
 def write_shards(folder: Path, n_parties: int) -> list:
@@ -140,7 +115,7 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
     """PSGD with SecAgg+ over real processes on 127.0.0.1; per-round times from the ServerApp."""
     workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-secure-sum-"))
     shards = write_shards(workdir, n_parties)
-    superlink_port, *node_ports = _free_ports(n_parties + 1)
+    superlink_port, *node_ports = free_loopback_ports(n_parties + 1)
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
     coordinator_dir = workdir / "coordinator"
@@ -162,7 +137,7 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
         output, _ = coordinator.communicate(timeout=timeout)
     finally:
         for process in reversed(processes):
-            _stop_group(process)
+            stop_process_group(process, grace_seconds=15)
     total = time.perf_counter() - started
     if coordinator.returncode != 0:
         raise RuntimeError(f"the loopback run failed:\n{output}")

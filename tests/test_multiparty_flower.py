@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 
@@ -38,6 +36,7 @@ from dperm.multiparty import (  # noqa: E402
 )
 from dperm.multiparty import flower_app  # noqa: E402
 from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
+from dperm.multiparty.cli import free_loopback_ports, stop_process_group  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
     FlowerSecureSum,
     configure_flower_environment,
@@ -489,34 +488,10 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
 # -- real processes on 127.0.0.1 -------------------------------------------------------
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def stop_group(process):
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait(timeout=15)
-
-
 @pytest.mark.slow
 def test_real_processes_on_loopback(shard_files, tmp_path):
     """SuperLink + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
-    superlink_port, *node_ports = free_ports(3)
+    superlink_port, *node_ports = free_loopback_ports(3)
     env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
            "FLWR_DISABLE_UPDATE_CHECK": "1"}
     dperm = [sys.executable, "-m", "dperm.cli"]
@@ -537,7 +512,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
         output, _ = coordinator.communicate(timeout=170)
     finally:
         for process in reversed(processes):
-            stop_group(process)
+            stop_process_group(process, grace_seconds=15)
     assert coordinator.returncode == 0, output
     document = json.loads(out.read_text())
     privacy = document["privacy"]

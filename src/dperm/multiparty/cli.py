@@ -96,6 +96,18 @@ def wait_for_port(host: str, port: int, process, seconds: float) -> None:
     raise RuntimeError(f"the SuperLink did not listen on {host}:{port} within {seconds:g} s.")
 
 
+def free_loopback_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on 127.0.0.1 now (bound to port 0, then released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def stop_process_group(process, grace_seconds: float = 10.0) -> None:
     """SIGTERM the process group ``process`` leads, then SIGKILL what is left."""
     if process is None or process.poll() is not None:
