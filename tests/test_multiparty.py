@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 from sklearn.base import clone
 
+from _multiparty_data import make_data, split
 from dperm.accounting import Spend, advanced_composition
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
@@ -40,20 +41,6 @@ from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_pertur
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 
 LOGISTIC = get_loss("logistic")
-
-
-def make_data(n=300, d=4, seed=1, noise=0.3):
-    """Rows in the unit ball, labels from a noisy linear rule."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = np.where(X @ rng.normal(size=d) + noise * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
-
-
-def split(X, y, sizes):
-    bounds = np.cumsum((0,) + tuple(sizes))
-    return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def make_parties(shards, party_class=Party, seed=100, data_norm=1.0):

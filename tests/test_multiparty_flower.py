@@ -19,6 +19,7 @@ from flwr.common import Code, FitIns, FitRes, Status, bytes_to_ndarray, ndarrays
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage  # noqa: E402
 from flwr.compat.common import recorddict_compat as compat  # noqa: E402
 
+from _multiparty_data import make_data, split  # noqa: E402
 from dperm.cli import main as dperm_main  # noqa: E402
 from dperm.losses import get_loss  # noqa: E402
 from dperm.multiparty import (  # noqa: E402
@@ -50,19 +51,6 @@ LOGISTIC = get_loss("logistic")
 def plain_vectors(n_parties=4, dimension=50, low=-7.0, high=7.0, seed=0):
     rng = np.random.default_rng(seed)
     return {f"p{k}": rng.uniform(low, high, size=dimension) for k in range(n_parties)}
-
-
-def make_data(n=300, d=4, seed=1, noise=0.3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = np.where(X @ rng.normal(size=d) + noise * rng.normal(size=n) > 0, 1.0, -1.0)
-    return X, y
-
-
-def split(X, y, sizes):
-    bounds = np.cumsum((0,) + tuple(sizes))
-    return [(X[a:b], y[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 class RecordingGrids:
