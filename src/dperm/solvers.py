@@ -279,6 +279,11 @@ def hinge_duality_gap(X, y, alpha: float, w) -> float:
 
 #: liblinear tolerances tried in turn until the duality gap certifies the solve.
 LIBLINEAR_TOLS = (1e-8, 1e-10, 1e-6)
+#: Seed of liblinear's coordinate shuffle. With ``random_state=None`` liblinear
+#: draws from numpy's global RNG, so two fits of the same data would return
+#: different (equally certified) minimisers; the non-private solve must be a
+#: function of the data alone.
+LIBLINEAR_SHUFFLE_SEED = 0
 
 
 def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
@@ -302,7 +307,7 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
     for liblinear_tol in LIBLINEAR_TOLS:
         svc = LinearSVC(
             loss="hinge", dual=True, C=1.0 / (alpha * n), fit_intercept=False,
-            tol=liblinear_tol, max_iter=max_iter,
+            tol=liblinear_tol, max_iter=max_iter, random_state=LIBLINEAR_SHUFFLE_SEED,
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
