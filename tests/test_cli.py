@@ -178,3 +178,62 @@ def test_reproduce_smoke_run(tmp_path, capsys):
     report = (tmp_path / "report.md").read_text()
     assert "paper 0.2161" in report and "Table 1: Adult, constant encoding" in report
     assert (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    ([], {"2", "3", "4-5"}),                 # no part named: everything
+    (["--figures"], {"2", "3", "4-5"}),      # --figures alone: every figure
+    (["--figures", "4-5"], {"4-5"}),         # the learning curves without the tables
+    (["--table2"], set()),
+])
+def test_reproduce_figures_flag_selects_the_figures(monkeypatch, tmp_path, argv, expected):
+    from dperm.experiments import chaudhuri2011
+
+    seen = {}
+
+    def fake_run(out_dir, **kwargs):
+        seen.update(kwargs)
+        return {"seconds": 0.0}
+
+    monkeypatch.setattr(chaudhuri2011, "run", fake_run)
+    assert main(["reproduce", "chaudhuri2011", *argv, "--out", str(tmp_path)]) == 0
+    assert chaudhuri2011._figure_set(seen["figures"]) == expected
+    assert seen["table2"] == (argv != ["--figures", "4-5"] and argv != ["--figures"])
+
+
+def test_reproduce_rejects_an_unknown_figure(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "chaudhuri2011", "--figures", "6", "--out", str(tmp_path)])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def _small_kdd_like(n=2_600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] + 0.1 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def test_learning_curves_alone_run_alg4_without_the_tables(monkeypatch, tmp_path):
+    # Figs. 4-5 at small size: 300 test + 300 validation rows, 5 candidate parts of n rows
+    import dperm.datasets
+    from dperm.experiments import chaudhuri2011
+    from sklearn.utils import Bunch
+
+    X, y = _small_kdd_like()
+    monkeypatch.setattr(chaudhuri2011, "TEST_SIZE", 300)
+    monkeypatch.setattr(chaudhuri2011, "VALIDATION_SIZE", 300)
+    monkeypatch.setattr(dperm.datasets, "load_kddcup99", lambda **kw: Bunch(X_train=X, y_train=y))
+    results = chaudhuri2011.run(tmp_path, figures=("4-5",), table1=False, table2=False, runs=1,
+                                curve_runs=2, permutations=1, n_jobs=1, progress=None)
+    assert set(results["parts"]) == {"figures4_5"}          # no table was computed
+    curves = results["parts"]["figures4_5"]
+    assert curves["sizes"] == [400]                          # (2600 - 600) // 5, the most that fits
+    cells = {(c["loss"], c["algorithm"], c["epsilon"]) for c in curves["curves"]}
+    assert len(cells) == 2 * (1 + 2 * len(chaudhuri2011.LEARNING_EPSILONS))
+    nonprivate = [c["mean"] for c in curves["curves"] if c["algorithm"] == "nonprivate"]
+    assert max(nonprivate) < 0.1                             # the task is nearly separable
+    assert all(0.0 <= c["mean"] <= 1.0 for c in curves["curves"])
+    assert "Figs. 4-5" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "results.json").read_text())["parts"].keys() == {"figures4_5"}

@@ -447,11 +447,36 @@ def _previous_parts(out_dir: Path, *, runs, folds, seed) -> dict:
     return {name: part for name, part in earlier.get("parts", {}).items() if name.startswith("table")}
 
 
+#: The figures of 003 Sec. 7 that :func:`run` reproduces: Fig. 2 (Adult, error
+#: against eps), Fig. 3 (KDDCup99, the same) and Figs. 4-5 (learning curves).
+FIGURES = ("2", "3", "4-5")
+
+
+def _figure_set(figures) -> frozenset:
+    """``True`` means every figure, ``False``/``None`` none, else names from :data:`FIGURES`."""
+    if figures is True:
+        return frozenset(FIGURES)
+    if isinstance(figures, str):
+        figures = (figures,)
+    chosen = frozenset(figures or ())
+    unknown = chosen - set(FIGURES)
+    if unknown:
+        raise ValueError(f"unknown figures {sorted(unknown)}; choose from {list(FIGURES)}")
+    return chosen
+
+
 def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, figure_runs=10,
         curve_runs=5, permutations=3, encodings=("constant", "unit_norm"),
         subsets=("random", "stratified"), data_home=None, seed=0,
         n_jobs=2, progress=sys.stderr) -> dict:
-    """Run the requested parts, save JSON, PNG and ``report.md`` under ``out_dir``."""
+    """Run the requested parts, save JSON, PNG and ``report.md`` under ``out_dir``.
+
+    ``figures`` is ``True`` (Figs. 2-5), ``False``, or a collection of names from
+    :data:`FIGURES`. Fig. 2 needs Table 1 and Fig. 3 Table 2 (their best Lambda),
+    so asking for them computes those tables too (or reuses them from an earlier
+    ``results.json`` in ``out_dir`` made with the same runs, folds and seed).
+    """
+    figures = _figure_set(figures)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -481,7 +506,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
         if progress is not None:
             print(message, file=progress, flush=True)
 
-    if table1 or figures:
+    if table1 or "2" in figures:
         for encoding in encodings:
             step(f"Table 1: Adult, encoding {encoding}")
             X, y = _adult_all_rows(encoding, data_home)
@@ -491,7 +516,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                        _small_lambda_note(table, PAPER_TABLE1, "logistic", "objective", "Table 1"), ""]
             report += ["Cells more than two standard errors from the paper:", ""]
             report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE1)] + [""]
-            if figures:
+            if "2" in figures:
                 step(f"Fig. 2: Adult, encoding {encoding}")
                 curves = epsilon_curves(X, y, table, runs=figure_runs, folds=folds, seed=seed,
                                         n_jobs=n_jobs, progress=progress)
@@ -500,7 +525,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                 png = plot_epsilon_curves(curves, f"Adult ({encoding})", out_dir / f"figure2_{encoding}.png")
                 if png:
                     report += [f"![Fig. 2, {encoding}]({png.name})", ""]
-    if table2 or figures:
+    if table2 or "3" in figures:
         from dperm.datasets import load_kddcup99
 
         for subset in subsets:
@@ -518,7 +543,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                            _small_lambda_note(table, PAPER_TABLE2, "logistic", "objective", "Table 2"),
                            "", "Cells more than two standard errors from the paper:", ""]
                 report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE2)] + [""]
-                if figures and subset == "random" and encoding == encodings[0]:
+                if "3" in figures and subset == "random" and encoding == encodings[0]:
                     step("Fig. 3: KDDCup99")
                     curves = epsilon_curves(kdd.X_train, kdd.y_train, table, runs=figure_runs,
                                             folds=folds, seed=seed, n_jobs=n_jobs, progress=progress)
@@ -527,7 +552,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                     png = plot_epsilon_curves(curves, "KDDCup99", out_dir / "figure3.png")
                     if png:
                         report += [f"![Fig. 3]({png.name})", ""]
-    if figures:
+    if "4-5" in figures:
         from dperm.datasets import load_kddcup99
 
         step("Figs. 4-5: learning curves with private tuning on KDDCup99 (10% file)")
