@@ -38,6 +38,7 @@ from dperm.multiparty import (  # noqa: E402
 from dperm.multiparty import flower_app  # noqa: E402
 from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
 from dperm.multiparty.cli import free_loopback_ports, stop_process_group  # noqa: E402
+from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
     FlowerSecureSum,
     configure_flower_environment,
@@ -367,6 +368,40 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+def test_deployment_runs_the_coordinator_dp_option(shard_files, tmp_path, accountant):
+    # `dperm coordinate --coordinator-dp`: the parties receive the Gaussian calibration in the set-up
+    # message, draw no one-time noise, and the coordinator's whole view is (eps, delta)-DP
+    grid = deployment_grid(shard_files)
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
+                                              wait_seconds=1.0, coordinator_dp=True,
+                                              coordinator_accountant=accountant)
+    result, parties, _ = flower_app.coordinate(grid, settings)
+    expected = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4,
+                              n_rounds=4, loss=get_loss("logistic"), data_norm=1.0, coordinator_dp=True,
+                              coordinator_accountant=accountant)
+    assert result.calibration == expected
+    record = result.record
+    assert record.coordinator_dp and record.round_noise == "gaussian"
+    assert record.party_noise_sigma == 0.0                       # no one-time eta^k
+    assert record.round_noise_sigma == pytest.approx(expected.round_noise_sigma)
+    assert record.coordinator_epsilon <= 1.0 + 1e-9 and record.coordinator_delta == pytest.approx(1e-5)
+    document = flower_app.model_document(result, parties, settings)
+    assert document["params"]["coordinator_dp"] is True
+    assert document["params"]["coordinator_accountant"] == accountant
+    flower_app.write_json(tmp_path / "model.json", document)
+    model, _ = model_from_document(json.loads((tmp_path / "model.json").read_text()))
+    assert model.coordinator_dp and model.coordinator_accountant == accountant
+    assert model.privacy_.coordinator_dp
+
+
+def test_coordinator_settings_round_trip_the_run_config():
+    settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=0.5, delta=1e-6, alpha=0.1, n_rounds=3,
+                                              coordinator_dp=True, coordinator_accountant="rdp")
+    assert flower_app.CoordinatorSettings.from_run_config(settings.to_run_config()) == settings
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
 def test_deployment_refuses_a_second_setup_and_mismatched_parties(shard_files, tmp_path):
     grid = deployment_grid(shard_files[:2])
     settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
@@ -466,6 +501,9 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
     assert "--shards must be at least 2" in capsys.readouterr().err
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--out", str(tmp_path / "m.json")]) == 2
     assert "--insecure" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--coordinator-dp",
+                       "--round-epsilon", "0.5", "--out", str(tmp_path / "m.json")]) == 2
+    assert "cannot be combined with --round-epsilon" in capsys.readouterr().err
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1"]) == 2
     assert "--root-certificates" in capsys.readouterr().err
     assert dperm_main(["party", "serve", "--data", str(tmp_path / "missing.csv"), "--superlink",

@@ -232,11 +232,15 @@ def _settings_from_args(args):
         raise ValueError(f"--delta must be in the open interval (0, 1); got {args.delta}.")
     if args.rounds < 1:
         raise ValueError(f"--rounds must be a positive integer; got {args.rounds}.")
+    if args.coordinator_dp and (args.round_epsilon is not None or args.composition_slack is not None):
+        raise ValueError("--coordinator-dp calibrates the per-round noise from --epsilon, --delta and --rounds; "
+                         "it cannot be combined with --round-epsilon or --composition-slack.")
     return CoordinatorSettings(
         n_parties=args.shards, epsilon=args.epsilon, delta=args.delta, alpha=args.alpha, n_rounds=args.rounds,
         data_norm=args.data_norm, loss=args.loss, h=args.h, round_epsilon=args.round_epsilon,
         composition_slack=args.composition_slack, quantization_range=args.quantization_range,
         modulus_range=args.modulus_range, stage_timeout=args.stage_timeout, wait_seconds=args.wait,
+        coordinator_dp=args.coordinator_dp, coordinator_accountant=args.coordinator_accountant,
     )
 
 
@@ -345,6 +349,11 @@ def add_commands(subparsers) -> None:
                             help="per-round epsilon of the coordinator's view (default: --epsilon)")
     coordinate.add_argument("--composition-slack", type=float, default=None,
                             help="delta' of the advanced composition (default: --delta)")
+    coordinate.add_argument("--coordinator-dp", action="store_true",
+                            help="per-round Gaussian noise calibrated with dp-accounting so that the "
+                                 "coordinator's whole view is (epsilon, delta)-DP (beyond 004; see README)")
+    coordinate.add_argument("--coordinator-accountant", choices=("pld", "rdp"), default="pld",
+                            help="dp-accounting's accountant for --coordinator-dp (default pld)")
     coordinate.add_argument("--quantization-range", type=int, default=DEFAULT_QUANTIZATION_RANGE)
     coordinate.add_argument("--modulus-range", type=int, default=DEFAULT_MODULUS_RANGE)
     coordinate.add_argument("--host", default="127.0.0.1", help="SuperLink address (0.0.0.0: all interfaces)")

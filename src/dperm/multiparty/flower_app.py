@@ -351,6 +351,8 @@ class CoordinatorSettings:
     modulus_range: int = DEFAULT_MODULUS_RANGE
     stage_timeout: float | None = None
     wait_seconds: float = 300.0
+    coordinator_dp: bool = False
+    coordinator_accountant: str = "pld"
 
     def to_run_config(self) -> dict:
         """Flower run-config values: hyphenated keys, 0 standing for None."""
@@ -427,6 +429,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
         epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_samples=sum(sizes),
         n_parties=len(sizes), n_features=parties[0].n_features, n_rounds=settings.n_rounds, loss=loss,
         data_norm=settings.data_norm, round_epsilon=settings.round_epsilon,
+        coordinator_dp=bool(settings.coordinator_dp), coordinator_accountant=settings.coordinator_accountant,
     )
     network = FlowerGridNetwork(
         grid, parties, clipping_range=psgd_clipping_range(calibration, sizes),
@@ -453,7 +456,9 @@ def model_document(result, parties, settings: CoordinatorSettings) -> dict:
         "params": {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
                    "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss,
                    "h": settings.h, "round_epsilon": settings.round_epsilon,
-                   "composition_slack": settings.composition_slack},
+                   "composition_slack": settings.composition_slack,
+                   "coordinator_dp": bool(settings.coordinator_dp),
+                   "coordinator_accountant": settings.coordinator_accountant},
         "classes": [-1, 1],
         "coef": [np.asarray(result.coef, dtype=float).tolist()],
         "intercept": [0.0],
