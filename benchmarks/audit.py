@@ -64,8 +64,8 @@ def _cases(epsilons, gaussian_deltas, under_noised):
                                noise_factor=factor)
 
 
-COMPOSITE = ("kernel", "prediction", "local_aggregation", "psgd")
-#: PSGD is (epsilon, delta)-DP; its audit uses a delta large enough to be visible.
+COMPOSITE = ("kernel", "prediction", "local_aggregation", "psgd", "psgd_coordinator_dp")
+#: PSGD (both schemes) is (epsilon, delta)-DP; its audit uses a delta large enough to be visible.
 PSGD_DELTA = 0.05
 
 
@@ -75,7 +75,7 @@ def _composite_cases(epsilons, under_noised):
         for mechanism in COMPOSITE:
             for factor in factors:
                 yield dict(mechanism=mechanism, loss="huber" if mechanism != "prediction" else "hinge",
-                           epsilon=epsilon, delta=PSGD_DELTA if mechanism == "psgd" else 0.0,
+                           epsilon=epsilon, delta=PSGD_DELTA if mechanism.startswith("psgd") else 0.0,
                            noise_factor=factor)
 
 
@@ -86,8 +86,8 @@ def _run_composite(case, n_runs, confidence, seed):
         return audit_kernel_estimator(case["epsilon"], **common)
     if case["mechanism"] == "prediction":
         return audit_private_predictor(case["epsilon"], **common)
-    if case["mechanism"] == "psgd":
-        return audit_multiparty("psgd", case["epsilon"], case["delta"], **common)
+    if case["mechanism"].startswith("psgd"):
+        return audit_multiparty(case["mechanism"], case["epsilon"], case["delta"], **common)
     return audit_multiparty("local_aggregation", case["epsilon"], **common)
 
 

@@ -108,20 +108,31 @@ def _party_shards(flip_canary):
     return [tuple(shard) for shard in shards]
 
 
+#: The multiparty schemes :func:`audit_multiparty` audits.
+MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation")
+
+
 def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, confidence=0.95,
                      noise_factor=1.0, random_state=None):
-    """Audit :class:`dperm.PSGDClassifier` (``kind="psgd"``, (epsilon, delta)-DP, 004 Thm 4.2)
-    or :class:`dperm.LocalAggregationClassifier` (``kind="local_aggregation"``, pure DP)."""
+    """Audit a multiparty classifier's released model on a label-flip pair of two-party data.
+
+    ``kind`` is ``"psgd"`` (:class:`dperm.PSGDClassifier`, (epsilon, delta)-DP,
+    004 Thm 4.2), ``"psgd_coordinator_dp"`` (the same with ``coordinator_dp=True``:
+    the coordinator's whole view is (epsilon, delta)-DP by dp-accounting's PLD
+    accountant, and the released model is a post-processing of it) or
+    ``"local_aggregation"`` (:class:`dperm.LocalAggregationClassifier`, pure DP).
+    """
     from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 
-    if kind not in ("psgd", "local_aggregation"):
-        raise ValueError(f"kind must be 'psgd' or 'local_aggregation'; got {kind!r}.")
-    claimed_delta = delta if kind == "psgd" else 0.0
+    if kind not in MULTIPARTY_KINDS:
+        raise ValueError(f"kind must be one of {list(MULTIPARTY_KINDS)}; got {kind!r}.")
+    claimed_delta = 0.0 if kind == "local_aggregation" else delta
 
     def make(noise):
-        if kind == "psgd":
+        if kind.startswith("psgd"):
             return PSGDClassifier(epsilon=epsilon, delta=delta, alpha=5.0, n_rounds=n_rounds,
-                                  loss="huber", random_state=noise)
+                                  loss="huber", coordinator_dp=kind == "psgd_coordinator_dp",
+                                  random_state=noise)
         return LocalAggregationClassifier(epsilon=epsilon, alpha=5.0, loss="huber", random_state=noise)
 
     def runner(flip):
