@@ -514,9 +514,57 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
 # -- real processes on 127.0.0.1 -------------------------------------------------------
 
 
+def write_loopback_certificates(directory):
+    """A throwaway CA and a certificate for 127.0.0.1 signed by it: ``ca.pem``, ``server.pem``, ``server.key``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid = dict(not_valid_before=now - datetime.timedelta(minutes=5), not_valid_after=now + datetime.timedelta(days=1))
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dperm test CA")])
+
+    def certificate(subject, public_key):
+        builder = x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
+        builder = builder.serial_number(x509.random_serial_number())
+        return builder.not_valid_before(valid["not_valid_before"]).not_valid_after(valid["not_valid_after"])
+
+    ca = certificate(ca_name, ca_key.public_key()).add_extension(
+        x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256())
+    server = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key.public_key())
+    server = server.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False).sign(ca_key, hashes.SHA256())
+    pem = serialization.Encoding.PEM
+    paths = {name: directory / name for name in ("ca.pem", "server.pem", "server.key")}
+    paths["ca.pem"].write_bytes(ca.public_bytes(pem))
+    paths["server.pem"].write_bytes(server.public_bytes(pem))
+    paths["server.key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    return paths
+
+
+def test_cli_needs_all_three_tls_files(tmp_path, capsys):
+    # Flower's SuperLink refuses TLS without the CA file; dperm says so before starting anything
+    paths = write_loopback_certificates(tmp_path)
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--ssl-certfile", str(paths["server.pem"]),
+                       "--ssl-keyfile", str(paths["server.key"]), "--out", str(tmp_path / "m.json")]) == 2
+    assert "--ssl-ca-certfile" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--ssl-certfile", str(paths["server.pem"]),
+                       "--ssl-keyfile", str(tmp_path / "nothing.key"), "--ssl-ca-certfile", str(paths["ca.pem"]),
+                       "--out", str(tmp_path / "m.json")]) == 2
+    error = capsys.readouterr().err
+    assert "--ssl-keyfile" in error and "nothing.key" in error and "is not a file" in error
+
+
 @pytest.mark.slow
 def test_real_processes_on_loopback(shard_files, tmp_path):
-    """SuperLink + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
+    """SuperLink over TLS + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
+    tls = write_loopback_certificates(tmp_path)
     superlink_port, *node_ports = free_loopback_ports(3)
     env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
            "FLWR_DISABLE_UPDATE_CHECK": "1"}
@@ -526,14 +574,17 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     try:
         coordinator = subprocess.Popen(
             dperm + ["coordinate", "--shards", "2", "--epsilon", "1", "--alpha", "0.05", "--rounds", "2",
-                     "--port", str(superlink_port), "--insecure", "--wait", "60", "--stage-timeout", "60",
+                     "--port", str(superlink_port), "--ssl-certfile", str(tls["server.pem"]),
+                     "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
+                     "--wait", "60", "--stage-timeout", "60",
                      "--workdir", str(tmp_path / "coordinator"), "--out", str(out)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         processes.append(coordinator)
         for k, port in enumerate(node_ports):
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shard_files[k]), "--name", f"party-{k}",
-                         "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port), "--insecure"],
+                         "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
+                         "--root-certificates", str(tls["ca.pem"])],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=170)
     finally:

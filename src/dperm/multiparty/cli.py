@@ -250,9 +250,15 @@ def _coordinate(args) -> int:
     except ImportError as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
-    if not args.insecure and not (args.ssl_certfile and args.ssl_keyfile):
-        raise ValueError("give --ssl-certfile and --ssl-keyfile (TLS), or --insecure for plain text on a "
-                         "trusted network.")
+    if not args.insecure and not (args.ssl_certfile and args.ssl_keyfile and args.ssl_ca_certfile):
+        # Flower's SuperLink needs all three for TLS, and `flwr run` verifies it with the CA
+        raise ValueError("give --ssl-certfile, --ssl-keyfile and --ssl-ca-certfile (TLS), or --insecure for "
+                         "plain text on a trusted network.")
+    if not args.insecure:
+        for option, path in (("--ssl-certfile", args.ssl_certfile), ("--ssl-keyfile", args.ssl_keyfile),
+                             ("--ssl-ca-certfile", args.ssl_ca_certfile)):
+            if not Path(path).is_file():
+                raise ValueError(f"{option} {path!r} is not a file.")
     out = Path(args.out).resolve()
     workdir = Path(args.workdir).resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -262,16 +268,16 @@ def _coordinate(args) -> int:
     app_dir = write_flower_app(workdir / "app", run_config)
     connect_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     address = f"{connect_host}:{args.port}"
-    write_cli_connection(workdir / "flwr-cli-home", address, args.ssl_ca_certfile if not args.insecure else None)
+    tls = None if args.insecure else [str(Path(path).resolve())
+                                      for path in (args.ssl_certfile, args.ssl_keyfile, args.ssl_ca_certfile)]
+    write_cli_connection(workdir / "flwr-cli-home", address, tls[2] if tls else None)
 
     superlink_command = [flower_command("flower-superlink"), "--host", args.host, "--port", str(args.port),
                          "--disable-runtime-dependency-installation"]
-    if args.insecure:
-        superlink_command.append("--insecure")
+    if tls:
+        superlink_command += ["--ssl-certfile", tls[0], "--ssl-keyfile", tls[1], "--ssl-ca-certfile", tls[2]]
     else:
-        superlink_command += ["--ssl-certfile", args.ssl_certfile, "--ssl-keyfile", args.ssl_keyfile]
-        if args.ssl_ca_certfile:
-            superlink_command += ["--ssl-ca-certfile", args.ssl_ca_certfile]
+        superlink_command.append("--insecure")
     superlink_log = workdir / "superlink.log"
     run_log = workdir / "run.log"
     superlink = run = None
@@ -360,9 +366,10 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--port", type=int, default=DEFAULT_SUPERLINK_PORT,
                             help=f"SuperLink port (default {DEFAULT_SUPERLINK_PORT})")
     coordinate.add_argument("--insecure", action="store_true", help="plain-text connections (trusted networks only)")
-    coordinate.add_argument("--ssl-certfile", default=None)
-    coordinate.add_argument("--ssl-keyfile", default=None)
-    coordinate.add_argument("--ssl-ca-certfile", default=None)
+    coordinate.add_argument("--ssl-certfile", default=None, help="TLS: the SuperLink's certificate (PEM)")
+    coordinate.add_argument("--ssl-keyfile", default=None, help="TLS: its private key (PEM)")
+    coordinate.add_argument("--ssl-ca-certfile", default=None,
+                            help="TLS: the CA certificate that signed it (PEM; the parties' --root-certificates)")
     coordinate.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the parties (300)")
     coordinate.add_argument("--stage-timeout", type=float, default=300.0,
                             help="seconds to wait for replies at each SecAgg+ stage (300)")
