@@ -124,8 +124,11 @@ def test_hinge_solve_does_not_depend_on_numpy_global_state():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(200, 5)) * 10.0
     y = np.where(X[:, 0] + rng.normal(size=200) > 0, 1.0, -1.0)
-    coefs = []
-    for global_seed in (1, 2):
-        np.random.seed(global_seed)
-        coefs.append(solve_hinge_svm(X, y, 1e-4, radius_tol=1e-2, max_iter=100000).coef)
+    coefs, saved = [], np.random.get_state()
+    try:
+        for global_seed in (1, 2):
+            np.random.seed(global_seed)
+            coefs.append(solve_hinge_svm(X, y, 1e-4, radius_tol=1e-2, max_iter=100000).coef)
+    finally:
+        np.random.set_state(saved)  # leave the global generator as the other tests found it
     np.testing.assert_array_equal(coefs[0], coefs[1])
