@@ -46,7 +46,7 @@ from dperm.mechanisms.prediction import (
     calibrated_prediction_sensitivity,
     fit_exact_kernel_model,
     prediction_loss,
-    prediction_noise_scale,
+    prediction_noise_calibration,
     prediction_sensitivity,
     solution_radius_allowance,
 )
@@ -106,11 +106,9 @@ class PrivatePredictor(BaseEstimator):
     n_features_in_ : int
     classes_ : ndarray of shape (2,)
         Hinge only: the two class labels.
-    labels_clipped_ : int
-        How many training labels were clipped to ``[-y_bound, y_bound]``.
     privacy_ : PredictionPrivacyRecord
         The calibration: ``sensitivity`` is ``B_Delta``, ``noise_scale`` the
-        Laplace scale per answer.
+        discrete Laplace scale per answer.
     queries_answered_ : int
         Answers released so far.
     epsilon_spent_ : float
@@ -231,7 +229,7 @@ class PrivatePredictor(BaseEstimator):
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)
-        y, labels_clipped = self._prepare_labels(y, params)
+        y = self._prepare_labels(y, params)
         m = X.shape[0]
         lam = lambda_from_alpha(params["alpha"])
         lipschitz = params["loss"].solution_lipschitz(KERNEL_KAPPA, params["alpha"])
@@ -246,16 +244,15 @@ class PrivatePredictor(BaseEstimator):
         self._noise_rng = check_random_state(self.random_state)
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
         self._n_answered = 0
-        self.labels_clipped_ = labels_clipped
+        calibration = prediction_noise_calibration(calibrated, params["epsilon_per_query"])
         self.privacy_ = PredictionPrivacyRecord(
             mechanism="private_prediction", kernel=self.kernel, kernel_gamma=params["gamma"],
             loss=self.loss, alpha=params["alpha"], lam=lam, strong_convexity=SQUARED_NORM_GAMMA,
             kappa=KERNEL_KAPPA, lipschitz=lipschitz, y_bound=params["y_bound"], n_samples=m,
-            labels_clipped=labels_clipped, sensitivity=sensitivity,
-            solution_radius_allowance=radius_allowed, solution_radius=solve.solution_radius,
+            sensitivity=sensitivity, solution_radius_allowance=radius_allowed,
             calibrated_sensitivity=calibrated, epsilon_per_query=params["epsilon_per_query"],
-            epsilon_total=params["epsilon_total"], noise_distribution="laplace",
-            noise_scale=prediction_noise_scale(calibrated, params["epsilon_per_query"]),
+            epsilon_total=params["epsilon_total"], noise_distribution="discrete-laplace",
+            noise_scale=calibration.noise_scale, noise_grid=calibration.step,
         )
         return self
 
@@ -263,8 +260,8 @@ class PrivatePredictor(BaseEstimator):
         """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""
         if self.loss == "squared":
             y, n_clipped = clip_labels_to_bound(np.asarray(y, dtype=np.float64), params["y_bound"])
-            warn_clipped_labels(n_clipped, y.shape[0], params["y_bound"])
-            return y, n_clipped
+            warn_clipped_labels(n_clipped, params["y_bound"])
+            return y
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.size != 2:
@@ -272,7 +269,7 @@ class PrivatePredictor(BaseEstimator):
                 f"loss='hinge' needs exactly two classes; y has {classes.size} ({classes.tolist()})."
             )
         self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0), 0
+        return np.where(y == classes[1], 1.0, -1.0)
 
     # -- the budget -------------------------------------------------------
     def _spend(self, n_answers: int) -> None:
@@ -320,7 +317,9 @@ class PrivatePredictor(BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         self._spend(X.shape[0])  # before anything about the private model is computed
         values = self._exact_model.values(X)
-        return answer_queries(values, self.privacy_.noise_scale, self._noise_rng)
+        calibration = prediction_noise_calibration(self.privacy_.calibrated_sensitivity,
+                                                   self.privacy_.epsilon_per_query)
+        return answer_queries(values, calibration, self._noise_rng)
 
     def predict(self, X):
         """Answer each row of X privately; costs ``len(X) * epsilon_per_query``.

@@ -554,7 +554,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
         X_out, n_clipped = normalize_rows(X, float(self.data_norm), self.mode)
-        warn_clipped_rows(n_clipped, X.shape[0], float(self.data_norm))
+        warn_clipped_rows(n_clipped, float(self.data_norm))
         return X_out if X_out is not X else X.copy()
 
 
@@ -1008,7 +1008,7 @@ class TabularSpec:
             X = X * (self.data_norm / self.max_row_norm())
             return clip_rows_to_norm(X, self.data_norm)[0]
         X, n_clipped = normalize_rows(X, self.data_norm, self.row_norm_mode)
-        warn_clipped_rows(n_clipped, X.shape[0], self.data_norm)
+        warn_clipped_rows(n_clipped, self.data_norm)
         return X
 
 

@@ -13,7 +13,7 @@ papers note 11).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import logsumexp
@@ -23,6 +23,8 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import spend_before_fitting
+from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg
+from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
 
@@ -44,9 +46,24 @@ def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
 
 
 def select_by_exponential_mechanism(mistakes, epsilon: float, rng) -> int:
-    """Draw an index with :func:`exponential_mechanism_probabilities` (epsilon-DP)."""
-    probabilities = exponential_mechanism_probabilities(mistakes, epsilon)
-    return int(rng.choice(probabilities.size, p=probabilities))
+    """Draw index ``i`` with probability ``~ exp(-epsilon z_i / 2)`` exactly (epsilon-DP).
+
+    Float-safe: a uniform candidate is accepted with probability
+    ``exp(-epsilon (z_i - z_min) / 2)`` by the exact Bernoulli sampler of
+    Canonne, Kamath & Steinke (2020, Alg. 1) on the rational ``epsilon``;
+    rejection sampling returns exactly the distribution of
+    :func:`exponential_mechanism_probabilities` (the mistake counts are integers).
+    """
+    counts = [int(z) for z in mistakes]
+    if any(z != m for z, m in zip(counts, mistakes)):
+        raise ValueError("mistakes must be integer counts.")
+    epsilon = Fraction(check_epsilon(epsilon))
+    best = min(counts)
+    bits = BitSource(rng)
+    while True:
+        index = bits.below(len(counts))
+        if bernoulli_exp_neg(epsilon * (counts[index] - best) / 2, bits):
+            return index
 
 
 def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failure_probability: float) -> float:
@@ -55,8 +72,8 @@ def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failur
     return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
 
 
-@dataclass(frozen=True)
-class TuningRecord:
+@privacy_record
+class TuningRecord(RecordBase):
     """The guarantee of a :class:`PrivateParameterSearch` and how it was composed.
 
     Attributes
@@ -66,27 +83,28 @@ class TuningRecord:
     n_candidates : int
         ``m``, the size of the public grid.
     part_sizes : tuple of int
-        Rows in each of the ``m + 1`` disjoint parts (the last is for validation).
+        Rows in each of the ``m + 1`` disjoint parts (the last is for
+        validation): a function of the public ``n`` and ``m`` only.
     selected_index : int
+        The exponential mechanism's choice (noised output).
     candidate_record : object
         ``privacy_`` of the selected model (trained on its part with ``epsilon``).
     reference : str
     """
 
-    epsilon: float
-    delta: float
-    n_candidates: int
-    part_sizes: tuple
-    selected_index: int
-    candidate_record: object
-    reference: str = ("Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: parallel "
-                      "composition over m + 1 disjoint parts, exponential mechanism selection")
+    epsilon: float = released(PUBLIC)
+    delta: float = released(PUBLIC)
+    n_candidates: int = released(PUBLIC)
+    part_sizes: tuple = released(PUBLIC)
+    selected_index: int = released(NOISED)
+    candidate_record: object = released(DERIVED)
+    reference: str = released(PUBLIC, "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: "
+                              "parallel composition over m + 1 disjoint parts, exponential "
+                              "mechanism selection")
 
     @property
     def guarantee(self) -> str:
-        if self.delta == 0:
-            return f"{self.epsilon:g}-DP (pure epsilon-differential privacy)"
-        return f"({self.epsilon:g}, {self.delta:g})-DP"
+        return describe_guarantee(self.epsilon, self.delta)
 
     def summary(self) -> str:
         return "\n".join([
@@ -96,9 +114,6 @@ class TuningRecord:
             f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
             f"selected candidate {self.selected_index}.",
         ])
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 class PrivateParameterSearch(ClassifierMixin, BaseEstimator):

@@ -110,13 +110,17 @@ def clip_rows_to_norm(X: np.ndarray, data_norm: float, copy: bool = True) -> tup
     return X, n_clipped
 
 
-def warn_clipped_rows(n_clipped: int, n_rows: int, data_norm: float) -> None:
-    """Issue a :class:`DataClippingWarning` that counts clipped rows."""
+def warn_clipped_rows(n_clipped: int, data_norm: float) -> None:
+    """Issue a :class:`DataClippingWarning` if any row was clipped.
+
+    The warning does not say how many: that count is a function of the private
+    rows and is not released (:mod:`dperm.privacy.release`).
+    """
     if n_clipped:
         warnings.warn(
-            f"{n_clipped} of {n_rows} rows had an L2 norm above data_norm={data_norm:g} "
-            "and were scaled down to it (a per-record step that keeps the privacy "
-            "guarantee). Set data_norm to a public bound on the row norm to avoid this.",
+            f"some rows had an L2 norm above data_norm={data_norm:g} and were scaled down to "
+            "it (a per-record step that keeps the privacy guarantee). Set data_norm to a "
+            "public bound on the row norm to avoid this.",
             DataClippingWarning,
             stacklevel=3,
         )
@@ -169,13 +173,13 @@ def clip_labels_to_bound(y, y_bound: float):
     return y, n_clipped
 
 
-def warn_clipped_labels(n_clipped: int, n_rows: int, y_bound: float) -> None:
-    """Issue a :class:`DataClippingWarning` that counts clipped labels."""
+def warn_clipped_labels(n_clipped: int, y_bound: float) -> None:
+    """Issue a :class:`DataClippingWarning` if any label was clipped (without the count)."""
     if n_clipped:
         warnings.warn(
-            f"{n_clipped} of {n_rows} labels were outside [-y_bound, y_bound] = "
-            f"[-{y_bound:g}, {y_bound:g}] and were clipped to it (a per-record step that "
-            "keeps the privacy guarantee). Set y_bound to a public bound on |y| to avoid this.",
+            f"some labels were outside [-y_bound, y_bound] = [-{y_bound:g}, {y_bound:g}] and "
+            "were clipped to it (a per-record step that keeps the privacy guarantee). Set "
+            "y_bound to a public bound on |y| to avoid this.",
             DataClippingWarning,
             stacklevel=4,  # the caller of fit
         )

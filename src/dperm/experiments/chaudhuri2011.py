@@ -29,7 +29,7 @@ from sklearn.model_selection import StratifiedKFold
 from dperm.experiments._plotting import pyplot_or_none
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, objective_perturbation
-from dperm.mechanisms.output import output_noise_scale, sample_output_noise
+from dperm.mechanisms.output import release_output
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 
 HUBER_WIDTH = 0.5
@@ -86,9 +86,8 @@ def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
     objective = RegularizedMarginObjective(loss, problem.X, problem.y, alpha)
     exact = minimize_certified(objective, tol=TOL, max_iter=MAX_ITER)
     rng = np.random.default_rng(seed)
-    scale = output_noise_scale(problem, epsilon, TOL)
     output_errors = [
-        _error(exact.coef + sample_output_noise(problem, scale, rng), X_test, y_test)
+        _error(release_output(problem, exact.coef, epsilon, TOL, rng), X_test, y_test)
         for _ in range(runs)
     ]
     objective_errors = [
@@ -201,9 +200,8 @@ def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, ru
         tol=TOL, max_iter=MAX_ITER)
     objective_problem = ERMProblem(X[train], y_signed[train], loss, alphas["objective"], 1.0)
     for eps in epsilons:
-        scale = output_noise_scale(output_problem, eps, TOL)
         result["output"][eps] = [
-            _error(exact.coef + sample_output_noise(output_problem, scale, rng), X_test, y_test)
+            _error(release_output(output_problem, exact.coef, eps, TOL, rng), X_test, y_test)
             for _ in range(runs)]
         result["objective"][eps] = [
             _error(objective_perturbation(objective_problem, eps, rng, TOL, MAX_ITER).coef,
@@ -280,7 +278,7 @@ def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechani
     for alpha, part, exact in zip(TUNING_GRID, parts, exact_solves):
         problem = ERMProblem(X[part], y_signed[part], loss, alpha, 1.0)
         if mechanism == "output":
-            coef = exact + sample_output_noise(problem, output_noise_scale(problem, epsilon, TOL), rng)
+            coef = release_output(problem, exact, epsilon, TOL, rng)
         elif mechanism == "objective":
             coef = objective_perturbation(problem, epsilon, rng, TOL, MAX_ITER).coef
         else:

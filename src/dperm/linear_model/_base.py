@@ -20,7 +20,7 @@ from sklearn.utils.validation import validate_data
 
 from dperm.accounting import spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
-from dperm.privacy.record import REFERENCES, PrivacyRecord
+from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
     check_delta,
@@ -145,7 +145,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
                 f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
             )
         X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
-        warn_clipped_rows(rows_clipped, X.shape[0], params.data_norm)
+        warn_clipped_rows(rows_clipped, params.data_norm)
         X, effective_norm = self._augment(X, params.data_norm, params.scaling)
         positives = classes[1:] if classes.size == 2 else classes
         n_problems = positives.size
@@ -164,26 +164,21 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             for positive in positives
         ]
         self._store(outputs, classes, params)
-        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
-        self.privacy_ = self._record(outputs, params, effective_norm, rows_clipped, X.shape[0])
+        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0])
         return self
 
     def _fit_distributed(self, X, y, params):
         """Fit a Dask X / y without loading it (:mod:`dperm.scale`); budget already spent.
 
-        ``n_iter_`` counts the data passes of each binary problem's Newton
-        solve; ``privacy_.data_passes`` counts all passes, the validating scan
-        included.
+        How many passes the solve took depends on the data and is not released.
         """
         from dperm.scale._estimator import fit_classifier_distributed
 
-        outputs, classes, scan, passes = fit_classifier_distributed(self, X, y, params)
+        outputs, classes, scan, _ = fit_classifier_distributed(self, X, y, params)
         self._store(outputs, classes, params)
-        self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
                           else params.data_norm)
-        self.privacy_ = self._record(outputs, params, effective_norm, scan.rows_clipped,
-                                     scan.n_rows, data_passes=passes)
+        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, engine="dask")
         return self
 
     def _store(self, outputs, classes, params):
@@ -240,35 +235,12 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return X, data_norm
         return append_intercept_feature(X, data_norm, scaling)
 
-    def _record(self, outputs, params, effective_norm, rows_clipped, n_samples, data_passes=None):
-        first = outputs[0]
-        epsilon, delta, loss = params.epsilon, params.delta, params.loss
-        return PrivacyRecord(
-            mechanism=self.mechanism,
-            epsilon=epsilon,
-            delta=self._delta_spent(delta),
-            n_problems=len(outputs),
-            epsilon_per_problem=first.epsilon,
-            delta_per_problem=first.delta,
-            epsilon_noise=first.epsilon_noise,
-            extra_regularization=first.extra_regularization,
-            noise_distribution=first.noise_distribution,
-            noise_scale=first.noise_scale,
-            sensitivity=first.sensitivity,
-            data_norm=params.data_norm,
-            effective_data_norm=effective_norm,
-            lipschitz=loss.lipschitz,
-            curvature=loss.curvature,
-            alpha=params.alpha,
-            n_samples=n_samples,
-            rows_clipped=rows_clipped,
-            tol=params.tol,
-            gradient_norm=max(out.solve.gradient_norm for out in outputs),
-            solution_radius=max(out.solve.solution_radius for out in outputs),
-            certified=all(out.solve.certified for out in outputs),
-            loss=loss.name,
-            reference=REFERENCES[self.mechanism],
-            data_passes=data_passes,
+    def _record(self, outputs, params, effective_norm, n_samples, engine="memory"):
+        """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
+        return linear_record(
+            self.mechanism, outputs, params.epsilon, self._delta_spent(params.delta),
+            loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
+            effective_norm=effective_norm, n_samples=n_samples, engine=engine,
         )
 
     def __sklearn_tags__(self):

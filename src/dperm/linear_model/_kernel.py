@@ -104,7 +104,6 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
         self.features_ = features
         self.linear_model_ = linear_model
         self.classes_ = linear_model.classes_
-        self.n_iter_ = linear_model.n_iter_
         self.privacy_ = linear_model.privacy_
         return self
 
@@ -211,8 +210,6 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     features_ : dperm.kernels.RandomFourierFeatures
         The fitted feature map (public W and psi).
     classes_ : ndarray of shape (n_classes,)
-    n_iter_ : ndarray of shape (1,) or (n_classes,)
-        Solver iterations of the linear problem(s).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when X had string column names.
@@ -315,7 +312,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
     ----------
     linear_model_ : dperm.PrivateLogisticRegression
         The fitted private linear model on the features (``coef_``, ``intercept_``).
-    features_, classes_, n_iter_, n_features_in_, feature_names_in_, privacy_
+    features_, classes_, n_features_in_, feature_names_in_, privacy_
         As in :class:`dperm.PrivateKernelSVC`.
 
     Notes

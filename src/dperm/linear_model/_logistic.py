@@ -64,11 +64,12 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
-    n_iter_ : ndarray of shape (1,) or (n_classes,)
-        Solver iterations (with Dask input: data passes of the Newton solve).
     n_features_in_ : int
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it; ``print(model.privacy_)``.
+        Solver diagnostics (iterations, achieved gradient norm) and how many
+        rows were clipped depend on the private data and are not released
+        (:mod:`dperm.privacy.release`).
 
     References
     ----------

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dperm.accounting import spend_before_fitting
 from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
-from dperm.privacy.record import REFERENCES, PrivacyRecord
+from dperm.privacy.record import REFERENCES, linear_record
 from dperm.validation import (
     refuse_dask_input,
     append_intercept_feature,
@@ -92,8 +92,8 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
 
     def _prepare_labels(self, y, loss):
-        """Per-record label preprocessing; returns the labels and how many were clipped."""
-        return y, 0
+        """Per-record label preprocessing (none by default)."""
+        return y
 
     # -- fitting ----------------------------------------------------------
     def fit(self, X, y):
@@ -103,7 +103,8 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
             Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
-            :class:`~dperm.DataClippingWarning` that counts them.
+            :class:`~dperm.DataClippingWarning` (it does not say how many: that
+            count is a function of the private rows).
         y : array-like of shape (n_samples,)
             Real-valued targets.
 
@@ -121,8 +122,8 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
             X = X.toarray()  # d is small in ERM; the mechanism works on dense rows
         data_norm = params["data_norm"]
         X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
-        y, labels_clipped = self._prepare_labels(np.asarray(y, dtype=np.float64), loss)
+        warn_clipped_rows(rows_clipped, data_norm)
+        y = self._prepare_labels(np.asarray(y, dtype=np.float64), loss)
         effective_norm = data_norm
         if self.fit_intercept:
             X, effective_norm = append_intercept_feature(X, data_norm, params["intercept_scaling"])
@@ -134,9 +135,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
             params["max_iter"],
         )
         self._set_coefficients(output.coef, params["intercept_scaling"])
-        self.n_iter_ = int(output.solve.n_iter)
-        self.labels_clipped_ = labels_clipped
-        self.privacy_ = self._record(output, params, effective_norm, rows_clipped, X.shape[0])
+        self.privacy_ = self._record(output, params, effective_norm, X.shape[0])
         return self
 
     def _set_coefficients(self, coef, intercept_scaling):
@@ -147,32 +146,11 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
             self.coef_ = coef
             self.intercept_ = 0.0
 
-    def _record(self, output, params, effective_norm, rows_clipped, n_samples):
-        loss = params["loss"]
-        return PrivacyRecord(
-            mechanism=MECHANISM,
-            epsilon=output.epsilon,
-            delta=0.0,
-            n_problems=1,
-            epsilon_per_problem=output.epsilon,
-            delta_per_problem=0.0,
-            epsilon_noise=output.epsilon_noise,
-            extra_regularization=0.0,
-            noise_distribution=output.noise_distribution,
-            noise_scale=output.noise_scale,
-            sensitivity=output.sensitivity,
-            data_norm=params["data_norm"],
-            effective_data_norm=effective_norm,
-            lipschitz=output.lipschitz,
-            curvature=None,  # output perturbation does not use loss''
-            alpha=params["alpha"],
-            n_samples=n_samples,
-            rows_clipped=rows_clipped,
-            tol=params["tol"],
-            gradient_norm=output.solve.gradient_norm,
-            solution_radius=output.solve.solution_radius,
-            certified=output.solve.certified,
-            loss=loss.name,
+    def _record(self, output, params, effective_norm, n_samples):
+        return linear_record(
+            MECHANISM, [output], output.epsilon, 0.0, loss=params["loss"],
+            data_norm=params["data_norm"], alpha=params["alpha"], tol=params["tol"],
+            effective_norm=effective_norm, n_samples=n_samples,
             reference=f"{REFERENCES[MECHANISM]}; {self._loss_reference}",
         )
 
@@ -257,10 +235,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
-    n_iter_ : int
     n_features_in_ : int
-    labels_clipped_ : int
-        Always 0 (the pinball loss needs no label bound).
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it (``lipschitz`` is ``C_L``).
 
@@ -362,10 +337,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
-    n_iter_ : int
     n_features_in_ : int
-    labels_clipped_ : int
-        How many training labels were clipped to ``[-y_bound, y_bound]``.
     privacy_ : dperm.privacy.record.PrivacyRecord
         ``lipschitz`` holds ``C_L`` of step 2.
 
@@ -412,8 +384,8 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
 
     def _prepare_labels(self, y, loss):
         y, n_clipped = clip_labels_to_bound(y, loss.y_bound)
-        warn_clipped_labels(n_clipped, y.shape[0], loss.y_bound)
-        return y, n_clipped
+        warn_clipped_labels(n_clipped, loss.y_bound)
+        return y
 
     def predict(self, X):
         """Predict ``pi(X @ coef_ + intercept_)``, projected onto ``[-y_bound, y_bound]`` (002 eq. 2).

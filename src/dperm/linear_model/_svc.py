@@ -28,7 +28,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
 
     Attributes
     ----------
-    coef_, intercept_, classes_, n_iter_, n_features_in_, privacy_
+    coef_, intercept_, classes_, n_features_in_, privacy_
         As in :class:`dperm.PrivateLogisticRegression`.
 
     References

@@ -7,7 +7,13 @@
 
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.gaussian_objective import gaussian_objective_perturbation
-from dperm.mechanisms.noise import sample_gaussian, sample_l2_laplace
+from dperm.mechanisms.noise import (
+    release_on_grid,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+    sample_gaussian,
+    sample_l2_laplace,
+)
 from dperm.mechanisms.objective import objective_perturbation
 from dperm.mechanisms.output import output_perturbation
 
@@ -36,7 +42,10 @@ __all__ = [
     "gaussian_objective_perturbation",
     "objective_perturbation",
     "output_perturbation",
+    "release_on_grid",
     "run_mechanism",
+    "sample_discrete_gaussian",
+    "sample_discrete_laplace",
     "sample_gaussian",
     "sample_l2_laplace",
 ]

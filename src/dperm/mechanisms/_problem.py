@@ -60,27 +60,45 @@ class ERMProblem:
 class MechanismOutput:
     """What a mechanism releases (``coef``) and how it was calibrated.
 
+    Every field but ``solve`` is public input, the noised output, or derived
+    from those (:mod:`dperm.privacy.release`); ``solve`` holds the solver's
+    diagnostics, which depend on the data and are never released (estimators
+    must not copy them).
+
     Attributes
     ----------
     coef : ndarray of shape (d,)
-        The private weight vector.
+        The private weight vector, exactly on the grid ``noise_grid``.
     epsilon, delta : float
         The guarantee this one run gives.
     epsilon_noise : float
-        The part of epsilon spent on the noise (``eps'`` or ``eps~``).
+        The part of epsilon spent on the objective's noise term (``eps'`` or
+        ``eps~``), or on the output noise for output perturbation.
     extra_regularization : float
         ``Delta`` of 003 Alg. 2 / 004 Proc. 2 (0 for output perturbation).
     noise_distribution : str
-        ``"l2-laplace"`` (density ~ exp(-||b|| / scale)) or ``"gaussian"``.
+        Of the noise that decides ``coef``: ``"discrete-laplace"`` (output
+        perturbation; objective perturbation's ``b``) or ``"discrete-gaussian"``
+        (Gaussian objective perturbation's ``b``), per coordinate on a grid.
     noise_scale : float
-        ``1/beta`` for l2-laplace, ``sigma`` for gaussian.
+        Per-coordinate scale of that noise in the coefficients' (output) or the
+        gradient's (objective) units: discrete Laplace ``g k / eps``, discrete
+        Gaussian ``h sigma``.
+    noise_grid : float
+        Its grid step (a power of two).
     sensitivity : float or None
         L2 sensitivity the output noise is calibrated to (output perturbation).
-    solve : SolveResult
-        The optimality certificate of the solve.
+    solution_radius_allowance : float
+        The public radius around the (ideal) minimiser the calibration allows.
+    output_epsilon, output_noise_scale, output_grid, output_sensitivity : float
+        Objective mechanisms only (approximate minima perturbation): epsilon,
+        per-coordinate discrete Laplace scale, grid and L2 sensitivity of the
+        output stage; 0 for output perturbation.
     lipschitz : float or None
         The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
         output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
+    solve : SolveResult
+        Diagnostics; not released.
     """
 
     coef: np.ndarray
@@ -90,6 +108,12 @@ class MechanismOutput:
     extra_regularization: float
     noise_distribution: str
     noise_scale: float
+    noise_grid: float
     sensitivity: float | None
+    solution_radius_allowance: float
     solve: SolveResult = field(repr=False)
     lipschitz: float | None = None
+    output_epsilon: float = 0.0
+    output_noise_scale: float = 0.0
+    output_grid: float = 0.0
+    output_sensitivity: float = 0.0

@@ -1,12 +1,25 @@
-"""Gaussian objective perturbation: 004 Alg. 4 ((epsilon, delta)-DP)."""
+"""Gaussian objective perturbation: 004 Alg. 4 ((epsilon, delta)-DP), float-safe and for an
+inexact solve by approximate minima perturbation (Iyengar et al. 2019)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.noise import sample_gaussian
-from dperm.mechanisms.objective import require_curvature, solve_perturbed
-from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
+from dperm.mechanisms.noise import SENSITIVITY_ROUNDING_MARGIN, grid_vector, sample_discrete_gaussian_vector
+from dperm.mechanisms.objective import (
+    release_approximate_minimiser,
+    require_curvature,
+    solve_perturbed,
+)
+from dperm.privacy.sensitivity import (
+    discrete_gaussian_sigma_steps,
+    discrete_objective_noise_steps,
+    objective_noise_grid,
+    objective_perturbation_slack,
+    split_epsilon_for_amp,
+)
 from dperm.validation import check_delta, check_epsilon
 
 
@@ -14,41 +27,62 @@ def gaussian_objective_perturbation(
     problem: ERMProblem, epsilon: float, delta: float, rng, tol: float, max_iter: int,
     accountant=None,
 ):
-    """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with ``eta ~ N(0, sigma^2 I)``.
+    """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with Gaussian-type ``eta`` and release it.
 
-    1. ``eps~, Delta`` from computeSlack (004 Proc. 2, typo fixed per note 4;
+    1. split ``epsilon`` between the objective stage and AMP's output stage;
+    2. ``eps~, Delta`` from computeSlack (004 Proc. 2, typo fixed per note 4;
        the same rule as 003 Alg. 2);
-    2. ``sigma = L R sigma*(d, eps~, delta)`` (004 Proc. 3, closed form of
-       note 3, data norm per note 2);
-    3. return the perturbed minimiser.
+    3. ``eta = h z`` with ``z`` exact per-coordinate discrete Gaussian
+       (Canonne, Kamath & Steinke 2020) of std ``sigma`` steps from
+       :func:`~dperm.privacy.sensitivity.discrete_gaussian_sigma_steps`: 004
+       Proc. 3's rule with the L2 bound on the grid and a subgaussian norm
+       quantile (Hsu, Kakade & Zhang 2012) in place of the chi-square one. The
+       ideal noise ``h (z + u)``, ``u`` uniform in the unit cube, meets 004 Thm
+       4.1's condition (privacy loss of the noise ``<= eps~`` except with
+       probability ``delta``);
+    4. minimise to ``||grad|| <= tol`` and release with AMP's output noise
+       (:func:`~dperm.mechanisms.objective.release_approximate_minimiser`).
 
     Returns
     -------
     MechanismOutput
-        ``(epsilon, delta)``-DP for the released ``coef`` (004 Thm 4.1).
+        ``(epsilon, delta)``-DP for the released ``coef`` (004 Thm 4.1;
+        Iyengar et al. 2019, Thm 1; basic composition).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
     loss = problem.loss
     curvature = require_curvature(loss, "gaussian_objective")
+    if delta == 0:
+        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
     spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
+    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     slack = objective_perturbation_slack(
-        epsilon, problem.n_samples, problem.alpha, curvature, problem.data_norm
+        epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )
-    sigma = gaussian_objective_sigma(
-        problem.n_features, slack.epsilon_noise, delta, loss.lipschitz, problem.data_norm
-    )
-    noise = sample_gaussian(problem.n_features, sigma, rng)
+    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
+    _, l2_steps = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm, problem.n_features, grid)
+    sigma_steps = discrete_gaussian_sigma_steps(l2_steps, problem.n_features, slack.epsilon_noise, delta)
+    sigma_squared = Fraction(sigma_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
+    noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), grid)
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
+    coef, calibration, radius, sensitivity = release_approximate_minimiser(
+        problem, solve, problem.alpha + slack.extra_regularization, grid, tol, epsilon_output, rng)
     return MechanismOutput(
-        coef=solve.coef,
+        coef=coef,
         epsilon=epsilon,
         delta=delta,
         epsilon_noise=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
-        noise_distribution="gaussian",
-        noise_scale=sigma,
+        noise_distribution="discrete-gaussian",
+        noise_scale=sigma_steps * grid,
+        noise_grid=grid,
         sensitivity=None,
+        solution_radius_allowance=radius,
         solve=solve,
         lipschitz=loss.lipschitz,
+        output_epsilon=epsilon_output,
+        output_noise_scale=calibration.noise_scale,
+        output_grid=calibration.step,
+        output_sensitivity=sensitivity,
     )

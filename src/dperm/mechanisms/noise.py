@@ -1,10 +1,310 @@
-"""Noise samplers shared by every mechanism (one owner for each distribution)."""
+"""Noise samplers shared by every mechanism (one owner for each distribution).
+
+Float-safe release (issue: release exactly what is proven)
+----------------------------------------------------------
+A mechanism that adds floating-point noise to a floating-point value does not
+have the distribution its proof is about: the floats a sampler can return are
+irregularly spaced, so an output can be *impossible* under one data set and
+possible under its neighbour (Mironov 2012, "On significance of the least
+significant bits for differential privacy"). Every value dperm releases with
+noise is therefore computed on a grid and perturbed by an *exact* integer
+sampler:
+
+1. the value ``a`` (a float vector) is rounded to the grid ``g Z^d``, with
+   ``g`` a power of two, so ``round(a / g)`` is an exact integer vector;
+2. an integer noise vector ``z`` is drawn exactly (Python integers and exact
+   rational arithmetic, no floats) from the discrete Laplace distribution
+   (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for Differential
+   Privacy", Algs. 1-2) or the discrete Gaussian (their Alg. 3);
+3. the release is ``g * (round(a / g) + z)``, computed exactly (integers below
+   ``2**53`` times a power of two).
+
+Rounding moves neighbouring values apart by at most one grid step per
+coordinate, which the calibration adds to the sensitivity in grid units
+(:func:`grid_l1_sensitivity`), so the guarantee of the continuous analysis is
+kept *exactly*, with the epsilon the user asked for; only the noise grows, by
+the factor recorded as ``noise_scale`` in ``privacy_``.
+
+Why dperm samples the integers itself: OpenDP's exact samplers draw only from
+the operating system and cannot be seeded, and dperm's ``random_state`` must
+make test fits reproducible. The algorithms of Canonne, Kamath & Steinke are
+short and use only uniform integers, which dperm takes from the numpy
+Generator the estimator built (seeded from OS entropy by default, see
+:func:`dperm.validation.check_random_state`). They are tested against the exact
+probability mass functions (``tests/test_noise.py``).
+
+The continuous samplers :func:`sample_l2_laplace` and :func:`sample_gaussian`
+remain for noise that is *never released as such*: the audit's reference
+distributions and the multiparty protocol's simulations in
+:mod:`dperm.multiparty` (which documents what it releases).
+"""
 
 from __future__ import annotations
 
+import math
+import random
+from fractions import Fraction
+
 import numpy as np
 
+#: Released integers must stay below this so that ``g * integer`` is exact in float64.
+EXACT_INTEGER_LIMIT = 2**53
+#: The grid step is at most this fraction of the per-coordinate sensitivity share:
+#: rounding then inflates the L1 sensitivity in grid units by at most ``d`` steps,
+#: i.e. the noise by a factor ``<= 1 + 1/GRID_RESOLUTION``.
+GRID_RESOLUTION = 1024
+#: Relative allowance for rounding in the float computation of a sensitivity
+#: before it enters exact arithmetic (the sensitivity formulas are evaluated in floats).
+SENSITIVITY_ROUNDING_MARGIN = 1e-9
 
+
+# ---------------------------------------------------------------------------
+# Uniform integers from a numpy Generator (the only source of randomness)
+# ---------------------------------------------------------------------------
+class BitSource:
+    """Exact uniform integers for the samplers, drawn from one numpy Generator.
+
+    A :class:`random.Random` seeded with 256 bits from ``rng`` (so a seeded
+    estimator is reproducible and an OS-entropy one is not) gives
+    ``getrandbits``; :meth:`below` rejects values ``>= n`` among the
+    ``(n - 1).bit_length()`` low bits, so it is exactly uniform for any
+    Python int ``n``.
+    """
+
+    __slots__ = ("_random",)
+
+    def __init__(self, rng: np.random.Generator):
+        self._random = random.Random(int.from_bytes(rng.bytes(32), "little"))
+
+    def below(self, n: int) -> int:
+        """A uniform integer in ``{0, ..., n - 1}``."""
+        if n == 1:
+            return 0
+        bits = (n - 1).bit_length()
+        while True:
+            value = self._random.getrandbits(bits)
+            if value < n:
+                return value
+
+
+def _bits(source) -> BitSource:
+    return source if isinstance(source, BitSource) else BitSource(source)
+
+
+def _bernoulli(p: Fraction, rng) -> bool:
+    """Exact ``Bernoulli(p)`` for a rational ``0 <= p <= 1``."""
+    return rng.below(p.denominator) < p.numerator
+
+
+def bernoulli_exp_neg(gamma: Fraction, rng) -> bool:
+    """Exact ``Bernoulli(exp(-gamma))`` for rational ``gamma >= 0`` (CKS 2020, Alg. 1).
+
+    For ``gamma <= 1``: draw ``A_k ~ Bernoulli(gamma / k)`` for ``k = 1, 2, ...``
+    until the first ``A_k = 0`` and return whether that ``k`` is odd. For
+    ``gamma > 1``: ``exp(-gamma) = exp(-1)^floor(gamma) exp(-frac(gamma))``.
+    """
+    rng = _bits(rng)
+    gamma = Fraction(gamma)
+    if gamma < 0:
+        raise ValueError(f"gamma must be >= 0; got {gamma}.")
+    while gamma > 1:
+        if not bernoulli_exp_neg(Fraction(1), rng):
+            return False
+        gamma -= 1
+    k = 1
+    while _bernoulli(gamma / k, rng):
+        k += 1
+    return k % 2 == 1
+
+
+# ---------------------------------------------------------------------------
+# Exact integer distributions
+# ---------------------------------------------------------------------------
+def sample_discrete_laplace(scale: Fraction, rng) -> int:
+    """One draw with ``P(z) ~ exp(-|z| / scale)`` on the integers (CKS 2020, Alg. 2).
+
+    ``scale = t / s`` in lowest terms: ``U`` uniform in ``{0..t-1}`` accepted
+    with probability ``exp(-U/t)`` and ``V ~ Geometric(1 - exp(-1))`` make
+    ``X = U + t V`` geometric with parameter ``1 - exp(-1/t)``; ``Y = floor(X/s)``
+    is then geometric with parameter ``1 - exp(-s/t)``, and a fair sign with
+    ``-0`` rejected gives the two-sided distribution.
+    """
+    rng = _bits(rng)
+    scale = Fraction(scale)
+    if scale <= 0:
+        raise ValueError(f"scale must be > 0; got {scale}.")
+    t, s = scale.numerator, scale.denominator
+    while True:
+        u = rng.below(t)
+        if not bernoulli_exp_neg(Fraction(u, t), rng):
+            continue
+        v = 0
+        while bernoulli_exp_neg(Fraction(1), rng):
+            v += 1
+        y = (u + t * v) // s
+        negative = rng.below(2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
+    """One draw with ``P(z) ~ exp(-z^2 / (2 sigma^2))`` on the integers (CKS 2020, Alg. 3).
+
+    Rejection from the discrete Laplace of scale ``t = floor(sigma) + 1``:
+    accept ``Y`` with probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``.
+    """
+    rng = _bits(rng)
+    sigma_squared = Fraction(sigma_squared)
+    if sigma_squared <= 0:
+        raise ValueError(f"sigma_squared must be > 0; got {sigma_squared}.")
+    t = math.isqrt(sigma_squared.numerator // sigma_squared.denominator) + 1
+    while True:
+        y = sample_discrete_laplace(Fraction(t), rng)
+        gamma = (abs(y) - sigma_squared / t) ** 2 / (2 * sigma_squared)
+        if bernoulli_exp_neg(gamma, rng):
+            return y
+
+
+# ---------------------------------------------------------------------------
+# The grid and its sensitivity
+# ---------------------------------------------------------------------------
+def grid_step(sensitivity: float, dimension: int) -> float:
+    """The power of two ``g <= sensitivity / (GRID_RESOLUTION sqrt(d))`` that values are rounded to."""
+    if not math.isfinite(sensitivity) or sensitivity <= 0:
+        raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}.")
+    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension))
+    return math.ldexp(1.0, math.floor(math.log2(target)))
+
+
+def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> int:
+    """Integer bound on ``||round(a/g) - round(a'/g)||_1`` when ``||a - a'||_2 <= S``.
+
+    Each coordinate moves by at most ``ceil(|a_i - a'_i| / g)`` grid steps, so the
+    total is at most ``floor(||a - a'||_1 / g) + d <= floor(sqrt(d) S / g) + d``
+    (``||v||_1 <= sqrt(d) ||v||_2``). Computed exactly: ``floor(sqrt(x)) =
+    isqrt(floor(x))``, with ``S`` enlarged by :data:`SENSITIVITY_ROUNDING_MARGIN`.
+    """
+    ratio = Fraction(l2_sensitivity * (1 + SENSITIVITY_ROUNDING_MARGIN)) / Fraction(step)
+    squared = dimension * ratio * ratio
+    return math.isqrt(squared.numerator // squared.denominator) + dimension
+
+
+def _to_grid(values: np.ndarray, step: float) -> list[int]:
+    """``round(values / g)`` as exact Python integers (``g`` is a power of two)."""
+    scaled = np.asarray(values, dtype=np.float64) / step
+    if not np.all(np.isfinite(scaled)) or np.any(np.abs(scaled) >= EXACT_INTEGER_LIMIT):
+        raise ValueError(
+            "a value to release is not finite or is too large for the noise grid "
+            f"(|value| / {step:g} >= 2**53); nothing was released."
+        )
+    return [int(round(float(v))) for v in scaled]
+
+
+def grid_vector(integers, step: float) -> np.ndarray:
+    """``g * integers`` as a float vector, exactly (see :func:`_from_grid`)."""
+    return _from_grid(integers, step)
+
+
+def _from_grid(integers, step: float) -> np.ndarray:
+    """``g * integers`` exactly, or a ValueError if an integer is beyond ``2**53``."""
+    if any(abs(k) >= EXACT_INTEGER_LIMIT for k in integers):
+        raise ValueError("a noisy value left the exactly representable range; nothing was released.")
+    return np.array([float(k) for k in integers]) * step
+
+
+def _audit_factor(rng) -> Fraction:
+    """The audit's deliberate noise factor (:class:`dperm.audit.ScaledNoiseGenerator`), else 1."""
+    return Fraction(getattr(rng, "noise_factor", 1.0))
+
+
+def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
+    """Release ``g * (round(values / g) + z)`` with exact discrete Laplace ``z`` per coordinate.
+
+    With the calibration of :func:`discrete_laplace_calibration` for the whole
+    vector (``dimension = d``), the release is ``epsilon``-DP (pure): for
+    neighbours the grid centres differ by at most ``k`` in L1, and the discrete
+    Laplace mechanism with scale ``k / epsilon`` per coordinate bounds the
+    probability ratio of every output by ``exp(epsilon)`` (CKS 2020, Sec. 2).
+    With the calibration for one scalar (``dimension = 1``) applied to ``n``
+    values, every value is an ``epsilon``-DP release of its own (private
+    prediction: each answer is paid for separately).
+
+    This is dperm's float-safe form of 003 Alg. 1's vector noise. It is
+    calibrated to the L1 bound ``sqrt(d) S`` instead of the L2 bound ``S``,
+    which costs about a factor ``sqrt(2)`` in the root-mean-square noise norm
+    against the continuous ``exp(-||b||_2 / scale)`` noise: no exact sampler of
+    that density's lattice analogue is known to us.
+
+    Returns
+    -------
+    released : ndarray of the shape of ``values``
+        Exactly ``g * integer`` in every coordinate.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    scale = calibration.scale_in_steps * _audit_factor(rng)
+    centres = _to_grid(values.ravel(), calibration.step)
+    bits = BitSource(rng)
+    noisy = [c + sample_discrete_laplace(scale, bits) for c in centres]
+    return _from_grid(noisy, calibration.step).reshape(values.shape)
+
+
+class GridCalibration:
+    """How a grid mechanism was calibrated: step, L1 sensitivity in steps, scale.
+
+    Attributes
+    ----------
+    step : float
+        The grid ``g`` (a power of two).
+    l1_sensitivity_steps : int
+        ``k``: the largest ``||round(a/g) - round(a'/g)||_1`` for neighbours.
+    scale_in_steps : Fraction
+        ``k / epsilon``: the discrete Laplace scale in grid steps.
+    noise_scale : float
+        ``g k / epsilon``: the per-coordinate scale in the values' units.
+    """
+
+    __slots__ = ("step", "l1_sensitivity_steps", "scale_in_steps", "noise_scale")
+
+    def __init__(self, step, l1_sensitivity_steps, scale_in_steps):
+        self.step = step
+        self.l1_sensitivity_steps = l1_sensitivity_steps
+        self.scale_in_steps = scale_in_steps
+        self.noise_scale = float(scale_in_steps * Fraction(step))
+
+    @property
+    def l1_sensitivity(self) -> float:
+        """``k g``: the L1 sensitivity of the grid centres, in the values' units."""
+        return self.l1_sensitivity_steps * self.step
+
+
+def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float) -> GridCalibration:
+    """The grid, its L1 sensitivity ``k`` and the discrete Laplace scale ``k / epsilon``."""
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    step = grid_step(l2_sensitivity, dimension)
+    k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
+    return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
+
+
+def sample_discrete_laplace_vector(dimension: int, scale: Fraction, rng) -> list[int]:
+    """``dimension`` independent exact discrete Laplace draws (scale in grid steps)."""
+    scale = Fraction(scale) * _audit_factor(rng)
+    bits = BitSource(rng)
+    return [sample_discrete_laplace(scale, bits) for _ in range(dimension)]
+
+
+def sample_discrete_gaussian_vector(dimension: int, sigma_squared: Fraction, rng) -> list[int]:
+    """``dimension`` independent exact discrete Gaussian draws (variance parameter in grid steps^2)."""
+    factor = _audit_factor(rng)
+    sigma_squared = Fraction(sigma_squared) * factor * factor
+    bits = BitSource(rng)
+    return [sample_discrete_gaussian(sigma_squared, bits) for _ in range(dimension)]
+
+
+# ---------------------------------------------------------------------------
+# Continuous samplers (not for released values; see the module docstring)
+# ---------------------------------------------------------------------------
 def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) -> np.ndarray:
     """Draw ``b`` in R^d with density proportional to ``exp(-||b||_2 / scale)``.
 
@@ -12,6 +312,7 @@ def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) ->
     coordinates the density of the norm is ``r^(d-1) exp(-r / scale)``, so
     ``||b|| ~ Gamma(shape=d, scale=scale)``, and the direction is uniform on
     the sphere: a normalised standard Gaussian vector (shared papers note 1).
+    Floating point: not float-safe; dperm does not release its draws directly.
     """
     if dimension < 1:
         raise ValueError(f"dimension must be >= 1; got {dimension!r}.")
@@ -27,7 +328,7 @@ def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) ->
 
 
 def sample_gaussian(dimension: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Draw ``eta ~ N(0, sigma^2 I_d)`` (004 Alg. 4 line 2)."""
+    """Draw ``eta ~ N(0, sigma^2 I_d)`` (004 Alg. 4 line 2). Not float-safe (see above)."""
     if dimension < 1:
         raise ValueError(f"dimension must be >= 1; got {dimension!r}.")
     if not np.isfinite(sigma) or sigma <= 0:

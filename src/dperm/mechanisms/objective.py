@@ -1,14 +1,28 @@
-"""Objective perturbation: 003 Alg. 2 (pure epsilon-DP, twice-differentiable losses)."""
+"""Objective perturbation: 003 Alg. 2 (pure epsilon-DP, twice-differentiable losses), float-safe and
+for an inexact solve by approximate minima perturbation (Iyengar et al. 2019)."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from dperm.exceptions import CertificateError
 from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.noise import sample_l2_laplace
-from dperm.privacy.sensitivity import objective_noise_scale, objective_perturbation_slack
+from dperm.mechanisms.noise import (
+    discrete_laplace_calibration,
+    grid_vector,
+    release_on_grid,
+    sample_discrete_laplace_vector,
+)
+from dperm.privacy.sensitivity import (
+    amp_output_sensitivity,
+    amp_solution_radius,
+    discrete_objective_noise_steps,
+    objective_noise_grid,
+    objective_perturbation_slack,
+    split_epsilon_for_amp,
+)
 from dperm.solvers import minimize_erm
 from dperm.validation import check_epsilon
 
@@ -36,15 +50,11 @@ def require_curvature(loss, mechanism: str) -> float:
 
 
 def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_iter):
-    """Minimise ``J(w) + b.w/n + Delta/2 ||w||^2``; release nothing without a certificate.
+    """Minimise ``J(w) + b.w/n + Delta/2 ||w||^2`` to ``||grad|| <= tol``, or release nothing.
 
-    The privacy proofs (003 Thm 2, 004 Thm 4.1) assume the exact minimiser
-    (shared papers note 8). dperm reports a guarantee only for a solve whose
-    gradient norm meets ``tol``, so that the released point is within
-    ``tol / (alpha + Delta)`` of the minimiser the proof is about (recorded as
-    ``privacy_.solution_radius``); otherwise it raises :class:`CertificateError`
-    and releases nothing. (Covering the residual itself, as approximate minima
-    perturbation does, is not implemented.)
+    The privacy proofs (003 Thm 2, 004 Thm 4.1) are about the exact minimiser
+    (shared papers note 8); :func:`release_approximate_minimiser` covers the
+    distance to it. Without the certificate it raises :class:`CertificateError`.
     """
     solve = minimize_erm(
         problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol, max_iter,
@@ -52,45 +62,83 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     )
     if not solve.certified:
         raise CertificateError(
-            f"objective perturbation: the solver stopped at gradient norm "
-            f"{solve.gradient_norm:.3g} > tol={tol:g}; the guarantee assumes the exact "
-            "minimiser (note 8), so no model is released. Increase max_iter or tol."
+            f"objective perturbation: the solver did not reach gradient norm tol={tol:g} within "
+            "max_iter, so no model is released. Increase max_iter or tol."
         )
     return solve
 
 
+def release_approximate_minimiser(problem: ERMProblem, solve, regularization: float,
+                                  noise_grid: float, tol: float, epsilon_output: float, rng):
+    """AMP's output stage: the certified point plus exact discrete Laplace noise for ``2 r``.
+
+    Approximate minima perturbation (Iyengar et al. 2019, Alg. 1 and Thm 1,
+    here with pure-DP Laplace-type noise): given the ideal perturbed minimiser
+    ``w*``, the certified point is within ``r`` of it on either neighbouring
+    data set (:func:`~dperm.privacy.sensitivity.amp_solution_radius`), so
+    releasing it with noise for sensitivity ``2 r`` is ``epsilon_output``-DP;
+    the objective stage's guarantee for ``w*`` and this one compose.
+    """
+    radius = amp_solution_radius(tol, noise_grid, problem.n_samples, problem.n_features, regularization)
+    sensitivity = amp_output_sensitivity(radius)
+    calibration = discrete_laplace_calibration(sensitivity, problem.n_features, epsilon_output)
+    return release_on_grid(solve.coef, calibration, rng), calibration, radius, sensitivity
+
+
 def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int,
                            accountant=None):
-    """Minimise the perturbed objective of 003 Alg. 2 with data norm R (note 2).
+    """Objective perturbation of 003 Alg. 2 with data norm R (note 2), float-safe and for an inexact solve.
 
-    1. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`;
-    2. draw ``b`` with density ``~ exp(-eps' ||b|| / (2 L R))``;
-    3. return ``argmin J(w) + b.w / n + Delta/2 ||w||^2``.
+    1. split ``epsilon`` into the objective stage and AMP's output stage
+       (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`);
+    2. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`
+       for the objective stage's epsilon;
+    3. draw ``b = h z``: ``z`` exact per-coordinate discrete Laplace with scale
+       ``k / eps'`` steps, ``k`` the L1 bound in steps of ``||b_D - b_D'||_2 <= 2 L R``
+       (:func:`~dperm.privacy.sensitivity.discrete_objective_noise_steps`). The
+       ideal noise ``h (z + u)`` with ``u`` uniform in the unit cube has a
+       piecewise-constant density whose ratio for such neighbours is at most
+       ``exp(eps')``, which is all 003 Thm 2's proof uses of the noise;
+    4. minimise ``J(w) + b.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``;
+    5. release that point with AMP's output noise (:func:`release_approximate_minimiser`).
 
     Returns
     -------
     MechanismOutput
-        ``epsilon``-DP (pure) for the released ``coef`` (003 Thm 2, Cor. 4 for Huber).
+        ``epsilon``-DP (pure) for the released ``coef`` (003 Thm 2, Cor. 4 for
+        Huber; Iyengar et al. 2019, Thm 1; basic composition).
     """
     epsilon = check_epsilon(epsilon)
     loss = problem.loss
     curvature = require_curvature(loss, "objective")
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
+    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     slack = objective_perturbation_slack(
-        epsilon, problem.n_samples, problem.alpha, curvature, problem.data_norm
+        epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )
-    noise_scale = objective_noise_scale(slack.epsilon_noise, loss.lipschitz, problem.data_norm)
-    noise = sample_l2_laplace(problem.n_features, noise_scale, rng)
+    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
+    l1_steps, _ = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm, problem.n_features, grid)
+    scale_steps = Fraction(l1_steps) / Fraction(slack.epsilon_noise)
+    noise = grid_vector(sample_discrete_laplace_vector(problem.n_features, scale_steps, rng), grid)
+    regularization = problem.alpha + slack.extra_regularization
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
+    coef, calibration, radius, sensitivity = release_approximate_minimiser(
+        problem, solve, regularization, grid, tol, epsilon_output, rng)
     return MechanismOutput(
-        coef=solve.coef,
+        coef=coef,
         epsilon=epsilon,
         delta=0.0,
         epsilon_noise=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
-        noise_distribution="l2-laplace",
-        noise_scale=noise_scale,
+        noise_distribution="discrete-laplace",
+        noise_scale=float(scale_steps * Fraction(grid)),
+        noise_grid=grid,
         sensitivity=None,
+        solution_radius_allowance=radius,
         solve=solve,
         lipschitz=loss.lipschitz,
+        output_epsilon=epsilon_output,
+        output_noise_scale=calibration.noise_scale,
+        output_grid=calibration.step,
+        output_sensitivity=sensitivity,
     )

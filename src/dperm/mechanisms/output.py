@@ -7,7 +7,7 @@ import numpy as np
 from dperm.exceptions import CertificateError
 from dperm.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.noise import sample_l2_laplace
+from dperm.mechanisms.noise import discrete_laplace_calibration, release_on_grid
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
 from dperm.validation import check_epsilon
@@ -48,14 +48,25 @@ def output_sensitivity(problem: ERMProblem, tol: float) -> float:
     )
 
 
+def output_noise_calibration(problem: ERMProblem, epsilon: float, tol: float):
+    """Grid and discrete Laplace scale of the output noise (003 Alg. 1, float-safe).
+
+    The released vector has L2 sensitivity ``S`` (:func:`output_sensitivity`);
+    :func:`dperm.mechanisms.noise.discrete_laplace_calibration` turns it into
+    a grid and an exact per-coordinate discrete Laplace scale for ``epsilon``.
+    """
+    return discrete_laplace_calibration(output_sensitivity(problem, tol), problem.n_features,
+                                        check_epsilon(epsilon))
+
+
 def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
-    """Scale ``S / epsilon`` of the noise density ``~ exp(-||b|| epsilon / S)`` (003 Alg. 1)."""
-    return output_sensitivity(problem, tol) / check_epsilon(epsilon)
+    """Per-coordinate scale ``g k / epsilon`` of the output noise (:func:`output_noise_calibration`)."""
+    return output_noise_calibration(problem, epsilon, tol).noise_scale
 
 
-def sample_output_noise(problem: ERMProblem, noise_scale: float, rng) -> np.ndarray:
-    """One draw of the output noise ``b`` in R^d (003 Alg. 1; notes 1 and 6)."""
-    return sample_l2_laplace(problem.n_features, noise_scale, rng)
+def release_output(problem: ERMProblem, coef, epsilon: float, tol: float, rng) -> np.ndarray:
+    """``coef`` rounded to the grid plus exact discrete Laplace noise: 003 Alg. 1's release step."""
+    return release_on_grid(coef, output_noise_calibration(problem, epsilon, tol), rng)
 
 
 def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: int):
@@ -91,6 +102,12 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
     nothing is released (:class:`CertificateError`). The noise is a vector in
     coefficient space, never the scalar shift of 000 eq. 2 (note 6).
 
+    Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
+    per-coordinate discrete Laplace noise calibrated to the L1 bound
+    ``sqrt(d) S`` plus one step per coordinate (:func:`release_output`,
+    :mod:`dperm.mechanisms.noise`), instead of 003 eq. 7's float draw of
+    ``exp(-eps ||b|| / S)``; the guarantee is the same epsilon.
+
     Returns
     -------
     MechanismOutput
@@ -102,21 +119,22 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
     solve = certified_minimiser(problem, radius_allowed, max_iter)
     if not solve.certified:
         raise CertificateError(
-            f"output perturbation: the solver reached a solution radius of "
-            f"{solve.solution_radius:.3g}, above the {radius_allowed:.3g} the noise is "
-            "calibrated for, so no model is released. Increase max_iter or tol."
+            f"output perturbation: the solver did not certify the radius {radius_allowed:.3g} "
+            "the noise is calibrated for within max_iter, so no model is released. "
+            "Increase max_iter or tol."
         )
-    sensitivity = output_sensitivity(problem, tol)
-    noise_scale = sensitivity / epsilon
+    calibration = output_noise_calibration(problem, epsilon, tol)
     return MechanismOutput(
-        coef=solve.coef + sample_output_noise(problem, noise_scale, rng),
+        coef=release_on_grid(solve.coef, calibration, rng),
         epsilon=epsilon,
         delta=0.0,
         epsilon_noise=epsilon,
         extra_regularization=0.0,
-        noise_distribution="l2-laplace",
-        noise_scale=noise_scale,
-        sensitivity=sensitivity,
+        noise_distribution="discrete-laplace",
+        noise_scale=calibration.noise_scale,
+        noise_grid=calibration.step,
+        sensitivity=output_sensitivity(problem, tol),
+        solution_radius_allowance=radius_allowed,
         lipschitz=_lipschitz(problem),
         solve=solve,
     )

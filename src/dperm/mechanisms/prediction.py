@@ -45,15 +45,16 @@ small fraction of ``B_Delta / kappa``, and the noise is calibrated to
 ``B_Delta + 2 kappa r``; if the solve misses ``r``, nothing is fitted
 (:class:`~dperm.exceptions.CertificateError`).
 
-Noise: the scalar Laplace draws use numpy's ``Generator.laplace`` here; if a
-second mechanism needs a scalar Laplace sampler it should move to
-:mod:`dperm.mechanisms.noise`, the owner of the samplers.
+Noise: each answer is rounded to a grid and gets exact discrete Laplace noise
+(:func:`prediction_noise_calibration`, :mod:`dperm.mechanisms.noise`), so no
+answer can be ruled out under a neighbouring data set by its low-order bits
+(Mironov 2012).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -64,7 +65,9 @@ from dperm.accounting import TOLERANCE
 from dperm.exceptions import CertificateError
 from dperm.kernels import KERNELS
 from dperm.losses import HingeLoss, SquaredLoss
+from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
+from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, privacy_record, released
 from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
@@ -82,9 +85,8 @@ __all__ = [
     "kernel_least_squares_radius",
     "kernel_matrix",
     "prediction_loss",
-    "prediction_noise_scale",
+    "prediction_noise_calibration",
     "prediction_sensitivity",
-    "sample_prediction_noise",
     "solution_radius_allowance",
     "solve_kernel_hinge",
     "solve_kernel_least_squares",
@@ -169,25 +171,25 @@ def calibrated_prediction_sensitivity(sensitivity: float, kappa: float, radius: 
     return sensitivity + 2.0 * kappa * radius
 
 
-def prediction_noise_scale(sensitivity: float, epsilon: float) -> float:
-    """Laplace scale ``B_Delta / epsilon``: density ``~ exp(-epsilon |b| / B_Delta)`` (000 Lemma 1; note 5)."""
-    return check_positive(sensitivity, "sensitivity") / check_epsilon(epsilon, "epsilon_per_query")
+def prediction_noise_calibration(sensitivity: float, epsilon: float) -> GridCalibration:
+    """Grid and discrete Laplace scale of one answer (000 Lemma 1, made float-safe).
 
-
-def sample_prediction_noise(
-    n_answers: int, noise_scale: float, rng: np.random.Generator
-) -> np.ndarray:
-    """``n_answers`` independent Laplace(0, ``noise_scale``) draws, one per answer (000 Lemma 1).
-
-    numpy's ``Generator.laplace`` has density ``exp(-|b| / scale) / (2 scale)``.
+    000 Lemma 1 needs noise with density ``~ exp(-epsilon |b| / B)`` (note 5).
+    dperm rounds the answer to a power-of-two grid ``g`` and adds exact
+    discrete Laplace noise of scale ``k / epsilon`` steps, where ``k = ceil(B / g)``
+    bounds how far two neighbouring answers can be apart on the grid
+    (:func:`dperm.mechanisms.noise.discrete_laplace_calibration` with one
+    dimension); each answer is then exactly ``epsilon``-DP, and the noise scale
+    ``g k / epsilon`` exceeds ``B / epsilon`` by less than ``g / B <= 1/1024``.
     """
-    return rng.laplace(0.0, noise_scale, size=n_answers)
+    return discrete_laplace_calibration(
+        check_positive(sensitivity, "sensitivity"), 1, check_epsilon(epsilon, "epsilon_per_query")
+    )
 
 
-def answer_queries(values: np.ndarray, noise_scale: float, rng: np.random.Generator) -> np.ndarray:
-    """``f_z(x_j) + b_j`` with fresh noise per answer: each answer is ``epsilon``-DP on its own."""
-    values = np.asarray(values, dtype=np.float64)
-    return values + sample_prediction_noise(values.shape[0], noise_scale, rng)
+def answer_queries(values: np.ndarray, calibration: GridCalibration, rng: np.random.Generator) -> np.ndarray:
+    """``f_z(x_j) + b_j`` on the grid, fresh exact noise per answer: each answer is ``epsilon``-DP on its own."""
+    return release_on_grid(np.asarray(values, dtype=np.float64), calibration, rng)
 
 
 # ---------------------------------------------------------------------------
@@ -435,9 +437,9 @@ def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, ma
         solve = solve_kernel_hinge(K, y, alpha, radius_tol, check_positive_int(max_iter, "max_iter"))
     if not solve.certified:
         raise CertificateError(
-            f"private prediction: the {loss_name} solve reached an RKHS radius of "
-            f"{solve.solution_radius:.3g}, above the {radius_tol:.3g} the noise is calibrated "
-            "for, so nothing is fitted. Increase max_iter or alpha."
+            f"private prediction: the {loss_name} solve did not certify the RKHS radius "
+            f"{radius_tol:.3g} the noise is calibrated for, so nothing is fitted. Increase "
+            "max_iter or alpha."
         )
     model = ExactKernelModel(X, solve.coef, kernel, gamma, y_bound if loss_name == "squared" else None)
     return model, solve
@@ -459,22 +461,22 @@ REFERENCE = (
 )
 
 
-@dataclass(frozen=True)
-class PredictionPrivacyRecord:
-    """How the answers of a private predictor are calibrated, and what they protect.
+@privacy_record
+class PredictionPrivacyRecord(RecordBase):
+    """What each answer of a :class:`~dperm.PrivatePredictor` guarantees, and its calibration.
+
+    Every field is a public input or derived from public inputs
+    (:mod:`dperm.privacy.release`).
 
     Attributes
     ----------
     mechanism : str
         ``"private_prediction"``.
-    kernel : str
-    kernel_gamma : float
-        The kernel's width parameter (not 000's strong-convexity ``gamma``).
-    loss : str
-    alpha, lam : float
-        dperm's ``alpha`` and Nie & Wang's ``lambda = alpha / 2`` (note 7).
+    kernel, kernel_gamma, loss, alpha : as given
+    lam : float
+        ``lambda = alpha / 2`` of 000 (note 7).
     strong_convexity : float
-        000's ``gamma`` of ``Omega(f) = ||f||_K^2``: 2.
+        ``gamma = 2`` of ``Omega(f) = ||f||_K^2``.
     kappa : float
         ``sup_x sqrt(K(x, x))``.
     lipschitz : float
@@ -482,48 +484,45 @@ class PredictionPrivacyRecord:
     y_bound : float or None
         ``M`` (least squares).
     n_samples : int
-        ``m``.
-    labels_clipped : int
+        ``m``, public under replace-one neighbours.
     sensitivity : float
         ``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` of the exact minimiser.
-    solution_radius_allowance, solution_radius : float
-        The RKHS radius allowed and the one certified.
+    solution_radius_allowance : float
+        The RKHS radius the solver must certify (fixed in advance).
     calibrated_sensitivity : float
         ``B_Delta + 2 kappa r_allowed``, what the noise is calibrated to.
     epsilon_per_query, epsilon_total : float
     noise_distribution : str
-        ``"laplace"``.
-    noise_scale : float
-        ``calibrated_sensitivity / epsilon_per_query``.
+        ``"discrete-laplace"``: exact integer noise on a grid (float-safe).
+    noise_scale, noise_grid : float
+        ``g k / epsilon_per_query`` and ``g`` (:func:`prediction_noise_calibration`).
     protects, reference : str
+    label_set_public : bool
+        Hinge loss: whether the two classes were given as the public ``classes``.
     """
 
-    mechanism: str
-    kernel: str
-    kernel_gamma: float
-    loss: str
-    alpha: float
-    lam: float
-    strong_convexity: float
-    kappa: float
-    lipschitz: float
-    y_bound: float | None
-    n_samples: int
-    labels_clipped: int
-    sensitivity: float
-    solution_radius_allowance: float
-    solution_radius: float
-    calibrated_sensitivity: float
-    epsilon_per_query: float
-    epsilon_total: float
-    noise_distribution: str
-    noise_scale: float
-    protects: str = PROTECTS
-    reference: str = REFERENCE
-
-    def to_dict(self) -> dict:
-        """The record as a JSON-serialisable dict."""
-        return asdict(self)
+    mechanism: str = released(PUBLIC)
+    kernel: str = released(PUBLIC)
+    kernel_gamma: float = released(PUBLIC)
+    loss: str = released(PUBLIC)
+    alpha: float = released(PUBLIC)
+    lam: float = released(DERIVED)
+    strong_convexity: float = released(PUBLIC)
+    kappa: float = released(PUBLIC)
+    lipschitz: float = released(DERIVED)
+    y_bound: float | None = released(PUBLIC)
+    n_samples: int = released(PUBLIC)
+    sensitivity: float = released(DERIVED)
+    solution_radius_allowance: float = released(DERIVED)
+    calibrated_sensitivity: float = released(DERIVED)
+    epsilon_per_query: float = released(PUBLIC)
+    epsilon_total: float = released(PUBLIC)
+    noise_distribution: str = released(PUBLIC)
+    noise_scale: float = released(DERIVED)
+    noise_grid: float = released(DERIVED)
+    protects: str = released(PUBLIC, PROTECTS)
+    reference: str = released(PUBLIC, REFERENCE)
+    label_set_public: bool = released(PUBLIC, True)
 
     def summary(self) -> str:
         """A readable account of the calibration."""
@@ -537,10 +536,12 @@ class PredictionPrivacyRecord:
             f"  B_Delta = 2 kappa^2 C_L / (lambda gamma m) = {self.sensitivity:.6g} "
             f"(kappa={self.kappa:g}, C_L={self.lipschitz:.6g}, lambda=alpha/2={self.lam:.6g}, "
             f"gamma={self.strong_convexity:g})",
-            f"  certified RKHS radius {self.solution_radius:.3g} <= {self.solution_radius_allowance:.3g};"
+            f"  the solver must certify an RKHS radius <= {self.solution_radius_allowance:.3g};"
             f" noise calibrated to {self.calibrated_sensitivity:.6g}",
-            f"  noise: Laplace, scale {self.noise_scale:.6g} per answer",
-            f"  protects: {self.protects}",
+            f"  noise: {self.noise_distribution}, scale {self.noise_scale:.6g} per answer on a grid "
+            f"of {self.noise_grid:.3g} (float-safe: exact integer noise)",
+            f"  protects: {self.protects}"
+            + ("" if self.label_set_public else "; the label set was read from the data and is NOT covered"),
             f"  reference: {self.reference}",
         ])
 

@@ -102,7 +102,7 @@ class Party:
     def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None):
         X, y = check_shard(X, y, party_id)
         X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, X.shape[0], data_norm)
+        warn_clipped_rows(rows_clipped, data_norm)
         self.party_id = party_id
         self.loss = loss
         self.data_norm = float(data_norm)

@@ -1,20 +1,36 @@
-"""``privacy_``: what guarantee a fitted model has, and how it was calibrated."""
+"""``privacy_``: what guarantee a fitted model has, and how it was calibrated.
+
+Every field is declared public input or derived from public input and noised
+output (:mod:`dperm.privacy.release`); nothing computed from the private rows
+alone (iteration counts, achieved gradient norms, clipping counts) is here.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import MISSING, asdict, dataclass, fields
+from dperm.privacy.release import (
+    DERIVED,
+    PUBLIC,
+    RecordBase,
+    describe_guarantee,
+    privacy_record,
+    released,
+)
 
 REFERENCES = {
     "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
     "Thm 2 for non-differentiable Lipschitz losses",
-    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber)",
-    "gaussian_objective": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1",
+    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber); "
+    "approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "gaussian_objective": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
+    "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
 }
+#: What makes the noise safe against floating-point attacks, in one line.
+FLOAT_SAFETY = ("values rounded to a power-of-two grid, exact integer noise (Canonne, Kamath & "
+                "Steinke 2020), so no output is ruled out by its low-order bits (Mironov 2012)")
 
 
-@dataclass(frozen=True)
-class PrivacyRecord:
+@privacy_record
+class PrivacyRecord(RecordBase):
     """The privacy guarantee of a fitted model and every number behind it.
 
     Attributes
@@ -25,21 +41,37 @@ class PrivacyRecord:
         The guarantee of the released model: ``(epsilon, delta)``-DP with
         respect to replacing one training record (``delta == 0``: pure DP).
     n_problems : int
-        Binary problems solved: 1, or one per class for one-vs-rest. Every
-        record enters all of them, so each gets ``epsilon / n_problems`` and
-        ``delta / n_problems`` and the total follows by basic composition.
+        Binary problems solved: 1, or one per class of the label set for
+        one-vs-rest. Every record enters all of them, so each gets
+        ``epsilon / n_problems`` and ``delta / n_problems`` and the total
+        follows by basic composition.
     epsilon_per_problem, delta_per_problem : float
     epsilon_noise : float
         ``eps'`` (003 Alg. 2) or ``eps~`` (004 Proc. 2): the part of each
-        problem's epsilon spent by the noise term.
+        problem's epsilon spent by the objective's noise term; for output
+        perturbation the whole ``epsilon_per_problem``.
     extra_regularization : float
         ``Delta`` of 003 Alg. 2 / 004 Proc. 2.
     noise_distribution : str
-        ``"l2-laplace"`` (density ``~ exp(-||b|| / noise_scale)``) or ``"gaussian"``.
+        ``"discrete-laplace"`` or ``"discrete-gaussian"``: exact integer noise
+        per coordinate on the grid ``noise_grid`` (float-safe; see
+        :mod:`dperm.mechanisms.noise`).
     noise_scale : float
-        ``1/beta`` or ``sigma``.
+        Per-coordinate scale of that noise (Laplace ``g k / eps``, Gaussian
+        ``h sigma``), in the coefficients' units for output perturbation and in
+        the gradient's for the objective mechanisms.
+    noise_grid : float
+        The grid step of that noise.
     sensitivity : float or None
-        L2 sensitivity the output noise is calibrated to (output perturbation only).
+        L2 sensitivity the output noise is calibrated to (output perturbation).
+    solution_radius_allowance : float
+        The public radius around the (ideal) minimiser that the calibration
+        allows for the solver: fixed before the data is solved; a solve that
+        cannot certify it releases nothing.
+    output_epsilon, output_noise_scale, output_grid, output_sensitivity : float
+        Objective mechanisms: approximate minima perturbation's output stage
+        (part of ``epsilon_per_problem``), its per-coordinate discrete Laplace
+        scale, grid and L2 sensitivity ``2 r``. 0 for output perturbation.
     data_norm : float
         The public bound on a row's norm given by the user.
     effective_data_norm : float
@@ -50,82 +82,61 @@ class PrivacyRecord:
     alpha : float
         Regularisation strength (the papers' Lambda).
     n_samples : int
-    rows_clipped : int
-        Rows whose norm exceeded ``data_norm`` and were scaled onto it.
+        ``n``, public under replace-one neighbours.
     tol : float
-        Requested gradient-norm tolerance of the solve.
-    gradient_norm : float
-        Largest final ``||grad J||`` over the binary problems (optimality certificate).
-    solution_radius : float
-        Largest proven bound on the distance to the exact minimiser.
-    certified : bool
-        Whether every solve met the tolerance. Objective perturbation's proof
-        assumes the exact minimiser (shared papers note 8).
+        Gradient-norm tolerance the solve must certify.
     loss : str
     reference : str
-    data_passes : int or None
-        With Dask input (:mod:`dperm.scale`): passes over the data, the
-        validating scan included. ``None`` for an in-memory fit.
-        The paper and theorem the guarantee follows from.
+        The papers and theorems the guarantee follows from.
+    label_set_public : bool
+        Whether the label set (and so ``n_problems``) was given as the public
+        ``classes`` parameter. If it was read from the training data it is not
+        covered by the guarantee.
+    engine : str
+        ``"memory"`` or ``"dask"`` (:mod:`dperm.scale`).
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    n_problems: int
-    epsilon_per_problem: float
-    delta_per_problem: float
-    epsilon_noise: float
-    extra_regularization: float
-    noise_distribution: str
-    noise_scale: float
-    sensitivity: float | None
-    data_norm: float
-    effective_data_norm: float
-    lipschitz: float
-    curvature: float | None
-    alpha: float
-    n_samples: int
-    rows_clipped: int
-    tol: float
-    gradient_norm: float
-    solution_radius: float
-    certified: bool
-    loss: str
-    reference: str
-    data_passes: int | None = None
+    mechanism: str = released(PUBLIC)
+    epsilon: float = released(PUBLIC)
+    delta: float = released(PUBLIC)
+    n_problems: int = released(PUBLIC)
+    epsilon_per_problem: float = released(DERIVED)
+    delta_per_problem: float = released(DERIVED)
+    epsilon_noise: float = released(DERIVED)
+    extra_regularization: float = released(DERIVED)
+    noise_distribution: str = released(PUBLIC)
+    noise_scale: float = released(DERIVED)
+    noise_grid: float = released(DERIVED)
+    sensitivity: float | None = released(DERIVED)
+    solution_radius_allowance: float = released(DERIVED)
+    data_norm: float = released(PUBLIC)
+    effective_data_norm: float = released(DERIVED)
+    lipschitz: float = released(PUBLIC)
+    curvature: float | None = released(PUBLIC)
+    alpha: float = released(PUBLIC)
+    n_samples: int = released(PUBLIC)
+    tol: float = released(PUBLIC)
+    loss: str = released(PUBLIC)
+    reference: str = released(PUBLIC)
+    output_epsilon: float = released(DERIVED, 0.0)
+    output_noise_scale: float = released(DERIVED, 0.0)
+    output_grid: float = released(DERIVED, 0.0)
+    output_sensitivity: float = released(DERIVED, 0.0)
+    label_set_public: bool = released(PUBLIC, True)
+    engine: str = released(PUBLIC, "memory")
 
     @property
     def guarantee(self) -> str:
-        """The guarantee in words, e.g. ``"(0.1, 0)-DP (pure epsilon-DP)"``."""
-        if self.delta == 0:
-            return f"{self.epsilon:g}-DP (pure epsilon-differential privacy)"
-        return f"({self.epsilon:g}, {self.delta:g})-DP"
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable dict (used in model files)."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PrivacyRecord":
-        """Rebuild a record; raises ValueError on missing or unknown keys."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a privacy record must be a JSON object; got {type(data).__name__}.")
-        names = {f.name for f in fields(cls)}
-        required = {f.name for f in fields(cls) if f.default is MISSING}
-        missing = sorted(required - set(data))
-        unknown = sorted(set(data) - names)
-        if missing or unknown:
-            raise ValueError(
-                f"malformed privacy record: missing keys {missing}, unknown keys {unknown}."
-            )
-        return cls(**data)
+        """The guarantee in words, e.g. ``"0.1-DP (pure epsilon-differential privacy)"``."""
+        return describe_guarantee(self.epsilon, self.delta)
 
     def summary(self) -> str:
         """A readable multi-line account of the guarantee and its calibration."""
         lines = [
             f"Guarantee: {self.guarantee} for the released coefficients,",
-            "           with respect to replacing one training record.",
+            "           with respect to replacing one training record"
+            + ("." if self.label_set_public else
+               "; the label set was read from the training data and is NOT covered."),
             f"Mechanism: {self.mechanism} perturbation, {self.loss} loss ({self.reference}).",
         ]
         if self.n_problems > 1:
@@ -134,31 +145,72 @@ class PrivacyRecord:
                 f"({self.epsilon_per_problem:g}, {self.delta_per_problem:g})-DP; basic "
                 "composition gives the total."
             )
-        noise = f"{self.noise_distribution} noise, scale {self.noise_scale:.4g}"
+        noise = (f"{self.noise_distribution} noise per coordinate, scale {self.noise_scale:.4g} "
+                 f"on a grid of {self.noise_grid:.3g}")
         if self.sensitivity is not None:
             noise += f", calibrated to L2 sensitivity {self.sensitivity:.4g}"
-        lines.append(f"Noise: {noise}; epsilon spent on noise {self.epsilon_noise:.4g}.")
+        lines.append(f"Noise: {noise}; epsilon spent on it {self.epsilon_noise:.4g}.")
         if self.extra_regularization:
             lines.append(f"Extra regularisation Delta = {self.extra_regularization:.4g}.")
-        lines.append(
-            f"Data: n = {self.n_samples}, row norm bound {self.data_norm:g} "
-            f"(effective {self.effective_data_norm:.4g}), {self.rows_clipped} rows clipped; "
-            f"alpha = {self.alpha:g}, L = {self.lipschitz:g}, c = {self.curvature}."
-        )
-        status = "met" if self.certified else "NOT met"
-        lines.append(
-            f"Solve: gradient norm {self.gradient_norm:.3g} (tolerance {self.tol:g}, {status}); "
-            f"distance to the exact minimiser <= {self.solution_radius:.3g}."
-        )
-        if self.data_passes is not None:
+        if self.output_epsilon:
             lines.append(
-                f"Distributed fit (Dask): {self.data_passes} passes over the data, the "
-                "validating scan included."
+                f"Inexact solve covered (approximate minima perturbation): the solution is "
+                f"released with discrete-laplace noise, scale {self.output_noise_scale:.3g}, for "
+                f"L2 sensitivity {self.output_sensitivity:.3g} (twice the allowed radius "
+                f"{self.solution_radius_allowance:.3g}); epsilon {self.output_epsilon:.4g}."
             )
+        else:
+            lines.append(
+                f"Inexact solve covered: the noise is calibrated for a solution within "
+                f"{self.solution_radius_allowance:.3g} of the exact minimiser, which the solver certifies."
+            )
+        lines.append(f"Float-safe: {FLOAT_SAFETY}.")
+        lines.append(
+            f"Public inputs: n = {self.n_samples}, row norm bound {self.data_norm:g} "
+            f"(effective {self.effective_data_norm:.4g}), alpha = {self.alpha:g}, "
+            f"L = {self.lipschitz:g}, c = {self.curvature}, tol = {self.tol:g}"
+            + (", fitted on Dask" if self.engine == "dask" else "") + "."
+        )
         return "\n".join(lines)
 
-    def __str__(self) -> str:
-        return self.summary()
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha, tol,
+                  effective_norm, n_samples, engine="memory", label_set_public=True,
+                  reference=None) -> PrivacyRecord:
+    """The :class:`PrivacyRecord` of a linear model from its mechanism outputs (one per problem).
+
+    Copies only the calibration of the outputs, never their ``solve``
+    diagnostics; everything else is a public input.
+    """
+    first = outputs[0]
+    output = mechanism == "output"
+    return PrivacyRecord(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        n_problems=len(outputs),
+        epsilon_per_problem=first.epsilon,
+        delta_per_problem=first.delta,
+        epsilon_noise=first.epsilon_noise,
+        extra_regularization=first.extra_regularization,
+        noise_distribution=first.noise_distribution,
+        noise_scale=first.noise_scale,
+        noise_grid=first.noise_grid,
+        sensitivity=first.sensitivity,
+        solution_radius_allowance=first.solution_radius_allowance,
+        data_norm=data_norm,
+        effective_data_norm=effective_norm,
+        lipschitz=first.lipschitz if output else loss.lipschitz,
+        curvature=None if output else loss.curvature,  # output perturbation does not use loss''
+        alpha=alpha,
+        n_samples=n_samples,
+        tol=tol,
+        loss=loss.name,
+        reference=reference or REFERENCES[mechanism],
+        output_epsilon=first.output_epsilon,
+        output_noise_scale=first.output_noise_scale,
+        output_grid=first.output_grid,
+        output_sensitivity=first.output_sensitivity,
+        label_set_public=label_set_public,
+        engine=engine,
+    )

@@ -169,6 +169,112 @@ def gaussian_objective_sigma(
     return lipschitz * data_norm * gaussian_sigma_star(dimension, epsilon_tilde, delta)
 
 
+# -- float-safe objective perturbation (approximate minima perturbation) ----------------
+#: Share of epsilon that approximate minima perturbation gives its output stage.
+AMP_OUTPUT_FRACTION = 0.01
+
+
+def split_epsilon_for_amp(epsilon: float) -> tuple[float, float]:
+    """``(epsilon_objective, epsilon_output)``: the output stage gets :data:`AMP_OUTPUT_FRACTION`.
+
+    Approximate minima perturbation (Iyengar, Near, Song, Thakkar, Thakurta &
+    Wang 2019, Alg. 1) releases an approximate minimiser of the perturbed
+    objective plus output noise; by adaptive composition the two parts' epsilons
+    add up to the guarantee (Dwork & Roth 2014, Thm 3.16).
+    """
+    epsilon = check_epsilon(epsilon)
+    output = epsilon * AMP_OUTPUT_FRACTION
+    return epsilon - output, output
+
+
+def objective_noise_grid(n_samples: int, tol: float, dimension: int) -> float:
+    """The power-of-two grid ``h <= n tol / sqrt(d)`` of objective perturbation's noise ``b``.
+
+    dperm draws ``b = h z`` with ``z`` an exact integer vector and analyses the
+    ideal noise ``h (z + u)``, ``u`` uniform in the unit cube: its density is
+    piecewise constant and obeys the same ratio bound (see
+    :func:`discrete_objective_noise_steps`). The minimiser moves by at most
+    ``||h u|| / (n (alpha + Delta)) <= h sqrt(d) / (2 n (alpha + Delta))`` between
+    the two, at most half the solver's radius ``tol / (alpha + Delta)``.
+    """
+    target = n_samples * check_positive(tol, "tol") / math.sqrt(dimension)
+    return math.ldexp(1.0, math.floor(math.log2(target)))
+
+
+def amp_solution_radius(tol: float, noise_grid: float, n_samples: int, dimension: int,
+                        regularization: float) -> float:
+    """Radius ``(tol + h sqrt(d) / (2 n)) / (alpha + Delta)`` around the ideal perturbed minimiser.
+
+    A gradient norm ``<= tol`` puts the released point within ``tol / (alpha + Delta)``
+    of the minimiser for the noise ``h z`` (strong convexity), and that is within
+    ``h sqrt(d) / (2 n (alpha + Delta))`` of the minimiser for ``h (z + u)``
+    (:func:`objective_noise_grid`). Fixed before the data is solved.
+    """
+    return (tol + noise_grid * math.sqrt(dimension) / (2.0 * n_samples)) / regularization
+
+
+def amp_output_sensitivity(solution_radius: float) -> float:
+    """L2 sensitivity ``2 r`` of AMP's output stage, given the ideal perturbed minimiser.
+
+    Conditioned on the ideal minimiser ``w*`` (Iyengar et al. 2019, Thm 1's
+    argument), the released approximate point lies within ``r`` of ``w*`` on
+    either neighbouring data set, so the two differ by at most ``2 r``.
+    """
+    return 2.0 * check_positive(solution_radius, "solution_radius")
+
+
+def subgaussian_norm_quantile(dimension: int, delta: float) -> float:
+    """``q`` with ``P(||z|| > q sigma) <= delta`` for ``z`` with independent ``sigma``-subgaussian coordinates.
+
+    Hsu, Kakade & Zhang (2012), Thm 1 with ``A = I``:
+    ``P(||z||^2 > sigma^2 (d + 2 sqrt(d t) + 2 t)) <= e^-t``, ``t = ln(1/delta)``.
+    The discrete Gaussian ``N_Z(0, sigma^2)`` is ``sigma``-subgaussian
+    (Canonne, Kamath & Steinke 2020, Cor. 9), so this replaces the chi-square
+    quantile of note 3 for the discrete noise.
+    """
+    t = math.log(1.0 / delta)
+    return math.sqrt(dimension + 2.0 * math.sqrt(dimension * t) + 2.0 * t)
+
+
+def discrete_objective_noise_steps(lipschitz: float, data_norm: float, dimension: int,
+                                   noise_grid: float) -> tuple[int, float]:
+    """Bounds on how far the noise must move on the grid to give a neighbour the same minimiser.
+
+    003 Thm 2's proof needs noises ``b, b'`` with ``||b - b'||_2 <= 2 L R``
+    (note 2). On the grid ``h`` the cells ``z = round(b/h)`` and
+    ``z' = round(b'/h)`` differ per coordinate by at most ``|b_i - b'_i| / h + 1``, so
+
+    - in L1 by at most ``floor(sqrt(d) 2 L R / h) + d`` (an integer, returned first);
+    - in L2 by at most ``2 L R / h + sqrt(d)`` (returned second).
+    """
+    from dperm.mechanisms.noise import grid_l1_sensitivity
+
+    sensitivity = 2.0 * lipschitz * data_norm
+    l1_steps = grid_l1_sensitivity(sensitivity, dimension, noise_grid)
+    l2_steps = sensitivity * (1 + 1e-9) / noise_grid + math.sqrt(dimension)
+    return l1_steps, l2_steps
+
+
+def discrete_gaussian_sigma_steps(l2_steps: float, dimension: int, epsilon_tilde: float,
+                                  delta: float) -> float:
+    """Std (in grid steps) of the discrete Gaussian noise of float-safe GOP.
+
+    The privacy loss of the noise term is ``(||z'||^2 - ||z||^2) / (2 sigma^2)
+    <= (2 ||z|| s + s^2) / (2 sigma^2)`` with ``s`` the L2 bound in steps
+    (:func:`discrete_objective_noise_steps`); it is at most ``eps~`` when
+    ``||z|| <= q sigma``, which fails with probability ``<= delta``
+    (:func:`subgaussian_norm_quantile`). The smallest such sigma is
+    ``s (q + sqrt(q^2 + 2 eps~)) / (2 eps~)``: 004 Proc. 3's rule (note 3)
+    with the subgaussian quantile for the chi-square one.
+    """
+    epsilon_tilde = check_epsilon(epsilon_tilde, "epsilon_tilde")
+    delta = check_delta(delta)
+    if delta == 0:
+        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    q = subgaussian_norm_quantile(dimension, delta)
+    return l2_steps * (q + math.sqrt(q * q + 2.0 * epsilon_tilde)) / (2.0 * epsilon_tilde)
+
+
 # -- multiparty (004) ------------------------------------------------------------------
 def gradient_sum_sensitivity(lipschitz: float, data_norm: float) -> float:
     """L2 sensitivity ``2 L R`` of a party's summed gradient ``grad G_k(w)`` (004 eq. 8).

@@ -37,7 +37,7 @@ def fit_classifier_distributed(estimator, X, y, params):
     with dask_scheduler(estimator.scheduler) as runner:
         scan = runner.run(scan_chunk, pairs, merge_scans, spec)
         classes = _check_scan(scan)
-        warn_clipped_rows(scan.rows_clipped, scan.n_rows, params.data_norm)
+        warn_clipped_rows(scan.rows_clipped, params.data_norm)
         positives = classes[1:] if classes.size == 2 else classes
         rng = check_random_state(estimator.random_state)
         outputs = []

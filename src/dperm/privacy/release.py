@@ -1,0 +1,204 @@
+"""What a fit may release: the one release policy of dperm.
+
+Every value that leaves a fit (a fitted attribute, a field of ``privacy_``, a
+model-file entry, a CLI line) is exactly one of:
+
+``PUBLIC``
+    a public input: given by the user (parameters, feature bounds, the label
+    set, ``n`` under replace-one neighbours) or fixed by dperm before any data
+    is seen (references, tolerances, the radius the noise is calibrated to);
+``NOISED``
+    the output of a mechanism that spent budget for it (coefficients, answers,
+    a privately selected index);
+``DERIVED``
+    a function of public inputs and noised outputs only (sensitivities, noise
+    scales, epsilon', Delta, composition totals, whole records).
+
+Anything else computed from private rows (iteration counts, achieved
+gradient norms or solution radii, how many rows or labels were clipped, the
+label set read from the data) is not released. The one exception is the label
+set when the user gives none: then it is read from the data, a
+:class:`~dperm.exceptions.PrivacyLeakWarning` is issued, and the record says
+the label set is not protected (``label_set_public = False``).
+
+Records declare the kind of every field with :func:`released`, and
+:func:`privacy_record` refuses to build a record class with an undeclared
+field, so the rule is enforced where records are defined. Estimators declare
+their fitted attributes in :data:`FITTED_ATTRIBUTES`; :func:`released_attributes`
+refuses an undeclared one, and the neighbour-swap tests compare everything it
+returns between fits on neighbouring data sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import MISSING
+
+PUBLIC = "public"
+NOISED = "noised"
+DERIVED = "derived"
+KINDS = (PUBLIC, NOISED, DERIVED)
+
+#: Fitted attributes an estimator may expose, with their kind. ``privacy_`` is
+#: a record (itself checked field by field); a nested estimator (``estimator_``,
+#: ``best_estimator_``) is checked recursively by :func:`released_attributes`.
+FITTED_ATTRIBUTES = {
+    "coef_": NOISED,
+    "intercept_": NOISED,
+    "classes_": PUBLIC,
+    "n_features_in_": PUBLIC,
+    "feature_names_in_": PUBLIC,
+    "privacy_": DERIVED,
+    "alpha_": PUBLIC,
+    # random Fourier features: drawn from public randomness and the input dimension only
+    "frequencies_": PUBLIC,
+    "phases_": PUBLIC,
+    "feature_map_": PUBLIC,
+    "features_": PUBLIC,
+    "output_norm_bound_": PUBLIC,
+    "estimator_": DERIVED,
+    "linear_model_": DERIVED,
+    # private parameter search (003 Alg. 4): the exponential mechanism's choice
+    "best_index_": NOISED,
+    "best_params_": NOISED,
+    "best_estimator_": DERIVED,
+    "candidates_": PUBLIC,
+    # private prediction: answers are noised and paid per query
+    "queries_answered_": PUBLIC,
+    "epsilon_spent_": PUBLIC,
+    "budget_remaining_": PUBLIC,
+    "answers_remaining_": PUBLIC,
+}
+
+
+def released(kind: str, default=MISSING, *, doc: str = ""):
+    """A dataclass field of a privacy record, declared ``PUBLIC``, ``NOISED`` or ``DERIVED``."""
+    if kind not in KINDS:
+        raise ValueError(f"release kind must be one of {KINDS}; got {kind!r}.")
+    metadata = {"release": kind, "doc": doc}
+    if default is MISSING:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def release_kinds(record_or_class) -> dict[str, str]:
+    """``{field name: kind}`` of a record class or instance."""
+    return {f.name: f.metadata["release"] for f in dataclasses.fields(record_or_class)}
+
+
+def privacy_record(cls):
+    """Class decorator: a frozen dataclass whose every field declares its release kind.
+
+    Raises ``TypeError`` at import time for a field without :func:`released`.
+    """
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    undeclared = [f.name for f in dataclasses.fields(cls) if f.metadata.get("release") not in KINDS]
+    if undeclared:
+        raise TypeError(
+            f"{cls.__name__} has fields {undeclared} without a release kind; declare each with "
+            "dperm.privacy.release.released(PUBLIC | NOISED | DERIVED)."
+        )
+    return cls
+
+
+class RecordBase:
+    """Serialisation and checks shared by every privacy record (use with :func:`privacy_record`).
+
+    A record is what dperm says about a fit's guarantee. Every field is public
+    input or derived from public input and noised output (this module's
+    policy), so a record may be printed and stored in model files.
+    """
+
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict (used in model files); tuples become lists."""
+        data = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if dataclasses.is_dataclass(value):
+                value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            data[f.name] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        """Rebuild a record; raises ValueError naming missing or unknown keys."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a privacy record must be a JSON object; got {type(data).__name__}.")
+        names = {f.name for f in dataclasses.fields(cls)}
+        required = {f.name for f in dataclasses.fields(cls)
+                    if f.default is MISSING and f.default_factory is MISSING}
+        missing = sorted(required - set(data))
+        unknown = sorted(set(data) - names)
+        if missing or unknown:
+            raise ValueError(
+                f"malformed privacy record ({cls.__name__}): missing keys {missing}, unknown keys {unknown}."
+            )
+        values = {}
+        for f in dataclasses.fields(cls):
+            if f.name in data:
+                value = data[f.name]
+                values[f.name] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def describe_guarantee(epsilon: float, delta: float) -> str:
+    """``"0.1-DP (pure epsilon-differential privacy)"`` or ``"(1, 1e-05)-DP"``."""
+    if delta == 0:
+        return f"{epsilon:g}-DP (pure epsilon-differential privacy)"
+    return f"({epsilon:g}, {delta:g})-DP"
+
+
+def released_attributes(estimator) -> dict:
+    """Every public fitted attribute of ``estimator`` with its value, checked against the policy.
+
+    Raises ``TypeError`` for a fitted attribute (public name ending in ``_``)
+    that :data:`FITTED_ATTRIBUTES` does not declare: nothing leaves a fit
+    unless the policy says what it is. Nested estimators are expanded as
+    ``"estimator_.coef_"`` and so on.
+    """
+    attributes = {}
+    for name, value in vars(estimator).items():
+        if name.startswith("_") or not name.endswith("_"):
+            continue
+        if name not in FITTED_ATTRIBUTES:
+            raise TypeError(
+                f"{type(estimator).__name__}.{name} is not declared in "
+                "dperm.privacy.release.FITTED_ATTRIBUTES; a fit may release only public "
+                "inputs, noised outputs and functions of those."
+            )
+        if hasattr(value, "get_params") and hasattr(value, "fit"):
+            for inner, inner_value in released_attributes(value).items():
+                attributes[f"{name}.{inner}"] = inner_value
+        else:
+            attributes[name] = value
+    return attributes
+
+
+def non_noised(estimator) -> dict:
+    """The released attributes and record fields that must not depend on the data.
+
+    Everything :func:`released_attributes` returns except ``NOISED`` attributes,
+    with every record expanded to its fields (``privacy_.epsilon`` ...). Fits on
+    neighbouring data sets with the same ``random_state`` must agree on all of
+    it; the neighbour-swap tests check that.
+    """
+    out = {}
+    for name, value in released_attributes(estimator).items():
+        if FITTED_ATTRIBUTES[name.rsplit(".", 1)[-1]] == NOISED:
+            continue
+        if isinstance(value, RecordBase):
+            for field, kind in release_kinds(value).items():
+                if kind != NOISED:
+                    out[f"{name}.{field}"] = getattr(value, field)
+        else:
+            out[name] = value
+    return out
