@@ -19,6 +19,11 @@ from dperm import (
 
 # Skipped scikit-learn checks, with the reason (the issue asks to list them):
 EXPECTED_FAILED_CHECKS = {
+    "check_non_transformer_estimators_n_iter": (
+        "asks for n_iter_; the number of solver iterations is a function of the private rows "
+        "and is not released (dperm.privacy.release). A solve that misses its certificate "
+        "raises CertificateError instead."
+    ),
     "check_classifiers_train": (
         "demands >= 83% training accuracy on tiny toy data; at the default epsilon=1 the "
         "privacy noise is larger than that data's signal. test_classifiers_train_without_noise "
@@ -62,13 +67,17 @@ def test_privacy_record_for_objective_perturbation():
     assert isinstance(record, PrivacyRecord)
     assert record.mechanism == "objective" and record.loss == "logistic"
     assert (record.epsilon, record.delta, record.n_problems) == (0.5, 0.0, 1)
-    assert record.epsilon_noise == pytest.approx(0.5 - 2 * np.log1p(0.25 / (400 * 0.05)))
+    # approximate minima perturbation: 1 % of epsilon for the output stage
+    assert record.epsilon_noise == pytest.approx(0.495 - 2 * np.log1p(0.25 / (400 * 0.05)))
+    assert record.output_epsilon == pytest.approx(0.005)
     assert record.extra_regularization == 0.0
-    assert record.noise_scale == pytest.approx(2 / record.epsilon_noise)
+    d, h = 2, record.noise_grid  # discrete Laplace for the L1 bound sqrt(d) 2 L R (+ d steps)
+    assert record.noise_scale == pytest.approx((np.floor(np.sqrt(d) * 2 / h) + d) * h / record.epsilon_noise)
+    assert record.output_sensitivity == pytest.approx(2 * record.solution_radius_allowance)
     assert record.sensitivity is None
     assert (record.data_norm, record.effective_data_norm) == (1.0, 1.0)
-    assert record.rows_clipped == 0 and record.n_samples == 400
-    assert record.certified and record.gradient_norm <= 1e-8
+    assert record.n_samples == 400 and record.tol == 1e-8
+    assert not hasattr(record, "rows_clipped") and not hasattr(record, "gradient_norm")
     assert "Alg. 2" in record.reference
     assert "0.5-DP" in record.summary()
     assert PrivacyRecord.from_dict(record.to_dict()) == record
@@ -109,9 +118,9 @@ def test_intercept_counts_toward_the_norm_bound():
 def test_rows_above_data_norm_are_clipped_and_counted():
     X, y = _data(scale=1.0)
     X[:7] *= 3.0 / np.linalg.norm(X[:7], axis=1, keepdims=True)
-    with pytest.warns(DataClippingWarning, match="7 of 400 rows"):
-        model = PrivateLogisticRegression(random_state=0).fit(X, y)
-    assert model.privacy_.rows_clipped == 7
+    with pytest.warns(DataClippingWarning, match="some rows") as caught:
+        PrivateLogisticRegression(random_state=0).fit(X, y)
+    assert "7" not in str(caught[0].message)  # the count is a function of the private rows
 
 
 def test_random_state_reproduces_and_default_draws_fresh_noise():
@@ -135,7 +144,7 @@ def test_multiclass_is_one_vs_rest_with_split_budget():
     assert record.delta_per_problem == pytest.approx(1e-6)
     assert record.epsilon == 3.0
     assert "One-vs-rest over 3 classes" in record.summary()
-    assert model.coef_.shape == (3, 4) and model.n_iter_.shape == (3,)
+    assert model.coef_.shape == (3, 4) and not hasattr(model, "n_iter_")
     proba = model.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert set(model.predict(X)) <= set(model.classes_)

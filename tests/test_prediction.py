@@ -67,7 +67,8 @@ def test_answers_are_laplace_with_scale_b_delta_over_epsilon():
     exact = KernelRidge(alpha=0.25 * X.shape[0], kernel="rbf", gamma=2.0).fit(X, y).predict(query)[0]
     noise = predictor.predict(np.repeat(query, n_answers, axis=0)) - np.clip(exact, -1.0, 1.0)
     scale = predictor.privacy_.noise_scale
-    assert scale == pytest.approx(predictor.privacy_.sensitivity / epsilon_per_query, rel=1e-5)
+    # the grid adds at most one step of 1/1024 of the sensitivity (float-safe noise)
+    assert scale == pytest.approx(predictor.privacy_.sensitivity / epsilon_per_query, rel=1 / 1024)
     assert stats.kstest(noise, "laplace", args=(0.0, scale)).pvalue > 1e-3
     # Power: the half scale printed in 000 Prop. 1 (note 5) is rejected.
     assert stats.kstest(noise, "laplace", args=(0.0, scale / 2)).pvalue < 1e-6
@@ -109,12 +110,13 @@ def test_b_delta_against_hand_computation():
     assert squared.privacy_.sensitivity == pytest.approx(0.24)
     assert squared.privacy_.calibrated_sensitivity == pytest.approx(
         0.24 * (1 + 2 * CLOSED_FORM_RADIUS_FRACTION))
-    assert squared.privacy_.noise_scale == pytest.approx(squared.privacy_.calibrated_sensitivity / 0.1)
+    assert squared.privacy_.noise_scale == pytest.approx(squared.privacy_.calibrated_sensitivity / 0.1,
+                                                         rel=1 / 1024)
     hinge = PrivatePredictor(1.0, 0.1, loss="hinge", alpha=0.1, random_state=0)
     hinge.fit(X, np.where(X[:, 0] > 0, 1, -1))
     assert hinge.privacy_.sensitivity == pytest.approx(0.2)
     assert hinge.privacy_.calibrated_sensitivity == pytest.approx(0.2 * (1 + 2 * NONSMOOTH_RADIUS_FRACTION))
-    assert hinge.privacy_.solution_radius <= hinge.privacy_.solution_radius_allowance
+    assert "solution_radius" not in hinge.privacy_.to_dict()  # achieved radius: not released
 
 
 def _secret_values(X, y, loss, alpha, gamma, queries):
@@ -286,9 +288,9 @@ def test_decision_function_is_for_the_hinge_only():
 def test_labels_clipped_to_y_bound_with_a_warning():
     X, y = _regression_data(m=30)
     y[:4] = 3.0
-    with pytest.warns(DataClippingWarning, match="4 of 30 labels"):
+    with pytest.warns(DataClippingWarning, match="some labels"):
         predictor = PrivatePredictor(1.0, 0.1, y_bound=1.0, random_state=0).fit(X, y)
-    assert predictor.labels_clipped_ == 4
+    assert not hasattr(predictor, "labels_clipped_")
 
 
 def test_hinge_predicts_classes():

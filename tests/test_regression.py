@@ -18,6 +18,11 @@ from dperm.solvers import solve_nonsmooth
 
 # Skipped scikit-learn checks, with the reason:
 EXPECTED_FAILED_CHECKS = {
+    "check_non_transformer_estimators_n_iter": (
+        "asks for n_iter_; the number of solver iterations is a function of the private rows "
+        "and is not released (dperm.privacy.release). A solve that misses its certificate "
+        "raises CertificateError instead."
+    ),
     "check_regressors_train": (
         "demands R^2 > 0.5 on a small toy data set; at the default epsilon=1, data_norm=1 "
         "and y_bound=1 the privacy noise and the clipping are larger than that data's "
@@ -74,13 +79,14 @@ def test_quantile_record_uses_theorem_2_with_the_pinball_constant():
     assert record.effective_data_norm == pytest.approx(kappa)
     assert record.lipschitz == pytest.approx(0.8) and record.curvature is None
     assert record.sensitivity == pytest.approx(exact * 1.01)  # + 2 x the 0.5 % solve radius
-    assert record.noise_scale == pytest.approx(record.sensitivity / 0.5)
+    d, g = 4, record.noise_grid  # float-safe discrete Laplace for the L1 bound
+    assert record.noise_scale == pytest.approx((np.floor(np.sqrt(d) * record.sensitivity / g) + d) * g / 0.5)
     assert (record.mechanism, record.loss, record.delta) == ("output", "pinball", 0.0)
-    assert record.certified and record.solution_radius <= 0.005 * exact
+    assert record.solution_radius_allowance == pytest.approx(0.005 * exact)
     assert "Nie & Wang" in record.reference and "0.5-DP" in record.summary()
     assert PrivacyRecord.from_dict(record.to_dict()) == record
     assert model.coef_.shape == (4,) and isinstance(model.intercept_, float)
-    assert isinstance(model.n_iter_, int) and model.labels_clipped_ == 0
+    assert not hasattr(model, "n_iter_") and not hasattr(model, "labels_clipped_")
 
 
 def test_least_squares_record_uses_the_derived_constant():
@@ -93,22 +99,23 @@ def test_least_squares_record_uses_the_derived_constant():
     assert record.lipschitz == pytest.approx(c_l)
     # 000 Thm 2 with gamma = 2: 2 kappa C_L / (lambda gamma m), plus 2 tol / alpha
     assert record.sensitivity == pytest.approx(2 * kappa * c_l / (lam * 2 * 300) + 2 * 1e-8 / alpha)
-    assert record.loss == "squared" and record.certified and record.gradient_norm <= 1e-8
+    assert record.loss == "squared" and record.solution_radius_allowance == pytest.approx(1e-8 / alpha)
 
 
-def test_noise_on_released_coefficients_is_l2_laplace_at_the_calibrated_scale():
+def test_noise_on_released_coefficients_is_discrete_laplace_at_the_calibrated_scale():
     X, y, _ = _data(n=200, d=2)
     y = np.clip(y, -1, 1)
     alpha = 1.0
     base = PrivateLeastSquares(y_bound=1.0, epsilon=1.0, alpha=alpha, fit_intercept=False)
     A = 2 * X.T @ X / len(y) + alpha * np.eye(2)
     exact = np.linalg.solve(A, 2 * X.T @ y / len(y))  # the normal equations
-    norms, scale = [], None
+    noise, scale = [], None
     for seed in range(300):
         model = clone(base).set_params(random_state=seed).fit(X, y)
-        norms.append(np.linalg.norm(model.coef_ - exact))
+        noise.extend(model.coef_ - exact)
         scale = model.privacy_.noise_scale
-    assert stats.kstest(norms, stats.gamma(a=2, scale=scale).cdf).pvalue > 0.01
+    # per coordinate, on a grid far finer than the scale
+    assert stats.kstest(np.array(noise) / scale, stats.laplace.cdf).pvalue > 0.01
 
 
 def test_pinball_solve_is_within_the_certified_radius():
@@ -155,9 +162,9 @@ def test_least_squares_clips_labels_and_projects_predictions():
     X, y, _ = _data(n=200)
     y = np.clip(y, -1.0, 1.0)
     y[:9] = np.where(y[:9] > 0, 5.0, -5.0)
-    with pytest.warns(DataClippingWarning, match="9 of 200 labels"):
+    with pytest.warns(DataClippingWarning, match="some labels"):
         model = PrivateLeastSquares(y_bound=1.5, epsilon=0.1, alpha=0.1, random_state=0).fit(X, y)
-    assert model.labels_clipped_ == 9
+    assert not hasattr(model, "labels_clipped_")  # a count of private labels is not released
     far = 50.0 * np.vstack([model.coef_, -model.coef_])
     np.testing.assert_allclose(model.predict(far), [1.5, -1.5])  # 002 eq. 2: pi onto [-M, M]
     assert np.all(np.abs(model.predict(X)) <= 1.5)
@@ -166,9 +173,9 @@ def test_least_squares_clips_labels_and_projects_predictions():
 def test_rows_above_data_norm_are_clipped_and_counted():
     X, y, _ = _data(n=100)
     X[:4] *= 5.0 / np.linalg.norm(X[:4], axis=1, keepdims=True)
-    with pytest.warns(DataClippingWarning, match="4 of 100 rows"):
+    with pytest.warns(DataClippingWarning, match="some rows"):
         model = PrivateQuantileRegressor(random_state=0).fit(X, y)
-    assert model.privacy_.rows_clipped == 4
+    assert "rows_clipped" not in model.privacy_.to_dict()
 
 
 def test_random_state_reproduces_and_default_draws_fresh_noise():

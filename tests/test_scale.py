@@ -85,7 +85,6 @@ def test_dask_fit_equals_in_memory_fit(model):
     # Both solves are within tol/alpha of the same minimiser, with the same noise.
     assert np.linalg.norm(chunked.coef_ - memory.coef_) <= 2 * TOL / alpha
     assert np.allclose(chunked.intercept_, memory.intercept_, atol=2 * TOL / alpha)
-    assert chunked.privacy_.certified and chunked.privacy_.gradient_norm <= TOL
     assert chunked.privacy_.noise_scale == pytest.approx(memory.privacy_.noise_scale, rel=1e-12)
     assert chunked.privacy_.n_samples == N
     assert chunked.n_features_in_ == X.shape[1]
@@ -99,33 +98,34 @@ def test_multiclass_one_vs_rest_on_chunks_matches_memory():
     assert chunked.coef_.shape == (3, X.shape[1])
     assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
     assert chunked.privacy_.n_problems == 3
-    # one scan plus each binary problem's Newton passes
-    assert chunked.privacy_.data_passes == 1 + int(chunked.n_iter_.sum())
+    assert chunked.privacy_.engine == "dask" and not hasattr(chunked, "n_iter_")
 
 
-def test_clipped_rows_are_counted_across_chunks():
+def test_clipped_rows_warn_alike_across_chunks():
     X, y = make_data(norm=2.0, seed=9)
     expected = int((np.linalg.norm(X, axis=1) > 1.0).sum())
     assert 0 < expected < N
     memory, chunked, memory_warnings, dask_warnings = fit_both(
         PrivateLogisticRegression(random_state=0), X, y
     )
-    assert chunked.privacy_.rows_clipped == memory.privacy_.rows_clipped == expected
     clip_messages = [str(w.message) for w in dask_warnings if w.category is DataClippingWarning]
     assert clip_messages == [m for m in (str(w.message) for w in memory_warnings
                                          if w.category is DataClippingWarning)]
-    assert f"{expected} of {N} rows" in clip_messages[0]
+    assert clip_messages and str(expected) not in clip_messages[0]  # no private count
 
 
-def test_newton_passes_are_few_and_reported():
+def test_newton_solve_is_certified_in_few_passes():
     X, y = make_data(n=4000, d=20, seed=2)
     model = PrivateLogisticRegression(epsilon=0.1, alpha=1e-4, random_state=0,
                                       scheduler="synchronous")
     model.fit(*as_dask(X, y, chunks=(1000,) * 4))
-    assert model.n_iter_[0] <= 15
-    assert model.privacy_.data_passes == 1 + model.n_iter_[0]
-    assert "passes over the data" in model.privacy_.summary()
-    assert model.privacy_.certified
+    # the pass count is a function of the data, so it is not released; measure it inside
+    from dperm.scale._estimator import fit_classifier_distributed
+    outputs, _, _, passes = fit_classifier_distributed(model, *as_dask(X, y, chunks=(1000,) * 4),
+                                                       model._check_params())
+    assert passes <= 16 and outputs[0].solve.certified
+    assert "fitted on Dask" in model.privacy_.summary()
+    assert not hasattr(model, "n_iter_") and "data_passes" not in model.privacy_.to_dict()
 
 
 def test_dask_dataframe_with_string_labels():
@@ -387,7 +387,7 @@ def test_cli_train_engine_dask_matches_memory_and_round_trips(tmp_path, capsys):
     np.testing.assert_allclose(np.array(dask_model["coef"]), np.array(memory_model["coef"]),
                                atol=2 * TOL / 0.01)
     assert dask_model["params"]["scheduler"] is None
-    assert dask_model["privacy"]["data_passes"] >= 2
+    assert dask_model["privacy"]["engine"] == "dask"
     assert main(["predict", "--model", str(tmp_path / "dask.json"), "--data", str(csv_path),
                  "--out", str(tmp_path / "predictions.csv")]) == 0
     predictions = pd.read_csv(tmp_path / "predictions.csv")

@@ -1,0 +1,166 @@
+"""What a fit releases: the release policy and neighbour-swap tests for every estimator family.
+
+A neighbouring data set replaces one record; here the replacement is adversarial
+(a row far outside ``data_norm``, so it is clipped, and for least squares a label
+outside ``y_bound``). With the same ``random_state``, everything a fit releases
+other than its noised outputs must be identical on both data sets: any
+difference would be an un-noised function of the private rows.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dperm import (
+    PrivateKernelLogisticRegression,
+    PrivateKernelSVC,
+    PrivateLeastSquares,
+    PrivateLinearSVC,
+    PrivateLogisticRegression,
+    PrivatePredictor,
+    PrivateQuantileRegressor,
+)
+from dperm.privacy.release import (
+    DERIVED,
+    FITTED_ATTRIBUTES,
+    PUBLIC,
+    RecordBase,
+    non_noised,
+    privacy_record,
+    released,
+    released_attributes,
+)
+from dperm.tuning import PrivateParameterSearch
+
+
+def _neighbours(n=120, d=3, regression=False, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X *= (rng.uniform(0.2, 1.0, n) / np.linalg.norm(X, axis=1))[:, None]
+    if regression:
+        y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
+    else:
+        y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, 0)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = [40.0, -30.0, 10.0]  # far outside data_norm: clipped on D', not on D
+    y2[0] = 50.0 if regression else 1 - y[0]  # outside y_bound for least squares
+    return (X, y), (X2, y2)
+
+
+def _assert_same(a: dict, b: dict):
+    assert a.keys() == b.keys()
+    for key in a:
+        left, right = a[key], b[key]
+        if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+            np.testing.assert_array_equal(left, right, err_msg=key)
+        elif isinstance(left, RecordBase):
+            assert left.to_dict() == right.to_dict(), key
+        else:
+            assert left == right, key
+
+
+def _fit_both(make, regression=False):
+    (X, y), (X2, y2) = _neighbours(regression=regression)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make().fit(X, y), make().fit(X2, y2)
+
+
+ESTIMATORS = {
+    "logistic-objective": lambda: PrivateLogisticRegression(epsilon=1.0, random_state=3),
+    "logistic-output": lambda: PrivateLogisticRegression(epsilon=1.0, mechanism="output", random_state=3),
+    "logistic-gaussian": lambda: PrivateLogisticRegression(epsilon=1.0, delta=1e-5,
+                                                           mechanism="gaussian_objective", random_state=3),
+    "svc-huber": lambda: PrivateLinearSVC(epsilon=1.0, random_state=3),
+    "svc-smooth-hinge": lambda: PrivateLinearSVC(loss="smooth_hinge", epsilon=1.0, random_state=3),
+    "svc-hinge-output": lambda: PrivateLinearSVC(loss="hinge", mechanism="output", epsilon=1.0,
+                                                 random_state=3),
+    "kernel-svc": lambda: PrivateKernelSVC(n_components=20, epsilon=2.0, random_state=3,
+                                           feature_random_state=1),
+    "kernel-logistic": lambda: PrivateKernelLogisticRegression(n_components=20, epsilon=2.0,
+                                                               random_state=3, feature_random_state=1),
+}
+REGRESSORS = {
+    "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, random_state=3),
+    "least-squares": lambda: PrivateLeastSquares(y_bound=1.0, epsilon=1.0, alpha=0.1, random_state=3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_classifier_releases_nothing_but_noised_outputs(name):
+    on_d, on_d_prime = _fit_both(ESTIMATORS[name])
+    _assert_same(non_noised(on_d), non_noised(on_d_prime))
+    # the noised coefficients do differ: the comparison above is not vacuous
+    assert not np.array_equal(released_attributes(on_d).get("coef_", on_d.linear_model_.coef_ if hasattr(on_d, "linear_model_") else None),
+                              released_attributes(on_d_prime).get("coef_", on_d_prime.linear_model_.coef_ if hasattr(on_d_prime, "linear_model_") else None))
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSORS))
+def test_regressor_releases_nothing_but_noised_outputs(name):
+    on_d, on_d_prime = _fit_both(REGRESSORS[name], regression=True)
+    _assert_same(non_noised(on_d), non_noised(on_d_prime))
+    assert not np.array_equal(on_d.coef_, on_d_prime.coef_)
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+def test_private_predictor_releases_nothing_before_its_answers(loss):
+    kwargs = {"y_bound": 1.0} if loss == "squared" else {}
+    make = lambda: PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.5, loss=loss,  # noqa: E731
+                                    random_state=3, **kwargs)
+    on_d, on_d_prime = _fit_both(make, regression=loss == "squared")
+    _assert_same(non_noised(on_d), non_noised(on_d_prime))
+    assert on_d.privacy_.to_dict() == on_d_prime.privacy_.to_dict()
+
+
+def test_parameter_search_releases_nothing_but_noised_outputs():
+    make = lambda: PrivateParameterSearch(  # noqa: E731
+        PrivateLogisticRegression(), {"alpha": [0.01, 0.1]}, epsilon=1.0, random_state=3)
+    on_d, on_d_prime = _fit_both(make)
+    assert on_d.best_index_ == on_d_prime.best_index_  # same seed: the same selection here
+    _assert_same(non_noised(on_d), non_noised(on_d_prime))
+
+
+def test_dask_fit_releases_nothing_but_noised_outputs():
+    da = pytest.importorskip("dask.array")
+    (X, y), (X2, y2) = _neighbours()
+    fits = []
+    for features, labels in ((X, y), (X2, y2)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = PrivateLogisticRegression(epsilon=1.0, random_state=3, scheduler="synchronous")
+            fits.append(model.fit(da.from_array(features, chunks=40), da.from_array(labels, chunks=40)))
+    _assert_same(non_noised(fits[0]), non_noised(fits[1]))
+    assert fits[0].privacy_.engine == "dask"
+
+
+def test_model_file_fields_are_identical_on_neighbours_but_the_coefficients():
+    from dperm.model_io import model_to_dict
+    from dperm.preprocessing import NumericColumn, TabularSpec
+
+    on_d, on_d_prime = _fit_both(ESTIMATORS["logistic-objective"])
+    spec = TabularSpec([NumericColumn(f"x{i}", -1.0, 1.0) for i in range(3)])
+    first, second = (model_to_dict(m, spec, "label") for m in (on_d, on_d_prime))
+    for document in (first, second):
+        document.pop("coef"), document.pop("intercept")
+    assert first == second
+
+
+def test_an_undeclared_fitted_attribute_is_refused():
+    model = ESTIMATORS["logistic-objective"]().fit(*_neighbours()[0])
+    model.n_iter_ = 7  # a solver diagnostic: computed from the data
+    with pytest.raises(TypeError, match="n_iter_ is not declared"):
+        released_attributes(model)
+
+
+def test_a_record_field_without_a_release_kind_is_refused():
+    with pytest.raises(TypeError, match="without a release kind"):
+        @privacy_record
+        class Leaky(RecordBase):
+            epsilon: float = released(PUBLIC)
+            rows_clipped: int = 0
+
+
+def test_the_policy_declares_every_fitted_attribute_kind():
+    assert set(FITTED_ATTRIBUTES.values()) <= {PUBLIC, DERIVED, "noised"}
+    assert "n_iter_" not in FITTED_ATTRIBUTES and "labels_clipped_" not in FITTED_ATTRIBUTES
