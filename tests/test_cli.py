@@ -21,7 +21,6 @@ def csv_files(tmp_path):
     label = np.where(signal + 0.5 * rng.normal(size=n) > 0.3, "yes", "no")
     train = tmp_path / "train.csv"
     lines = ["age,color,score,label"] + [f"{a},{c},{s:.3f},{l}" for a, c, s, l in zip(age, color, score, label)]
-    lines.insert(5, "?,red,50,yes")  # a row with a missing value is dropped
     train.write_text("\n".join(lines) + "\n")
     new = tmp_path / "new.csv"
     new.write_text("age,color,score\n30,red,60\n70,blue,40\n45,purple,50\n")
@@ -38,7 +37,7 @@ def test_train_predict_round_trip(csv_files, capsys):
                  "--random-state", "1", "--out", str(model_path)])
     assert code == 0
     out = capsys.readouterr().out
-    assert "trained on 400 rows (1 with missing values dropped), 5 features" in out
+    assert "trained on 400 rows (every row of the file; none is dropped), 5 features" in out
     assert "2-DP" in out and "NOT covered" not in out
     document = json.loads(model_path.read_text())
     assert document["privacy"]["epsilon"] == 2.0 and document["schema_from_data"] == []
@@ -143,6 +142,91 @@ def test_missing_target_and_missing_file(csv_files, capsys):
     assert main(["train", "--data", str(folder / "nope.csv"), "--target", "label",
                  "--epsilon", "1", "--out", str(folder / "m.json")]) == 2
     assert "nope.csv" in capsys.readouterr().err
+
+
+# -- missing values: never a dropped row, n is the file's row count -------------------
+def _replace_line(path, number, line, out):
+    """Copy of the CSV at ``path`` with data row ``number`` (1-based) replaced: a neighbour."""
+    lines = path.read_text().splitlines()
+    lines[number] = line
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _train(data, bounds, out, *extra):
+    return main(["train", "--data", str(data), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--epsilon", "1", "--random-state", "0",
+                 "--out", str(out), *extra])
+
+
+def _one_line_error(capsys):
+    err = capsys.readouterr().err
+    assert err.startswith("dperm: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_missing_numeric_cell_is_a_one_line_error_naming_file_column_and_row(csv_files, capsys):
+    folder, train, _, bounds = csv_files
+    data = _replace_line(train, 7, "?,red,50,yes", folder / "holey.csv")
+    assert _train(data, bounds, folder / "m.json") == 2
+    err = _one_line_error(capsys)
+    assert f"{data}: column 'age', data row 7 (1-based, header not counted)" in err
+    assert '"fill"' in err and "--bounds" in err
+    assert not (folder / "m.json").exists()
+
+
+def test_public_fill_keeps_every_row_and_n_is_the_row_count(csv_files, capsys):
+    folder, train, _, _ = csv_files
+    bounds = folder / "filled.json"
+    bounds.write_text(json.dumps({"age": {"lower": 0, "upper": 120, "fill": 60},
+                                  "color": ["red", "green", "blue"], "score": [0, 100]}))
+    data = _replace_line(train, 7, ",,50,yes", folder / "holey.csv")  # age and color empty
+    assert _train(data, bounds, folder / "m.json") == 0
+    assert "trained on 400 rows" in capsys.readouterr().out
+    document = json.loads((folder / "m.json").read_text())
+    assert document["privacy"]["n_samples"] == len(data.read_text().splitlines()) - 1 == 400
+    _, spec, _ = load_model(folder / "m.json")
+    assert spec.columns[0].fill == 60.0  # the public fill is part of the stored schema
+
+
+def test_neighbour_with_a_missing_value_gives_the_same_n(csv_files):
+    # D' replaces one row of D by a row with missing cells; n must not tell them apart
+    folder, train, _, _ = csv_files
+    bounds = folder / "filled.json"
+    bounds.write_text(json.dumps({"age": {"lower": 0, "upper": 120, "fill": 60},
+                                  "color": ["red", "green", "blue"],
+                                  "score": {"lower": 0, "upper": 100, "fill": 50}}))
+    neighbour = _replace_line(train, 3, "?,,,no", folder / "neighbour.csv")
+    assert _train(train, bounds, folder / "d.json") == 0
+    assert _train(neighbour, bounds, folder / "d_prime.json") == 0
+    d, d_prime = (json.loads((folder / name).read_text()) for name in ("d.json", "d_prime.json"))
+    assert d["privacy"]["n_samples"] == d_prime["privacy"]["n_samples"] == 400
+    assert d["spec"] == d_prime["spec"]
+
+
+@pytest.mark.parametrize("label", ["", "?", "  "])
+def test_missing_target_cell_is_a_one_line_error(csv_files, capsys, label):
+    folder, train, _, bounds = csv_files
+    data = _replace_line(train, 12, f"40,red,50,{label}", folder / "unlabelled.csv")
+    assert _train(data, bounds, folder / "m.json") == 2
+    err = _one_line_error(capsys)
+    assert f"{data}: column 'label', data row 12 (1-based" in err and "not a class" in err
+
+
+def test_a_row_of_empty_cells_is_refused_not_skipped(csv_files, capsys):
+    folder, train, _, bounds = csv_files
+    data = _replace_line(train, 5, ",,,", folder / "empty_row.csv")
+    assert _train(data, bounds, folder / "m.json") == 2
+    assert "data row 5" in _one_line_error(capsys)
+
+
+def test_predict_names_the_file_of_a_missing_cell(csv_files, capsys):
+    folder, train, new, bounds = csv_files
+    assert _train(train, bounds, folder / "m.json") == 0
+    holey = folder / "holey_new.csv"
+    holey.write_text("age,color,score\n30,red,60\n70,blue,\n")
+    assert main(["predict", "--model", str(folder / "m.json"), "--data", str(holey)]) == 2
+    assert f"{holey}: column 'score', data row 2" in _one_line_error(capsys)
 
 
 def test_demo_smoke_run(tmp_path, capsys):

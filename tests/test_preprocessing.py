@@ -18,9 +18,12 @@ from dperm.preprocessing import (
     PublicBoundsScaler,
     PublicOneHotEncoder,
     RowNormalizer,
+    TableCellError,
     TabularSpec,
+    build_spec,
     find_missing_rows,
     normalize_rows,
+    parse_labels,
     read_csv_columns,
 )
 
@@ -281,24 +284,101 @@ def test_spec_clip_mode_warns_when_rows_are_clipped():
 
 def test_spec_missing_numeric_value_names_column_and_row():
     columns = {"age": ["20", "?", "30"], "gain": ["0", "0", ""], "sex": ["Male"] * 3}
-    with pytest.raises(ValueError, match=r"'age'.*row 1"):
+    with pytest.raises(TableCellError) as caught:
+        small_spec().transform(columns, source="people.csv")
+    message = str(caught.value)
+    assert message.startswith("people.csv: column 'age', data row 2 (1-based")
+    assert '"fill"' in message and "never drops a row" in message and "\n" not in message
+    assert (caught.value.column, caught.value.row) == ("age", 1)
+
+
+@pytest.mark.parametrize("cell", ["?", "", "  ", "nan", None, float("nan")])
+def test_spec_every_missing_marker_is_an_error_without_a_fill(cell):
+    columns = {"age": np.array(["20", cell], dtype=object), "gain": ["0", "0"],
+               "sex": ["Male", "Male"]}
+    with pytest.raises(TableCellError, match=r"column 'age', data row 2 .*missing"):
         small_spec().transform(columns)
 
 
-def test_spec_drop_missing_returns_kept_mask(no_warnings):
+def _filled_spec():
+    return TabularSpec(
+        [
+            NumericColumn("age", 17, 90, fill=53.5),
+            CategoricalColumn("sex", ["Female", "Male"]),
+            CategoricalColumn("job", ["a", "b", "?"]),
+        ],
+        row_norm_mode="constant",
+    )
+
+
+def test_spec_never_drops_a_row_and_uses_the_public_fill(no_warnings):
     columns = {
-        "age": np.array([20.0, np.nan, 30.0, 40.0]),
-        "gain": ["0", "0", "", "5"],
-        "sex": ["Male", "Male", "Male", "?"],
+        "age": np.array([20.0, np.nan, 30.0, 53.5]),
+        "sex": np.array(["Male", "", None, "Female"], dtype=object),
+        "job": ["a", "?", "", "b"],
     }
-    X, kept = small_spec().transform_with_mask(columns, drop_missing=True)
-    assert kept.tolist() == [True, False, False, False]
-    assert X.shape == (1, 4)
-    assert find_missing_rows(columns, ["sex"]).tolist() == [False, False, False, True]
+    X = _filled_spec().transform(columns)
+    assert X.shape == (4, 6)  # one row out per row in: n never depends on the data
+    scale = 1 / math.sqrt(3)
+    np.testing.assert_allclose(X[1, 0], (53.5 - 17) / (90 - 17) * scale)  # the fill
+    np.testing.assert_array_equal(X[1:3, 1:3], 0.0)  # missing sex: the all-zero block
+    np.testing.assert_allclose(X[1, 3:], [0, 0, scale])  # "?" listed: its own category
+    np.testing.assert_array_equal(X[2, 3:], 0.0)  # "" not listed: the all-zero block
+
+
+def test_neighbours_with_a_missing_cell_encode_to_the_same_number_of_rows(no_warnings):
+    # replace-one neighbours: D' replaces D's last row by one with missing cells
+    D = {"age": ["20", "30", "40"], "sex": ["Male", "Female", "Male"], "job": ["a", "b", "b"]}
+    D_prime = {"age": ["20", "30", "?"], "sex": ["Male", "Female", ""], "job": ["a", "b", ""]}
+    X, X_prime = _filled_spec().transform(D), _filled_spec().transform(D_prime)
+    assert X.shape == X_prime.shape == (3, 6)
+    np.testing.assert_array_equal(X[:2], X_prime[:2])
+
+
+@pytest.mark.parametrize("fill, message", [
+    (100.0, r"fill value 100.0 must lie within its public bounds \[17, 90\]"),
+    ("40", "fill value must be a finite number"),
+    (float("inf"), "fill value must be a finite number"),
+])
+def test_numeric_fill_must_be_a_public_value_inside_the_bounds(fill, message):
+    with pytest.raises(ValueError, match=message):
+        NumericColumn("age", 17, 90, fill=fill)
+
+
+def test_fill_round_trips_and_is_absent_when_unset():
+    spec = _filled_spec()
+    assert spec.to_dict()["columns"][0]["fill"] == 53.5
+    assert TabularSpec.from_json(spec.to_json()) == spec
+    assert "fill" not in small_spec().to_dict()["columns"][0]
+
+
+def test_bounds_file_entry_gives_the_fill():
+    spec, from_data = build_spec({"age": ["20", "?"]}, ["age"],
+                                 public_bounds={"age": {"lower": 0, "upper": 100, "fill": 50}})
+    assert from_data == [] and spec.columns[0].fill == 50.0
+    np.testing.assert_allclose(spec.transform({"age": ["20", "?"]}), [[0.2], [0.5]])
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['fil'\]"):
+        build_spec({"age": ["1"]}, ["age"],
+                   public_bounds={"age": {"lower": 0, "upper": 1, "fil": 0}})
+
+
+@pytest.mark.parametrize("cell", ["", " ", "?", None, float("nan")])
+def test_a_missing_label_is_an_error_not_a_class(cell):
+    with pytest.raises(TableCellError) as caught:
+        parse_labels(np.array(["yes", "no", cell], dtype=object), "label", source="t.csv")
+    assert str(caught.value).startswith("t.csv: column 'label', data row 3 (1-based")
+    assert "not a class" in str(caught.value)
+    assert parse_labels([" yes", "no "], "label").tolist() == ["yes", "no"]
+
+
+def test_find_missing_rows_marks_rows_for_a_public_dataset_only():
+    columns = {"age": np.array([20.0, np.nan]), "sex": ["Male", "?"]}
+    assert find_missing_rows(columns, ["sex"]).tolist() == [False, True]
+    assert find_missing_rows(columns).tolist() == [False, True]
 
 
 def test_spec_unparsable_number_is_reported():
-    with pytest.raises(ValueError, match=r"'age'.*not a number at row 0"):
+    with pytest.raises(TableCellError, match=r"column 'age', data row 1 .*'old' is not a number"):
         small_spec().transform({"age": ["old"], "gain": ["0"], "sex": ["Male"]})
 
 
@@ -382,10 +462,15 @@ def test_read_csv_columns_then_missing_value_is_reported(tmp_path):
     path = tmp_path / "people.csv"
     path.write_text("age,gain,sex\n20,0,Male\n?,0,Female\n")
     columns = read_csv_columns(path)
-    with pytest.raises(ValueError, match=r"'age'.*row 1"):
-        small_spec().transform(columns)
-    X, kept = small_spec().transform_with_mask(columns, drop_missing=True)
-    assert kept.tolist() == [True, False] and X.shape == (1, 4)
+    with pytest.raises(TableCellError, match=r"people.csv: column 'age', data row 2 "):
+        small_spec().transform(columns, source=path)
+
+
+def test_read_csv_columns_keeps_a_row_of_empty_cells(tmp_path):
+    # a line with delimiters is a record even if every cell is empty; a blank line is not
+    path = tmp_path / "people.csv"
+    path.write_text("age,sex\n20,Male\n,\n   \n\n30,Female\n")
+    assert read_csv_columns(path)["age"].tolist() == ["20", "", "30"]
 
 
 @pytest.mark.parametrize(

@@ -445,3 +445,100 @@ def test_budget_is_checked_before_any_pass():
     with pytest.raises(BudgetExceededError):
         model.fit(*as_dask(X, y))
     assert accountant.spent == (0.0, 0.0)
+
+
+# -- missing values: the Dask reader and dperm train apply one rule, never drop a row ---
+def _lines(rows=60, seed=0):
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(17, 90, rows).round(2)
+    color = rng.choice(["red", "green", "blue"], rows)
+    label = np.where(age + 20 * (color == "red") > 55, "yes", "no")
+    return [f"{a},{c},{lab}" for a, c, lab in zip(age, color, label)]
+
+
+def _csv(path, lines):
+    path.write_text("age,color,label\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def _lazy(data, bounds, **kwargs):
+    from dperm.scale._tabular import lazy_design
+
+    return lazy_design(data, "label", categorical=["color"], public_bounds=bounds,
+                       scheduler="synchronous", blocksize=300, **kwargs)
+
+
+def _in_memory(path, bounds):
+    from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
+
+    columns = read_csv_columns(path)
+    spec, _ = build_spec(columns, ["age", "color"], categorical=["color"], public_bounds=bounds,
+                         row_norm_mode="scale")
+    return spec.transform(columns, source=path), parse_labels(columns["label"], "label",
+                                                                source=path)
+
+
+FILLED = {"age": {"lower": 17, "upper": 90, "fill": 53.5}, "color": ["red", "green", "blue", "?"]}
+
+
+def test_dask_reader_encodes_missing_cells_exactly_as_in_memory(tmp_path):
+    lines = _lines()
+    lines[5], lines[40], lines[41] = "?,red,yes", ",,no", "nan,?,yes"
+    path = _csv(tmp_path / "holey.csv", lines)
+    X, y, _ = _lazy(path, FILLED)
+    assert len(X.chunks[0]) > 1 and sum(X.chunks[0]) == len(lines)  # several blocks, known sizes
+    X_memory, y_memory = _in_memory(path, FILLED)
+    np.testing.assert_array_equal(X.compute(), X_memory)
+    assert y.compute().tolist() == y_memory.tolist()
+
+
+def test_parquet_missing_cells_follow_the_same_rule(tmp_path):
+    frame = pd.DataFrame({"age": [20.0, np.nan, 40.0], "color": ["red", None, "?"],
+                          "label": ["yes", "no", "yes"]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    path = _csv(tmp_path / "t.csv", ["20,red,yes", ",,no", "40,?,yes"])
+    X, _, _ = _lazy(tmp_path / "t.parquet", FILLED)
+    np.testing.assert_array_equal(X.compute(), _in_memory(path, FILLED)[0])
+
+
+@pytest.mark.parametrize("line, column", [("?,red,yes", "age"), ("30,red,", "label"),
+                                          ("30,red,?", "label")])
+def test_dask_reader_refuses_a_missing_cell_naming_file_column_and_row(tmp_path, line, column):
+    # 2 files, several blocks each: the row is counted within its file, across blocks
+    from dperm.preprocessing import TableCellError
+
+    (tmp_path / "t").mkdir()
+    _csv(tmp_path / "t" / "a.csv", _lines(seed=1))
+    lines = _lines(seed=2)
+    lines[47] = line
+    second = _csv(tmp_path / "t" / "b.csv", lines)
+    bounds = {"age": [17, 90], "color": ["red", "green", "blue"]}
+    with pytest.raises(TableCellError) as dask_error:
+        _lazy(tmp_path / "t", bounds)
+    with pytest.raises(TableCellError) as memory_error:
+        _in_memory(second, bounds)
+    assert str(dask_error.value) == str(memory_error.value)
+    assert str(dask_error.value).startswith(f"{second}: column '{column}', data row 48 ")
+
+
+def test_cli_engine_dask_keeps_n_for_a_neighbour_with_missing_values(tmp_path, capsys):
+    import json
+
+    from dperm.cli import main
+
+    lines = _lines(rows=200, seed=3)
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps(FILLED))
+    n_samples = []
+    for name, replaced in (("d", lines[9]), ("d_prime", ",,no")):
+        neighbour = lines[:9] + [replaced] + lines[10:]
+        data = _csv(tmp_path / f"{name}.csv", neighbour)
+        assert main(["train", "--data", str(data), "--engine", "dask", "--scheduler",
+                     "synchronous", "--target", "label", "--categorical", "color", "--bounds",
+                     str(bounds), "--epsilon", "1", "--random-state", "0",
+                     "--out", str(tmp_path / f"{name}.json")]) == 0
+        document = json.loads((tmp_path / f"{name}.json").read_text())
+        n_samples.append(document["privacy"]["n_samples"])
+    assert n_samples == [200, 200]
+    out = capsys.readouterr().out
+    assert "trained on 200 rows (every row of the files; none is dropped)" in out

@@ -69,18 +69,22 @@ def _make_model(args):
 def _train_dask(args) -> int:
     """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
     from dperm.model_io import save_model
+    from dperm.scale._cluster import dask_scheduler
     from dperm.scale._tabular import lazy_design
 
     bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
     if bounds is not None and not isinstance(bounds, dict):
         raise ValueError(f"the bounds file {args.bounds} must hold a JSON object: column -> bounds.")
-    X, y, spec = lazy_design(args.data, args.target, features=args.features,
-                             categorical=args.categorical, public_bounds=bounds,
-                             row_norm_mode=args.row_norm, data_norm=args.data_norm)
-    model = _make_model(args).set_params(scheduler=args.scheduler).fit(X, y)
+    with dask_scheduler(args.scheduler) as runner:  # one cluster for the check pass and the fit
+        scheduler = runner.client if runner.client is not None else runner.scheduler
+        X, y, spec = lazy_design(args.data, args.target, features=args.features,
+                                 categorical=args.categorical, public_bounds=bounds,
+                                 row_norm_mode=args.row_norm, data_norm=args.data_norm,
+                                 scheduler=scheduler)
+        model = _make_model(args).set_params(scheduler=scheduler).fit(X, y)
     save_model(args.out, model, spec, args.target, [])
-    print(f"trained on {model.privacy_.n_samples} rows (rows with missing values dropped in "
-          f"their partitions), {spec.n_features} features; classes {model.classes_.tolist()}")
+    print(f"trained on {model.privacy_.n_samples} rows (every row of the files; none is dropped), "
+          f"{spec.n_features} features; classes {model.classes_.tolist()}")
     print(model.privacy_.summary())
     print(f"model written to {args.out}")
     return 0
@@ -88,7 +92,7 @@ def _train_dask(args) -> int:
 
 def _train(args) -> int:
     from dperm.model_io import save_model
-    from dperm.preprocessing import build_spec, read_csv_columns
+    from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
 
     if args.engine == "dask":
         return _train_dask(args)
@@ -106,11 +110,11 @@ def _train(args) -> int:
     spec, from_data = build_spec(columns, features, categorical=args.categorical,
                                  public_bounds=bounds, row_norm_mode=args.row_norm,
                                  data_norm=args.data_norm)
-    X, kept = spec.transform_with_mask(columns, drop_missing=True)
-    y = np.char.strip(np.asarray(columns[args.target], dtype=str))[kept]
+    X = spec.transform(columns, source=args.data)  # one row per row of the file: n is public
+    y = parse_labels(columns[args.target], args.target, source=args.data)
     model = _make_model(args).fit(X, y)
     save_model(args.out, model, spec, args.target, from_data)
-    print(f"trained on {X.shape[0]} rows ({int((~kept).sum())} with missing values dropped), "
+    print(f"trained on {X.shape[0]} rows (every row of the file; none is dropped), "
           f"{X.shape[1]} features; classes {model.classes_.tolist()}")
     print(model.privacy_.summary())
     if from_data:
@@ -125,7 +129,7 @@ def _predict(args) -> int:
 
     model, spec, _ = load_model(args.model)
     columns = read_csv_columns(args.data)
-    X = spec.transform(columns)
+    X = spec.transform(columns, source=args.data)
     predictions = model.predict(X)
     header = ["prediction"]
     rows = [[str(p)] for p in predictions]
@@ -226,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--features", nargs="+", default=None, help="feature columns (default: all others)")
     train.add_argument("--categorical", nargs="+", default=[], help="columns to one-hot encode")
     train.add_argument("--bounds", default=None,
-                       help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories]")
+                       help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories];"
+                            " {\"lower\": .., \"upper\": .., \"fill\": ..} gives a numeric column a"
+                            " public value for missing cells (else a missing cell is an error)")
     train.add_argument("--model", choices=MODELS, default="logistic")
     train.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
     train.add_argument("--epsilon", type=float, required=True)

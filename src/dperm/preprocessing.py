@@ -20,6 +20,22 @@ constants, so applying it before a differentially private learner keeps the
 learner's guarantee. The only exceptions are the opt-in data-dependent modes
 (``bounds=None``, ``categories="auto"``), which warn with
 :class:`~dperm.exceptions.PrivacyLeakWarning`.
+
+Missing values never remove a row. Every calibration treats the number of
+records n as public: the neighbours of Chaudhuri et al. (2011), Sec. 2.3,
+Def. 2, differ in one entry and share the other n - 1, so n is the same for D
+and D' only if no record is dropped because of its own values. A missing cell
+is therefore encoded by a public rule, or the whole input is refused with a
+:class:`TableCellError` naming the file, column and row. The rule, owned by
+:class:`TabularSpec` and shared by ``dperm train`` and the Dask reader
+(:mod:`dperm.scale`):
+
+* numeric column: the column's public ``fill`` value if the schema gives one,
+  otherwise an error;
+* categorical column: a missing cell is the empty string; it is its own
+  category if the public list names it (``""``, or a marker such as ``"?"``),
+  otherwise it encodes as the all-zero block;
+* label column: a missing label is always an error, never a class.
 """
 
 from __future__ import annotations
@@ -56,14 +72,51 @@ __all__ = [
     "PublicBoundsScaler",
     "PublicOneHotEncoder",
     "RowNormalizer",
+    "TableCellError",
     "TabularSpec",
     "find_missing_rows",
     "normalize_rows",
+    "parse_labels",
     "read_csv_columns",
 ]
 
-#: Cell values that mean "missing" in text input (UCI files write ``?``).
+#: Cell values that mean "missing" in text input (UCI files write ``?``); NaN,
+#: None and a numeric cell that parses to NaN (``"nan"``) are missing too.
 MISSING_VALUES = ("?", "")
+
+
+class TableCellError(ValueError):
+    """A cell that cannot be encoded: a missing value without a public fill, or not a number.
+
+    The message is one line naming the file (when known), the column and the
+    row, and saying what to do. The whole input is refused: dperm never drops
+    a row, because n is a public input of every calibration.
+
+    Parameters
+    ----------
+    column : str
+    row : int
+        0-based index of the row among the rows given; the message counts data
+        rows from 1 (a header is not counted).
+    problem, remedy : str
+        What is wrong with the cell, and what to do about it.
+    source : str, optional
+        The file the rows come from.
+    """
+
+    def __init__(self, column: str, row: int, problem: str, remedy: str, source=None):
+        super().__init__(column, row, problem, remedy, source)
+        self.column, self.row, self.problem, self.remedy = column, int(row), problem, remedy
+        self.source = None if source is None else str(source)
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        return (f"{where}column {self.column!r}, data row {self.row + 1} (1-based, header not "
+                f"counted): {self.problem}; {self.remedy}")
+
+    def located(self, source, first_row: int = 0) -> TableCellError:
+        """The same error in ``source``, whose first given row is data row ``first_row``."""
+        return TableCellError(self.column, self.row + first_row, self.problem, self.remedy, source)
 
 #: Row steps of :class:`RowNormalizer`.
 ROW_NORMALIZER_MODES = ("clip", "scale")
@@ -595,12 +648,21 @@ class NumericColumn:
         scaling; the bounds are transformed too, so the output is
         ``(f(x) - f(lower)) / (f(upper) - f(lower))``. ``"log1p"`` needs
         ``lower > -1``.
+    fill : float, optional
+        Public value, in ``[lower, upper]``, that replaces a missing cell
+        (:data:`MISSING_VALUES`, NaN, None) before the column is encoded. Choose
+        it without looking at the data (the midpoint of the bounds, a value from
+        a public source); it is a constant, so filling is a per-record step and
+        n stays the number of rows. Without it, a missing cell raises
+        :class:`TableCellError`: no default is imposed on a column the schema
+        says nothing about.
     """
 
     name: str
     lower: float
     upper: float
     transform: str | None = None
+    fill: float | None = None
 
     def __post_init__(self):
         _check_name(self.name, "column")
@@ -623,6 +685,14 @@ class NumericColumn:
             )
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
+        if self.fill is not None:
+            fill = _check_real(self.fill, f"column {self.name!r} fill value")
+            if not lower <= fill <= upper:
+                raise ValueError(
+                    f"column {self.name!r} fill value {fill!r} must lie within its public "
+                    f"bounds [{lower:g}, {upper:g}]."
+                )
+            object.__setattr__(self, "fill", fill)
 
     @property
     def n_features(self) -> int:
@@ -641,6 +711,35 @@ class NumericColumn:
         function = NUMERIC_TRANSFORMS[self.transform]
         return float(function(self.lower)), float(function(self.upper))
 
+    def parse(self, values: np.ndarray) -> np.ndarray:
+        """Float values of raw cells, a missing cell replaced by the public ``fill``.
+
+        Raises
+        ------
+        TableCellError
+            At the first missing cell when the column has no ``fill``, or at
+            the first cell that is not a number.
+        """
+        numbers, missing = _parse_numbers(values, self.name)
+        if not missing.any():
+            return numbers
+        if self.fill is None:
+            raise TableCellError(self.name, int(np.argmax(missing)), "the value is missing",
+                                 self._missing_remedy())
+        return np.where(missing, self.fill, numbers)
+
+    def _missing_remedy(self) -> str:
+        def plain(value):  # 17.0 -> 17 in the example
+            return int(value) if float(value).is_integer() else value
+
+        entry = {"lower": plain(self.lower), "upper": plain(self.upper)}
+        if self.transform is not None:
+            entry["transform"] = self.transform
+        entry["fill"] = plain((self.lower + self.upper) / 2)
+        return (f"give the column a public fill value in the schema (the --bounds file), e.g. "
+                f"{json.dumps({self.name: entry})} with a value chosen without looking at the "
+                "data, or complete the file; dperm never drops a row, since n is public")
+
     def encode(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """Clip, transform and scale float ``values``; return ``(column, n_clipped)``."""
         clipped, n_clipped = _clip_to_bounds(
@@ -656,13 +755,17 @@ class NumericColumn:
         return _scale_to_unit_interval(clipped[:, 0], lower, upper), int(n_clipped[0])
 
     def to_dict(self) -> dict:
-        return {
+        """JSON-serialisable fields; ``"fill"`` only when one is set."""
+        entry = {
             "name": self.name,
             "type": "numeric",
             "lower": self.lower,
             "upper": self.upper,
             "transform": self.transform,
         }
+        if self.fill is not None:
+            entry["fill"] = self.fill
+        return entry
 
 
 @dataclass(frozen=True)
@@ -670,7 +773,12 @@ class CategoricalColumn:
     """A categorical column one-hot encoded with a public list of categories.
 
     Input values are compared as stripped strings; a value not in the list
-    (including a missing-value marker such as ``"?"``) becomes an all-zero block.
+    becomes an all-zero block. A missing cell is the empty string (an empty
+    CSV cell, or NaN/None in a Parquet file) and a marker such as ``"?"`` is
+    kept as written: either is its own category when the public list names it
+    (``["a", "b", "?"]``, or ``""``), and the all-zero block otherwise. Both
+    are per-record rules with public constants, and the zero block keeps the
+    row inside the norm bound of :meth:`TabularSpec.max_row_norm`.
 
     Parameters
     ----------
@@ -728,7 +836,7 @@ class CategoricalColumn:
 
 _COLUMN_TYPES = {"numeric": NumericColumn, "categorical": CategoricalColumn}
 _COLUMN_KEYS = {
-    "numeric": ({"name", "type", "lower", "upper"}, {"transform"}),
+    "numeric": ({"name", "type", "lower", "upper"}, {"transform", "fill"}),
     "categorical": ({"name", "type", "categories"}, set()),
 }
 _SPEC_KEYS = ({"columns"}, {"row_norm_mode", "data_norm", "format", "version"})
@@ -792,6 +900,16 @@ class TabularSpec:
         every row has norm at most ``data_norm``.
     data_norm : float, default=1.0
         Public bound on the row norm.
+
+    Notes
+    -----
+    Missing values: the spec never drops a row, so the encoded output has
+    exactly one row per input row and n is the same for neighbouring
+    datasets. A missing numeric cell takes the column's public ``fill``
+    (:class:`NumericColumn`) or raises :class:`TableCellError`; a missing
+    categorical cell is its own category if the public list names it, else
+    the all-zero block (:class:`CategoricalColumn`). ``dperm train`` and the
+    Dask reader both encode through :meth:`transform`, so they agree.
 
     Examples
     --------
@@ -918,8 +1036,8 @@ class TabularSpec:
 
     # ---- encoding ---------------------------------------------------------------------
 
-    def transform(self, columns: Mapping, *, drop_missing: bool = False) -> np.ndarray:
-        """Encode raw columns into an ``(n_rows, n_features)`` float array.
+    def transform(self, columns: Mapping, *, source=None) -> np.ndarray:
+        """Encode raw columns into an ``(n_rows, n_features)`` float array, one row per input row.
 
         Parameters
         ----------
@@ -927,15 +1045,19 @@ class TabularSpec:
             Raw values by column name (for example from :func:`read_csv_columns`);
             extra columns, such as a label, are ignored. Numbers may be given as
             strings.
-        drop_missing : bool, default=False
-            Drop rows with a missing value (:data:`MISSING_VALUES` or NaN) in any
-            spec column. Otherwise a missing numeric value raises ValueError
-            naming the column and row, and a missing categorical value encodes
-            as zeros.
+        source : str or os.PathLike, optional
+            The file the columns come from, named in error messages.
 
         Returns
         -------
-        X : ndarray of shape (n_kept_rows, n_features)
+        X : ndarray of shape (n_rows, n_features)
+            No row is ever dropped; missing values follow the class's rule.
+
+        Raises
+        ------
+        TableCellError
+            A missing numeric cell in a column without a public ``fill``, or a
+            numeric cell that is not a number (file, column and row named).
 
         Warns
         -----
@@ -943,28 +1065,41 @@ class TabularSpec:
             When a value was outside its column's public bounds, or a row longer
             than ``data_norm`` was clipped.
         """
-        return self.transform_with_mask(columns, drop_missing=drop_missing)[0]
+        raw = self._raw_columns(columns)
+        X, n_clipped = self._encode_columns(self._parsed(raw, source))
+        _warn_clipped_values(n_clipped, self.column_names, X.shape[0])
+        return self._row_step(X)
 
-    def transform_with_mask(self, columns: Mapping, *, drop_missing: bool = False):
-        """Like :meth:`transform`, also returning the boolean mask of kept rows.
+    def validate(self, columns: Mapping, *, source=None) -> int:
+        """Check that :meth:`transform` can encode ``columns``, without encoding them.
 
-        Use the mask to drop the same rows from the labels.
+        The same checks as :meth:`transform` (columns present, equal lengths,
+        numeric cells numbers or publicly filled) and no warnings; the Dask
+        reader runs it over every partition before a fit spends any budget.
 
         Returns
         -------
-        X : ndarray of shape (n_kept_rows, n_features)
-        kept : ndarray of bool, shape (n_rows,)
+        n_rows : int
+
+        Raises
+        ------
+        TableCellError, ValueError
+            As :meth:`transform`.
         """
         raw = self._raw_columns(columns)
-        n_rows = next(iter(raw.values())).shape[0]
-        kept = np.ones(n_rows, dtype=bool)
-        if drop_missing:
-            kept = ~find_missing_rows(raw)
-            raw = {name: values[kept] for name, values in raw.items()}
-        X, n_clipped = self._encode_columns(raw)
-        _warn_clipped_values(n_clipped, self.column_names, X.shape[0])
-        X = self._row_step(X)
-        return X, kept
+        self._parsed(raw, source)
+        return next(iter(raw.values())).shape[0]
+
+    def _parsed(self, raw: dict, source) -> dict:
+        """``raw`` with every numeric column parsed to floats (public fill applied)."""
+        parsed = dict(raw)
+        try:
+            for column in self.columns:
+                if isinstance(column, NumericColumn):
+                    parsed[column.name] = column.parse(raw[column.name])
+        except TableCellError as error:
+            raise error.located(source) from None
+        return parsed
 
     def _raw_columns(self, columns: Mapping) -> dict:
         if not isinstance(columns, Mapping):
@@ -984,18 +1119,16 @@ class TabularSpec:
             raise ValueError(f"columns must all have the same length; got {lengths}.")
         return raw
 
-    def _encode_columns(self, raw: dict):
-        n_rows = next(iter(raw.values())).shape[0]
+    def _encode_columns(self, parsed: dict):
+        n_rows = next(iter(parsed.values())).shape[0]
         X = np.empty((n_rows, self.n_features))
         n_clipped = np.zeros(len(self.columns), dtype=np.int64)
         start = 0
         for position, column in enumerate(self.columns):
             stop = start + column.n_features
-            values = raw[column.name]
+            values = parsed[column.name]
             if isinstance(column, NumericColumn):
-                X[:, start], n_clipped[position] = column.encode(
-                    _parse_numeric(values, column.name)
-                )
+                X[:, start], n_clipped[position] = column.encode(values)
             else:
                 X[:, start:stop] = column.encode(_as_stripped_str(values))
             start = stop
@@ -1024,10 +1157,18 @@ def _as_1d(values, name: str) -> np.ndarray:
     return array
 
 
+def _is_missing_scalar(value) -> bool:
+    """None or a float NaN: how Parquet and pandas hold a missing cell."""
+    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
+
+
 def _as_stripped_str(values: np.ndarray) -> np.ndarray:
+    """Stripped strings; a missing cell (None, NaN) becomes the empty string, as in a CSV file."""
     if values.dtype.kind == "U":
         return np.char.strip(values)
-    return np.array([str(value).strip() for value in values], dtype=str)
+    return np.array(
+        ["" if _is_missing_scalar(value) else str(value).strip() for value in values], dtype=str
+    )
 
 
 def _missing_in(values: np.ndarray, missing_values) -> np.ndarray:
@@ -1040,8 +1181,7 @@ def _missing_in(values: np.ndarray, missing_values) -> np.ndarray:
         return np.isin(np.char.strip(values), list(missing_values))
     return np.array(
         [
-            value is None
-            or (isinstance(value, float) and math.isnan(value))
+            _is_missing_scalar(value)
             or (isinstance(value, str) and value.strip() in missing_values)
             for value in values
         ],
@@ -1051,6 +1191,15 @@ def _missing_in(values: np.ndarray, missing_values) -> np.ndarray:
 
 def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUES) -> np.ndarray:
     """Mask of rows with a missing value in any of the named columns.
+
+    Not for private data: removing a record because of its own values makes n
+    differ between neighbouring datasets, while every calibration treats n as
+    public, so dperm's training paths (``dperm train``, the Dask reader,
+    :class:`TabularSpec`) never do it. It serves a fixed public preprocessing
+    of a published dataset, such as :func:`dperm.datasets.load_adult`
+    following Chaudhuri et al. (2011), Sec. 7.1 ("we removed all entries with
+    missing values") on the checksummed UCI files: the rows kept are then a
+    public dataset and its n a public constant.
 
     Parameters
     ----------
@@ -1064,9 +1213,6 @@ def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUE
     Returns
     -------
     missing : ndarray of bool, shape (n_rows,)
-        Drop these rows (``X[~missing]``) to follow Chaudhuri et al. (2011),
-        Sec. 7.1 ("we removed all entries with missing values"); dropping a
-        record because of its own value is a per-record step.
     """
     names = list(columns) if names is None else list(names)
     if not names:
@@ -1075,36 +1221,83 @@ def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUE
     return np.logical_or.reduce(masks)
 
 
-def _parse_numeric(values: np.ndarray, name: str) -> np.ndarray:
-    """Float values of a numeric column; a missing or unparsable cell raises ValueError."""
+def _parse_numbers(values: np.ndarray, name: str):
+    """Floats of a numeric column and the mask of its missing cells.
+
+    A cell is missing if it is a :data:`MISSING_VALUES` marker, None, NaN, or
+    text that parses to NaN (``"nan"``); missing cells are NaN in the floats.
+    A cell that is neither missing nor a number raises :class:`TableCellError`.
+    """
+    cells = values
     missing = _missing_in(values, MISSING_VALUES)
     if missing.any():
-        row = int(np.argmax(missing))
-        raise ValueError(
-            f"numeric column {name!r} has {int(missing.sum())} missing value(s) (first at "
-            f"row {row}, 0-based); drop those rows (drop_missing=True) or fill them first."
-        )
+        cells = values.astype(object)
+        cells[missing] = math.nan
     try:
-        return values.astype(np.float64)
+        numbers = cells.astype(np.float64)
     except (TypeError, ValueError):
-        pass
-    for row, value in enumerate(values):
+        raise _first_non_number(cells, name) from None
+    return numbers, np.isnan(numbers)
+
+
+def _first_non_number(cells: np.ndarray, name: str) -> TableCellError:
+    for row, value in enumerate(cells.tolist()):
         try:
             float(value)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"numeric column {name!r} has a value that is not a number at row {row} "
-                f"(0-based): {value!r}."
-            ) from None
-    raise ValueError(f"numeric column {name!r} could not be converted to float.")
+            return TableCellError(
+                name, row, f"{value!r} is not a number",
+                "a numeric column holds numbers only; fix the cell, or list the column "
+                "with --categorical and give its public categories",
+            )
+    return TableCellError(name, 0, "the column could not be converted to float",
+                          "a numeric column holds numbers only")
+
+
+def parse_labels(values, column: str, *, source=None) -> np.ndarray:
+    """Labels as stripped strings; a missing label is an error, never a class.
+
+    Parameters
+    ----------
+    values : 1-D array-like
+        The raw label column (strings from a CSV file, or a Parquet column).
+    column : str
+        Its name, for the error message.
+    source : str or os.PathLike, optional
+        The file, for the error message.
+
+    Returns
+    -------
+    labels : ndarray of str, one per row
+
+    Raises
+    ------
+    TableCellError
+        At the first empty label, :data:`MISSING_VALUES` marker (``"?"``),
+        None or NaN. Neither dropping the row (n is public) nor treating the
+        marker as a class (it would join the label set) is safe.
+    """
+    values = _as_1d(values, column)
+    missing = _missing_in(values, MISSING_VALUES)
+    if missing.any():
+        raise TableCellError(
+            column, int(np.argmax(missing)),
+            "the label is missing (an empty cell or a marker such as '?' is not a class)",
+            "every row needs a label: fill it in the file; dperm never drops a row, since n "
+            "is public", source,
+        )
+    return _as_stripped_str(values)
 
 
 def read_csv_columns(path, *, delimiter: str = ",", encoding: str = "utf-8") -> dict:
     """Read a CSV file with a header row into ``{column name: ndarray of str}``.
 
-    Every cell and header name is stripped of surrounding whitespace; blank
-    lines are skipped. Values stay strings: :meth:`TabularSpec.transform`
-    parses numeric columns and reports missing values (``"?"`` or empty).
+    Every cell and header name is stripped of surrounding whitespace. A blank
+    line (nothing but whitespace) is not a record and is skipped, as pandas
+    and Dask skip it; any line with a delimiter is a record, even if all its
+    cells are empty, so the number of rows never depends on which cells are
+    missing. Values stay strings: :meth:`TabularSpec.transform` parses numeric
+    columns and applies the missing-value rule (``"?"`` or empty cells).
 
     Parameters
     ----------
@@ -1127,7 +1320,7 @@ def read_csv_columns(path, *, delimiter: str = ",", encoding: str = "utf-8") -> 
         header = _read_header(reader, path)
         rows = []
         for row in reader:
-            if not any(cell.strip() for cell in row):
+            if _is_blank_line(row):
                 continue
             if len(row) != len(header):
                 raise ValueError(
@@ -1138,6 +1331,11 @@ def read_csv_columns(path, *, delimiter: str = ",", encoding: str = "utf-8") -> 
     if not rows:
         return {name: np.array([], dtype=str) for name in header}
     return {name: np.array(values, dtype=str) for name, values in zip(header, zip(*rows))}
+
+
+def _is_blank_line(row: list) -> bool:
+    """A line without a delimiter and without text: not a record."""
+    return len(row) == 0 or (len(row) == 1 and not row[0].strip())
 
 
 def _read_header(reader, path) -> list[str]:
@@ -1174,8 +1372,11 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         Feature columns to one-hot encode; the others are numeric.
     public_bounds : dict, optional
         Public schema: column -> ``[lower, upper]`` for a numeric column,
-        ``{"lower": .., "upper": .., "transform": "log1p"}`` for a transformed
-        one, or a list of category strings for a categorical column.
+        ``{"lower": .., "upper": .., "transform": "log1p", "fill": ..}`` for a
+        numeric column with a transform or a public fill value for missing
+        cells (both keys optional; see :class:`NumericColumn`), or a list of
+        category strings for a categorical column (list ``"?"`` or ``""`` to
+        give missing cells their own category; see :class:`CategoricalColumn`).
     row_norm_mode, data_norm
         As in :class:`TabularSpec`.
 
@@ -1205,7 +1406,11 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         if is_categorical:
             specs.append(CategoricalColumn(name, tuple(sorted(set(present.tolist())))))
         else:
-            numbers = _parse_numeric(present, name)
+            numbers, missing = _parse_numbers(present, name)
+            numbers = numbers[~missing]
+            if numbers.size == 0:
+                raise ValueError(f"numeric column {name!r} has no value to read bounds from; "
+                                 "give its public bounds in the bounds file.")
             lower, upper = float(numbers.min()), float(numbers.max())
             specs.append(NumericColumn(name, lower, upper if upper > lower else lower + 1.0))
     if from_data:
@@ -1221,8 +1426,10 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
 
 def _column_from_public_bounds(name, entry, is_categorical):
     if isinstance(entry, Mapping):
-        _check_keys(entry, {"lower", "upper"}, {"transform"}, f"bounds of column {name!r}")
-        return NumericColumn(name, entry["lower"], entry["upper"], entry.get("transform"))
+        _check_keys(entry, {"lower", "upper"}, {"transform", "fill"},
+                    f"bounds of column {name!r}")
+        return NumericColumn(name, entry["lower"], entry["upper"], entry.get("transform"),
+                             entry.get("fill"))
     if isinstance(entry, Sequence) and not isinstance(entry, str):
         entry = list(entry)
         if entry and all(isinstance(value, str) for value in entry):
@@ -1233,5 +1440,5 @@ def _column_from_public_bounds(name, entry, is_categorical):
             return NumericColumn(name, entry[0], entry[1])
     raise ValueError(
         f"bounds of column {name!r} must be [lower, upper], an object with lower/upper"
-        f"/transform, or a list of category strings; got {entry!r}."
+        f"/transform/fill, or a list of category strings; got {entry!r}."
     )

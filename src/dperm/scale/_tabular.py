@@ -2,10 +2,20 @@
 
 The Dask counterpart of the in-memory ``dperm train`` path: the same
 :class:`~dperm.preprocessing.TabularSpec` encodes each partition on a worker
-(a per-record step), rows with a missing value are dropped inside the
-partition, and labels are stripped strings as in memory. The schema must be
-entirely public: reading bounds or categories from the data would be an extra,
-unaccounted pass, so a column without a public bound is an error here.
+(a per-record step) and the labels go through the same
+:func:`~dperm.preprocessing.parse_labels`, so both paths apply one
+missing-value rule and never drop a row: a missing numeric cell takes its
+column's public ``fill`` or the input is refused, a missing categorical cell
+is its own public category or the all-zero block, and a missing label is an
+error. n is the number of rows in the files, the same for neighbouring
+datasets (one entry replaced; Chaudhuri et al. 2011, Sec. 2.3, Def. 2), as
+every calibration assumes.
+
+:func:`lazy_design` runs one validation pass before it returns, so a bad cell
+is refused, with its file, column and row named, before a fit spends any
+budget; that pass also fixes the row count of every partition. The schema must
+be entirely public: reading bounds or categories from the data would be an
+extra, unaccounted pass, so a column without a public bound is an error here.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dperm.preprocessing import build_spec
+from dperm.preprocessing import TableCellError, build_spec, parse_labels
 
 
 def _table_files(path):
@@ -34,32 +44,97 @@ def _table_files(path):
     raise FileNotFoundError(f"no such file or directory: {path}")
 
 
-def read_table(path, blocksize="64MB"):
-    """A lazy Dask DataFrame over the Parquet or CSV files at ``path``.
+def read_file(path, kind, blocksize="64MB"):
+    """A lazy Dask DataFrame over one Parquet or CSV file.
 
-    CSV cells are read as strings, exactly as :func:`dperm.preprocessing.read_csv_columns`
-    does in memory, so the schema parses them the same way.
+    CSV cells are read as strings exactly as
+    :func:`dperm.preprocessing.read_csv_columns` reads them in memory: no
+    pandas NA conversion (``"NA"`` stays text and an empty cell stays ``""``),
+    blank lines skipped, every other line a row.
     """
     import dask.dataframe as dd
 
-    files, kind = _table_files(path)
-    names = [str(f) for f in files]
     if kind == "parquet":
-        return dd.read_parquet(names)
-    return dd.read_csv(names, dtype=str, blocksize=blocksize, skipinitialspace=True)
+        return dd.read_parquet(str(path))
+    return dd.read_csv(str(path), dtype=str, blocksize=blocksize, skipinitialspace=True,
+                       na_filter=False)
+
+
+def _partition_columns(frame):
+    """Raw columns of one partition; every missing cell (NaN, None, pd.NA) as None or NaN."""
+    columns = {}
+    for name in frame.columns:
+        series = frame[name]
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind in "fiub":
+            columns[name] = series.to_numpy()
+        else:
+            columns[name] = series.to_numpy(dtype=object, na_value=None)
+    return columns
+
+
+def _check_partition(frame, spec, target):
+    """``(n_rows, first TableCellError or None)`` of one partition, without encoding it."""
+    columns = _partition_columns(frame)
+    try:
+        n_rows = spec.validate(columns)
+        parse_labels(columns[target], target)
+    except TableCellError as error:
+        return len(frame), error
+    return n_rows, None
 
 
 def _encode_partition(frame, spec, target):
-    """Encode one partition: ``(X, y)`` with rows that miss a value dropped."""
-    columns = {name: frame[name].to_numpy() for name in frame.columns}
-    X, kept = spec.transform_with_mask(columns, drop_missing=True)
-    labels = np.asarray(frame[target].to_numpy(), dtype=str)[kept]
-    return X, np.char.strip(labels)
+    """Encode one partition: ``(X, y)``, one row per input row."""
+    columns = _partition_columns(frame)
+    return spec.transform(columns), parse_labels(columns[target], target)
+
+
+def _file_partitions(files, kind, columns, blocksize):
+    """``[(file, delayed partition), ...]`` in file and row order, ``columns`` selected."""
+    parts = []
+    for file in files:
+        frame = read_file(file, kind, blocksize)
+        absent = [c for c in columns if c not in {str(name) for name in frame.columns}]
+        if absent:
+            raise ValueError(f"{file} lacks the column(s) {absent}; every file needs the "
+                             f"columns {columns}.")
+        parts += [(file, partition) for partition in frame[columns].to_delayed()]
+    return parts
+
+
+def _validated_sizes(parts, spec, target, scheduler):
+    """Row count of every partition, after one pass that checks every cell.
+
+    Raises the first :class:`TableCellError` in file and row order, with the
+    file named and the row counted within the file.
+    """
+    from dask import delayed
+
+    from dperm.scale._cluster import dask_scheduler
+
+    checks = delayed(list)([delayed(_check_partition, pure=True)(part, spec, target)
+                            for _, part in parts])
+    with dask_scheduler(scheduler) as runner:
+        reports = runner._compute(checks)
+    first_row, sizes = {}, []
+    for (file, _), (n_rows, error) in zip(parts, reports):
+        if error is not None:
+            raise error.located(file, first_row.get(file, 0))
+        first_row[file] = first_row.get(file, 0) + n_rows
+        sizes.append(int(n_rows))
+    return sizes
 
 
 def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
-                row_norm_mode="scale", data_norm=1.0):
+                row_norm_mode="scale", data_norm=1.0, scheduler=None, blocksize="64MB"):
     """Lazy ``(X, y, spec)`` for a private fit of the table at ``path``.
+
+    One validation pass reads every partition before this returns (no
+    encoding, nothing kept): a missing numeric cell without a public fill, a
+    numeric cell that is not a number, or a missing label raises
+    :class:`~dperm.preprocessing.TableCellError` naming the file, column and
+    row, before any budget is spent. No row is ever dropped, so ``X`` has one
+    row per row of the files.
 
     Parameters
     ----------
@@ -72,22 +147,27 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     categorical : sequence of str
         Feature columns to one-hot encode.
     public_bounds : dict
-        Public schema for every feature (see :func:`dperm.preprocessing.build_spec`);
-        required, since bounds read from the data are not allowed at scale.
+        Public schema for every feature (see :func:`dperm.preprocessing.build_spec`),
+        with the optional public ``fill`` of a numeric column; required, since
+        bounds read from the data are not allowed at scale.
     row_norm_mode, data_norm
         As in :class:`~dperm.preprocessing.TabularSpec`.
+    scheduler : None, str or distributed.Client
+        Where the validation pass runs, as the estimators' ``scheduler``.
+    blocksize : str or int, default="64MB"
+        CSV bytes per partition.
 
     Returns
     -------
-    X : dask.array.Array of shape (n, d), row chunks of unknown size
+    X : dask.array.Array of shape (n, d), row chunks of known size
     y : dask.array.Array of shape (n,)
     spec : TabularSpec
     """
     import dask.array as da
     from dask import delayed
 
-    frame = read_table(path)
-    names = [str(c) for c in frame.columns]
+    files, kind = _table_files(path)
+    names = [str(c) for c in read_file(files[0], kind, blocksize).columns]
     if target not in names:
         raise ValueError(f"target column {target!r} is not in {path}; columns are {names}.")
     features = list(features) if features else [c for c in names if c != target]
@@ -105,10 +185,11 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     empty = {name: np.array([], dtype=str) for name in names}
     spec, _ = build_spec(empty, features, categorical=categorical, public_bounds=bounds,
                          row_norm_mode=row_norm_mode, data_norm=data_norm)
-    frame = frame[features + [target]]
+    parts = _file_partitions(files, kind, features + [target], blocksize)
+    sizes = _validated_sizes(parts, spec, target, scheduler)
     xs, ys = [], []
-    for partition in frame.to_delayed():
+    for (_, partition), n_rows in zip(parts, sizes):
         encoded = delayed(_encode_partition, nout=2)(partition, spec, target)
-        xs.append(da.from_delayed(encoded[0], shape=(np.nan, spec.n_features), dtype=float))
-        ys.append(da.from_delayed(encoded[1], shape=(np.nan,), dtype=object))
+        xs.append(da.from_delayed(encoded[0], shape=(n_rows, spec.n_features), dtype=float))
+        ys.append(da.from_delayed(encoded[1], shape=(n_rows,), dtype=object))
     return da.concatenate(xs, axis=0), da.concatenate(ys, axis=0), spec
