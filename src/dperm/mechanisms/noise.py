@@ -169,11 +169,16 @@ def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
 # ---------------------------------------------------------------------------
 # The grid and its sensitivity
 # ---------------------------------------------------------------------------
-def grid_step(sensitivity: float, dimension: int) -> float:
-    """The power of two ``g <= sensitivity / (GRID_RESOLUTION sqrt(d))`` that values are rounded to."""
+def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0) -> float:
+    """The power of two ``g <= S / (GRID_RESOLUTION sqrt(d) max(1, epsilon))`` values are rounded to.
+
+    Relative to ``S / sqrt(d)`` the grid adds at most ``1/GRID_RESOLUTION`` to
+    the noise; relative to ``S / epsilon`` it keeps the rounding far below the
+    noise even for a very large epsilon.
+    """
     if not math.isfinite(sensitivity) or sensitivity <= 0:
         raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}.")
-    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension))
+    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension) * max(1.0, epsilon))
     return math.ldexp(1.0, math.floor(math.log2(target)))
 
 
@@ -282,7 +287,7 @@ def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon:
     """The grid, its L1 sensitivity ``k`` and the discrete Laplace scale ``k / epsilon``."""
     if not math.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    step = grid_step(l2_sensitivity, dimension)
+    step = grid_step(l2_sensitivity, dimension, epsilon)
     k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
     return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
 
