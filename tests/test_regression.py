@@ -52,7 +52,9 @@ def test_scikit_learn_estimator_checks(estimator):
     ids=repr,
 )
 def test_regressors_train_without_noise(estimator):
-    quiet = clone(estimator).set_params(epsilon=1e9, data_norm=100.0, alpha=1e-3)
+    # least squares at y_bound = data_norm = 100 has sensitivity ~1e9: epsilon 1e12 makes its
+    # (per-coordinate, L1-calibrated) noise negligible
+    quiet = clone(estimator).set_params(epsilon=1e12, data_norm=100.0, alpha=1e-3)
     check_regressors_train(type(estimator).__name__, quiet)
 
 
