@@ -1,6 +1,10 @@
-"""Budget accountant: composition rules, spending before data, refusing to overspend."""
+"""Budget accountant: composition rules, check first and spend last, atomic spends, no copies."""
 
+import copy
 import math
+import pickle
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -83,9 +87,11 @@ def test_estimators_spend_before_touching_data():
     with pytest.raises(BudgetExceededError, match="Nothing was fitted"):
         model.fit(X, y)
     assert not hasattr(model, "coef_")
-    # the refusal comes before the data is even looked at
+    # an exhausted budget is reported before the data is even looked at (an early check
+    # that spends nothing; the spend itself comes after every check)
     with pytest.raises(BudgetExceededError):
         model.fit("not data", None)
+    assert acc.spent == pytest.approx((0.7, 1e-6))
 
 
 def test_pure_mechanisms_spend_no_delta():
@@ -160,3 +166,109 @@ def test_mechanisms_and_regressors_spend_too():
     with pytest.raises(ValueError, match="mechanism='output'"):
         run_mechanism("objective", hinge, 0.1, 0.0, rng, 1e-8, 1000, accountant=acc)
     assert acc.spent == pytest.approx((1.5, 1e-6))  # a refused loss spends nothing
+
+
+# ---------------------------------------------------------------------------
+# Check-and-spend is atomic
+# ---------------------------------------------------------------------------
+def _yield_inside_the_check(accountant):
+    """Make every composition total give up the GIL, so that an unlocked check-then-append races.
+
+    Without the lock, a thread that has just passed the check is switched out
+    here and another thread passes the same check: the budget is overspent in
+    almost every run. With the lock the switch is harmless.
+    """
+    total = accountant._total
+
+    def slow_total(spends):
+        time.sleep(0)
+        return total(spends)
+
+    accountant._total = slow_total
+    return accountant
+
+
+def _spend_from_threads(accountant, n_threads, n_spends, spend):
+    barrier = threading.Barrier(n_threads)
+    successes = [0] * n_threads
+
+    def worker(index):
+        barrier.wait()  # all threads start together: maximal contention
+        for _ in range(n_spends):
+            try:
+                spend(accountant, index)
+            except BudgetExceededError:
+                continue
+            successes[index] += 1
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(successes)
+
+
+def _serial_count(epsilon, step):
+    """How many spends of ``step`` fit one after the other (the answer concurrency must match)."""
+    accountant = BudgetAccountant(epsilon)
+    count = 0
+    while True:
+        try:
+            accountant.spend(step)
+        except BudgetExceededError:
+            return count
+        count += 1
+
+
+@pytest.mark.parametrize("yield_in_check", [False, True], ids=["plain", "gil-yield-in-check"])
+def test_concurrent_spends_never_exceed_the_budget(yield_in_check):
+    accountant = BudgetAccountant(epsilon=10.0)
+    if yield_in_check:
+        _yield_inside_the_check(accountant)
+    successes = _spend_from_threads(accountant, 32, 100, lambda acc, _: acc.spend(0.01, label="thread"))
+    ledger = accountant.ledger
+    assert successes == len(ledger) == _serial_count(10.0, 0.01)  # 3200 tried, exactly these fit
+    assert sum(s.epsilon for s in ledger) == pytest.approx(successes * 0.01)
+    assert accountant.spent[0] <= 10.0 + 1e-12
+
+
+def test_concurrent_parallel_and_sequential_spends_never_exceed_the_budget():
+    accountant = _yield_inside_the_check(BudgetAccountant(epsilon=2.0, delta=1e-3))
+
+    def spend(acc, index):
+        if index % 2:
+            acc.spend_parallel([(0.01, 1e-6), (0.005, 0.0)], label="parallel")
+        else:
+            acc.spend(0.01, 1e-6, label="sequential")
+
+    successes = _spend_from_threads(accountant, 16, 40, spend)
+    assert successes == len(accountant.ledger) == _serial_count(2.0, 0.01)  # both cost 0.01
+    assert {s.label for s in accountant.ledger} == {"sequential", "parallel (parallel over 2 disjoint parts)"}
+    epsilon, delta = accountant.spent
+    assert epsilon <= 2.0 + 1e-12 and delta <= 1e-3 + 1e-12
+
+
+def test_concurrent_estimator_fits_never_exceed_the_budget():
+    X, y = _data()
+    accountant = _yield_inside_the_check(BudgetAccountant(epsilon=1.0))
+    fitted = _spend_from_threads(
+        accountant, 8, 1,
+        lambda acc, _: PrivateLogisticRegression(epsilon=0.3, accountant=acc, random_state=0).fit(X, y),
+    )
+    assert fitted == len(accountant.ledger) == 3
+
+
+# ---------------------------------------------------------------------------
+# One accountant, one budget: shared by copies, never pickled
+# ---------------------------------------------------------------------------
+def test_copies_are_the_same_accountant_and_pickling_is_refused():
+    accountant = BudgetAccountant(1.0)
+    assert copy.copy(accountant) is accountant and copy.deepcopy(accountant) is accountant
+    with pytest.raises(TypeError, match="second, independent budget"):
+        pickle.dumps(accountant)
+    model = PrivateLogisticRegression(accountant=accountant)
+    assert clone(model).accountant is accountant  # clone deep-copies parameters: shared
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(model)
+    pickle.dumps(PrivateLogisticRegression())  # without an accountant an estimator pickles as before

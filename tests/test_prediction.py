@@ -1,11 +1,17 @@
 """Private prediction (000 Lemma 1, Prop. 1; 002 eq. 2; notes 5-6): noise, sensitivity, budget, secrecy."""
 
+import copy
 import math
+import pickle
+import threading
+import time
 
+import joblib
 import numpy as np
 import pytest
 from scipy import stats
 from sklearn.kernel_ridge import KernelRidge
+from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
 from dperm.accounting import BudgetAccountant
@@ -237,6 +243,88 @@ def test_invalid_query_costs_nothing():
     with pytest.raises(ValueError, match="features"):
         predictor.predict(np.zeros((1, 3)))
     assert predictor.queries_answered_ == 0
+
+
+def _yield_inside_the_check(accountant):
+    """Give up the GIL inside every budget total, so that an unlocked check-then-spend races."""
+    total = accountant._total
+
+    def slow_total(spends):
+        time.sleep(0)
+        return total(spends)
+
+    accountant._total = slow_total
+
+
+def _answer_from_threads(predictor, X, n_threads, n_calls, rows):
+    barrier = threading.Barrier(n_threads)
+    answered = [0] * n_threads
+
+    def worker(index):
+        barrier.wait()  # all threads start together: maximal contention
+        for _ in range(n_calls):
+            try:
+                answered[index] += predictor.predict(X[:rows]).shape[0]
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(answered)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_concurrent_predictions_never_answer_more_than_the_budget(rows):
+    X, y = _regression_data()
+    predictor = PrivatePredictor(1.0, 0.01, alpha=1.0, random_state=0).fit(X, y)
+    _yield_inside_the_check(predictor._own_budget)
+    affordable = predictor.answers_remaining_  # 100
+    answered = _answer_from_threads(predictor, X, 16, 20, rows)  # 320 or 960 rows asked
+    assert answered == predictor.queries_answered_ == rows * (affordable // rows)
+    assert predictor.epsilon_spent_ <= 1.0 + 1e-12
+    assert len(predictor._own_budget.ledger) == answered // rows
+
+
+@pytest.mark.parametrize("epsilon_total, shared_epsilon", [(1.0, 0.5), (0.5, 1.0)],
+                         ids=["shared-budget-binds", "own-budget-binds"])
+def test_concurrent_predictions_with_a_shared_accountant_spend_both_budgets_alike(epsilon_total,
+                                                                                 shared_epsilon):
+    X, y = _regression_data()
+    shared = BudgetAccountant(epsilon=shared_epsilon)
+    _yield_inside_the_check(shared)
+    predictor = PrivatePredictor(epsilon_total, 0.01, alpha=1.0, accountant=shared,
+                                 random_state=0).fit(X, y)
+    _yield_inside_the_check(predictor._own_budget)
+    answered = _answer_from_threads(predictor, X, 16, 10, 1)
+    assert answered == predictor.queries_answered_ == len(shared.ledger) == 50
+    assert shared.spent[0] <= shared_epsilon + 1e-12 and predictor.epsilon_spent_ <= epsilon_total + 1e-12
+    assert predictor.epsilon_spent_ == pytest.approx(shared.spent[0])
+
+
+# ---------------------------------------------------------------------------
+# Persistence: a fitted predictor is never copied
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("copier", [pickle.dumps, copy.deepcopy, copy.copy,
+                                    lambda p: joblib.dump(p, "/dev/null")],
+                         ids=["pickle", "deepcopy", "copy", "joblib"])
+def test_a_fitted_predictor_refuses_to_be_pickled_or_copied(copier):
+    X, y = _regression_data(m=20)
+    predictor = PrivatePredictor(1.0, 0.1, random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match="training rows.*unspent answer budget"):
+        copier(predictor)
+
+
+def test_an_unfitted_predictor_pickles_and_clone_works_when_fitted():
+    X, y = _regression_data(m=20)
+    unfitted = PrivatePredictor(1.0, 0.1, alpha=0.5)
+    assert pickle.loads(pickle.dumps(unfitted)).get_params() == unfitted.get_params()
+    fitted = PrivatePredictor(1.0, 0.1, alpha=0.5, random_state=0).fit(X, y)
+    fresh = clone(fitted)  # parameters only: no rows, no budget
+    assert fresh.get_params() == fitted.get_params()
+    assert not hasattr(fresh, "_exact_model") and not hasattr(fresh, "privacy_")
 
 
 # ---------------------------------------------------------------------------

@@ -2,10 +2,20 @@
 
 A :class:`BudgetAccountant` holds a total budget ``(epsilon, delta)`` and a
 ledger of what was spent where. Every dperm estimator takes ``accountant=``
-and spends from it *before* it touches the data; a spend that would exceed
-the budget raises :class:`~dperm.exceptions.BudgetExceededError` and nothing
-is fitted (the design of diffprivlib's accountant, and Opacus's separation of
-accounting from mechanisms).
+and spends from it *after* every parameter, compatibility and data check and
+*before* any noise is drawn or anything derived from the data is released
+("check first, spend last-possible"): a configuration error costs nothing,
+and a spend that would exceed the budget raises
+:class:`~dperm.exceptions.BudgetExceededError` before anything is fitted (the
+design of diffprivlib's accountant, and Opacus's separation of accounting
+from mechanisms).
+
+Check-and-spend is atomic: :meth:`BudgetAccountant.spend` holds a lock from
+the check to the ledger entry, so threads sharing one accountant can never
+spend more than the budget between them. An accountant stands for one real
+budget: copies (:func:`copy.copy`, :func:`copy.deepcopy`, and so
+scikit-learn's ``clone``) return the same object, and pickling is refused,
+since an unpickled copy would be a second, independent budget.
 
 Composition rules (all standard results):
 
@@ -25,6 +35,7 @@ Composition rules (all standard results):
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 from dperm.exceptions import BudgetExceededError
@@ -110,6 +121,9 @@ class BudgetAccountant:
         if self.slack > self.delta:
             raise ValueError(f"slack={self.slack:g} exceeds the total delta={self.delta:g}.")
         self._ledger: list[Spend] = []
+        # Held from the check to the ledger entry, so that check-and-spend is atomic.
+        # Re-entrant: spend_parallel and spend call check while holding it.
+        self._lock = threading.RLock()
 
     # An accountant stands for a real budget: copies (scikit-learn's clone deep-copies
     # parameters) must share it, or a cloned estimator would spend from a duplicate.
@@ -118,6 +132,15 @@ class BudgetAccountant:
 
     def __deepcopy__(self, memo):
         return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(
+            "a BudgetAccountant cannot be pickled: it stands for one real privacy budget, and "
+            "an unpickled copy would be a second, independent budget that could be spent again. "
+            "Keep the accountant in the process that spends it; to record what was spent, "
+            "save accountant.summary() or accountant.ledger. (Estimators: set accountant=None "
+            "before pickling.)"
+        )
 
     # -- totals -----------------------------------------------------------
     def _total(self, spends) -> tuple[float, float]:
@@ -128,12 +151,13 @@ class BudgetAccountant:
     @property
     def ledger(self) -> tuple[Spend, ...]:
         """Every spend so far, in order."""
-        return tuple(self._ledger)
+        with self._lock:
+            return tuple(self._ledger)
 
     @property
     def spent(self) -> tuple[float, float]:
         """``(epsilon, delta)`` spent so far under the composition rule."""
-        return self._total(self._ledger)
+        return self._total(self.ledger)
 
     @property
     def remaining(self) -> tuple[float, float]:
@@ -143,22 +167,35 @@ class BudgetAccountant:
 
     # -- spending ---------------------------------------------------------
     def check(self, epsilon, delta=0.0, label="") -> None:
-        """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would overspend."""
+        """Raise :class:`BudgetExceededError` if spending ``(epsilon, delta)`` would overspend.
+
+        Only advice when other threads share the accountant: the answer may be
+        stale by the time a spend follows. :meth:`spend` checks again under
+        the lock; call it, not ``check`` then ``spend``, to reserve budget.
+        """
         spend = Spend(_check_budget_epsilon(epsilon), check_delta(delta), str(label))
-        after_epsilon, after_delta = self._total(self._ledger + [spend])
+        with self._lock:
+            spends = list(self._ledger)
+        after_epsilon, after_delta = self._total(spends + [spend])
         if after_epsilon > self.epsilon + TOLERANCE or after_delta > self.delta + TOLERANCE:
-            spent_epsilon, spent_delta = self.spent
+            spent_epsilon, spent_delta = self._total(spends)
             raise BudgetExceededError(
                 f"spending (epsilon={epsilon:g}, delta={delta:g}){' for ' + label if label else ''} "
                 f"would bring the total to (epsilon={after_epsilon:.6g}, delta={after_delta:.6g}), "
                 f"over the budget (epsilon={self.epsilon:g}, delta={self.delta:g}); already spent "
-                f"(epsilon={spent_epsilon:.6g}, delta={spent_delta:.6g}). Nothing was fitted."
+                f"(epsilon={spent_epsilon:.6g}, delta={spent_delta:.6g}). Nothing was fitted "
+                "or answered."
             )
 
     def spend(self, epsilon, delta=0.0, label="") -> None:
-        """Record a release costing ``(epsilon, delta)``, after :meth:`check`."""
-        self.check(epsilon, delta, label)
-        self._ledger.append(Spend(float(epsilon), float(delta), str(label)))
+        """Record a release costing ``(epsilon, delta)``, or raise and record nothing.
+
+        Atomic: the :meth:`check` and the ledger entry happen under one lock,
+        so concurrent spends from many threads never exceed the budget.
+        """
+        with self._lock:
+            self.check(epsilon, delta, label)
+            self._ledger.append(Spend(float(epsilon), float(delta), str(label)))
 
     def spend_parallel(self, budgets, label="") -> None:
         """Record mechanisms run on *disjoint* parts of the data (parallel composition).
@@ -168,6 +205,8 @@ class BudgetAccountant:
         budgets : sequence of (epsilon, delta)
             One budget per part. Each record is in at most one part, so the
             whole costs ``(max eps_i, max delta_i)`` (McSherry 2009, Thm 4).
+
+        The whole is one ledger entry, spent atomically by :meth:`spend`.
         """
         budgets = [(_check_budget_epsilon(e), check_delta(d)) for e, d in budgets]
         if not budgets:
@@ -180,10 +219,12 @@ class BudgetAccountant:
         """A readable account of the budget, each spend and the total."""
         lines = [f"Budget: epsilon={self.epsilon:g}, delta={self.delta:g} ({self.composition} composition"
                  + (f", slack {self.slack:g})" if self.composition == "advanced" else ")")]
-        for number, spend in enumerate(self._ledger, start=1):
+        ledger = self.ledger
+        for number, spend in enumerate(ledger, start=1):
             lines.append(f"  {number:3d}. epsilon={spend.epsilon:<10.6g} delta={spend.delta:<10.3g} {spend.label}")
-        epsilon, delta = self.spent
-        remaining_epsilon, remaining_delta = self.remaining
+        epsilon, delta = self._total(ledger)
+        remaining_epsilon = max(self.epsilon - epsilon, 0.0)
+        remaining_delta = max(self.delta - delta, 0.0)
         lines.append(f"Spent: epsilon={epsilon:.6g}, delta={delta:.3g}; "
                      f"remaining: epsilon={remaining_epsilon:.6g}, delta={remaining_delta:.3g}")
         return "\n".join(lines)
@@ -194,12 +235,39 @@ class BudgetAccountant:
                 f"composition={self.composition!r}, spent=({epsilon:.6g}, {delta:.3g}))")
 
 
-def spend_before_fitting(accountant, epsilon, delta, label) -> None:
-    """What every estimator calls before it touches data: spend, or refuse to fit."""
-    if accountant is None:
-        return
-    if not isinstance(accountant, BudgetAccountant):
+def check_accountant(accountant):
+    """Return ``accountant`` after checking it is a :class:`BudgetAccountant` or ``None``.
+
+    Part of every estimator's parameter check, so a wrong ``accountant=`` is
+    reported before any data is read.
+    """
+    if accountant is not None and not isinstance(accountant, BudgetAccountant):
         raise ValueError(
             f"accountant must be a dperm.accounting.BudgetAccountant or None; got {accountant!r}."
         )
+    return accountant
+
+
+def check_budget_left(accountant, epsilon, delta, label) -> None:
+    """Refuse early, spending nothing, if ``(epsilon, delta)`` does not fit in what is left.
+
+    Estimators call it first, so that an exhausted budget is reported before
+    any (possibly long, possibly distributed) pass over the data. Advice only:
+    the budget is reserved by :func:`spend_before_fitting`, which checks again
+    atomically. ``None``: no accounting.
+    """
+    if check_accountant(accountant) is None:
+        return
+    accountant.check(epsilon, delta, label)
+
+
+def spend_before_fitting(accountant, epsilon, delta, label) -> None:
+    """Spend ``(epsilon, delta)`` or refuse to fit: the last step before a mechanism runs.
+
+    Estimators call it after every parameter, compatibility and data check
+    (a configuration error must cost nothing) and before any noise is drawn
+    or anything computed from the data is released. ``None``: no accounting.
+    """
+    if check_accountant(accountant) is None:
+        return
     accountant.spend(epsilon, delta, label)

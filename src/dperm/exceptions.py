@@ -31,7 +31,7 @@ class CertificateError(RuntimeError):
 class BudgetExceededError(RuntimeError):
     """Spending would take a :class:`~dperm.accounting.BudgetAccountant` past its budget.
 
-    Raised before any data is touched, so nothing is fitted or released.
+    Raised before any noise is drawn, so nothing is fitted, answered or released.
     """
 
 
@@ -39,7 +39,8 @@ class DistributedFitError(RuntimeError):
     """A fit on a Dask cluster could not complete a data pass; nothing was released.
 
     Raised, for example, when a worker dies repeatedly on the same chunk
-    (Dask's ``KilledWorker``). The budget spent before the fit stays spent.
+    (Dask's ``KilledWorker``). A failure in the validating scan costs no budget;
+    after it the budget is spent and stays spent.
     """
 
 

@@ -15,9 +15,16 @@ query asked twice is answered twice with fresh noise and costs twice (the
 two answers average out the noise, so they must be paid for).
 
 The fitted object holds the training rows and the representer coefficients:
-**it must never be published, pickled to an untrusted party or logged.** Only
-its answers may leave the data holder. To publish a model, use vector output
-perturbation (:class:`dperm.PrivateLeastSquares`, :class:`dperm.PrivateKernelSVC`).
+**it must never be published or logged.** Only its answers may leave the data
+holder. Pickling or copying a fitted predictor (:mod:`pickle`, :mod:`joblib`,
+:func:`copy.deepcopy`) raises ``TypeError``: the copy would hold the training
+rows and a second, unspent answer budget. To publish a model, use vector
+output perturbation (:class:`dperm.PrivateLeastSquares`,
+:class:`dperm.PrivateKernelSVC`).
+
+Check-and-spend is atomic: concurrent ``predict`` calls from many threads
+spend under one lock, so together they never answer more rows than the
+budget allows.
 
 The calibration (:mod:`dperm.mechanisms.prediction`) is
 ``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` (000 Prop. 1 with the noise
@@ -29,6 +36,7 @@ scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -126,6 +134,12 @@ class PrivatePredictor(BaseEstimator):
     answers (pass a shared ``accountant`` to keep count). There is
     deliberately no ``score`` method: every evaluation spends budget.
     Memory is ``O(m^2)`` (the Gram matrix) and time ``O(m^3)``.
+
+    ``predict`` and ``decision_function`` may be called from many threads:
+    each batch is checked and spent under a lock before anything is computed,
+    so the answers together never exceed the budget. A fitted predictor
+    refuses to be pickled or copied (``TypeError``); :func:`sklearn.base.clone`
+    still works, since it copies the parameters only.
 
     References
     ----------
@@ -245,6 +259,8 @@ class PrivatePredictor(BaseEstimator):
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
         self._n_answered = 0
         calibration = prediction_noise_calibration(calibrated, params["epsilon_per_query"])
+        # Serialises check-and-spend across both budgets, and the noise generator.
+        self._lock = threading.Lock()
         self.privacy_ = PredictionPrivacyRecord(
             mechanism="private_prediction", kernel=self.kernel, kernel_gamma=params["gamma"],
             loss=self.loss, alpha=params["alpha"], lam=lam, strong_convexity=SQUARED_NORM_GAMMA,
@@ -273,16 +289,23 @@ class PrivatePredictor(BaseEstimator):
 
     # -- the budget -------------------------------------------------------
     def _spend(self, n_answers: int) -> None:
-        """Spend ``n_answers * epsilon_per_query`` from both budgets, or raise and spend nothing."""
+        """Spend ``n_answers * epsilon_per_query`` from both budgets, or raise and spend nothing.
+
+        Atomic: the own budget is only ever spent under ``self._lock``, so its
+        check still holds when it is spent; the shared accountant's
+        :meth:`~dperm.accounting.BudgetAccountant.spend` is atomic on its own
+        (other estimators may spend from it meanwhile) and comes second, so a
+        refusal by either budget leaves both untouched.
+        """
         cost = n_answers * self.privacy_.epsilon_per_query
         label = (f"{type(self).__name__}: {n_answers} answer(s) x "
                  f"epsilon_per_query={self.privacy_.epsilon_per_query:g}")
-        self._own_budget.check(cost, 0.0, label)
-        if self.accountant is not None:
-            self.accountant.check(cost, 0.0, label)
-            self.accountant.spend(cost, 0.0, label)
-        self._own_budget.spend(cost, 0.0, label)
-        self._n_answered += n_answers
+        with self._lock:
+            self._own_budget.check(cost, 0.0, label)
+            if self.accountant is not None:
+                self.accountant.spend(cost, 0.0, label)
+            self._own_budget.spend(cost, 0.0, label)
+            self._n_answered += n_answers
 
     @property
     def queries_answered_(self) -> int:
@@ -319,7 +342,8 @@ class PrivatePredictor(BaseEstimator):
         values = self._exact_model.values(X)
         calibration = prediction_noise_calibration(self.privacy_.calibrated_sensitivity,
                                                    self.privacy_.epsilon_per_query)
-        return answer_queries(values, calibration, self._noise_rng)
+        with self._lock:  # one thread at a time draws from the noise generator
+            return answer_queries(values, calibration, self._noise_rng)
 
     def predict(self, X):
         """Answer each row of X privately; costs ``len(X) * epsilon_per_query``.
@@ -366,6 +390,23 @@ class PrivatePredictor(BaseEstimator):
         if self.accountant is not None:
             lines.append("Shared accountant:\n" + self.accountant.summary())
         return "\n".join(lines)
+
+    # -- persistence ------------------------------------------------------
+    def __getstate__(self):
+        """Refuse to pickle or copy a fitted predictor; an unfitted one is only parameters.
+
+        ``pickle``, ``joblib`` and :func:`copy.deepcopy` all go through here.
+        :func:`sklearn.base.clone` does not (it copies ``get_params()``).
+        """
+        if hasattr(self, "_exact_model"):
+            raise TypeError(
+                "a fitted PrivatePredictor cannot be pickled or copied: it holds the training "
+                "rows, the exact kernel model and its unspent answer budget, so a copy would "
+                "publish the training data and answer from a second, fresh budget. Keep it in "
+                "the data holder's process and release only its answers; to publish a model, "
+                "use PrivateLeastSquares or PrivateKernelSVC (vector output perturbation)."
+            )
+        return super().__getstate__()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

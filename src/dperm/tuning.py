@@ -20,9 +20,10 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils._available_if import available_if
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import spend_before_fitting
+from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg
 from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
@@ -134,8 +135,9 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         Drives the split, the candidates' noise and the selection. ``None``
         uses OS entropy; a seed is for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
-        Charged once with the whole procedure's ``(epsilon, delta)`` before any
-        data is touched.
+        Charged once with the whole procedure's ``(epsilon, delta)``, after the
+        grid, every candidate's parameters and the data have been checked and
+        before any candidate is trained.
 
     Attributes
     ----------
@@ -181,20 +183,42 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         return estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
 
     @staticmethod
+    def _check_candidate(estimator) -> None:
+        """Run a candidate's own parameter checks (loss vs mechanism included), spending nothing."""
+        check_params = getattr(estimator, "_check_params", None)
+        if callable(check_params):
+            check_params()
+
+    @staticmethod
     def _delta_of(estimator) -> float:
         params = estimator.get_params()
         return float(params.get("delta", 0.0)) if params.get("mechanism") == "gaussian_objective" else 0.0
 
     def fit(self, X, y):
-        """Split, train one private model per candidate, select one privately."""
+        """Split, train one private model per candidate, select one privately.
+
+        Every check runs before the budget is spent: the grid, each
+        candidate's parameters (e.g. a loss its mechanism cannot use), the data
+        and the split sizes. The accountant is charged once, just before the
+        first candidate is trained.
+        """
         refuse_dask_input(self, X, y)
         epsilon = check_epsilon(self.epsilon)
+        check_accountant(self.accountant)
         candidates = self._candidates()
-        delta = max(self._delta_of(self._configured(c, epsilon, None)) for c in candidates)
-        spend_before_fitting(self.accountant, epsilon, delta,
-                             f"PrivateParameterSearch over {len(candidates)} candidates")
+        configured = [self._configured(c, epsilon, None) for c in candidates]
+        for candidate in configured:
+            self._check_candidate(candidate)
+        delta = max(self._delta_of(candidate) for candidate in configured)
+        budget = (epsilon, delta, f"PrivateParameterSearch over {len(candidates)} candidates")
+        check_budget_left(self.accountant, *budget)  # an exhausted budget: refuse before reading X
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"y has {classes.size} class ({classes.tolist()}); the candidates "
+                             "are classifiers and need at least two.")
         rng = check_random_state(self.random_state)
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]
@@ -203,6 +227,8 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
                 f"{X.shape[0]} rows cannot be split into {len(parts)} parts of at least 2 rows; "
                 "use fewer candidates or more data."
             )
+        # Check first, spend last-possible: before any candidate sees its part.
+        spend_before_fitting(self.accountant, *budget)
         models, mistakes = [], []
         for params, part in zip(candidates, parts[:-1]):
             seed = np.random.default_rng(rng.integers(2**63))

@@ -18,8 +18,9 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from dperm.accounting import spend_before_fitting
+from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
+from dperm.mechanisms.objective import require_curvature
 from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
@@ -102,6 +103,9 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
         loss = self._make_loss()
+        if self.mechanism != "output":  # loss vs mechanism, before any budget is spent
+            require_curvature(loss, self.mechanism)
+        check_accountant(self.accountant)
         return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss)
 
     def _make_loss(self):
@@ -124,14 +128,11 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self
         """
         params = self._check_params()
-        distributed = is_dask_collection(X) or is_dask_collection(y)
-        if distributed:
+        check_budget_left(self.accountant, *self._budget_request(params))
+        if is_dask_collection(X) or is_dask_collection(y):
             from dperm.scale._estimator import check_distributed_loss
 
             check_distributed_loss(params.loss)
-        spend_before_fitting(self.accountant, params.epsilon, self._delta_spent(params.delta),
-                             self._spend_label())
-        if distributed:
             return self._fit_distributed(X, y, params)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
@@ -144,12 +145,13 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
             )
+        rng = check_random_state(self.random_state)
+        self._spend_budget(params)  # every check passed; nothing computed from X released yet
         X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
         warn_clipped_rows(rows_clipped, params.data_norm)
         X, effective_norm = self._augment(X, params.data_norm, params.scaling)
         positives = classes[1:] if classes.size == 2 else classes
         n_problems = positives.size
-        rng = check_random_state(self.random_state)
         outputs = [
             run_mechanism(
                 self.mechanism,
@@ -168,13 +170,16 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         return self
 
     def _fit_distributed(self, X, y, params):
-        """Fit a Dask X / y without loading it (:mod:`dperm.scale`); budget already spent.
+        """Fit a Dask X / y without loading it (:mod:`dperm.scale`).
 
-        How many passes the solve took depends on the data and is not released.
+        How many passes the solve took depends on the data and is not released. The budget
+        is spent after the validating scan, before any noise is drawn.
         """
         from dperm.scale._estimator import fit_classifier_distributed
 
-        outputs, classes, scan, _ = fit_classifier_distributed(self, X, y, params)
+        outputs, classes, scan, _ = fit_classifier_distributed(
+            self, X, y, params, spend=lambda: self._spend_budget(params)
+        )
         self._store(outputs, classes, params)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
                           else params.data_norm)
@@ -214,6 +219,21 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
 
             return score_distributed(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
+
+    def _budget_request(self, params):
+        """``(epsilon, delta, label)`` that this fit costs the accountant."""
+        return params.epsilon, self._delta_spent(params.delta), self._spend_label()
+
+    def _spend_budget(self, params):
+        """Spend the fit's budget: after every check, before any noise is drawn.
+
+        "Check first, spend last-possible" (issue 14): a configuration or data
+        error raised before this point costs nothing; a
+        :class:`~dperm.exceptions.BudgetExceededError` raised here releases
+        nothing. (``fit`` also asks :func:`~dperm.accounting.check_budget_left`
+        first, so an exhausted budget is reported before any data pass.)
+        """
+        spend_before_fitting(self.accountant, *self._budget_request(params))
 
     def _delta_spent(self, delta):
         """Only Gaussian objective perturbation uses delta; the others are pure DP."""

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.validation import refuse_dask_input
 from dperm.exceptions import PrivacyLeakWarning
-from dperm.kernels import RandomFourierFeatures
+from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
 from dperm.linear_model._logistic import PrivateLogisticRegression
 from dperm.linear_model._svc import PrivateLinearSVC
 
@@ -43,6 +43,23 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _make_linear_model(self, data_norm):
         raise TypeError(f"{type(self).__name__} does not define a linear model.")
+
+    def _feature_map(self):
+        return RandomFourierFeatures(
+            kernel=self.kernel,
+            gamma=self.gamma,
+            n_components=self.n_components,
+            random_state=self.feature_random_state,
+        )
+
+    def _check_params(self):
+        """Check the feature map's and the linear model's parameters; draw and spend nothing.
+
+        Runs first in :meth:`fit` (and in :class:`dperm.tuning.PrivateParameterSearch`
+        for every candidate), so a configuration error costs no budget.
+        """
+        self._feature_map()._check_params()
+        return self._make_linear_model(RFF_NORM_BOUND)._check_params()
 
     def _linear_params(self, data_norm):
         """The parameters shared by both dperm linear classifiers."""
@@ -77,6 +94,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
         self
         """
         refuse_dask_input(self, X, y)
+        self._check_params()
         X, y = validate_data(
             self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2
         )
@@ -91,14 +109,10 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
             )
         # 003 Alg. 3, line 1: theta_j drawn from the spectral distribution, using only
         # X's number of features (data-independent, 003 Sec. 5.3).
-        features = RandomFourierFeatures(
-            kernel=self.kernel,
-            gamma=self.gamma,
-            n_components=self.n_components,
-            random_state=self.feature_random_state,
-        ).fit(X)
+        features = self._feature_map().fit(X)
         # 003 Alg. 3, lines 2-3: map, then the private linear learner (Alg. 1 or 2, or
         # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (shared papers note 10).
+        # The linear model checks the labels before it spends the budget.
         linear_model = self._make_linear_model(features.output_norm_bound_)
         linear_model.fit(features.transform(X), y)
         self.features_ = features

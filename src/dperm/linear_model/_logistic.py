@@ -48,8 +48,9 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         A seed makes fits reproducible and is meant for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
-        ``gaussian_objective``) before touching the data, and raises
-        ``BudgetExceededError`` without fitting if that would overspend.
+        ``gaussian_objective``) after every parameter and data check and
+        before any noise is drawn, and raises ``BudgetExceededError`` without
+        fitting if that would overspend. A configuration error spends nothing.
     scheduler : None, str or distributed.Client, default=None
         Used only when ``X`` is a Dask array or DataFrame (``pip install
         'dperm[dask]'``, :mod:`dperm.scale`): the fit then runs as map-reduce

@@ -21,7 +21,7 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import spend_before_fitting
+from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
 from dperm.privacy.record import REFERENCES, linear_record
@@ -74,6 +74,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
     def _check_params(self) -> dict:
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        check_accountant(self.accountant)
         return {
             "epsilon": check_epsilon(self.epsilon),
             "alpha": check_positive(
@@ -114,29 +115,41 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         """
         refuse_dask_input(self, X, y)
         params = self._check_params()
-        spend_before_fitting(self.accountant, params["epsilon"], 0.0,
-                             f"{type(self).__name__}(mechanism='output')")
+        budget = (params["epsilon"], 0.0, f"{type(self).__name__}(mechanism='output')")
+        check_budget_left(self.accountant, *budget)  # an exhausted budget: refuse before reading X
         loss = params["loss"]
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
+        y = self._real_targets(y)
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanism works on dense rows
+        rng = check_random_state(self.random_state)
+        # Check first, spend last-possible: every check passed, nothing computed from X released.
+        spend_before_fitting(self.accountant, *budget)
         data_norm = params["data_norm"]
         X, rows_clipped = clip_rows_to_norm(X, data_norm)
         warn_clipped_rows(rows_clipped, data_norm)
-        y = self._prepare_labels(np.asarray(y, dtype=np.float64), loss)
+        y = self._prepare_labels(y, loss)
         effective_norm = data_norm
         if self.fit_intercept:
             X, effective_norm = append_intercept_feature(X, data_norm, params["intercept_scaling"])
         output = output_perturbation(
             ERMProblem(X, y, loss, params["alpha"], effective_norm),
             params["epsilon"],
-            check_random_state(self.random_state),
+            rng,
             params["tol"],
             params["max_iter"],
         )
         self._set_coefficients(output.coef, params["intercept_scaling"])
         self.privacy_ = self._record(output, params, effective_norm, X.shape[0])
         return self
+
+    @staticmethod
+    def _real_targets(y):
+        """``y`` as floats; string labels (which ``y_numeric`` lets through) are an error."""
+        try:
+            return np.asarray(y, dtype=np.float64)
+        except ValueError as error:
+            raise ValueError(f"y must hold real-valued targets for a regressor; {error}.") from None
 
     def _set_coefficients(self, coef, intercept_scaling):
         if self.fit_intercept:

@@ -15,6 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
+from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
@@ -22,7 +23,13 @@ from dperm.multiparty.baselines import (
     local_aggregation_clipping_range,
 )
 from dperm.multiparty.privacy import calibrate_psgd, check_coordinator_accountant, check_open_delta
-from dperm.multiparty.protocol import InProcessNetwork, Party, psgd, psgd_clipping_range
+from dperm.multiparty.protocol import (
+    InProcessNetwork,
+    Party,
+    psgd,
+    psgd_clipping_range,
+    resolve_step_size,
+)
 from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
@@ -83,10 +90,13 @@ class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
         )
         if self.loss not in MULTIPARTY_LOSSES:
             raise ValueError(f"loss must be one of {MULTIPARTY_LOSSES}; got {self.loss!r}.")
+        check_accountant(self.accountant)
         return epsilon, alpha, data_norm, get_loss(self.loss, h=self.h)
 
-    def _make_parties(self, arrays, classes, loss, data_norm, rng):
-        party_rngs = rng.spawn(len(arrays))
+    def _spend_label(self):
+        return f"{type(self).__name__}(loss={self.loss!r})"
+
+    def _make_parties(self, arrays, classes, loss, data_norm, party_rngs):
         return [
             Party(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
                   party_id=index, random_state=party_rng)
@@ -158,6 +168,9 @@ class PSGDClassifier(_MultipartyClassifierBase):
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
+    accountant : dperm.accounting.BudgetAccountant, optional
+        Charged ``(epsilon, delta)`` after every parameter and shard check and
+        the calibration, before any party is set up or any round runs.
 
     Attributes
     ----------
@@ -179,7 +192,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
                  composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
-                 secure_sum=None, random_state=None):
+                 secure_sum=None, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -194,6 +207,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.coordinator_accountant = coordinator_accountant
         self.secure_sum = secure_sum
         self.random_state = random_state
+        self.accountant = accountant
 
     def fit(self, shards, y=None):
         """Run PSGD over the parties' shards.
@@ -214,10 +228,12 @@ class PSGDClassifier(_MultipartyClassifierBase):
         if not isinstance(self.coordinator_dp, (bool, np.bool_)):
             raise ValueError(f"coordinator_dp must be True or False; got {self.coordinator_dp!r}.")
         check_coordinator_accountant(self.coordinator_accountant)
+        budget = (epsilon, delta, self._spend_label())
+        check_budget_left(self.accountant, *budget)
         arrays, classes, n_features = check_shards(shards)
         rng = check_random_state(self.random_state)
-        parties = self._make_parties(arrays, classes, loss, data_norm, rng)
-        sizes = [party.n_samples for party in parties]
+        party_rngs = rng.spawn(len(arrays))
+        sizes = [X.shape[0] for X, _ in arrays]
         calibration = calibrate_psgd(
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
             n_features=n_features, n_rounds=n_rounds, loss=loss, data_norm=data_norm,
@@ -234,12 +250,29 @@ class PSGDClassifier(_MultipartyClassifierBase):
             from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
 
             secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
+        self._check_round_options(calibration)
+        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
+        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs)
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         self._set_model(result.coef, classes, n_features)
         self.n_iter_ = n_rounds
         self.privacy_ = result.record
         return self
+
+    def _check_round_options(self, calibration):
+        """``step_size`` and ``composition_slack``, checked before the budget is spent.
+
+        :func:`~dperm.multiparty.protocol.psgd` checks them again when it runs.
+        """
+        resolve_step_size(self.step_size, calibration)
+        if self.composition_slack is not None:
+            if calibration.coordinator_dp:
+                raise ValueError(
+                    f"composition_slack={self.composition_slack!r} cannot be combined with "
+                    "coordinator_dp=True (the view is accounted by dp-accounting); leave it None."
+                )
+            check_open_delta(self.composition_slack, "composition_slack")
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):
@@ -282,6 +315,9 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         Defaults to an in-process masked secure sum with a clipping range set
         from public constants.
     random_state : None, int or numpy Generator, default=None
+    accountant : dperm.accounting.BudgetAccountant, optional
+        Charged ``(epsilon, 0)`` after every parameter and shard check and the
+        calibration, before any party trains.
 
     Attributes
     ----------
@@ -296,7 +332,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     """
 
     def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
-                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None):
+                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, accountant=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.data_norm = data_norm
@@ -306,6 +342,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         self.max_iter = max_iter
         self.secure_sum = secure_sum
         self.random_state = random_state
+        self.accountant = accountant
 
     def fit(self, shards, y=None):
         """Train one classifier per party and release their noisy average.
@@ -322,17 +359,21 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         epsilon, alpha, data_norm, loss = self._check_common()
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
+        budget = (epsilon, 0.0, self._spend_label())
+        check_budget_left(self.accountant, *budget)
         arrays, classes, n_features = check_shards(shards)
         rng = check_random_state(self.random_state)
-        parties = self._make_parties(arrays, classes, loss, data_norm, rng)
+        party_rngs = rng.spawn(len(arrays))
         calibration = calibrate_local_aggregation(
-            epsilon=epsilon, alpha=alpha, n_samples_by_party=[p.n_samples for p in parties],
+            epsilon=epsilon, alpha=alpha, n_samples_by_party=[X.shape[0] for X, _ in arrays],
             n_features=n_features, loss=loss, data_norm=data_norm, tol=tol,
         )
         secure_sum = self.secure_sum
         if secure_sum is None:
             secure_sum = MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
                                          random_state=rng.spawn(1)[0])
+        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
+        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs)
         result = local_aggregation(parties, secure_sum, calibration, max_iter=max_iter, random_state=rng)
         self._set_model(result.coef, classes, n_features)
         self.privacy_ = result.record

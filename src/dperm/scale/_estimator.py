@@ -11,15 +11,34 @@ from dperm.scale._data import ChunkedERMData, effective_norm, require_twice_diff
 from dperm.validation import check_random_state, warn_clipped_rows
 
 
-def fit_classifier_distributed(estimator, X, y, params):
-    """The Dask branch of ``PrivateLinearClassifierBase.fit`` (budget already spent).
+def fit_classifier_distributed(estimator, X, y, params, spend):
+    """The Dask branch of ``PrivateLinearClassifierBase.fit``.
 
     One pass validates every chunk and counts rows, clipped rows and labels;
-    then each binary problem of the one-vs-rest fit runs its mechanism, whose
-    solve is :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per
-    trial point). The noise is drawn once, on the driver, from the same
+    then ``spend()`` charges the budget; then each binary problem of the
+    one-vs-rest fit runs its mechanism, whose solve is
+    :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per trial point). The noise is drawn once, on the driver, from the same
     generator and in the same order as in memory, so a seeded fit gives the
     in-memory coefficients to within the solver tolerance.
+
+    When the budget is spent: the scan is the Dask form of the in-memory
+    ``validate_data`` and class check (a NaN, a string feature, a chunk with
+    other columns, fewer than two rows or classes raise there), so it runs
+    *before* the spend, as those checks do in memory: a bad data set costs no
+    budget. Nothing computed by the scan leaves this function before
+    ``spend()`` returns (the clipping warning comes after it), and no noise is
+    drawn before it. A worker failure during the scan therefore costs nothing;
+    one during the solves comes after the spend, and the budget stays spent.
+
+    Parameters
+    ----------
+    estimator : PrivateLinearClassifierBase
+    X, y : Dask collections
+    params : FitParams
+        The checked parameters.
+    spend : callable
+        Called with no argument once every check has passed; raises
+        :class:`~dperm.exceptions.BudgetExceededError` to refuse the fit.
 
     Returns
     -------
@@ -37,9 +56,10 @@ def fit_classifier_distributed(estimator, X, y, params):
     with dask_scheduler(estimator.scheduler) as runner:
         scan = runner.run(scan_chunk, pairs, merge_scans, spec)
         classes = _check_scan(scan)
+        rng = check_random_state(estimator.random_state)
+        spend()  # check first, spend last-possible: after the validating scan, before any noise
         warn_clipped_rows(scan.rows_clipped, params.data_norm)
         positives = classes[1:] if classes.size == 2 else classes
-        rng = check_random_state(estimator.random_state)
         outputs = []
         for positive in positives:
             data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
