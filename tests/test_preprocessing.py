@@ -139,7 +139,7 @@ def test_scaler_clone_and_pipeline(no_warnings):
 
 def test_row_normalizer_clip_mode_only_changes_long_rows():
     X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
-    with pytest.warns(DataClippingWarning, match="1 of 3 rows"):
+    with pytest.warns(DataClippingWarning, match="some rows"):
         out = RowNormalizer(data_norm=1.0, mode="clip").fit_transform(X)
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
 
@@ -277,7 +277,7 @@ def test_spec_row_modes_bound_the_norm(no_warnings):
 
 def test_spec_clip_mode_warns_when_rows_are_clipped():
     columns = {"age": [90], "gain": [99_999], "sex": ["Male"]}
-    with pytest.warns(DataClippingWarning, match="1 of 1 rows"):
+    with pytest.warns(DataClippingWarning, match="some rows"):
         X = small_spec(row_norm_mode="clip", data_norm=1.0).transform(columns)
     assert np.linalg.norm(X) == pytest.approx(1.0)
 
