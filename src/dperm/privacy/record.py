@@ -67,6 +67,11 @@ class PrivacyRecord:
         With Dask input (:mod:`dperm.scale`): passes over the data, the
         validating scan included. ``None`` for an in-memory fit.
         The paper and theorem the guarantee follows from.
+    label_set_public : bool or None
+        Classifiers: True if the label set (``classes_`` and the one-vs-rest
+        split) was the public ``classes`` parameter, False if it was read from
+        the training data and so is not covered by the guarantee
+        (:mod:`dperm.privacy.labels`). None for regressors (no label set).
     """
 
     mechanism: str
@@ -94,6 +99,7 @@ class PrivacyRecord:
     loss: str
     reference: str
     data_passes: int | None = None
+    label_set_public: bool | None = None
 
     @property
     def guarantee(self) -> str:
@@ -128,6 +134,9 @@ class PrivacyRecord:
             "           with respect to replacing one training record.",
             f"Mechanism: {self.mechanism} perturbation, {self.loss} loss ({self.reference}).",
         ]
+        if self.label_set_public is not None:
+            lines.append("Label set: public (given)." if self.label_set_public else
+                         "Label set: read from the training data; NOT covered by the guarantee.")
         if self.n_problems > 1:
             lines.append(
                 f"One-vs-rest over {self.n_problems} classes: each binary problem is "
