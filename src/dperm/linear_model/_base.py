@@ -20,6 +20,7 @@ from sklearn.utils.validation import validate_data
 
 from dperm.accounting import spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
+from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import REFERENCES, PrivacyRecord
 from dperm.validation import (
     append_intercept_feature,
@@ -45,6 +46,7 @@ class FitParams(NamedTuple):
     tol: float
     max_iter: int
     loss: object
+    classes: np.ndarray | None = None  # the public label set, sorted (None: read from y)
 
 
 class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
@@ -65,6 +67,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         random_state=None,
         accountant=None,
         scheduler=None,
+        classes=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -78,6 +81,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
         self.scheduler = scheduler
+        self.classes = classes
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self):
@@ -102,7 +106,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
         loss = self._make_loss()
-        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss)
+        classes = check_classes(self.classes)
+        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss, classes)
 
     def _make_loss(self):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
@@ -117,7 +122,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
             :class:`~dperm.DataClippingWarning` that counts them.
         y : array-like of shape (n_samples,)
-            At least two classes; more than two are fitted one-vs-rest.
+            Labels from ``classes`` (a label outside it raises ValueError
+            before any budget is spent); without ``classes``, at least two
+            labels, read from y with a :class:`~dperm.PrivacyLeakWarning`.
+            More than two labels are fitted one-vs-rest.
 
         Returns
         -------
@@ -129,9 +137,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             from dperm.scale._estimator import check_distributed_loss
 
             check_distributed_loss(params.loss)
-        spend_before_fitting(self.accountant, params.epsilon, self._delta_spent(params.delta),
-                             self._spend_label())
-        if distributed:
+            self._spend(params)
             return self._fit_distributed(X, y, params)
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
@@ -139,15 +145,13 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
         check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
-            )
+        label_set = resolve_label_set(params.classes, y)  # before the budget is touched
+        self._spend(params)
+        classes = label_set.classes
         X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
         warn_clipped_rows(rows_clipped, X.shape[0], params.data_norm)
         X, effective_norm = self._augment(X, params.data_norm, params.scaling)
-        positives = classes[1:] if classes.size == 2 else classes
+        positives = one_vs_rest_positives(classes)  # the split comes from the label set only
         n_problems = positives.size
         rng = check_random_state(self.random_state)
         outputs = [
@@ -165,7 +169,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         ]
         self._store(outputs, classes, params)
         self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
-        self.privacy_ = self._record(outputs, params, effective_norm, rows_clipped, X.shape[0])
+        self.privacy_ = self._record(outputs, params, effective_norm, rows_clipped, X.shape[0],
+                                     label_set_public=label_set.public)
         return self
 
     def _fit_distributed(self, X, y, params):
@@ -177,13 +182,15 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         """
         from dperm.scale._estimator import fit_classifier_distributed
 
-        outputs, classes, scan, passes = fit_classifier_distributed(self, X, y, params)
+        outputs, label_set, scan, passes = fit_classifier_distributed(self, X, y, params)
+        classes = label_set.classes
         self._store(outputs, classes, params)
         self.n_iter_ = np.array([out.solve.n_iter for out in outputs], dtype=np.int32)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
                           else params.data_norm)
         self.privacy_ = self._record(outputs, params, effective_norm, scan.rows_clipped,
-                                     scan.n_rows, data_passes=passes)
+                                     scan.n_rows, data_passes=passes,
+                                     label_set_public=label_set.public)
         return self
 
     def _store(self, outputs, classes, params):
@@ -220,6 +227,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return score_distributed(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
 
+    def _spend(self, params):
+        spend_before_fitting(self.accountant, params.epsilon, self._delta_spent(params.delta),
+                             self._spend_label())
+
     def _delta_spent(self, delta):
         """Only Gaussian objective perturbation uses delta; the others are pure DP."""
         return delta if self.mechanism == "gaussian_objective" else 0.0
@@ -240,7 +251,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return X, data_norm
         return append_intercept_feature(X, data_norm, scaling)
 
-    def _record(self, outputs, params, effective_norm, rows_clipped, n_samples, data_passes=None):
+    def _record(self, outputs, params, effective_norm, rows_clipped, n_samples, data_passes=None,
+                label_set_public=None):
         first = outputs[0]
         epsilon, delta, loss = params.epsilon, params.delta, params.loss
         return PrivacyRecord(
@@ -269,6 +281,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             loss=loss.name,
             reference=REFERENCES[self.mechanism],
             data_passes=data_passes,
+            label_set_public=label_set_public,
         )
 
     def __sklearn_tags__(self):
