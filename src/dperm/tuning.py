@@ -23,6 +23,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import spend_before_fitting
+from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
 
@@ -88,14 +89,23 @@ class TuningRecord:
             return f"{self.epsilon:g}-DP (pure epsilon-differential privacy)"
         return f"({self.epsilon:g}, {self.delta:g})-DP"
 
+    @property
+    def label_set_public(self):
+        """The selected candidate's ``label_set_public`` (None if its record has none)."""
+        return getattr(self.candidate_record, "label_set_public", None)
+
     def summary(self) -> str:
-        return "\n".join([
+        lines = [
             f"Guarantee: {self.guarantee} for the selected model and its parameters.",
             f"Procedure: {self.reference}.",
             f"{self.n_candidates} candidates each trained on its own part of "
             f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
             f"selected candidate {self.selected_index}.",
-        ])
+        ]
+        if self.label_set_public is not None:
+            lines.append("Label set: public (given)." if self.label_set_public else
+                         "Label set: read from the training data; NOT covered by the guarantee.")
+        return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
@@ -121,6 +131,14 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     accountant : dperm.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)`` before any
         data is touched.
+    classes : None or list of labels, default=None
+        The public label set, given to every candidate (the estimator needs a
+        ``classes`` parameter; see :class:`dperm.PrivateLogisticRegression`).
+        A label outside it raises ValueError before the accountant is charged.
+        ``None`` keeps the estimator's own ``classes``; if that is None too,
+        each candidate reads the labels of its own part, which the guarantee
+        does not cover (a :class:`~dperm.PrivacyLeakWarning` says so) and which
+        can differ between candidates.
 
     Attributes
     ----------
@@ -140,18 +158,21 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     Every candidate sees ``n / (m + 1)`` rows, so a large grid costs accuracy.
     """
 
-    def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None):
+    def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None,
+                 classes=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def _candidates(self):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid must give at least one candidate.")
-        reserved = sorted({key for c in candidates for key in c} & {"epsilon", "random_state", "accountant"})
+        reserved = sorted({key for c in candidates for key in c}
+                          & {"epsilon", "random_state", "accountant", "classes"})
         if reserved:
             raise ValueError(f"param_grid may not set {reserved}: the search sets them itself.")
         if "epsilon" not in self.estimator.get_params():
@@ -161,9 +182,24 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
             )
         return candidates
 
-    def _configured(self, params, epsilon, seed):
+    def _label_set(self):
+        """The checked public label set of every candidate, or None (each reads its part's labels)."""
+        inner = self.estimator.get_params().get("classes")
+        if self.classes is None:
+            return check_classes(inner)
+        if "classes" not in self.estimator.get_params():
+            raise ValueError(f"classes is given but {type(self.estimator).__name__} has no classes "
+                             "parameter; use a dperm classifier.")
+        classes = check_classes(self.classes)
+        if inner is not None and not np.array_equal(check_classes(inner), classes):
+            raise ValueError(f"classes={classes.tolist()} differs from the estimator's classes="
+                             f"{list(inner)}; give the label set once.")
+        return classes
+
+    def _configured(self, params, epsilon, seed, classes=None):
         estimator = clone(self.estimator)
-        return estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
+        estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
+        return estimator if classes is None else estimator.set_params(classes=classes)
 
     @staticmethod
     def _delta_of(estimator) -> float:
@@ -175,11 +211,14 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         refuse_dask_input(self, X, y)
         epsilon = check_epsilon(self.epsilon)
         candidates = self._candidates()
+        classes = self._label_set()
         delta = max(self._delta_of(self._configured(c, epsilon, None)) for c in candidates)
-        spend_before_fitting(self.accountant, epsilon, delta,
-                             f"PrivateParameterSearch over {len(candidates)} candidates")
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
+        if classes is not None:
+            resolve_label_set(classes, y)  # a label outside the public set: before the budget
+        spend_before_fitting(self.accountant, epsilon, delta,
+                             f"PrivateParameterSearch over {len(candidates)} candidates")
         rng = check_random_state(self.random_state)
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]
@@ -191,7 +230,7 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         models, mistakes = [], []
         for params, part in zip(candidates, parts[:-1]):
             seed = np.random.default_rng(rng.integers(2**63))
-            model = self._configured(params, epsilon, seed).fit(X[part], y[part])
+            model = self._configured(params, epsilon, seed, classes).fit(X[part], y[part])
             models.append(model)
             mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)

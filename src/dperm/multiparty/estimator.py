@@ -24,18 +24,22 @@ from dperm.multiparty.baselines import (
 from dperm.multiparty.privacy import calibrate_psgd, check_coordinator_accountant, check_open_delta
 from dperm.multiparty.protocol import InProcessNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import MaskedSecureSum
+from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
 MULTIPARTY_LOSSES = ("logistic", "huber")
 
 
-def check_shards(shards):
+def check_shards(shards, classes=None):
     """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
 
+    ``classes`` is the checked public label set (:func:`dperm.privacy.labels.check_classes`);
+    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``.
     Raises ValueError naming the problem: fewer than 2 shards, a shard that
     is not a pair, an empty shard, shards with different numbers of features,
-    a single class overall or more than two classes.
+    a label outside ``classes``, or without ``classes`` a single class overall
+    or more than two classes.
     """
     if isinstance(shards, (str, bytes)) or not hasattr(shards, "__len__"):
         raise ValueError(
@@ -62,13 +66,17 @@ def check_shards(shards):
     widths = [X.shape[1] for X, _ in arrays]
     if len(set(widths)) != 1:
         raise ValueError(f"shards have different numbers of features: {widths} (one per shard).")
-    classes = np.unique(np.concatenate([y for _, y in arrays]))
+    labels = np.concatenate([y for _, y in arrays])
+    if classes is not None:
+        return arrays, resolve_label_set(classes, labels).classes, widths[0]
+    classes = np.unique(labels)
     if classes.size != 2:
         kind = "a single class" if classes.size < 2 else f"{classes.size} classes"
         raise ValueError(
             f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
             "classifiers are binary and need exactly two classes overall."
         )
+    warn_label_set_from_data(stacklevel=4)
     return arrays, classes, widths[0]
 
 
@@ -158,6 +166,10 @@ class PSGDClassifier(_MultipartyClassifierBase):
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
+    classes : None or list of two labels, default=None
+        The public label set; ``classes_[1]`` is the positive class. A label
+        outside it raises ValueError. ``None`` reads the two labels from the
+        shards, which the guarantee does not cover (``PrivacyLeakWarning``).
 
     Attributes
     ----------
@@ -179,7 +191,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
                  composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
-                 secure_sum=None, random_state=None):
+                 secure_sum=None, random_state=None, classes=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -194,6 +206,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.coordinator_accountant = coordinator_accountant
         self.secure_sum = secure_sum
         self.random_state = random_state
+        self.classes = classes
 
     def fit(self, shards, y=None):
         """Run PSGD over the parties' shards.
@@ -214,7 +227,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         if not isinstance(self.coordinator_dp, (bool, np.bool_)):
             raise ValueError(f"coordinator_dp must be True or False; got {self.coordinator_dp!r}.")
         check_coordinator_accountant(self.coordinator_accountant)
-        arrays, classes, n_features = check_shards(shards)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
         rng = check_random_state(self.random_state)
         parties = self._make_parties(arrays, classes, loss, data_norm, rng)
         sizes = [party.n_samples for party in parties]
@@ -282,6 +295,8 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         Defaults to an in-process masked secure sum with a clipping range set
         from public constants.
     random_state : None, int or numpy Generator, default=None
+    classes : None or list of two labels, default=None
+        As for :class:`PSGDClassifier`.
 
     Attributes
     ----------
@@ -296,7 +311,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     """
 
     def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
-                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None):
+                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, classes=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.data_norm = data_norm
@@ -306,6 +321,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         self.max_iter = max_iter
         self.secure_sum = secure_sum
         self.random_state = random_state
+        self.classes = classes
 
     def fit(self, shards, y=None):
         """Train one classifier per party and release their noisy average.
@@ -322,7 +338,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         epsilon, alpha, data_norm, loss = self._check_common()
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
-        arrays, classes, n_features = check_shards(shards)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
         rng = check_random_state(self.random_state)
         parties = self._make_parties(arrays, classes, loss, data_norm, rng)
         calibration = calibrate_local_aggregation(
