@@ -22,7 +22,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import spend_before_fitting
+from dperm.accounting import BudgetAccountant, spend_before_fitting
 from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
@@ -129,8 +129,9 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         Drives the split, the candidates' noise and the selection. ``None``
         uses OS entropy; a seed is for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
-        Charged once with the whole procedure's ``(epsilon, delta)`` before any
-        data is touched.
+        Charged once with the whole procedure's ``(epsilon, delta)`` after the
+        parameters, X, y and the labels are checked, before any candidate is
+        trained; an overspend is refused before the data is looked at.
     classes : None or list of labels, default=None
         The public label set, given to every candidate (the estimator needs a
         ``classes`` parameter; see :class:`dperm.PrivateLogisticRegression`).
@@ -213,12 +214,14 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         candidates = self._candidates()
         classes = self._label_set()
         delta = max(self._delta_of(self._configured(c, epsilon, None)) for c in candidates)
+        label = f"PrivateParameterSearch over {len(candidates)} candidates"
+        if isinstance(self.accountant, BudgetAccountant):
+            self.accountant.check(epsilon, delta, label)  # an overspend: before the data is read
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
         if classes is not None:
             resolve_label_set(classes, y)  # a label outside the public set: before the budget
-        spend_before_fitting(self.accountant, epsilon, delta,
-                             f"PrivateParameterSearch over {len(candidates)} candidates")
+        spend_before_fitting(self.accountant, epsilon, delta, label)
         rng = check_random_state(self.random_state)
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]

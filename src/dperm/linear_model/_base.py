@@ -18,7 +18,7 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from dperm.accounting import spend_before_fitting
+from dperm.accounting import BudgetAccountant, spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import REFERENCES, PrivacyRecord
@@ -139,6 +139,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             check_distributed_loss(params.loss)
             self._spend(params)
             return self._fit_distributed(X, y, params)
+        self._check_budget(params)  # an overspend is refused before the data is looked at
         X, y = validate_data(
             self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
         )
@@ -227,7 +228,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return score_distributed(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
 
+    def _check_budget(self, params):
+        """Raise ``BudgetExceededError`` if the fit would overspend; spends nothing."""
+        if isinstance(self.accountant, BudgetAccountant):
+            self.accountant.check(params.epsilon, self._delta_spent(params.delta),
+                                  self._spend_label())
+
     def _spend(self, params):
+        """Spend the fit's budget: after every check of parameters, data and labels."""
         spend_before_fitting(self.accountant, params.epsilon, self._delta_spent(params.delta),
                              self._spend_label())
 

@@ -48,8 +48,9 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         A seed makes fits reproducible and is meant for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
-        ``gaussian_objective``) before touching the data, and raises
-        ``BudgetExceededError`` without fitting if that would overspend.
+        ``gaussian_objective``) after the parameters, X, y and the labels
+        against ``classes`` are checked and before any model is computed; an
+        overspend raises ``BudgetExceededError`` before the data is looked at.
     scheduler : None, str or distributed.Client, default=None
         Used only when ``X`` is a Dask array or DataFrame (``pip install
         'dperm[dask]'``, :mod:`dperm.scale`): the fit then runs as map-reduce
