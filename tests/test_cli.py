@@ -34,13 +34,15 @@ def test_train_predict_round_trip(csv_files, capsys):
     model_path = folder / "model.json"
     code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
                  "--bounds", str(bounds), "--epsilon", "2", "--alpha", "0.001",
-                 "--random-state", "1", "--out", str(model_path)])
+                 "--classes", "yes, no", "--random-state", "1", "--out", str(model_path)])
     assert code == 0
     out = capsys.readouterr().out
     assert "trained on 400 rows (every row of the file; none is dropped), 5 features" in out
-    assert "2-DP" in out and "NOT covered" not in out
+    assert "2-DP" in out and "NOT covered" not in out and "Label set: public (given)." in out
     document = json.loads(model_path.read_text())
     assert document["privacy"]["epsilon"] == 2.0 and document["schema_from_data"] == []
+    assert document["params"]["classes"] == ["no", "yes"] and document["classes"] == ["no", "yes"]
+    assert document["privacy"]["label_set_public"] is True
     assert document["params"]["random_state"] is None  # the seed is never stored
     model, spec, _ = load_model(model_path)
     assert spec.feature_names() == ["age", "color=red", "color=green", "color=blue", "score"]
@@ -83,6 +85,54 @@ def test_data_derived_bounds_warn_and_are_recorded(csv_files, capsys):
     assert code == 0
     assert "NOT covered" in capsys.readouterr().out
     assert json.loads(model_path.read_text())["schema_from_data"] == ["age", "color", "score"]
+
+
+def test_classes_set_the_label_set_and_split(csv_files, capsys):
+    folder, train, _, bounds = csv_files
+    model_path = folder / "model.json"
+    code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--epsilon", "3", "--classes", "no,yes,maybe",
+                 "--random-state", "0", "--out", str(model_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "classes ['maybe', 'no', 'yes']" in out and "One-vs-rest over 3 classes" in out
+    model, _, document = load_model(model_path)
+    assert model.coef_.shape == (3, 5) and document["privacy"]["epsilon_per_problem"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "classes,message",
+    [
+        ("no,maybe", "dperm: error: target column 'label' of "),
+        ("no,maybe", "has label 'yes' not in --classes=['maybe', 'no']; add it to --classes"),
+        ("no,,yes", "--classes 'no,,yes' has an empty label"),
+        ("no,no,yes", "--classes repeats a label"),
+        ("yes", "--classes must list at least two labels"),
+    ],
+)
+def test_bad_classes_are_a_one_line_error(csv_files, capsys, classes, message):
+    folder, train, _, bounds = csv_files
+    model_path = folder / "model.json"
+    code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--epsilon", "1", "--classes", classes,
+                 "--out", str(model_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not model_path.exists()
+
+
+def test_without_classes_the_label_set_is_warned_and_recorded(csv_files, capsys):
+    folder, train, _, bounds = csv_files
+    model_path = folder / "model.json"
+    with pytest.warns(PrivacyLeakWarning, match="classes=None: the label set"):
+        code = main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                     "--bounds", str(bounds), "--epsilon", "1", "--out", str(model_path)])
+    assert code == 0
+    assert "Label set: read from the training data; NOT covered" in capsys.readouterr().out
+    document = json.loads(model_path.read_text())
+    assert document["params"]["classes"] is None and document["privacy"]["label_set_public"] is False
+    assert main(["show", "--model", str(model_path)]) == 0
+    assert "Label set: read from the training data" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -60,10 +60,40 @@ def _make_model(args):
 
     common = dict(epsilon=args.epsilon, delta=args.delta, alpha=args.alpha,
                   mechanism=args.mechanism, data_norm=args.data_norm,
-                  fit_intercept=not args.no_intercept, random_state=args.random_state)
+                  fit_intercept=not args.no_intercept, random_state=args.random_state,
+                  classes=args.classes)
     if args.model == "logistic":
         return PrivateLogisticRegression(**common)
     return PrivateLinearSVC(loss=args.model, h=args.h, **common)
+
+
+def _parse_classes(text):
+    """``--classes a,b,c`` as the sorted list of labels, checked; None without the option.
+
+    The target column is read as text (stripped cells), so the labels stay
+    strings, stripped the same way.
+    """
+    if text is None:
+        return None
+    from dperm.privacy.labels import check_classes
+
+    labels = [label.strip() for label in text.split(",")]
+    if "" in labels:
+        raise ValueError(f"--classes {text!r} has an empty label; list the labels separated by "
+                         "commas, e.g. --classes no,yes.")
+    return check_classes(labels, name="--classes").tolist()
+
+
+def _check_labels(y, classes, args):
+    """Every target value lies in ``--classes`` (before anything is fitted or spent)."""
+    if classes is None:
+        return
+    from dperm.privacy.labels import resolve_label_set
+
+    try:
+        resolve_label_set(np.asarray(classes), y, name="--classes")
+    except ValueError as error:
+        raise ValueError(f"target column {args.target!r} of {args.data}: {error}") from None
 
 
 def _train_dask(args) -> int:
@@ -94,6 +124,7 @@ def _train(args) -> int:
     from dperm.model_io import save_model
     from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
 
+    args.classes = _parse_classes(args.classes)
     if args.engine == "dask":
         return _train_dask(args)
 
@@ -112,6 +143,7 @@ def _train(args) -> int:
                                  data_norm=args.data_norm)
     X = spec.transform(columns, source=args.data)  # one row per row of the file: n is public
     y = parse_labels(columns[args.target], args.target, source=args.data)
+    _check_labels(y, args.classes, args)
     model = _make_model(args).fit(X, y)
     save_model(args.out, model, spec, args.target, from_data)
     print(f"trained on {X.shape[0]} rows (every row of the file; none is dropped), "
@@ -233,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories];"
                             " {\"lower\": .., \"upper\": .., \"fill\": ..} gives a numeric column a"
                             " public value for missing cells (else a missing cell is an error)")
+    train.add_argument("--classes", default=None, metavar="A,B,...",
+                       help="the PUBLIC label set, comma-separated (e.g. no,yes): it sets the "
+                            "classes and the one-vs-rest split of epsilon; a label outside it is "
+                            "an error. Without it the labels are read from the data, which the "
+                            "guarantee does not cover (warned)")
     train.add_argument("--model", choices=MODELS, default="logistic")
     train.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
     train.add_argument("--epsilon", type=float, required=True)

@@ -17,6 +17,7 @@ import numpy as np
 
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.preprocessing import TabularSpec
+from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 
 FORMAT = "dperm-model"
@@ -50,6 +51,8 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     # Where the fit ran and which budget paid for it are not part of the model.
     params["scheduler"] = None
     params["accountant"] = None
+    if params.get("classes") is not None:  # the public label set, as JSON scalars
+        params["classes"] = [_json_scalar(c) for c in check_classes(params["classes"])]
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -157,10 +160,32 @@ def model_from_dict(document):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected ({n_problems},).")
     model.coef_ = coef
     model.intercept_ = intercept
+    _check_public_classes(model, classes)
     model.classes_ = np.asarray(classes)
     model.n_features_in_ = spec.n_features
-    model.privacy_ = PrivacyRecord.from_dict(document["privacy"])
+    model.privacy_ = _classifier_record(document["privacy"], model)
     return model, spec
+
+
+def _check_public_classes(model, classes):
+    """A file with ``params.classes`` (the public label set) must list exactly those classes."""
+    if model.classes is None:
+        return
+    public = check_classes(model.classes, name="'params.classes'")
+    if public.tolist() != classes:
+        raise ValueError(f"'classes' {classes} differs from the public label set "
+                         f"'params.classes' {public.tolist()}.")
+
+
+def _classifier_record(data, model):
+    """The record; a file written before ``label_set_public`` existed read its labels from the data."""
+    if isinstance(data, dict) and "label_set_public" not in data:
+        data = {**data, "label_set_public": model.classes is not None}
+    record = PrivacyRecord.from_dict(data)
+    if record.label_set_public != (model.classes is not None):
+        raise ValueError(f"'privacy.label_set_public' is {record.label_set_public!r} but "
+                         f"'params.classes' is {model.classes!r}; they must agree.")
+    return record
 
 
 def finite_array(value, name, ndim):

@@ -46,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dperm.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNELS
 from dperm.validation import clip_labels_to_bound, warn_clipped_labels, refuse_dask_input
+from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.mechanisms.prediction import (
     KERNEL_KAPPA,
     PREDICTION_LOSSES,
@@ -108,12 +109,18 @@ class PrivatePredictor(BaseEstimator):
     random_state : None, int or numpy Generator, default=None
         ``None`` draws the noise from OS entropy, as real use must. A seed is
         for testing only: whoever knows it can subtract the noise.
+    classes : None or list of two labels, default=None
+        Hinge only: the public label set; ``predict`` answers with these
+        labels, so they must not come from the data. A training label outside
+        it raises ValueError; a label no row carries is fine. ``None`` reads
+        the two labels from y, which the guarantee does not cover (a
+        :class:`~dperm.PrivacyLeakWarning` says so).
 
     Attributes
     ----------
     n_features_in_ : int
     classes_ : ndarray of shape (2,)
-        Hinge only: the two class labels.
+        Hinge only: ``classes`` sorted, or the two labels of y without it.
     privacy_ : PredictionPrivacyRecord
         The calibration: ``sensitivity`` is ``B_Delta``, ``noise_scale`` the
         discrete Laplace scale per answer.
@@ -175,6 +182,7 @@ class PrivatePredictor(BaseEstimator):
         max_iter=1000,
         accountant=None,
         random_state=None,
+        classes=None,
     ):
         self.epsilon_total = epsilon_total
         self.epsilon_per_query = epsilon_per_query
@@ -186,6 +194,7 @@ class PrivatePredictor(BaseEstimator):
         self.max_iter = max_iter
         self.accountant = accountant
         self.random_state = random_state
+        self.classes = classes
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self) -> dict:
@@ -204,6 +213,8 @@ class PrivatePredictor(BaseEstimator):
             raise ValueError(
                 f"accountant must be a dperm.accounting.BudgetAccountant or None; got {self.accountant!r}."
             )
+        if self.loss == "squared" and self.classes is not None:
+            raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
         y_bound = None
         if self.loss == "squared":
             y_bound = check_positive(self.y_bound, "y_bound", "y_bound is a public bound M on |y|.")
@@ -217,6 +228,7 @@ class PrivatePredictor(BaseEstimator):
             "y_bound": y_bound,
             "max_iter": check_positive_int(self.max_iter, "max_iter"),
             "loss": prediction_loss(self.loss, y_bound),
+            "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
         }
 
     # -- fitting ----------------------------------------------------------
@@ -233,7 +245,8 @@ class PrivatePredictor(BaseEstimator):
             Finite values; no bound is needed (``K(x, x) = 1``).
         y : array-like of shape (m,)
             Real targets (squared; clipped to ``[-y_bound, y_bound]`` with a
-            :class:`~dperm.DataClippingWarning`) or two classes (hinge).
+            :class:`~dperm.DataClippingWarning`) or labels from ``classes``
+            (hinge; without ``classes``, two labels read from y, warned).
 
         Returns
         -------
@@ -279,11 +292,12 @@ class PrivatePredictor(BaseEstimator):
             warn_clipped_labels(n_clipped, params["y_bound"])
             return y
         check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size != 2:
+        observed = np.unique(y)
+        if params["classes"] is None and observed.size > 2:
             raise ValueError(
-                f"loss='hinge' needs exactly two classes; y has {classes.size} ({classes.tolist()})."
+                f"loss='hinge' needs exactly two classes; y has {observed.size} ({observed.tolist()})."
             )
+        classes = resolve_label_set(params["classes"], y).classes
         self.classes_ = classes
         return np.where(y == classes[1], 1.0, -1.0)
 

@@ -301,6 +301,10 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
+    if np.unique(y).size < 2:
+        # liblinear refuses one-class data: the one-vs-rest problem of a public label no row
+        # carries has every row negative. Still strongly convex; smoothing certifies it.
+        return solve_by_smoothing(HingeLoss(), X, y, alpha, radius_tol, max_iter)
     n = X.shape[0]
     best = None
     n_iter = 0

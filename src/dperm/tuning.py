@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg
+from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
@@ -107,14 +108,23 @@ class TuningRecord(RecordBase):
     def guarantee(self) -> str:
         return describe_guarantee(self.epsilon, self.delta)
 
+    @property
+    def label_set_public(self):
+        """The selected candidate's ``label_set_public`` (None if its record has none)."""
+        return getattr(self.candidate_record, "label_set_public", None)
+
     def summary(self) -> str:
-        return "\n".join([
+        lines = [
             f"Guarantee: {self.guarantee} for the selected model and its parameters.",
             f"Procedure: {self.reference}.",
             f"{self.n_candidates} candidates each trained on its own part of "
             f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
             f"selected candidate {self.selected_index}.",
-        ])
+        ]
+        if self.label_set_public is not None:
+            lines.append("Label set: public (given)." if self.label_set_public else
+                         "Label set: read from the training data; NOT covered by the guarantee.")
+        return "\n".join(lines)
 
 
 class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
@@ -136,8 +146,16 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         uses OS entropy; a seed is for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)``, after the
-        grid, every candidate's parameters and the data have been checked and
-        before any candidate is trained.
+        grid, every candidate's parameters, the data and the labels have been
+        checked and before any candidate is trained.
+    classes : None or list of labels, default=None
+        The public label set, given to every candidate (the estimator needs a
+        ``classes`` parameter; see :class:`dperm.PrivateLogisticRegression`).
+        A label outside it raises ValueError before the accountant is charged.
+        ``None`` keeps the estimator's own ``classes``; if that is None too,
+        each candidate reads the labels of its own part, which the guarantee
+        does not cover (a :class:`~dperm.PrivacyLeakWarning` says so) and which
+        can differ between candidates.
 
     Attributes
     ----------
@@ -157,18 +175,21 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     Every candidate sees ``n / (m + 1)`` rows, so a large grid costs accuracy.
     """
 
-    def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None):
+    def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None,
+                 classes=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def _candidates(self):
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid must give at least one candidate.")
-        reserved = sorted({key for c in candidates for key in c} & {"epsilon", "random_state", "accountant"})
+        reserved = sorted({key for c in candidates for key in c}
+                          & {"epsilon", "random_state", "accountant", "classes"})
         if reserved:
             raise ValueError(f"param_grid may not set {reserved}: the search sets them itself.")
         if "epsilon" not in self.estimator.get_params():
@@ -178,9 +199,24 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
             )
         return candidates
 
-    def _configured(self, params, epsilon, seed):
+    def _label_set(self):
+        """The checked public label set of every candidate, or None (each reads its part's labels)."""
+        inner = self.estimator.get_params().get("classes")
+        if self.classes is None:
+            return check_classes(inner)
+        if "classes" not in self.estimator.get_params():
+            raise ValueError(f"classes is given but {type(self.estimator).__name__} has no classes "
+                             "parameter; use a dperm classifier.")
+        classes = check_classes(self.classes)
+        if inner is not None and not np.array_equal(check_classes(inner), classes):
+            raise ValueError(f"classes={classes.tolist()} differs from the estimator's classes="
+                             f"{list(inner)}; give the label set once.")
+        return classes
+
+    def _configured(self, params, epsilon, seed, classes=None):
         estimator = clone(self.estimator)
-        return estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
+        estimator.set_params(**params, epsilon=epsilon, random_state=seed, accountant=None)
+        return estimator if classes is None else estimator.set_params(classes=classes)
 
     @staticmethod
     def _check_candidate(estimator) -> None:
@@ -206,7 +242,8 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         epsilon = check_epsilon(self.epsilon)
         check_accountant(self.accountant)
         candidates = self._candidates()
-        configured = [self._configured(c, epsilon, None) for c in candidates]
+        classes = self._label_set()
+        configured = [self._configured(c, epsilon, None, classes) for c in candidates]
         for candidate in configured:
             self._check_candidate(candidate)
         delta = max(self._delta_of(candidate) for candidate in configured)
@@ -215,10 +252,11 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
         check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"y has {classes.size} class ({classes.tolist()}); the candidates "
-                             "are classifiers and need at least two.")
+        if classes is not None:
+            resolve_label_set(classes, y)  # a label outside the public set: before the budget
+        elif np.unique(y).size < 2:
+            raise ValueError(f"y has {np.unique(y).size} class ({np.unique(y).tolist()}); the "
+                             "candidates are classifiers and need at least two.")
         rng = check_random_state(self.random_state)
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]
@@ -232,7 +270,7 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         models, mistakes = [], []
         for params, part in zip(candidates, parts[:-1]):
             seed = np.random.default_rng(rng.integers(2**63))
-            model = self._configured(params, epsilon, seed).fit(X[part], y[part])
+            model = self._configured(params, epsilon, seed, classes).fit(X[part], y[part])
             models.append(model)
             mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)

@@ -21,6 +21,7 @@ from sklearn.utils.validation import validate_data
 from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
 from dperm.mechanisms.objective import require_curvature
+from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
@@ -46,6 +47,7 @@ class FitParams(NamedTuple):
     tol: float
     max_iter: int
     loss: object
+    classes: np.ndarray | None = None  # the public label set, sorted (None: read from y)
 
 
 class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
@@ -66,6 +68,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         random_state=None,
         accountant=None,
         scheduler=None,
+        classes=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -79,6 +82,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
         self.scheduler = scheduler
+        self.classes = classes
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self):
@@ -106,7 +110,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         if self.mechanism != "output":  # loss vs mechanism, before any budget is spent
             require_curvature(loss, self.mechanism)
         check_accountant(self.accountant)
-        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss)
+        classes = check_classes(self.classes)
+        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss, classes)
 
     def _make_loss(self):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
@@ -121,7 +126,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
             :class:`~dperm.DataClippingWarning` that counts them.
         y : array-like of shape (n_samples,)
-            At least two classes; more than two are fitted one-vs-rest.
+            Labels from ``classes`` (a label outside it raises ValueError
+            before any budget is spent); without ``classes``, at least two
+            labels, read from y with a :class:`~dperm.PrivacyLeakWarning`.
+            More than two labels are fitted one-vs-rest.
 
         Returns
         -------
@@ -140,17 +148,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
         check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
-            )
+        label_set = resolve_label_set(params.classes, y)  # before the budget is touched
+        classes = label_set.classes
         rng = check_random_state(self.random_state)
         self._spend_budget(params)  # every check passed; nothing computed from X released yet
         X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
         warn_clipped_rows(rows_clipped, params.data_norm)
         X, effective_norm = self._augment(X, params.data_norm, params.scaling)
-        positives = classes[1:] if classes.size == 2 else classes
+        positives = one_vs_rest_positives(classes)  # the split comes from the label set only
         n_problems = positives.size
         outputs = [
             run_mechanism(
@@ -166,7 +171,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             for positive in positives
         ]
         self._store(outputs, classes, params)
-        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0])
+        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0],
+                                     label_set_public=label_set.public)
         return self
 
     def _fit_distributed(self, X, y, params):
@@ -177,13 +183,15 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         """
         from dperm.scale._estimator import fit_classifier_distributed
 
-        outputs, classes, scan, _ = fit_classifier_distributed(
+        outputs, label_set, scan, _ = fit_classifier_distributed(
             self, X, y, params, spend=lambda: self._spend_budget(params)
         )
+        classes = label_set.classes
         self._store(outputs, classes, params)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
                           else params.data_norm)
-        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, engine="dask")
+        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, engine="dask",
+                                     label_set_public=label_set.public)
         return self
 
     def _store(self, outputs, classes, params):
@@ -255,12 +263,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return X, data_norm
         return append_intercept_feature(X, data_norm, scaling)
 
-    def _record(self, outputs, params, effective_norm, n_samples, engine="memory"):
+    def _record(self, outputs, params, effective_norm, n_samples, engine="memory",
+                label_set_public=None):
         """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
         return linear_record(
             self.mechanism, outputs, params.epsilon, self._delta_spent(params.delta),
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
+            label_set_public=label_set_public,
         )
 
     def __sklearn_tags__(self):

@@ -75,6 +75,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
             tol=self.tol,
             random_state=self.random_state,
             accountant=self.accountant,
+            classes=self.classes,
         )
 
     def fit(self, X, y):
@@ -86,8 +87,10 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
             Any finite values: the features have norm at most ``sqrt(2)`` for
             every row, so X is never clipped.
         y : array-like of shape (n_samples,)
-            At least two classes; more than two are fitted one-vs-rest by the
-            linear model, which splits the budget between the classes.
+            Labels from ``classes`` (without it: at least two, read from y with
+            a :class:`~dperm.PrivacyLeakWarning`); more than two are fitted
+            one-vs-rest by the linear model, which splits the budget between
+            the classes.
 
         Returns
         -------
@@ -216,6 +219,13 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     random_state : None, int or numpy Generator, default=None
         Source of the privacy noise; ``None`` draws it from OS entropy, as a
         released model must. A seed makes fits reproducible, for testing only.
+    accountant : dperm.accounting.BudgetAccountant, optional
+        As in :class:`dperm.PrivateLinearSVC`.
+    classes : None or list of labels, default=None
+        The public label set, as in :class:`dperm.PrivateLogisticRegression`:
+        it alone sets ``classes_`` and the one-vs-rest split of epsilon.
+        ``None`` reads the labels from y, which the guarantee does not cover
+        (a :class:`~dperm.PrivacyLeakWarning` says so).
 
     Attributes
     ----------
@@ -286,6 +296,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         feature_random_state=None,
         random_state=None,
         accountant=None,
+        classes=None,
     ):
         self.loss = loss
         self.h = h
@@ -303,6 +314,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         self.feature_random_state = feature_random_state
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def _make_linear_model(self, data_norm):
         return PrivateLinearSVC(loss=self.loss, h=self.h, **self._linear_params(data_norm))
@@ -318,7 +330,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
 
     Parameters
     ----------
-    kernel, gamma, n_components, epsilon, delta, alpha, mechanism, fit_intercept, intercept_scaling, max_iter, tol, feature_random_state, random_state, accountant
+    kernel, gamma, n_components, epsilon, delta, alpha, mechanism, fit_intercept, intercept_scaling, max_iter, tol, feature_random_state, random_state, accountant, classes
         As in :class:`dperm.PrivateKernelSVC` (``fit_intercept=False`` by
         default because the constant feature would count toward the norm bound).
 
@@ -378,6 +390,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
         feature_random_state=None,
         random_state=None,
         accountant=None,
+        classes=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -393,6 +406,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
         self.feature_random_state = feature_random_state
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def _make_linear_model(self, data_norm):
         return PrivateLogisticRegression(**self._linear_params(data_norm))

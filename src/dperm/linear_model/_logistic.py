@@ -48,9 +48,10 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         A seed makes fits reproducible and is meant for testing only.
     accountant : dperm.accounting.BudgetAccountant, optional
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
-        ``gaussian_objective``) after every parameter and data check and
-        before any noise is drawn, and raises ``BudgetExceededError`` without
-        fitting if that would overspend. A configuration error spends nothing.
+        ``gaussian_objective``) after every parameter, data and label check
+        (labels against ``classes``) and before any noise is drawn, and raises
+        ``BudgetExceededError`` without fitting if that would overspend. A
+        configuration error spends nothing.
     scheduler : None, str or distributed.Client, default=None
         Used only when ``X`` is a Dask array or DataFrame (``pip install
         'dperm[dask]'``, :mod:`dperm.scale`): the fit then runs as map-reduce
@@ -59,12 +60,25 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         127.0.0.1 for the fit; a scheduler address ``"tcp://host:port"`` runs on
         that cluster; ``"threads"``/``"synchronous"`` use Dask's local schedulers.
         There ``max_iter`` bounds the data passes of each Newton solve.
+    classes : None or list of labels, default=None
+        The public label set (strings or numbers of the type of y, at least
+        two, e.g. ``["no", "yes"]``); ``classes_`` is it, sorted like
+        :func:`numpy.unique`. It alone sets the one-vs-rest split: ``n_problems``
+        is 1 for two labels, else the number of labels, and each problem gets
+        ``epsilon / n_problems``. A training label outside it raises ValueError
+        before any budget is spent; a label no row carries is fine (its
+        problem is fitted with every row negative). ``None`` reads the labels
+        from y as scikit-learn does; then one record of a rare class can change
+        ``classes_``, the shape of ``coef_`` and the epsilon per problem, which
+        the guarantee does not cover: a :class:`~dperm.PrivacyLeakWarning` says
+        so and ``privacy_.label_set_public`` is False.
 
     Attributes
     ----------
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
+        ``classes`` sorted, or the labels of y when ``classes=None``.
     n_features_in_ : int
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it; ``print(model.privacy_)``.
@@ -84,7 +98,8 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     >>> from dperm import PrivateLogisticRegression
     >>> from dperm.datasets import load_adult
     >>> adult = load_adult()
-    >>> model = PrivateLogisticRegression(epsilon=0.5, alpha=1e-3, fit_intercept=False)
+    >>> model = PrivateLogisticRegression(epsilon=0.5, alpha=1e-3, fit_intercept=False,
+    ...                                   classes=[0, 1])  # Adult's public labels
     >>> model = model.fit(adult.X_train, adult.y_train)
     >>> round(model.score(adult.X_test, adult.y_test), 1) >= 0.7
     True

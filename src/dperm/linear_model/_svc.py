@@ -23,7 +23,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         (000 Thm 2); it is solved with liblinear and certified by a duality gap.
     h : float, default=0.5
         Width of the smoothed region of the huber and smooth_hinge losses.
-    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant, scheduler
+    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant, scheduler, classes
         As in :class:`dperm.PrivateLogisticRegression`.
 
     Attributes
@@ -55,6 +55,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         random_state=None,
         accountant=None,
         scheduler=None,
+        classes=None,
     ):
         super().__init__(
             epsilon=epsilon,
@@ -69,6 +70,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
             random_state=random_state,
             accountant=accountant,
             scheduler=scheduler,
+            classes=classes,
         )
         self.loss = loss
         self.h = h

@@ -31,18 +31,22 @@ from dperm.multiparty.protocol import (
     resolve_step_size,
 )
 from dperm.multiparty.secure_sum import MaskedSecureSum
+from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
 MULTIPARTY_LOSSES = ("logistic", "huber")
 
 
-def check_shards(shards):
+def check_shards(shards, classes=None):
     """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
 
+    ``classes`` is the checked public label set (:func:`dperm.privacy.labels.check_classes`);
+    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``.
     Raises ValueError naming the problem: fewer than 2 shards, a shard that
     is not a pair, an empty shard, shards with different numbers of features,
-    a single class overall or more than two classes.
+    a label outside ``classes``, or without ``classes`` a single class overall
+    or more than two classes.
     """
     if isinstance(shards, (str, bytes)) or not hasattr(shards, "__len__"):
         raise ValueError(
@@ -69,13 +73,17 @@ def check_shards(shards):
     widths = [X.shape[1] for X, _ in arrays]
     if len(set(widths)) != 1:
         raise ValueError(f"shards have different numbers of features: {widths} (one per shard).")
-    classes = np.unique(np.concatenate([y for _, y in arrays]))
+    labels = np.concatenate([y for _, y in arrays])
+    if classes is not None:
+        return arrays, resolve_label_set(classes, labels).classes, widths[0]
+    classes = np.unique(labels)
     if classes.size != 2:
         kind = "a single class" if classes.size < 2 else f"{classes.size} classes"
         raise ValueError(
             f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
             "classifiers are binary and need exactly two classes overall."
         )
+    warn_label_set_from_data(stacklevel=4)
     return arrays, classes, widths[0]
 
 
@@ -171,6 +179,10 @@ class PSGDClassifier(_MultipartyClassifierBase):
     accountant : dperm.accounting.BudgetAccountant, optional
         Charged ``(epsilon, delta)`` after every parameter and shard check and
         the calibration, before any party is set up or any round runs.
+    classes : None or list of two labels, default=None
+        The public label set; ``classes_[1]`` is the positive class. A label
+        outside it raises ValueError. ``None`` reads the two labels from the
+        shards, which the guarantee does not cover (``PrivacyLeakWarning``).
 
     Attributes
     ----------
@@ -192,7 +204,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
                  composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
-                 secure_sum=None, random_state=None, accountant=None):
+                 secure_sum=None, random_state=None, accountant=None, classes=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -208,6 +220,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.secure_sum = secure_sum
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def fit(self, shards, y=None):
         """Run PSGD over the parties' shards.
@@ -230,7 +243,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         check_coordinator_accountant(self.coordinator_accountant)
         budget = (epsilon, delta, self._spend_label())
         check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
         rng = check_random_state(self.random_state)
         party_rngs = rng.spawn(len(arrays))
         sizes = [X.shape[0] for X, _ in arrays]
@@ -318,6 +331,8 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     accountant : dperm.accounting.BudgetAccountant, optional
         Charged ``(epsilon, 0)`` after every parameter and shard check and the
         calibration, before any party trains.
+    classes : None or list of two labels, default=None
+        As for :class:`PSGDClassifier`.
 
     Attributes
     ----------
@@ -332,7 +347,8 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     """
 
     def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
-                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, accountant=None):
+                 tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, accountant=None,
+                 classes=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.data_norm = data_norm
@@ -343,6 +359,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         self.secure_sum = secure_sum
         self.random_state = random_state
         self.accountant = accountant
+        self.classes = classes
 
     def fit(self, shards, y=None):
         """Train one classifier per party and release their noisy average.
@@ -361,7 +378,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         max_iter = check_positive_int(self.max_iter, "max_iter")
         budget = (epsilon, 0.0, self._spend_label())
         check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
         rng = check_random_state(self.random_state)
         party_rngs = rng.spawn(len(arrays))
         calibration = calibrate_local_aggregation(

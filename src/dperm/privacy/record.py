@@ -88,10 +88,11 @@ class PrivacyRecord(RecordBase):
     loss : str
     reference : str
         The papers and theorems the guarantee follows from.
-    label_set_public : bool
-        Whether the label set (and so ``n_problems``) was given as the public
-        ``classes`` parameter. If it was read from the training data it is not
-        covered by the guarantee.
+    label_set_public : bool or None
+        Classifiers: True if the label set (``classes_`` and the one-vs-rest
+        split) was the public ``classes`` parameter, False if it was read from
+        the training data and so is not covered by the guarantee
+        (:mod:`dperm.privacy.labels`). None for regressors (no label set).
     engine : str
         ``"memory"`` or ``"dask"`` (:mod:`dperm.scale`).
     """
@@ -122,7 +123,7 @@ class PrivacyRecord(RecordBase):
     output_noise_scale: float = released(DERIVED, 0.0)
     output_grid: float = released(DERIVED, 0.0)
     output_sensitivity: float = released(DERIVED, 0.0)
-    label_set_public: bool = released(PUBLIC, True)
+    label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
 
     @property
@@ -135,10 +136,13 @@ class PrivacyRecord(RecordBase):
         lines = [
             f"Guarantee: {self.guarantee} for the released coefficients,",
             "           with respect to replacing one training record"
-            + ("." if self.label_set_public else
+            + ("." if self.label_set_public is not False else
                "; the label set was read from the training data and is NOT covered."),
             f"Mechanism: {self.mechanism} perturbation, {self.loss} loss ({self.reference}).",
         ]
+        if self.label_set_public is not None:
+            lines.append("Label set: public (given)." if self.label_set_public else
+                         "Label set: read from the training data; NOT covered by the guarantee.")
         if self.n_problems > 1:
             lines.append(
                 f"One-vs-rest over {self.n_problems} classes: each binary problem is "
@@ -175,7 +179,7 @@ class PrivacyRecord(RecordBase):
 
 
 def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha, tol,
-                  effective_norm, n_samples, engine="memory", label_set_public=True,
+                  effective_norm, n_samples, engine="memory", label_set_public=None,
                   reference=None) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a linear model from its mechanism outputs (one per problem).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dperm.mechanisms import ERMProblem, run_mechanism
+from dperm.privacy.labels import one_vs_rest_positives, resolve_label_set
 from dperm.scale._chunks import ChunkSpec, chunk_pairs, merge_scans, scan_chunk
 from dperm.scale._cluster import dask_scheduler
 from dperm.scale._data import ChunkedERMData, effective_norm, require_twice_differentiable
@@ -43,7 +44,9 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
     Returns
     -------
     outputs : list of MechanismOutput
-    classes : ndarray
+    label_set : dperm.privacy.labels.LabelSet
+        ``params.classes`` if given (every chunk's labels must lie in it), else
+        the labels of all chunks (with a ``PrivacyLeakWarning``).
     scan : ChunkScan
         Rows, clipped rows, labels over all chunks.
     passes : int
@@ -55,11 +58,11 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
                      intercept_scaling=params.scaling)
     with dask_scheduler(estimator.scheduler) as runner:
         scan = runner.run(scan_chunk, pairs, merge_scans, spec)
-        classes = _check_scan(scan)
+        label_set = _check_scan(scan, params.classes)
         rng = check_random_state(estimator.random_state)
         spend()  # check first, spend last-possible: after the validating scan, before any noise
         warn_clipped_rows(scan.rows_clipped, params.data_norm)
-        positives = classes[1:] if classes.size == 2 else classes
+        positives = one_vs_rest_positives(label_set.classes)
         outputs = []
         for positive in positives:
             data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
@@ -70,20 +73,15 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
             ))
         passes = runner.passes
     estimator.n_features_in_ = n_features
-    return outputs, classes, scan, passes
+    return outputs, label_set, scan, passes
 
 
-def _check_scan(scan):
+def _check_scan(scan, classes):
     if scan.n_rows < 2:
         raise ValueError(
             f"Found array with {scan.n_rows} sample(s) while a minimum of 2 is required."
         )
-    classes = scan.labels
-    if classes.size < 2:
-        raise ValueError(
-            f"y has {classes.size} class ({classes.tolist()}); a classifier needs at least two."
-        )
-    return classes
+    return resolve_label_set(classes, scan.labels)
 
 
 def check_distributed_loss(loss):
