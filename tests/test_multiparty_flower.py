@@ -167,6 +167,8 @@ def test_counts_survive_the_grid_exactly_with_several_digits():
     assert decode_counts(np.sum(encoded, axis=0), bounds, 3, clipping_range, quantization_range) == [18, 2015]
     with pytest.raises(ValueError, match="outside its public bound"):
         encode_counts([21, 0], bounds, clipping_range, quantization_range)
+    with pytest.raises(ValueError, match=r"counts have shape \(5,\); 1 count\(s\) with bounds \[20\] take \(2,\)"):
+        decode_counts(np.sum(encoded, axis=0), [20], 3, clipping_range, quantization_range)  # more than agreed
 
 
 def test_server_side_never_receives_an_individual_vector():

@@ -177,7 +177,15 @@ def encode_counts(counts, bounds, clipping_range: float, quantization_range: int
 
 
 def decode_counts(total, bounds, n_parties: int, clipping_range: float, quantization_range: int) -> list:
-    """Totals over ``K`` parties of the counts :func:`encode_counts` placed on the grid."""
+    """Totals over ``K`` parties of the counts :func:`encode_counts` placed on the grid.
+
+    Raises ValueError when ``total`` does not hold exactly the digits of
+    ``bounds`` (parties that send other counts than agreed are refused).
+    """
+    expected = sum(count_digits(bound, quantization_range) for bound in bounds)
+    if np.shape(total) != (expected,):
+        raise ValueError(f"the parties' counts have shape {np.shape(total)}; {len(bounds)} count(s) with "
+                         f"bounds {list(bounds)} take ({expected},).")
     step = quantization_step(clipping_range, quantization_range)
     digit_sums = np.rint((np.asarray(total, dtype=float) + n_parties * clipping_range) / step).astype(np.int64)
     counts, position = [], 0
