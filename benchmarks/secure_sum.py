@@ -104,6 +104,7 @@ def time_simulation(n_parties: int, rounds: int) -> dict:
                                    wait_seconds=120.0)
     started = time.perf_counter()
     status = simulate_deployment(write_shards(workdir, n_parties), settings, workdir / "model.json",
+                                 max_epsilon=float(rounds), max_delta=1e-5, max_rounds=rounds,  # view: rounds x 1
                                  backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
     summary = _summary(status["round_seconds"])
     summary.update({"serverapp_seconds": status["seconds"],
@@ -132,7 +133,8 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
         for k, port in enumerate(node_ports):
             processes.append(subprocess.Popen(
                 dperm_cli + ["party", "serve", "--data", str(shards[k]), "--superlink",
-                             f"127.0.0.1:{superlink_port}", "--port", str(port), "--insecure"],
+                             f"127.0.0.1:{superlink_port}", "--port", str(port), "--insecure",
+                             "--max-epsilon", str(rounds), "--max-delta", "1e-5", "--max-rounds", str(rounds)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=timeout)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -15,6 +16,7 @@ from dperm.accounting import Spend, advanced_composition
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.multiparty import (
+    CalibrationRefusedError,
     DropoutError,
     GradientSumNetwork,
     InProcessNetwork,
@@ -41,11 +43,14 @@ from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_pertur
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 
 LOGISTIC = get_loss("logistic")
+#: A floor loose enough for every run below (the floor itself is tested with tight ones).
+LOOSE_FLOOR = {"max_epsilon": 1e4, "max_delta": 0.1, "max_rounds": 10_000}
 
 
-def make_parties(shards, party_class=Party, seed=100, data_norm=1.0):
+def make_parties(shards, party_class=Party, seed=100, data_norm=1.0, floor=None):
     return [
-        party_class(X, y, loss=LOGISTIC, data_norm=data_norm, party_id=k, random_state=seed + k)
+        party_class(X, y, loss=LOGISTIC, data_norm=data_norm, party_id=k, random_state=seed + k,
+                    **(floor or LOOSE_FLOOR))
         for k, (X, y) in enumerate(shards)
     ]
 
@@ -300,7 +305,7 @@ def mixed_parties(bad_class, sizes=(30, 40, 50)):
     X, y = make_data(n=sum(sizes))
     shards = split(X, y, sizes)
     parties = make_parties(shards)
-    parties[1] = bad_class(*shards[1], loss=LOGISTIC, party_id=1, random_state=1)
+    parties[1] = bad_class(*shards[1], loss=LOGISTIC, party_id=1, random_state=1, **LOOSE_FLOOR)
     return X, parties
 
 
@@ -359,7 +364,8 @@ def test_privacy_record_states_both_guarantees():
     model = PSGDClassifier(epsilon=0.5, delta=1e-6, alpha=0.05, n_rounds=40, round_epsilon=0.01,
                            composition_slack=1e-7, random_state=0).fit(split(X, y, (30, 40, 50)))
     record = model.privacy_
-    assert (record.epsilon, record.delta) == (0.5, 1e-6)  # 004 Thm 4.2
+    assert (record.target_epsilon, record.target_delta) == (0.5, 1e-6)  # 004 Thm 4.2's, for the limit point
+    assert (record.epsilon, record.delta) == (record.coordinator_epsilon, record.coordinator_delta)  # headline
     assert record.round_epsilon == 0.01
     assert record.coordinator_epsilon_basic == pytest.approx(40 * 0.01)
     assert record.coordinator_delta_basic == 0.0
@@ -371,7 +377,12 @@ def test_privacy_record_states_both_guarantees():
     assert record.n_samples_by_party == (30, 40, 50)
     assert record.round_noise_scale == pytest.approx(2.0 / 0.01)
     text = str(record)
-    assert "Released model: (0.5, 1e-06)-DP" in text and "Coordinator's view over 40 rounds" in text
+    headline = text.splitlines()[0]
+    assert headline.startswith(f"Released model (w_T after 40 rounds): ({record.epsilon:g}, 1e-07)-DP")
+    assert "post-processing of the coordinator's view" in headline and "Thm 4.2" not in headline
+    assert "Coordinator's view over 40 rounds" in text
+    assert any(note.startswith("004 Thm 4.2") and "(0.5, 1e-06)-DP" in note and "not proven" in note
+               for note in record.notes)
     assert record.to_dict()["secure_sum"]["n_sums"] == 40
     assert '"coordinator_epsilon"' in record.to_json()
 
@@ -397,12 +408,13 @@ def test_psgd_classifier_fits_predicts_and_is_reproducible():
     assert np.array_equal(again.coef_, model.coef_)
 
 
-def test_psgd_classifier_counts_clipped_rows():
+def test_clipped_rows_are_warned_by_their_party_and_not_released():
     X, y = make_data(n=120)
     X[0] *= 10.0
     with pytest.warns(DataClippingWarning, match="some rows"):
         model = PSGDClassifier(n_rounds=5, random_state=0).fit(split(X, y, (30, 40, 50)))
-    assert model.privacy_.rows_clipped == 1
+    assert "rows_clipped" not in model.privacy_.to_dict()
+    assert "rows clipped" not in model.privacy_.summary()
 
 
 def test_local_aggregation_sensitivity_uses_the_smallest_party():
@@ -419,7 +431,8 @@ def test_local_aggregation_sensitivity_uses_the_smallest_party():
     assert record.n_min == 20 and record.delta == 0.0
     assert record.sensitivity == pytest.approx((2.0 / (20 * alpha) + 2 * 1e-8 / alpha) / 3)
     assert record.noise_scale == pytest.approx(record.sensitivity / 1.0)
-    assert record.coordinator_epsilon == 1.0 and record.certified
+    assert record.coordinator_epsilon == 1.0
+    assert record.tol == 1e-8 and record.solution_radius_allowance == pytest.approx(1e-8 / alpha)
 
 
 def test_local_aggregation_releases_the_average_of_local_minimisers():
@@ -468,9 +481,9 @@ class ExactSum(SecureSum):
 
     name = "exact_for_tests"
 
-    def sum(self, vectors_by_party, dimension):
+    def sum(self, vectors_by_party, dimension, *, count_clipped=True):
         vectors = [np.asarray(v, dtype=float) for v in vectors_by_party.values()]
-        report = SecureSumReport(self.name, len(vectors), dimension, 0.0, 0, 0, 0, 0.0)
+        report = SecureSumReport(self.name, len(vectors), dimension, 0.0, 0, 0, 0 if count_clipped else None, 0.0)
         return np.sum(vectors, axis=0), report
 
 
@@ -532,6 +545,8 @@ def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
     record = model.privacy_
     rounds = calibrate_coordinator_gaussian(0.5, 1e-5, 40, "pld")
     assert record.coordinator_dp and record.round_noise == "gaussian"
+    assert (record.target_epsilon, record.target_delta) == (0.5, 1e-5)
+    assert (record.epsilon, record.delta) == (record.coordinator_epsilon, 1e-5)  # the headline is the view's
     assert record.noise_multiplier == rounds.noise_multiplier
     assert record.round_sensitivity == 4.0  # 2 L R
     assert record.round_noise_sigma == pytest.approx(rounds.noise_multiplier * 4.0)
@@ -545,7 +560,10 @@ def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
     assert not record.gop_equivalent and "dp-accounting" in record.reference
     text = record.summary()
     assert "Coordinator's view over 40 rounds" in text and "PLD" in text
+    assert text.splitlines()[0].startswith(f"Released model (w_T after 40 rounds): ({record.epsilon:g}, 1e-05)-DP")
     assert "post-processing of the coordinator's view" in text and "not 004 Thm 4.2" in text
+    assert record.secure_sum.coordinates_clipped is None  # not covered by the accounting: not revealed
+    assert "clipping is not counted" in text
     assert any("sigma / sqrt(K)" in note for note in record.notes)
     assert json.loads(record.to_json())["coordinator_dp"] is True
 
@@ -587,3 +605,171 @@ def test_missing_dp_accounting_gives_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "dp_accounting", None)
     with pytest.raises(ImportError, match=r"dperm\[multiparty\]"):
         gaussian_rounds_epsilon(10.0, 5, 1e-5)
+
+
+# -- what is released: nothing computed from the rows (issue 14) ---------------------------
+
+
+def neighbouring_shards(sizes=(30, 40, 50), index=45, seed=3):
+    """D and D': party 1's row ``index`` is inside the unit ball in D and of norm 4 in D' (> data_norm)."""
+    X, y = make_data(n=sum(sizes), seed=seed)
+    X_prime = X.copy()
+    X_prime[index] = np.full(X.shape[1], 2.0)  # norm 4: its party scales it onto R = 1
+    assert np.linalg.norm(X[index]) <= 1.0
+    return split(X, y, sizes), split(X_prime, y, sizes)
+
+
+def released_besides_coef(model):
+    """Every fitted attribute but the noised ``coef_``, with ``privacy_`` as its full dict."""
+    released = {}
+    for name, value in vars(model).items():
+        if name.endswith("_") and not name.startswith("_") and name != "coef_":
+            released[name] = value.to_dict() if name == "privacy_" else np.asarray(value).tolist()
+    return released
+
+
+@pytest.mark.parametrize("make_model", [
+    lambda: PSGDClassifier(epsilon=1.0, alpha=0.05, n_rounds=30, round_epsilon=0.2, random_state=7),
+    lambda: PSGDClassifier(epsilon=1.0, alpha=0.05, n_rounds=30, coordinator_dp=True, random_state=7),
+    lambda: LocalAggregationClassifier(epsilon=1.0, alpha=0.1, random_state=7),
+], ids=["psgd", "psgd_coordinator_dp", "local_aggregation"])
+def test_neighbour_swap_changes_nothing_released_but_the_noised_coefficients(make_model):
+    if make_model().get_params().get("coordinator_dp"):
+        pytest.importorskip("dp_accounting")
+    shards, shards_prime = neighbouring_shards()
+    model = make_model().fit(shards)
+    with pytest.warns(DataClippingWarning, match="1 of 40 rows"):  # party 1's own log, on D' only
+        model_prime = make_model().fit(shards_prime)
+    assert released_besides_coef(model) == released_besides_coef(model_prime)
+    assert set(released_besides_coef(model)) >= {"classes_", "intercept_", "n_features_in_", "privacy_"}
+    assert model.privacy_.summary() == model_prime.privacy_.summary()
+    assert not np.array_equal(model.coef_, model_prime.coef_)  # same noise, different data: the test can fail
+
+
+def test_local_aggregation_record_holds_only_public_numbers():
+    X, y = make_data(n=300)
+    record = LocalAggregationClassifier(epsilon=1.0, alpha=0.1, tol=1e-6, random_state=0).fit(
+        split(X, y, (50, 100, 150))).privacy_
+    data = record.to_dict()
+    assert not {"solution_radius", "certified", "rows_clipped"} & set(data)
+    assert (data["tol"], data["solution_radius_allowance"]) == (1e-6, pytest.approx(1e-5))
+    assert data["secure_sum"]["coordinates_clipped"] is None  # noise-free contributions: no count leaves
+    assert "within r = 1e-05 of its minimiser" in record.summary()
+
+
+def test_uncounted_clipping_stays_in_each_partys_log():
+    vectors = {"a": np.array([10.0, 0.0, 0.0]), "b": np.array([0.0, -9.0, 20.0])}
+    with pytest.warns(SecureSumClippingWarning) as caught:
+        total, report = MaskedSecureSum(clipping_range=8.0, random_state=0).sum(vectors, 3, count_clipped=False)
+    assert report.coordinates_clipped is None
+    messages = sorted(str(w.message) for w in caught)
+    assert messages[0].startswith("party 'a': the secure sum clipped 1 coordinate(s)")
+    assert messages[1].startswith("party 'b': the secure sum clipped 2 coordinate(s)")
+    assert np.abs(total - np.array([8.0, -8.0, 8.0])).max() < report.error_bound
+
+
+# -- a party's own floor against a rogue coordinator ------------------------------------------
+
+TIGHT_FLOOR = {"max_epsilon": 2.0, "max_delta": 1e-5, "max_rounds": 4}
+
+
+def floor_setup(**calibration_kwargs):
+    """Three parties with a tight floor and a calibration they accept: 4 rounds of 0.5 = 2-DP view."""
+    X, y = make_data(n=120)
+    parties = make_parties(split(X, y, (30, 40, 50)), floor=TIGHT_FLOOR)
+    params = dict(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4, n_rounds=4,
+                  loss=LOGISTIC, data_norm=1.0, round_epsilon=0.5)
+    return parties, calibrate_psgd(**{**params, **calibration_kwargs})
+
+
+def rogue(calibration, **changes):
+    return dataclasses.replace(calibration, **changes)
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda c: rogue(c, round_noise_scale=c.round_noise_scale / 2), r"round_noise_scale=.* is smaller .*too little noise"),
+    (lambda c: rogue(c, party_noise_sigma=c.party_noise_sigma * 0.9), r"party_noise_sigma=.*too little noise"),
+    (lambda c: rogue(c, noise_sigma=c.noise_sigma / 10), r"noise_sigma=.*too little noise"),
+    (lambda c: rogue(c, n_rounds=5), r"n_rounds=5 .*at most max_rounds=4"),
+    (lambda c: floor_setup(epsilon=3.0)[1], r"targets \(3, 1e-05\)-DP .*max_epsilon=2"),
+    (lambda c: floor_setup(delta=1e-4)[1], r"targets \(1, 0.0001\)-DP .*max_delta=1e-05"),
+    # consistent noise for a larger round_epsilon: the view, 4 x 2 = 8-DP, is what the party refuses
+    (lambda c: floor_setup(round_epsilon=2.0)[1], r"view over its 4 rounds.*\(8, 0\)-DP by basic .*max_epsilon=2"),
+    (lambda c: rogue(c, epsilon_tilde=c.epsilon_tilde * 2), r"epsilon_tilde=.* differs"),
+    (lambda c: rogue(c, lipschitz=0.5), r"lipschitz=0.5 differs from 1.0"),
+    (lambda c: rogue(c, n_samples=51), r"N=51 over K=3 parties cannot include this party's 50 rows"),
+    (lambda c: rogue(c, n_samples=60), r"noise_sigma=.*too little noise"),  # recomputed for N = 60
+], ids=["rho", "eta", "sigma", "rounds", "epsilon", "delta", "round_epsilon", "eps_tilde", "L", "N", "N_noise"])
+def test_a_party_refuses_a_weaker_setup_before_drawing_anything(tamper, message):
+    parties, honest = floor_setup()
+    party = parties[2]
+    generator_state = party._rng.bit_generator.state
+    with pytest.raises(CalibrationRefusedError, match=f"party 2 refuses the coordinator's set-up: .*{message}"):
+        party.setup(tamper(honest))
+    assert party._rng.bit_generator.state == generator_state  # no eta^k, no rho: nothing drawn
+    with pytest.raises(RuntimeError, match="no calibration"):
+        party.noisy_gradient(np.zeros(4))  # and it answers nothing
+    party.setup(honest)  # the honest set-up is still accepted
+    assert party._rng.bit_generator.state != generator_state
+
+
+def test_a_refused_setup_aborts_psgd_before_any_secure_sum(recording_aggregator):
+    parties, honest = floor_setup()
+    engine = MaskedSecureSum(random_state=0, aggregator_factory=recording_aggregator)
+    with pytest.raises(CalibrationRefusedError, match="too little noise"):
+        psgd(InProcessNetwork(parties, engine), rogue(honest, round_noise_scale=1.0))
+    assert recording_aggregator.instances == []  # no party sent anything
+    result = psgd(InProcessNetwork(floor_setup()[0], engine), honest)
+    assert (result.record.epsilon, result.record.delta) == (2.0, 0.0)  # within every party's floor
+
+
+def test_a_party_answers_at_most_its_own_max_rounds():
+    parties, honest = floor_setup()
+    party = parties[0]
+    party.setup(honest)
+    for _ in range(4):
+        party.noisy_gradient(np.zeros(4))
+    with pytest.raises(RuntimeError, match=r"answered the 4 gradient requests .*max_rounds=4"):
+        party.noisy_gradient(np.zeros(4))
+
+
+@pytest.mark.parametrize("floor, message", [
+    ({"max_epsilon": 0.0, "max_delta": 1e-5, "max_rounds": 3}, "max_epsilon must be a finite number > 0"),
+    ({"max_epsilon": 1.0, "max_delta": 1.0, "max_rounds": 3}, r"max_delta must be a number in \[0, 1\)"),
+    ({"max_epsilon": 1.0, "max_delta": 0.0, "max_rounds": 0}, "max_rounds must be an integer >= 1"),
+])
+def test_a_party_needs_a_valid_floor(floor, message):
+    X, y = make_data(n=20)
+    with pytest.raises(ValueError, match=message):
+        Party(X, y, loss=LOGISTIC, **floor)
+    with pytest.raises(TypeError, match="max_epsilon"):
+        Party(X, y, loss=LOGISTIC)  # no default: every party states its own floor
+
+
+def test_coordinator_dp_party_refuses_a_smaller_noise_multiplier(dp_accounting):
+    parties, honest = floor_setup(coordinator_dp=True, round_epsilon=None, epsilon=2.0)
+    weaker = rogue(honest, noise_multiplier=honest.noise_multiplier * 0.9,
+                   round_noise_sigma=honest.round_noise_sigma * 0.9, round_noise_scale=honest.round_noise_scale * 0.9)
+    with pytest.raises(CalibrationRefusedError, match="round_noise_scale=.*too little noise"):
+        parties[0].setup(weaker)
+    parties[0].setup(honest)
+
+
+def test_local_aggregation_parties_refuse_a_weaker_setup(recording_aggregator):
+    from dperm.multiparty import calibrate_local_aggregation, local_aggregation
+
+    X, y = make_data(n=120)
+    parties = make_parties(split(X, y, (30, 40, 50)), floor={"max_epsilon": 1.0, "max_delta": 0.0, "max_rounds": 1})
+    honest = calibrate_local_aggregation(epsilon=1.0, alpha=0.1, n_samples_by_party=(30, 40, 50), n_features=4,
+                                         loss=LOGISTIC, data_norm=1.0, tol=1e-8)
+    engine = MaskedSecureSum(random_state=0, aggregator_factory=recording_aggregator)
+    for weaker, message in [
+        (dataclasses.replace(honest, noise_scale=honest.noise_scale / 2), "noise_scale=.*too little noise"),
+        (calibrate_local_aggregation(epsilon=2.0, alpha=0.1, n_samples_by_party=(30, 40, 50), n_features=4,
+                                     loss=LOGISTIC, data_norm=1.0, tol=1e-8), "epsilon=2 is above .*max_epsilon=1"),
+        (dataclasses.replace(honest, n_min=45), "n_min=45"),
+    ]:
+        with pytest.raises(CalibrationRefusedError, match=f"party 0 refuses the local-aggregation set-up: .*{message}"):
+            local_aggregation(parties, engine, weaker, random_state=0)
+    assert recording_aggregator.instances == []
+    assert local_aggregation(parties, engine, honest, random_state=0).record.epsilon == 1.0

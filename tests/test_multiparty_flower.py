@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from flwr.app import Message  # noqa: E402
+from flwr.app import Context, Message, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.common import Code, FitIns, FitRes, Status, bytes_to_ndarray, ndarrays_to_parameters  # noqa: E402
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage  # noqa: E402
@@ -21,6 +23,7 @@ from flwr.compat.common import recorddict_compat as compat  # noqa: E402
 
 from _multiparty_data import make_data, split  # noqa: E402
 from dperm.cli import main as dperm_main  # noqa: E402
+from dperm.exceptions import DataClippingWarning  # noqa: E402
 from dperm.losses import get_loss  # noqa: E402
 from dperm.multiparty import (  # noqa: E402
     DropoutError,
@@ -164,6 +167,8 @@ def test_counts_survive_the_grid_exactly_with_several_digits():
     assert decode_counts(np.sum(encoded, axis=0), bounds, 3, clipping_range, quantization_range) == [18, 2015]
     with pytest.raises(ValueError, match="outside its public bound"):
         encode_counts([21, 0], bounds, clipping_range, quantization_range)
+    with pytest.raises(ValueError, match=r"counts have shape \(5,\); 1 count\(s\) with bounds \[20\] take \(2,\)"):
+        decode_counts(np.sum(encoded, axis=0), [20], 3, clipping_range, quantization_range)  # more than agreed
 
 
 def test_server_side_never_receives_an_individual_vector():
@@ -305,7 +310,8 @@ class NaNParty(Party):
 def test_psgd_on_flower_aborts_on_dropout_and_malformed_replies(bad_class, error, message):
     X, y = make_data(n=120)
     shards = split(X, y, (30, 40, 50))
-    parties = [(bad_class if k == 1 else Party)(Xk, yk, loss=LOGISTIC, party_id=k, random_state=k)
+    parties = [(bad_class if k == 1 else Party)(Xk, yk, loss=LOGISTIC, party_id=k, random_state=k,
+                                                max_epsilon=10.0, max_delta=1e-5, max_rounds=6)
                for k, (Xk, yk) in enumerate(shards)]
     calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3,
                                  n_features=4, n_rounds=6, loss=LOGISTIC, data_norm=1.0)
@@ -335,14 +341,18 @@ def shard_files(tmp_path):
             for k, (Xk, yk) in enumerate(split(X, y, (30, 40, 50)))]
 
 
-def deployment_grid(paths, **kwargs):
+#: Every party's own floor in the deployment tests (dperm party serve --max-epsilon --max-delta --max-rounds).
+FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
+
+
+def deployment_grid(paths, floor=FLOOR, **kwargs):
     node_ids = [101, 205, 307]
     return InProcessGrid({node_id: flower_app.client_app for node_id in node_ids[:len(paths)]},
-                         {node_id: {"data-path": str(path), "party-name": f"hospital-{k}"}
+                         {node_id: {"data-path": str(path), "party-name": f"hospital-{k}", **floor}
                           for k, (node_id, path) in enumerate(zip(node_ids, paths))}, **kwargs)
 
 
-@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # counted in rows_clipped
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # each party's own log
 def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     grid = deployment_grid(shard_files, record=True)
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
@@ -351,7 +361,7 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     record = result.record
     assert [p.name for p in parties] == ["hospital-0", "hospital-1", "hospital-2"]
     assert record.n_samples_by_party == (30, 40, 50) and record.n_rounds == 6
-    assert record.rows_clipped == 2  # counted by the parties, revealed only as a total
+    assert "rows_clipped" not in record.to_dict()  # each party scaled its long row; no count is sent
     assert record.secure_sum.engine == "flower_secaggplus_networked" and record.secure_sum.n_sums == 6
     assert len(network.round_seconds) == 6
     assert np.all(np.isfinite(result.coef))
@@ -364,7 +374,8 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     flower_app.write_json(tmp_path / "model.json", document)
     loaded = json.loads((tmp_path / "model.json").read_text())
     assert loaded["format"] == "dperm-multiparty-model" and loaded["features"] == ["x0", "x1", "x2", "x3"]
-    assert loaded["privacy"]["rows_clipped"] == 2 and len(loaded["coef"][0]) == 4
+    assert "rows_clipped" not in loaded["privacy"] and len(loaded["coef"][0]) == 4
+    assert loaded["version"] == 2 and loaded["privacy"]["epsilon"] == record.coordinator_epsilon == 6.0
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
@@ -393,6 +404,92 @@ def test_deployment_runs_the_coordinator_dp_option(shard_files, tmp_path, accoun
     model, _ = model_from_document(json.loads((tmp_path / "model.json").read_text()))
     assert model.coordinator_dp and model.coordinator_accountant == accountant
     assert model.privacy_.coordinator_dp
+
+
+def party_context(path, floor=FLOOR):
+    """A SuperNode's context for one party, as ``dperm party serve`` configures it."""
+    return Context(run_id=1, node_id=7, node_config={"data-path": str(path), "party-name": "p", **floor},
+                   state=RecordDict(), run_config={})
+
+
+@pytest.mark.parametrize("coordinator_dp", [False, True])
+def test_what_a_flower_party_sends_holds_no_count_of_its_rows(tmp_path, coordinator_dp):
+    """The party's arrays for the secure sum have the same shape whether or not its rows were clipped."""
+    if coordinator_dp:
+        pytest.importorskip("dp_accounting")
+    X, y = make_data(n=40)
+    X_long = X.copy()
+    X_long[:5] *= 3.0 / np.linalg.norm(X_long[:5], axis=1, keepdims=True)  # 5 rows beyond R = 1
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2, n_features=4,
+                                 n_rounds=3, loss=LOGISTIC, data_norm=1.0, coordinator_dp=coordinator_dp)
+    config = {"action": "setup", **flower_app.calibration_to_config(calibration, 0.5)}
+    round_config = {"scale": 1 / 100, "clipping-range": 8.0, "quantization-range": 2**22}
+    sent = {}
+    for name, rows in (("inside", X), ("clipped", X_long)):
+        context = party_context(write_shard(tmp_path / f"{name}.csv", rows, y))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataClippingWarning)  # the party's own log
+            assert flower_app.party_setup(context, config) == {"ready": True}
+        assert set(context.state.config_records[flower_app.STATE_KEY]) == set(config) - {"action"} | {
+            "rounds-answered"}  # no row count even in the party's own state
+        sent[name] = flower_app.party_reply(context, [np.zeros(4)], round_config)
+    for arrays in sent.values():
+        if coordinator_dp:  # no count at all: it would not be covered by the accounting
+            assert [a.shape for a in arrays] == [(4,)]
+        else:  # the reply and one base-Q digit: its clipped coordinates, nothing else
+            assert [a.shape for a in arrays] == [(4,), (1,)]
+            assert decode_counts(arrays[1], [4], 1, 8.0, 2**22) == [0]
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # the parties' own logs
+def test_a_flower_party_refuses_a_rogue_setup_and_draws_nothing(shard_files):
+    grid = deployment_grid(shard_files[:2], floor={"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2},
+                           record=True)
+    parties = flower_app.describe_parties(grid, grid.get_node_ids())
+    network = flower_app.FlowerGridNetwork(grid, parties, clipping_range=4.0)
+    honest = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=70, n_parties=2, n_features=4,
+                            n_rounds=2, loss=LOGISTIC, data_norm=1.0)
+    for weaker, message in [
+        (dataclasses.replace(honest, round_noise_scale=honest.round_noise_scale / 4), "too little noise"),
+        (dataclasses.replace(honest, n_rounds=3), "at most max_rounds=2"),
+        (calibrate_psgd(epsilon=3.0, delta=1e-5, alpha=0.05, n_samples=70, n_parties=2, n_features=4, n_rounds=2,
+                        loss=LOGISTIC, data_norm=1.0), r"targets \(3, 1e-05\)-DP"),
+    ]:
+        with pytest.raises(RuntimeError, match=f"set-up query failed .*refuses the coordinator's set-up: .*{message}"):
+            network.setup(weaker)
+        for context in grid._contexts.values():  # nothing drawn, nothing kept
+            assert not context.state.config_records and not context.state.array_records
+    arrays, _, _ = contents_seen(grid.received)
+    assert arrays == []  # and nothing but public answers and refusals reached the coordinator
+    network.setup(honest)
+    for t in range(2):
+        network.gradient_sum(np.zeros(4), 1 / 70, t)
+    with pytest.raises(DropoutError, match="answered the 2 gradient requests it agreed to"):
+        network.gradient_sum(np.zeros(4), 1 / 70, 2)  # a third round is refused by every party
+
+
+def test_a_party_without_its_own_floor_takes_no_part(shard_files):
+    settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
+                                              wait_seconds=1.0)
+    with pytest.raises(RuntimeError, match=r"no \['max-epsilon', 'max-delta', 'max-rounds'\] in its node config"):
+        flower_app.coordinate(deployment_grid(shard_files[:2], floor={}), settings)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # party 1's own log, on D'
+def test_neighbour_swap_changes_no_model_file_field_but_the_coefficients(tmp_path):
+    X, y = make_data(n=70, seed=4)
+    X_prime = X.copy()
+    X_prime[40] = np.full(4, 2.0)  # party 1's row: inside the unit ball in D, norm 4 (> R = 1) in D'
+    settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
+                                              wait_seconds=1.0)
+    documents = []
+    for name, rows in (("D", X), ("D_prime", X_prime)):
+        paths = [write_shard(tmp_path / f"{name}-{k}.csv", Xk, yk) for k, (Xk, yk) in enumerate(split(rows, y, (30, 40)))]
+        result, parties, _ = flower_app.coordinate(deployment_grid(paths), settings)
+        documents.append(json.loads(json.dumps(flower_app.model_document(result, parties, settings))))
+    coefs = [np.array(document.pop("coef")) for document in documents]
+    assert documents[0] == documents[1]  # params, features, parties, the whole privacy record, ...
+    assert np.abs(coefs[0] - coefs[1]).max() > 1e-3  # ... while the data did change the released model
 
 
 def test_coordinator_settings_round_trip_the_run_config():
@@ -439,7 +536,8 @@ def test_simulation_without_ray_names_the_extra(shard_files, tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2)
     with pytest.raises(ImportError, match=r"needs Ray.*pip install 'flwr\[simulation\]>=1.41,<1.42'"):
-        simulate_deployment(shard_files, settings, tmp_path / "model.json")
+        simulate_deployment(shard_files, settings, tmp_path / "model.json", max_epsilon=2.0, max_delta=1e-5,
+                            max_rounds=2)
     assert not (tmp_path / "model.json").exists()
 
 
@@ -454,7 +552,8 @@ def test_deployment_apps_run_under_flowers_ray_simulation(shard_files, tmp_path,
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
                                               wait_seconds=60.0)
     out = tmp_path / "model.json"
-    status = simulate_deployment(shard_files, settings, out, names=["a", "b", "c"],
+    status = simulate_deployment(shard_files, settings, out, names=["a", "b", "c"], max_epsilon=3.0,
+                                 max_delta=1e-5, max_rounds=3,
                                  backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}})
     assert status["ok"] and len(status["round_seconds"]) == 3
     document = json.loads(out.read_text())
@@ -463,11 +562,11 @@ def test_deployment_apps_run_under_flowers_ray_simulation(shard_files, tmp_path,
     assert sorted(document["parties"]) == ["a", "b", "c"] and document["features"] == ["x0", "x1", "x2", "x3"]
     assert sorted(privacy["n_samples_by_party"]) == [30, 40, 50] and privacy["n_rounds"] == 3
     assert privacy["secure_sum"]["n_sums"] == 3 and privacy["secure_sum"]["coordinates_clipped"] == 0
-    assert privacy["rows_clipped"] == 2  # each party scaled its own long row, inside the Ray actors
+    assert "rows_clipped" not in privacy  # each party scaled its own long row, inside the Ray actors
     assert np.all(np.isfinite(document["coef"]))
     assert not ray.is_initialized()  # Flower shut Ray down
     assert dperm_main(["show", "--model", str(out)]) == 0  # the same model file as `dperm coordinate`'s
-    assert "Released model: (1, 1e-05)-DP" in capsys.readouterr().out
+    assert "Released model (w_T after 3 rounds): 3-DP" in capsys.readouterr().out
     # Flower's process-wide task identity was restored: the in-process engine still works afterwards
     vectors = plain_vectors(n_parties=3, dimension=10, seed=9)
     total, report = FlowerSecureSum().sum(vectors, 10)
@@ -495,6 +594,10 @@ def test_flower_environment_keeps_the_users_settings():
     assert fresh["FLWR_TELEMETRY_ENABLED"] == "0" and os.path.isdir(fresh["FLWR_HOME"])
 
 
+#: ``dperm party serve``'s floor options as the tests pass them.
+FLOOR_ARGS = ["--max-epsilon", "2", "--max-delta", "1e-5", "--max-rounds", "2"]
+
+
 def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path, capsys):
     assert dperm_main(["coordinate", "--shards", "1", "--epsilon", "1", "--insecure",
                        "--out", str(tmp_path / "m.json")]) == 2
@@ -504,11 +607,19 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--coordinator-dp",
                        "--round-epsilon", "0.5", "--out", str(tmp_path / "m.json")]) == 2
     assert "cannot be combined with --round-epsilon" in capsys.readouterr().err
-    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1"]) == 2
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
+                       *FLOOR_ARGS]) == 2
     assert "--root-certificates" in capsys.readouterr().err
     assert dperm_main(["party", "serve", "--data", str(tmp_path / "missing.csv"), "--superlink",
-                       "127.0.0.1:1", "--insecure"]) == 2
+                       "127.0.0.1:1", "--insecure", *FLOOR_ARGS]) == 2
     assert "missing.csv" in capsys.readouterr().err
+    # every party states its own floor: required, and checked before anything starts
+    with pytest.raises(SystemExit):
+        dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1", "--insecure"])
+    assert "--max-epsilon" in capsys.readouterr().err
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
+                       "--insecure", "--max-epsilon", "-1", "--max-delta", "1e-5", "--max-rounds", "2"]) == 2
+    assert "--max-epsilon must be a finite number > 0" in capsys.readouterr().err
 
 
 # -- real processes on 127.0.0.1 -------------------------------------------------------
@@ -584,7 +695,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shard_files[k]), "--name", f"party-{k}",
                          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
-                         "--root-certificates", str(tls["ca.pem"])],
+                         "--root-certificates", str(tls["ca.pem"]), *FLOOR_ARGS],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=170)
     finally:
@@ -593,8 +704,8 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     assert coordinator.returncode == 0, output
     document = json.loads(out.read_text())
     privacy = document["privacy"]
-    assert sorted(privacy["n_samples_by_party"]) == [30, 40] and privacy["rows_clipped"] == 1
+    assert sorted(privacy["n_samples_by_party"]) == [30, 40] and "rows_clipped" not in privacy
     assert privacy["secure_sum"]["engine"] == "flower_secaggplus_networked"
     assert privacy["secure_sum"]["n_sums"] == 2 and privacy["n_rounds"] == 2
     assert sorted(document["parties"]) == ["party-0", "party-1"] and np.all(np.isfinite(document["coef"]))
-    assert "Released model: (1, 1e-05)-DP" in output
+    assert "Released model (w_T after 2 rounds): 2-DP" in output

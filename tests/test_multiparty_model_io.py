@@ -46,7 +46,8 @@ def coordinate_model(tmp_path_factory):
         rows = [[repr(float(v)) for v in row] + [int(label)] for row, label in zip(X[a:b], y[a:b])]
         paths.append(write_csv(folder / f"shard{k}.csv", FEATURES + ["label"], rows))
     grid = InProcessGrid({node: flower_app.client_app for node in (11, 22, 33)},
-                         {node: {"data-path": str(path), "party-name": f"bank-{k}"}
+                         {node: {"data-path": str(path), "party-name": f"bank-{k}", "max-epsilon": 6.0,
+                                 "max-delta": 1e-5, "max-rounds": 6}
                           for k, (node, path) in enumerate(zip((11, 22, 33), paths))})
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
                                               wait_seconds=1.0)
@@ -57,17 +58,24 @@ def coordinate_model(tmp_path_factory):
     return path, document
 
 
-def test_show_prints_both_guarantees_and_the_parties(coordinate_model, capsys):
+def test_show_prints_the_released_models_proven_guarantee_first(coordinate_model, capsys):
     path, document = coordinate_model
     assert main(["show", "--model", str(path)]) == 0
     out = capsys.readouterr().out
     assert "PSGDClassifier (multiparty, 3 parties: bank-0, bank-1, bank-2; engine flower_secaggplus_networked)" in out
     assert f"4 features {FEATURES}" in out
     assert "a row longer than R = 1 is scaled onto it" in out
-    assert "Released model: (1, 1e-05)-DP (004 Thm 4.2" in out  # the released model's guarantee
-    # ... and the coordinator's view: 6 rounds of 1-DP sums, basic composition being the tighter here
-    assert (document["privacy"]["coordinator_epsilon"], document["privacy"]["coordinator_delta"]) == (6.0, 0.0)
+    # the headline: w_T after 6 rounds of 1-DP sums is a post-processing of that view (basic composition
+    # being the tighter here); 004 Thm 4.2's (1, 1e-05) is for the limit point and only in a note
+    privacy = document["privacy"]
+    assert (privacy["epsilon"], privacy["delta"]) == (privacy["coordinator_epsilon"], privacy["coordinator_delta"])
+    assert (privacy["epsilon"], privacy["delta"]) == (6.0, 0.0)
+    assert (privacy["target_epsilon"], privacy["target_delta"]) == (1.0, 1e-5)
+    record_lines = out.split("Rows: ", 1)[1].splitlines()[1:]
+    assert record_lines[0].startswith("Released model (w_T after 6 rounds): 6-DP (pure epsilon-differential")
     assert "Coordinator's view over 6 rounds: 6-DP (pure epsilon-differential privacy) by basic" in out
+    assert "Note: 004 Thm 4.2: the point PSGD converges to" in out and "(1, 1e-05)-DP" in out
+    assert "rows clipped" not in out and "rows_clipped" not in privacy
     model, spec, _ = load_model(path)
     assert isinstance(model, PSGDClassifier) and model.privacy_.to_dict() == document["privacy"]
     assert spec == PartyPreprocessing(tuple(FEATURES), 1.0, "clip")
@@ -122,7 +130,7 @@ def _set(document, dotted, value):
 
 @pytest.mark.parametrize("key, value, message", [
     ("coef", KeyError, r"missing keys \['coef'\]"),
-    ("version", 2, "unsupported format 'dperm-multiparty-model' version 2"),
+    ("version", 3, "unsupported format 'dperm-multiparty-model' version 3"),
     ("coef", [[0.1, 0.2, 0.3]], r"'coef' has shape \(1, 3\); 4 features need \(1, 4\)"),
     ("coef", [[0.1, float("nan"), 0.3, 0.4]], "'coef' must be a finite"),
     ("features", ["x0", "x0", "x2", "x3"], "'features' must be a non-empty list of distinct"),
@@ -172,3 +180,22 @@ def test_a_file_without_the_preprocessing_entry_gets_the_version_1_rule(coordina
     assert spec == PartyPreprocessing(tuple(FEATURES), 1.0, "clip")
     np.testing.assert_allclose(spec.transform({name: ["3", "0", "0", "4"][i:i + 1] for i, name in
                                                enumerate(FEATURES)}), [[0.6, 0.0, 0.0, 0.8]])
+
+
+def test_a_version_1_file_is_read_without_its_row_count_and_with_the_proven_headline(coordinate_model, tmp_path,
+                                                                                     capsys):
+    _, document = coordinate_model
+    older = copy.deepcopy(document)
+    older["version"] = 1
+    privacy = older["privacy"]
+    privacy["rows_clipped"] = 2  # what version 1 stored: an un-noised count of private rows
+    privacy["epsilon"], privacy["delta"] = privacy.pop("target_epsilon"), privacy.pop("target_delta")
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(older), encoding="utf-8")
+    model, _, _ = load_model(path)
+    record = model.privacy_
+    assert (record.epsilon, record.delta, record.target_epsilon) == (6.0, 0.0, 1.0)
+    assert "rows_clipped" not in record.to_dict() and "version-1 model file" in record.notes[-1]
+    assert main(["show", "--model", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Released model (w_T after 6 rounds): 6-DP" in out and "rows clipped" not in out

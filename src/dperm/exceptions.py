@@ -72,9 +72,21 @@ class SecureSumClippingWarning(UserWarning):
     """Some coordinates of the parties' noisy vectors were clipped by the secure sum.
 
     Secure summation works on fixed-point numbers in ``[-clipping_range,
-    clipping_range]`` (shared papers note 14). The DP noise is added before,
-    so clipping is post-processing and keeps the guarantee of what the
-    coordinator sees, but the revealed sum is then no longer the sum the
-    algorithm assumes: PSGD's equivalence with GOP (004 Thm 4.2) does not hold
-    for the rounds where it happened.
+    clipping_range]`` (shared papers note 14). In PSGD's 004 scheme the DP
+    noise of each reply is added before, so clipping is post-processing and
+    keeps the guarantee of what the coordinator sees, but the revealed sum is
+    then no longer the sum the algorithm assumes: PSGD's equivalence with GOP
+    (004 Thm 4.2) does not hold for the rounds where it happened. Where the
+    count is not revealed (``coordinator_dp``, local aggregation) each party
+    issues it for its own vector only.
+    """
+
+
+class CalibrationRefusedError(ValueError):
+    """A party refused a coordinator's set-up: its guarantee is weaker than the party allows.
+
+    Each party is started with its own maximum epsilon, delta and number of
+    rounds and recomputes the calibration from the public inputs itself
+    (:func:`dperm.multiparty.privacy.check_psgd_calibration`). The error is
+    raised before the party draws any noise or sends anything.
     """

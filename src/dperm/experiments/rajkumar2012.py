@@ -57,6 +57,7 @@ import json
 import sys
 import time
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,7 @@ from dperm.multiparty import (
     MaskedSecureSum,
     Party,
     SecureSumClippingWarning,
+    accepting_floor,
     calibrate_psgd,
     psgd,
 )
@@ -291,26 +293,29 @@ def _engine_factory(engine):
 def run_psgd(data, parts, epsilon, alpha, n_rounds, rng, *, coordinator_dp=False, engine="masked"):
     """One PSGD run through the secure sum; with the paper's scheme also GOP at the same ``eta``.
 
-    Returns a dict with ``psgd`` (test error), ``coordinates_clipped`` and, for
-    the paper's scheme, ``gop`` (test error of 004 Alg. 4 with ``eta = sum_k
+    Returns a dict with ``psgd`` (test error) and, for the paper's scheme,
+    ``coordinates_clipped`` (the secure sum's count; the coordinator-DP scheme
+    does not reveal it), ``gop`` (test error of 004 Alg. 4 with ``eta = sum_k
     eta^k``) and ``distance_to_gop`` (``||w_psgd - w_gop|| / ||w_gop||``).
     """
     loss = get_loss(LOSS)
     X, y = data["X_train"], data["y_train"]
     party_rngs = rng.spawn(len(parts) + 1)
-    parties = [Party(X[idx], y[idx], loss=loss, data_norm=1.0, party_id=k, random_state=party_rngs[k])
-               for k, idx in enumerate(parts)]
     sizes = [len(idx) for idx in parts]
     calibration = calibrate_psgd(epsilon=epsilon, delta=DELTA, alpha=alpha, n_samples=sum(sizes),
                                  n_parties=len(sizes), n_features=X.shape[1], n_rounds=n_rounds, loss=loss,
                                  data_norm=1.0, coordinator_dp=coordinator_dp)
+    floor = accepting_floor(calibration)  # one caller plays every role
+    parties = [Party(X[idx], y[idx], loss=loss, data_norm=1.0, party_id=k, random_state=party_rngs[k],
+                     **asdict(floor))
+               for k, idx in enumerate(parts)]
     secure_sum = _engine_factory(engine)(calibration, sizes, party_rngs[-1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SecureSumClippingWarning)  # counted in the record instead
         result = psgd(InProcessNetwork(parties, secure_sum), calibration)
-    out = {"psgd": _error(result.coef, data["X_test"], data["y_test"]),
-           "coordinates_clipped": result.record.secure_sum.coordinates_clipped}
+    out = {"psgd": _error(result.coef, data["X_test"], data["y_test"])}
     if not coordinator_dp:
+        out["coordinates_clipped"] = result.record.secure_sum.coordinates_clipped
         eta = sum(party.one_time_noise for party in parties)  # N(0, sigma^2 I): GOP's noise (004 Thm 4.2)
         order = np.concatenate(parts)
         problem = ERMProblem(X[order], y[order], loss, alpha, 1.0)
@@ -363,7 +368,7 @@ def psgd_cell(data, parts, epsilon, alpha, view_alpha, n_rounds, runs, path, eng
         draws.append({"run": run, "psgd": paper["psgd"], "gop": paper["gop"],
                       "distance_to_gop": paper["distance_to_gop"],
                       "psgd_coordinator_dp": view["psgd"],
-                      "coordinates_clipped": paper["coordinates_clipped"] + view["coordinates_clipped"]})
+                      "coordinates_clipped": paper["coordinates_clipped"]})
     return draws
 
 
@@ -655,7 +660,7 @@ def _figure_report(part: dict, title: str, png) -> list[str]:
              f"non-private error at GOP's lambda: "
              + ", ".join(f"eps={k}: {v:.3f}" for k, v in part["nonprivate_error"].items())
              + f"; at the grid's best lambda ({best[0]}): {best[1]:.3f}. Secure-sum coordinates clipped over "
-             f"all PSGD runs: {clipped}. Time {part['seconds']:.0f} s.", ""]
+             f"all PSGD runs of 004's scheme (the coordinator-DP scheme does not reveal it): {clipped}. Time {part['seconds']:.0f} s.", ""]
     if "data" in part:
         lines += [f"Data: {part['data']['encoding']} encoding ({part['data']['n_rows']} rows, d = "
                   f"{part['data']['n_features']}, largest row norm {part['data']['max_row_norm']:.3f}, "

@@ -10,7 +10,14 @@ Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
   baseline of Pathak et al. (2010), 004 eq. 5;
 - :class:`SecureSum`, the interface an engine implements, and
   :class:`MaskedSecureSum`, an in-process simulation of secure aggregation
-  (fixed point, pairwise masks, abort on dropout).
+  (fixed point, pairwise masks, abort on dropout);
+- :class:`PartyFloor`: every party's own maximum epsilon, delta and rounds;
+  a party recomputes the coordinator's calibration and refuses a weaker one
+  (:func:`check_psgd_calibration`).
+
+``privacy_`` states the guarantee proven for what is released (for PSGD the
+coordinator's view over the rounds run) and holds no count computed from
+the private rows.
 
 Modules: ``secure_sum`` (summation engines), ``privacy`` (calibration and
 composition), ``protocol`` (parties, network, coordinator), ``baselines``
@@ -24,9 +31,11 @@ from dperm.multiparty.baselines import (
     LocalAggregationCalibration,
     LocalAggregationResult,
     calibrate_local_aggregation,
+    check_local_aggregation_calibration,
     local_aggregation,
 )
 from dperm.exceptions import (
+    CalibrationRefusedError,
     DropoutError,
     MalformedReplyError,
     PartyUnavailableError,
@@ -36,11 +45,16 @@ from dperm.multiparty.estimator import LocalAggregationClassifier, PSGDClassifie
 from dperm.multiparty.privacy import (
     CoordinatorView,
     GaussianRounds,
+    PartyFloor,
     PSGDCalibration,
+    accepting_floor,
     calibrate_coordinator_gaussian,
     calibrate_psgd,
+    check_psgd_calibration,
+    clipping_count_is_covered,
     coordinator_view_guarantee,
     gaussian_rounds_epsilon,
+    psgd_coordinator_view,
     round_noise_scale,
 )
 from dperm.multiparty.protocol import (
@@ -62,6 +76,7 @@ from dperm.multiparty.secure_sum import (
 from dperm.privacy.sensitivity import gradient_sum_sensitivity, local_aggregation_sensitivity
 
 __all__ = [
+    "CalibrationRefusedError",
     "CoordinatorView",
     "DropoutError",
     "GaussianRounds",
@@ -79,20 +94,26 @@ __all__ = [
     "PSGDPrivacyRecord",
     "PSGDResult",
     "Party",
+    "PartyFloor",
     "PartyUnavailableError",
     "RobbinsMonroSteps",
     "SecureSum",
     "SecureSumClippingWarning",
     "SecureSumReport",
     "SecureSumSummary",
+    "accepting_floor",
     "calibrate_coordinator_gaussian",
     "calibrate_local_aggregation",
     "calibrate_psgd",
+    "check_local_aggregation_calibration",
+    "check_psgd_calibration",
+    "clipping_count_is_covered",
     "coordinator_view_guarantee",
     "gaussian_rounds_epsilon",
     "gradient_sum_sensitivity",
     "local_aggregation",
     "local_aggregation_sensitivity",
     "psgd",
+    "psgd_coordinator_view",
     "round_noise_scale",
 ]

@@ -16,6 +16,12 @@ noise from every party (blind selection under homomorphic encryption); here
 the noise party knows ``eta`` and could recover the noiseless average from
 the public ``w_priv``, so the guarantee holds against the coordinator and
 the public, not against that party. Closing the gap is engine work.
+
+Every party first checks the public calibration against its own floor
+(:func:`check_local_aggregation_calibration`), recomputing the sensitivity
+itself. The record holds public numbers only: the tolerance and radius the
+noise is calibrated to, not what the local solves achieved, and no clipping
+count (the noise-free contributions enter the secure sum).
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dperm.exceptions import CertificateError
-from dperm.multiparty.privacy import l2_laplace_norm_quantile
+from dperm.exceptions import CalibrationRefusedError, CertificateError
+from dperm.multiparty.privacy import CALIBRATION_RTOL, PartyFloor, l2_laplace_norm_quantile
 from dperm.privacy.sensitivity import local_aggregation_sensitivity
 from dperm.multiparty.record import REFERENCES, LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
@@ -106,6 +112,38 @@ def calibrate_local_aggregation(
     )
 
 
+def check_local_aggregation_calibration(calibration: LocalAggregationCalibration, floor: PartyFloor, *, loss,
+                                        data_norm, n_samples, n_features, party_id=0) -> None:
+    """A party's check of a local-aggregation set-up (004 eq. 5), before it solves or draws anything.
+
+    The release is one pure ``epsilon``-DP output (one "round", ``delta = 0``),
+    so the announced ``epsilon`` must be within ``floor.max_epsilon``. The
+    party recomputes the sensitivity and noise scale with
+    :func:`calibrate_local_aggregation` from the announced public inputs and
+    its own loss and ``data_norm``, and refuses a smaller noise scale. The
+    announced ``n_min`` cannot exceed its own ``N_k``.
+
+    Raises
+    ------
+    CalibrationRefusedError
+    """
+    def refuse(reason):
+        raise CalibrationRefusedError(f"party {party_id!r} refuses the local-aggregation set-up: {reason} "
+                                      "Nothing was solved, drawn or sent.")
+
+    if calibration.epsilon > floor.max_epsilon:
+        refuse(f"its epsilon={calibration.epsilon:g} is above this party's max_epsilon={floor.max_epsilon:g}.")
+    if calibration.n_features != n_features or calibration.n_min > n_samples:
+        refuse(f"it is for d={calibration.n_features} and n_min={calibration.n_min}; this party has "
+               f"d={n_features} and N_k={n_samples}.")
+    ours = calibrate_local_aggregation(
+        epsilon=calibration.epsilon, alpha=calibration.alpha, n_samples_by_party=calibration.n_samples_by_party,
+        n_features=n_features, loss=loss, data_norm=data_norm, tol=calibration.tol)
+    if calibration.noise_scale < ours.noise_scale * (1.0 - CALIBRATION_RTOL):
+        refuse(f"its noise_scale={calibration.noise_scale!r} is smaller than {ours.noise_scale!r}, which this "
+               "party recomputes from the announced public inputs (too little noise).")
+
+
 def local_aggregation_clipping_range(calibration: LocalAggregationCalibration, loss) -> float:
     """A clipping range from public constants for the contributions ``w_k / K (+ eta)``.
 
@@ -132,18 +170,21 @@ class LocalAggregationResult:
 
 
 def _party_contribution(party, calibration, max_iter, add_noise: bool):
-    """Party side: certified local minimiser (004 eq. 4), divided by K, plus eta if chosen."""
+    """Party side: floor check, certified local minimiser (004 eq. 4), divided by K, plus eta if chosen."""
+    check_local_aggregation_calibration(calibration, party.floor, loss=party.loss, data_norm=party.data_norm,
+                                        n_samples=party.n_samples, n_features=party.n_features,
+                                        party_id=party.party_id)
     solve = party.local_minimiser(calibration.alpha, calibration.tol, max_iter)
-    if not solve.certified:
+    if not solve.certified:  # the achieved gradient norm is data-dependent: not in the message
         raise CertificateError(
-            f"party {party.party_id!r}: the local solve stopped at gradient norm "
-            f"{solve.gradient_norm:.3g} > tol={calibration.tol:g}; the sensitivity assumes a "
-            "point within tol/alpha of the minimiser, so nothing is released. Increase max_iter or tol."
+            f"party {party.party_id!r}: the local solve did not certify ||grad J_k|| <= tol={calibration.tol:g} "
+            f"within max_iter={max_iter}; the sensitivity assumes a point within tol/alpha of the minimiser, "
+            "so nothing is released. Increase max_iter or tol."
         )
     contribution = solve.coef / len(calibration.n_samples_by_party)
     if add_noise:
         contribution = contribution + party.output_noise(calibration.noise_scale)
-    return contribution, solve
+    return contribution
 
 
 def local_aggregation(parties, secure_sum, calibration: LocalAggregationCalibration, *,
@@ -171,26 +212,31 @@ def local_aggregation(parties, secure_sum, calibration: LocalAggregationCalibrat
         raise ValueError(f"the parties' sizes {list(sizes)} differ from the calibration's "
                          f"{list(calibration.n_samples_by_party)}.")
     noise_party = int(check_random_state(random_state).integers(len(parties)))
-    contributions, radii = {}, []
-    for index, party in enumerate(parties):
-        contribution, solve = _party_contribution(party, calibration, max_iter, index == noise_party)
-        contributions[party.party_id] = contribution
-        radii.append(solve.solution_radius)
-    total, report = secure_sum.sum(contributions, dimension=calibration.n_features)
-    record = _record(calibration, summarise_reports([report]), max(radii),
-                     sum(party.rows_clipped for party in parties))
+    contributions = {party.party_id: _party_contribution(party, calibration, max_iter, index == noise_party)
+                     for index, party in enumerate(parties)}
+    # the noise-free contributions enter the sum: no clipping count may leave the parties
+    total, report = secure_sum.sum(contributions, dimension=calibration.n_features, count_clipped=False)
+    record = _record(calibration, summarise_reports([report]))
     return LocalAggregationResult(coef=total, record=record, calibration=calibration)
 
 
-def _record(calibration, summary, solution_radius, rows_clipped) -> LocalAggregationPrivacyRecord:
-    notes = [
-        "One randomly chosen party adds the noise before the secure sum; that party could "
-        "subtract it from the released model (Pathak et al.'s blind noise selection is not "
-        "implemented), so the guarantee is against the coordinator and the public.",
-    ]
-    if summary.coordinates_clipped:
-        notes.append(f"The secure sum clipped {summary.coordinates_clipped} coordinates: the "
-                     "release is not eq. 5's average (privacy unaffected: post-processing).")
+#: The record's notes: fixed text, the same for every fit.
+NOTES = (
+    "One randomly chosen party adds the noise before the secure sum; that party could "
+    "subtract it from the released model (Pathak et al.'s blind noise selection is not "
+    "implemented), so the guarantee is against the coordinator and the public.",
+    "The guarantee is eq. 5's on real numbers. The secure sum clips every contribution to [-C, C] and "
+    "rounds it to its grid: clipping a noise-free contribution keeps the sensitivity (coordinatewise "
+    "clipping is 1-Lipschitz), but clipping the noise party's vector would truncate the noise, and the "
+    "rounding of the noise-free contributions is outside the analysis. The default C is chosen from "
+    "public constants so that the noise party's vector is clipped with probability at most 1e-9.",
+    "Revealed besides the average: the public party sizes. The local solves are described by their "
+    "public tolerance, not by what they achieved; no count of clipped rows or coordinates is revealed "
+    "(each party warns in its own log).",
+)
+
+
+def _record(calibration, summary) -> LocalAggregationPrivacyRecord:
     return LocalAggregationPrivacyRecord(
         mechanism="local_aggregation",
         epsilon=calibration.epsilon,
@@ -207,13 +253,10 @@ def _record(calibration, summary, solution_radius, rows_clipped) -> LocalAggrega
         data_norm=calibration.data_norm,
         lipschitz=calibration.lipschitz,
         alpha=calibration.alpha,
-        rows_clipped=rows_clipped,
         tol=calibration.tol,
         solution_radius_allowance=calibration.solution_radius_allowance,
-        solution_radius=solution_radius,
-        certified=solution_radius <= calibration.solution_radius_allowance,
         secure_sum=summary,
         loss=calibration.loss,
         reference=REFERENCES["local_aggregation"],
-        notes=tuple(notes),
+        notes=NOTES,
     )

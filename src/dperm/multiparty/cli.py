@@ -4,9 +4,11 @@ Thin: parse, start Flower's processes, print. The protocol is in
 :mod:`dperm.multiparty.flower_app`; Flower is needed only when a command
 runs (``pip install 'dperm[multiparty]'``).
 
-- ``dperm party serve --data shard.csv --superlink HOST:PORT`` runs a Flower
-  SuperNode for one party (004 Proc. 3) with the shard's path in its node
-  config; the data never leave the machine, only SecAgg+-masked replies.
+- ``dperm party serve --data shard.csv --superlink HOST:PORT --max-epsilon EPS
+  --max-delta DELTA --max-rounds T`` runs a Flower SuperNode for one party
+  (004 Proc. 3) with the shard's path and the party's own floor in its node
+  config; the data never leave the machine, only SecAgg+-masked replies, and
+  the party refuses a set-up weaker than its floor.
 - ``dperm coordinate --shards K --epsilon EPS --out model.json`` starts a
   Flower SuperLink, submits the PSGD ServerApp (004 Alg. 1) as a Flower run,
   waits for it, writes the model file and stops the SuperLink.
@@ -136,12 +138,23 @@ def _tail(path: Path, lines: int = 25) -> str:
 # -- dperm party serve -----------------------------------------------------------------
 
 
+def _party_floor(args):
+    """The party's floor from ``--max-epsilon``, ``--max-delta``, ``--max-rounds`` (checked here)."""
+    from dperm.multiparty.privacy import PartyFloor
+
+    try:
+        return PartyFloor(args.max_epsilon, args.max_delta, args.max_rounds)
+    except ValueError as error:
+        raise ValueError(str(error).replace("max_", "--max-", 1)) from None  # name the option
+
+
 def _party_serve(args) -> int:
     try:
         from dperm.multiparty.flower_app import load_shard
     except ImportError as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
+    floor = _party_floor(args)
     data = Path(args.data).resolve()
     X, _, features = load_shard(data, args.target)  # fail here, not in the first round
     name = args.name or data.stem
@@ -149,6 +162,9 @@ def _party_serve(args) -> int:
         f"data-path={_toml_literal(str(data), '--data')}",
         f"target={_toml_literal(args.target, '--target')}",
         f"party-name={_toml_literal(name, '--name')}",
+        f"max-epsilon={_toml_value(floor.max_epsilon)}",
+        f"max-delta={_toml_value(floor.max_delta)}",
+        f"max-rounds={_toml_value(floor.max_rounds)}",
     ])
     command = [flower_command("flower-supernode"), "--superlink", args.superlink, "--node-config", node_config,
                "--host", args.host, "--port", str(args.port)]
@@ -160,7 +176,8 @@ def _party_serve(args) -> int:
         raise ValueError("give --root-certificates CA.pem for a TLS SuperLink, or --insecure for plain text "
                          "(only on a trusted network: the masked vectors are protected, the metadata is not).")
     print(f"party {name!r}: {X.shape[0]} rows, {X.shape[1]} features ({', '.join(features)}); "
-          f"serving as a Flower SuperNode for SuperLink {args.superlink}", flush=True)
+          f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
+          f"rounds; serving as a Flower SuperNode for SuperLink {args.superlink}", flush=True)
     process = subprocess.Popen(command, env=flower_environment())
     forward = lambda signum, frame: process.send_signal(signum)  # noqa: E731
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -334,6 +351,14 @@ def add_commands(subparsers) -> None:
     serve.add_argument("--superlink", required=True, help="the coordinator's SuperLink as HOST:PORT")
     serve.add_argument("--target", default="label", help="label column, -1/+1 or 0/1 (default label)")
     serve.add_argument("--name", default=None, help="party name used in messages (default: file stem)")
+    serve.add_argument("--max-epsilon", type=float, required=True,
+                       help="largest epsilon this party accepts: for the coordinator's target and for the "
+                            "guarantee of the coordinator's whole view over the rounds, which the party "
+                            "recomputes itself (004's scheme: about rounds x round epsilon)")
+    serve.add_argument("--max-delta", type=float, required=True,
+                       help="largest delta this party accepts, likewise (in [0, 1))")
+    serve.add_argument("--max-rounds", type=int, required=True,
+                       help="most gradient rounds this party answers in one run")
     serve.add_argument("--host", default="127.0.0.1", help="address of the node's local ClientApp API")
     serve.add_argument("--port", type=int, default=DEFAULT_NODE_PORT,
                        help=f"port of the node's local ClientApp API (default {DEFAULT_NODE_PORT}; one per party)")

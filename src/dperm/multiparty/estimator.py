@@ -22,7 +22,13 @@ from dperm.multiparty.baselines import (
     local_aggregation,
     local_aggregation_clipping_range,
 )
-from dperm.multiparty.privacy import calibrate_psgd, check_coordinator_accountant, check_open_delta
+from dperm.multiparty.privacy import (
+    PartyFloor,
+    accepting_floor,
+    calibrate_psgd,
+    check_coordinator_accountant,
+    check_open_delta,
+)
 from dperm.multiparty.protocol import (
     InProcessNetwork,
     Party,
@@ -104,10 +110,12 @@ class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
     def _spend_label(self):
         return f"{type(self).__name__}(loss={self.loss!r})"
 
-    def _make_parties(self, arrays, classes, loss, data_norm, party_rngs):
+    def _make_parties(self, arrays, classes, loss, data_norm, party_rngs, floor: PartyFloor):
+        """One :class:`Party` per shard; in process every party gets the same ``floor``."""
         return [
             Party(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
-                  party_id=index, random_state=party_rng)
+                  party_id=index, random_state=party_rng, max_epsilon=floor.max_epsilon,
+                  max_delta=floor.max_delta, max_rounds=floor.max_rounds)
             for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
         ]
 
@@ -132,12 +140,24 @@ class PSGDClassifier(_MultipartyClassifierBase):
     (004 Procs. 2-3). No intercept is fitted: append a constant feature to
     every shard (it counts toward ``data_norm``) if you need one.
 
+    What is proven for the released ``coef_`` (``privacy_.epsilon``,
+    ``privacy_.delta``, the headline of ``privacy_``): it is computed from the
+    coordinator's view (the ``n_rounds`` secure sums) and public constants,
+    so it has the view's guarantee for the rounds run (shared papers note 13).
+    With 004's scheme that is the composition of ``n_rounds`` rounds of
+    ``round_epsilon`` (basic or advanced), which grows with ``n_rounds``;
+    004 Thm 4.2's ``(epsilon, delta)`` is proven only for the point PSGD
+    converges to and is recorded as a note. With ``coordinator_dp=True`` it
+    is ``(epsilon, delta)`` for the finite ``n_rounds``.
+
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy loss bound of the released model (004 Thm 4.2), > 0.
+        > 0. 004's scheme: the target the one-time noise is calibrated for
+        (004 Thm 4.2's guarantee of the limit point), also the default
+        ``round_epsilon``; ``coordinator_dp``: the released model's epsilon.
     delta : float, default=1e-5
-        In (0, 1): PSGD is (epsilon, delta)-DP.
+        In (0, 1): the matching delta (and the default ``composition_slack``).
     alpha : float, default=0.01
         ``lambda``.
     n_rounds : int, default=1000
@@ -158,8 +178,9 @@ class PSGDClassifier(_MultipartyClassifierBase):
         defaults to ``delta``.
     coordinator_dp : bool, default=False
         Beyond 004 (note 13). False: the paper's scheme, whose released model
-        is (epsilon, delta)-DP (Thm 4.2) while the coordinator's view is only
-        ``n_rounds * round_epsilon``-DP (or the advanced-composition bound).
+        is proven ``n_rounds * round_epsilon``-DP (or the advanced-composition
+        bound) for a finite ``n_rounds``; Thm 4.2's (epsilon, delta) holds for
+        the limit point only.
         True: no one-time noise; each round's noise is Gaussian, calibrated
         with Google's dp-accounting so that the coordinator's *whole view*
         over ``n_rounds`` rounds is (epsilon, delta)-DP, and the released model
@@ -191,9 +212,19 @@ class PSGDClassifier(_MultipartyClassifierBase):
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
     n_iter_ : int
-        Rounds run.
+        Rounds run (``n_rounds``, public).
     privacy_ : dperm.multiparty.record.PSGDPrivacyRecord
-        Both guarantees: the released model's and the coordinator's view (note 13).
+        The released model's proven guarantee (the coordinator's view over
+        ``n_rounds``, note 13) and the public numbers behind it; no count
+        computed from the rows.
+
+    Notes
+    -----
+    In process the estimator plays every role; each party gets the floor
+    that accepts exactly this calibration
+    (:func:`~dperm.multiparty.privacy.accepting_floor`) and still recomputes
+    and checks it. A row longer than ``data_norm`` is scaled onto it with a
+    ``DataClippingWarning`` from its party; the count is not released.
 
     References
     ----------
@@ -253,6 +284,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
             round_epsilon=self.round_epsilon, coordinator_dp=bool(self.coordinator_dp),
             coordinator_accountant=self.coordinator_accountant,
         )
+        floor = accepting_floor(calibration, self.composition_slack)
         secure_sum = self.secure_sum
         if secure_sum is None:
             secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
@@ -265,7 +297,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
             secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
         self._check_round_options(calibration)
         spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
-        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs)
+        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs, floor)
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         self._set_model(result.coef, classes, n_features)
@@ -339,6 +371,8 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     coef_, intercept_, classes_, n_features_in_
         As for :class:`PSGDClassifier`.
     privacy_ : dperm.multiparty.record.LocalAggregationPrivacyRecord
+        Public numbers only: the tolerance and radius the noise is
+        calibrated to, not what the local solves achieved.
 
     References
     ----------
@@ -390,7 +424,9 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
             secure_sum = MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
                                          random_state=rng.spawn(1)[0])
         spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
-        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs)
+        # one pure epsilon-DP release: the floor that accepts exactly it
+        floor = PartyFloor(epsilon, 0.0, 1)
+        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs, floor)
         result = local_aggregation(parties, secure_sum, calibration, max_iter=max_iter, random_state=rng)
         self._set_model(result.coef, classes, n_features)
         self.privacy_ = result.record

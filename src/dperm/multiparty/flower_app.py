@@ -4,11 +4,14 @@ The networked deployment of 004 Alg. 1 on Flower 1.41 (``dperm party serve``
 and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
 
 - **party** (004 Proc. 3) -- :data:`client_app`, run by a Flower SuperNode
-  whose ``node_config`` holds the path of the party's shard (``data-path``)
-  and its label column (``target``). It answers two public set-up queries
+  whose ``node_config`` holds the path of the party's shard (``data-path``),
+  its label column (``target``) and its own floor (``max-epsilon``,
+  ``max-delta``, ``max-rounds``). It answers two public set-up queries
   (``describe``: its size ``N_k``, ``d`` and feature names; ``setup``: the
-  public calibration, after which it draws ``eta^k`` once and keeps it in its
-  node-local Flower context) and, each round, the gradient request
+  public calibration, which it recomputes and checks against its floor
+  (:func:`~dperm.multiparty.privacy.check_psgd_calibration`) before it draws
+  ``eta^k`` once and keeps it in its node-local Flower context) and, each
+  round up to the agreed number, the gradient request
   ``grad G_k(w_t) + rho_t^k + eta^k`` scaled by ``1/N``, inside Flower's
   ``secaggplus_mod``;
 - **coordinator** (004 Alg. 1) -- :data:`server_app`, run by the SuperLink's
@@ -21,10 +24,14 @@ and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
 
 What crosses the network in the clear: the public sizes, ``d`` and feature
 names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
-masked vectors. No metric is sent: the count of clipped coordinates and of
-rows scaled onto ``data_norm`` travel inside the secure sum
-(:func:`~dperm.multiparty.flower_engine.encode_counts`), so only totals are
-revealed. The coordinator is trusted to follow the protocol (semi-honest).
+masked vectors. No metric is sent. With 004's scheme each party's count of
+clipped coordinates of its noisy reply travels inside the secure sum
+(:func:`~dperm.multiparty.flower_engine.encode_counts`), so only the total
+is revealed (:func:`~dperm.multiparty.privacy.clipping_count_is_covered`);
+with ``coordinator_dp`` no count is sent. No party sends a count of its
+rows scaled onto ``data_norm``: it warns in its own log. The coordinator is
+trusted to follow the protocol (semi-honest); the parties do not trust its
+calibration.
 
 This module imports Flower at import time; :mod:`dperm.multiparty` never
 imports it (the CLI and the Flower app bundle do, when Flower is needed).
@@ -58,7 +65,7 @@ from dperm.multiparty.model_file import (
     load_numeric_columns,
     numeric_column,
 )
-from dperm.multiparty.privacy import PSGDCalibration, calibrate_psgd
+from dperm.multiparty.privacy import PartyFloor, PSGDCalibration, calibrate_psgd, clipping_count_is_covered
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
@@ -66,6 +73,7 @@ from dperm.multiparty.secure_sum import (
     SecureSumReport,
     check_contribution,
     quantization_error_bound,
+    warn_party_clipping,
 )
 from dperm.preprocessing import read_csv_columns
 
@@ -77,6 +85,8 @@ from flwr.serverapp import ServerApp  # noqa: E402
 #: Keys of the party's node-local Flower context (never sent anywhere).
 STATE_KEY = "dperm.psgd"
 NOISE_KEY = "dperm.eta"
+#: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).
+FLOOR_KEYS = {"max_epsilon": "max-epsilon", "max_delta": "max-delta", "max_rounds": "max-rounds"}
 ENGINE_NAME = "flower_secaggplus_networked"
 #: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower_simulation`).
 SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
@@ -135,17 +145,30 @@ def _party_name(context) -> str:
     return str(context.node_config.get("party-name", f"node {context.node_id}"))
 
 
+def party_floor(context) -> PartyFloor:
+    """The party's own floor from its node config; refuse to take part without one."""
+    missing = [key for key in FLOOR_KEYS.values() if key not in context.node_config]
+    if missing:
+        raise ValueError(
+            f"this SuperNode has no {missing} in its node config: a party takes part only with its own "
+            "limits (dperm party serve --max-epsilon EPS --max-delta DELTA --max-rounds T)."
+        )
+    return PartyFloor(**{name: context.node_config[key] for name, key in FLOOR_KEYS.items()})
+
+
 def _build_party(context, loss_name="logistic", h=0.5, data_norm=1.0, *, warn=True) -> DeployedParty:
     """The party from its shard; ``warn=False`` after the set-up, which already warned of clipped rows."""
     path = context.node_config.get("data-path")
     if not path:
         raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
+    floor = party_floor(context)
     X, y, _ = load_shard(path, str(context.node_config.get("target", "label")))
     with warnings.catch_warnings():
         if not warn:
             warnings.simplefilter("ignore", DataClippingWarning)
         return DeployedParty(X, y, loss=get_loss(loss_name, h=h), data_norm=data_norm,
-                             party_id=_party_name(context), random_state=None)
+                             party_id=_party_name(context), random_state=None, max_epsilon=floor.max_epsilon,
+                             max_delta=floor.max_delta, max_rounds=floor.max_rounds)
 
 
 def calibration_to_config(calibration: PSGDCalibration, h: float) -> dict:
@@ -196,9 +219,9 @@ def party_setup(context, config) -> dict:
             )
         calibration, h = calibration_from_config(config)
         party = _build_party(context, calibration.loss, h, calibration.data_norm)
-        party.setup(calibration)  # checks d, R and L; draws eta^k once
+        party.setup(calibration)  # recomputes the calibration, checks the floor; then draws eta^k once
         state = calibration_to_config(calibration, h)
-        state.update({"rounds-answered": 0, "rows-clipped": int(party.rows_clipped)})
+        state.update({"rounds-answered": 0})
         context.state.config_records[STATE_KEY] = ConfigRecord(state)
         context.state.array_records[NOISE_KEY] = ArrayRecord({"eta": Array(party._one_time_noise)})
         return {"ready": True}
@@ -208,9 +231,14 @@ def party_setup(context, config) -> dict:
 def party_reply(context, parameters, config) -> list:
     """One gradient request on the party's side (004 Proc. 3), before ``secaggplus_mod`` encodes it.
 
-    Returns ``[scale * (grad G_k(w_t) + rho_t^k + eta^k), counts]`` where
-    ``counts`` holds, on the fixed-point grid, this reply's clipped
-    coordinates and the rows the party scaled onto ``data_norm``.
+    Returns ``[reply, counts]`` with ``reply = scale * (grad G_k(w_t) +
+    rho_t^k + eta^k)`` and ``counts`` the number of coordinates of ``reply``
+    (noisy, not yet quantised) outside the clipping range, on the fixed-point
+    grid; with ``coordinator_dp`` just ``[reply]`` (the count is not covered:
+    :func:`~dperm.multiparty.privacy.clipping_count_is_covered`), and the
+    party warns in its own log. Nothing computed from the rows alone (such
+    as how many rows were scaled onto ``data_norm``) is sent. The party
+    answers at most the agreed ``n_rounds`` and its own ``max-rounds``.
     """
     if STATE_KEY not in context.state.config_records:
         raise RuntimeError(f"party {_party_name(context)!r} got a gradient request before its set-up.")
@@ -226,12 +254,14 @@ def party_reply(context, parameters, config) -> list:
     if len(parameters) != 1:
         raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
     reply = scale * check_contribution(party.party_id, party.noisy_gradient(parameters[0]), party.n_features)
-    clipping_range = float(config["clipping-range"])
-    quantization_range = int(config["quantization-range"])
-    counts = encode_counts([count_clipped(reply, clipping_range), state["rows-clipped"]],
-                           [party.n_features, calibration.n_samples], clipping_range, quantization_range)
     state["rounds-answered"] = party.rounds_answered
     context.state.config_records[STATE_KEY] = ConfigRecord(state)
+    clipping_range = float(config["clipping-range"])
+    n_clipped = count_clipped(reply, clipping_range)  # on the noisy reply, before quantisation
+    if not clipping_count_is_covered(calibration):
+        warn_party_clipping(party.party_id, n_clipped, clipping_range)
+        return [reply]
+    counts = encode_counts([n_clipped], [party.n_features], clipping_range, int(config["quantization-range"]))
     return [reply, counts]
 
 
@@ -279,14 +309,13 @@ class FlowerGridNetwork(GradientSumNetwork):
         self.grid = grid
         self.engine_name = str(engine_name)
         self.h = float(h)
-        self._n_samples = None
         self.parties = tuple(parties)
         self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
             clipping_range, quantization_range, modulus_range)
         check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
         self.timeout = timeout
         self.server_context = server_context
-        self._rows_clipped = 0
+        self._count_clipped = False
         self.round_seconds = []  # wall-clock time of each SecAgg+ round (benchmarks)
         self._node_names = {party.node_id: party.name for party in self.parties}
 
@@ -298,31 +327,31 @@ class FlowerGridNetwork(GradientSumNetwork):
     def n_features(self) -> int:
         return self.parties[0].n_features
 
-    @property
-    def rows_clipped(self) -> int:
-        """Total rows the parties scaled onto ``data_norm`` (revealed as a total by the secure sum)."""
-        return self._rows_clipped
-
     def setup(self, calibration: PSGDCalibration) -> None:
+        """Send the calibration; every party checks it against its own floor (or the set-up fails)."""
         config = {"action": "setup", **calibration_to_config(calibration, self.h)}
         with _flower.server_identity(self.grid.run.run_id):
             _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
-        self._n_samples = calibration.n_samples
+        self._count_clipped = clipping_count_is_covered(calibration)  # the parties decide the same way
 
     def gradient_sum(self, coef, scale: float, round_index: int):
         config = {"scale": float(scale), "round": int(round_index), "clipping-range": self.clipping_range,
                   "quantization-range": self.quantization_range}
         started = time.perf_counter()
-        total, counts = _flower.secagg_sum_round(
+        total, *counts = _flower.secagg_sum_round(
             self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
             clipping_range=self.clipping_range, quantization_range=self.quantization_range,
             modulus_range=self.modulus_range, round_index=round_index, timeout=self.timeout,
             server_context=self.server_context,
         )
         n_parties = len(self.parties)
-        clipped, rows = decode_counts(counts, [self.n_features, self._n_samples], n_parties,
-                                      self.clipping_range, self.quantization_range)
-        self._rows_clipped = rows
+        if len(counts) != int(self._count_clipped):
+            raise ValueError(f"round {round_index}: the parties sent {len(counts)} count arrays; "
+                             f"expected {int(self._count_clipped)}.")
+        clipped = None
+        if self._count_clipped:
+            (clipped,) = decode_counts(counts[0], [self.n_features], n_parties, self.clipping_range,
+                                       self.quantization_range)
         self.round_seconds.append(time.perf_counter() - started)
         report = SecureSumReport(
             engine=self.engine_name, n_parties=n_parties, dimension=self.n_features,

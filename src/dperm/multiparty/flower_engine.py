@@ -23,10 +23,13 @@ What one round does (shared note ``flower-secagg.md``):
    vectors, unmask). Every party reports ``num_examples = 1`` and
    ``max_weight = 1``, so SecAgg+'s weighted mean is the plain mean and the
    sum is ``K x mean``;
-3. **clipping count** -- each party's count of clipped coordinates travels as
+3. **clipping count** -- when the caller asks for it (``count_clipped``),
+   each party's count of clipped coordinates, computed on the vector it hands
+   to the secure sum (after its DP noise, before quantisation), travels as
    one more coordinate *inside* the secure sum, placed exactly on the grid
    (:func:`encode_counts`), so the coordinator learns only the total
-   (:class:`~dperm.multiparty.secure_sum.SecureSumReport`); no metric is
+   (:class:`~dperm.multiparty.secure_sum.SecureSumReport`). Otherwise no
+   count is sent and each party only warns in its own log. No metric is
    sent in the clear.
 
 Accuracy: the same encoding as :class:`~dperm.multiparty.secure_sum.MaskedSecureSum`
@@ -67,6 +70,7 @@ from dperm.multiparty.secure_sum import (
     fixed_point_report,
     quantization_error_bound,
     quantization_step,
+    warn_party_clipping,
 )
 from dperm.validation import check_positive
 
@@ -173,7 +177,15 @@ def encode_counts(counts, bounds, clipping_range: float, quantization_range: int
 
 
 def decode_counts(total, bounds, n_parties: int, clipping_range: float, quantization_range: int) -> list:
-    """Totals over ``K`` parties of the counts :func:`encode_counts` placed on the grid."""
+    """Totals over ``K`` parties of the counts :func:`encode_counts` placed on the grid.
+
+    Raises ValueError when ``total`` does not hold exactly the digits of
+    ``bounds`` (parties that send other counts than agreed are refused).
+    """
+    expected = sum(count_digits(bound, quantization_range) for bound in bounds)
+    if np.shape(total) != (expected,):
+        raise ValueError(f"the parties' counts have shape {np.shape(total)}; {len(bounds)} count(s) with "
+                         f"bounds {list(bounds)} take ({expected},).")
     step = quantization_step(clipping_range, quantization_range)
     digit_sums = np.rint((np.asarray(total, dtype=float) + n_parties * clipping_range) / step).astype(np.int64)
     counts, position = [], 0
@@ -237,7 +249,8 @@ class FlowerSecureSum(SecureSum):
     ----------
     clipping_range : float, default=8.0
         ``C``: SecAgg+ clips every coordinate to ``[-C, C]``; the parties
-        count the clipped coordinates, and the total is revealed in the report.
+        count the clipped coordinates, and the total is revealed in the report
+        when the caller asks for it (``sum(..., count_clipped=True)``).
     quantization_range : int, default=2**22
         ``Q``: grid steps across ``[-C, C]`` (at most 2**30: Flower rounds to int32).
     modulus_range : int, default=2**32
@@ -290,16 +303,23 @@ class FlowerSecureSum(SecureSum):
         """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
         return quantization_error_bound(n_parties, self.clipping_range, self.quantization_range)
 
-    def _party_reply(self, party_id, vector, dimension: int):
-        """The party's side, run inside its ClientApp: check, count clipping, hand over."""
+    def _party_reply(self, party_id, vector, dimension: int, count: bool):
+        """The party's side, run inside its ClientApp: check, count clipping, hand over.
+
+        The count is of the vector as handed over (already noisy, not yet
+        quantised); without ``count`` it stays in the party's own log.
+        """
         if vector is None:
             raise PartyUnavailableError(f"party {party_id!r} did not send its vector")
         vector = check_contribution(party_id, vector, dimension)
         n_clipped = count_clipped(vector, self.clipping_range)
+        if not count:
+            warn_party_clipping(party_id, n_clipped, self.clipping_range)
+            return [vector]
         counts = encode_counts([n_clipped], [dimension], self.clipping_range, self.quantization_range)
         return [vector, counts]
 
-    def sum(self, vectors_by_party, dimension: int):
+    def sum(self, vectors_by_party, dimension: int, *, count_clipped: bool = True):
         """Securely sum one vector per party over SecAgg+; see :meth:`SecureSum.sum`."""
         party_ids = list(vectors_by_party)
         n_parties = len(party_ids)
@@ -313,19 +333,21 @@ class FlowerSecureSum(SecureSum):
 
         def reply(context, coef, config):
             party_id = node_names[context.node_id]
-            return self._party_reply(party_id, vectors_by_party[party_id], dimension)
+            return self._party_reply(party_id, vectors_by_party[party_id], dimension, count_clipped)
 
         client_app = self._flower.make_party_client_app(reply)
         grid = self.grid_factory({node_id: client_app for node_id in node_names})
         self.last_grid = grid
         with self._flower.quiet_flower():
-            total, counts = self._flower.secagg_sum_round(
+            total, *counts = self._flower.secagg_sum_round(
                 grid, node_names, parameters=[], config={}, clipping_range=self.clipping_range,
                 quantization_range=self.quantization_range, modulus_range=self.modulus_range,
                 timeout=self.timeout,
             )
-        (coordinates_clipped,) = decode_counts(counts, [dimension], n_parties, self.clipping_range,
-                                               self.quantization_range)
+        coordinates_clipped = None
+        if count_clipped:
+            (coordinates_clipped,) = decode_counts(counts[0], [dimension], n_parties, self.clipping_range,
+                                                   self.quantization_range)
         report = fixed_point_report(self, n_parties, dimension, coordinates_clipped)
         return total, report
 

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dperm.multiparty.privacy import PartyFloor
+
 SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.42'"
 
 
@@ -51,7 +53,8 @@ def node_config_mod(node_configs):
     ----------
     node_configs : mapping of int -> dict
         Partition id -> the values a ``dperm party serve`` SuperNode carries
-        (``data-path``, ``target``, ``party-name``).
+        (``data-path``, ``target``, ``party-name``, ``max-epsilon``,
+        ``max-delta``, ``max-rounds``).
     """
     node_configs = {int(key): dict(value) for key, value in node_configs.items()}
 
@@ -62,8 +65,8 @@ def node_config_mod(node_configs):
     return mod
 
 
-def simulate_deployment(shards, settings, out, *, target="label", names=None, backend_config=None,
-                        verbose=False) -> dict:
+def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_rounds, target="label", names=None,
+                        backend_config=None, verbose=False) -> dict:
     """Run the deployment's ServerApp and ClientApp under Flower's simulation engine (Ray backend).
 
     Parameters
@@ -75,6 +78,9 @@ def simulate_deployment(shards, settings, out, *, target="label", names=None, ba
         The coordinator's public inputs (as ``dperm coordinate`` takes them).
     out : path-like
         Model file to write (format ``dperm-multiparty-model``).
+    max_epsilon, max_delta, max_rounds
+        Every simulated party's floor (``dperm party serve --max-epsilon
+        --max-delta --max-rounds``): it refuses a set-up weaker than that.
     target : str, default="label"
         Label column of every shard.
     names : sequence of str, optional
@@ -102,6 +108,7 @@ def simulate_deployment(shards, settings, out, *, target="label", names=None, ba
     from dperm.multiparty import flower_app  # imports Flower (ImportError naming dperm[multiparty])
 
     check_ray()
+    floor = PartyFloor(max_epsilon, max_delta, max_rounds)
     paths = [Path(path).resolve() for path in shards]
     if len(paths) != settings.n_parties:
         raise ValueError(f"{len(paths)} shards for settings.n_parties = {settings.n_parties}; they must match.")
@@ -115,7 +122,8 @@ def simulate_deployment(shards, settings, out, *, target="label", names=None, ba
     status_path = workdir / "status.json"
     run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path),
                   "engine": flower_app.SIMULATION_ENGINE_NAME}
-    node_configs = {k: {"data-path": str(path), "target": target, "party-name": name}
+    limits = {"max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds}
+    node_configs = {k: {"data-path": str(path), "target": target, "party-name": name, **limits}
                     for k, (path, name) in enumerate(zip(paths, names))}
 
     from flwr.app import Context

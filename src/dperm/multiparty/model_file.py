@@ -8,9 +8,14 @@ model needs only dperm.
 
 What the file holds: the coefficients (no intercept: PSGD fits none), the
 feature names the parties agreed on, the party names, the public training
-parameters, the privacy record with both guarantees (note 13) and the
-per-row preprocessing the parties applied (:class:`PartyPreprocessing`). It
-holds no training row and no seed.
+parameters, the privacy record (headline: the guarantee proven for the
+released ``w_T``, the coordinator's view over the rounds run, note 13) and
+the per-row preprocessing the parties applied (:class:`PartyPreprocessing`).
+It holds no training row, no seed and no count computed from the rows.
+
+Version 2 (this dperm) dropped version 1's count of clipped rows and moved
+004 Thm 4.2's guarantee from the headline to a note (``target_epsilon``,
+``target_delta``). A version-1 file is read by :func:`upgrade_v1_privacy`.
 
 Prediction repeats the parties' preprocessing exactly: the party reads its
 shard with :func:`load_numeric_columns` (numeric, finite values, columns
@@ -34,7 +39,12 @@ from dperm.multiparty.record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import SecureSumSummary
 from dperm.validation import clip_rows_to_norm
 
-MODEL_FORMAT_VERSION = 1
+MODEL_FORMAT_VERSION = 2
+#: Versions :func:`model_from_document` reads (1 through :func:`upgrade_v1_privacy`).
+READABLE_VERSIONS = (1, 2)
+#: The note a version-1 record gets when it is read.
+V1_NOTE = ("Read from a version-1 model file: its un-noised count of clipped rows was dropped, and its "
+           "headline restated as the guarantee proven for the released model, the coordinator's view.")
 #: The parties' row rule (:class:`~dperm.multiparty.protocol.Party`): rows longer
 #: than ``data_norm`` are scaled onto it, shorter rows are left as they are.
 ROW_NORM_CLIP = "clip"
@@ -172,16 +182,41 @@ def privacy_record_from_dict(data) -> PSGDPrivacyRecord:
     record = _dataclass_from_dict(PSGDPrivacyRecord, data, "privacy")
     if record.mechanism != "psgd":
         raise ValueError(f"'privacy' describes mechanism {record.mechanism!r}; a PSGD model needs 'psgd'.")
-    for name in ("epsilon", "delta", "coordinator_epsilon", "coordinator_delta", "data_norm", "alpha"):
+    for name in ("epsilon", "delta", "target_epsilon", "target_delta", "coordinator_epsilon", "coordinator_delta",
+                 "data_norm", "alpha"):
         value = getattr(record, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"'privacy.{name}' must be a finite number >= 0; got {value!r}.")
     return record
 
 
+def upgrade_v1_privacy(data):
+    """A version-1 ``privacy`` object in version 2's form (anything else is returned unchanged).
+
+    Drops ``rows_clipped`` (an un-noised count of private rows), keeps 004
+    Thm 4.2's ``epsilon``/``delta`` as ``target_epsilon``/``target_delta`` and
+    makes the coordinator-view guarantee the headline, which is what a
+    version-1 file's numbers prove for its ``w_T`` (note 13).
+    """
+    if not isinstance(data, dict):
+        return data
+    data = {key: value for key, value in data.items() if key != "rows_clipped"}
+    if "target_epsilon" not in data:
+        data["target_epsilon"], data["target_delta"] = data.get("epsilon"), data.get("delta")
+        data["epsilon"], data["delta"] = data.get("coordinator_epsilon"), data.get("coordinator_delta")
+    if isinstance(data.get("notes"), list):
+        data["notes"] = data["notes"] + [V1_NOTE]
+    return data
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 _TYPE_CHECKS = {
     "float": lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
-    "int": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "int": _is_int,
+    "int | None": lambda value: value is None or _is_int(value),
     "str": lambda value: isinstance(value, str),
     "bool": lambda value: isinstance(value, bool),
 }
@@ -240,9 +275,9 @@ def model_from_document(document):
     missing = sorted(REQUIRED_KEYS - set(document))
     if missing:
         raise ValueError(f"missing keys {missing}.")
-    if document["format"] != MODEL_FORMAT or document["version"] != MODEL_FORMAT_VERSION:
+    if document["format"] != MODEL_FORMAT or document["version"] not in READABLE_VERSIONS:
         raise ValueError(f"unsupported format {document['format']!r} version {document['version']!r}; this "
-                         f"dperm reads {MODEL_FORMAT!r} version {MODEL_FORMAT_VERSION}.")
+                         f"dperm reads {MODEL_FORMAT!r} versions {list(READABLE_VERSIONS)}.")
     if document["estimator"] != "PSGDClassifier":
         raise ValueError(f"unknown estimator {document['estimator']!r}; expected 'PSGDClassifier'.")
     params = document["params"]
@@ -266,7 +301,9 @@ def model_from_document(document):
     intercept = finite_array(document["intercept"], "intercept", ndim=1)
     if intercept.shape != (1,):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
-    record = privacy_record_from_dict(document["privacy"])
+    privacy = document["privacy"] if document["version"] == MODEL_FORMAT_VERSION else upgrade_v1_privacy(
+        document["privacy"])
+    record = privacy_record_from_dict(privacy)
     if record.n_parties != len(parties) or record.loss != params["loss"]:
         raise ValueError(f"'privacy' ({record.n_parties} parties, {record.loss} loss) does not match the model "
                          f"({len(parties)} parties, {params['loss']} loss).")

@@ -11,7 +11,10 @@ Everything single-party is reused from :mod:`dperm.privacy.sensitivity`
 - the option beyond the paper (note 13): per-round Gaussian noise calibrated
   with Google's ``dp-accounting`` (PLD or RDP) so that the coordinator's whole
   view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`);
-- the sensitivity of the local-aggregation baseline (004 eq. 5; note 12).
+- the sensitivity of the local-aggregation baseline (004 eq. 5; note 12);
+- a party's own floor (:class:`PartyFloor`) and its check of a coordinator's
+  set-up, recomputed from the public inputs (:func:`check_psgd_calibration`);
+- which secure-sum clipping counts may be revealed (:func:`clipping_count_is_covered`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from scipy.stats import gamma
 
 from dperm.accounting import Spend, advanced_composition, basic_composition
+from dperm.exceptions import CalibrationRefusedError
 from dperm.privacy.sensitivity import (  # the formulas live with the other sensitivities
     gaussian_objective_sigma,
     gradient_sum_sensitivity,
@@ -63,7 +67,12 @@ class PSGDCalibration:
     Attributes
     ----------
     epsilon, delta : float
-        Guarantee of the released classifier (004 Thm 4.2, equal to GOP's).
+        The public target the noise is calibrated for. 004's scheme: 004 Thm
+        4.2's guarantee of the point PSGD converges to (GOP's minimiser),
+        which is not proven for a finite-``T`` iterate; what is proven for the
+        released ``w_T`` is the coordinator-view guarantee
+        (:func:`psgd_coordinator_view`). ``coordinator_dp``: the target of the
+        coordinator's whole view, hence of ``w_T``.
     epsilon_tilde : float
         ``eps~`` of computeSlack (004 Proc. 2, note 4's fix).
     extra_regularization : float
@@ -499,6 +508,215 @@ def coordinator_view_gaussian(calibration: PSGDCalibration) -> CoordinatorView:
         epsilon=epsilon, delta=calibration.delta,
         composition=calibration.coordinator_accountant, slack=0.0,
     )
+
+
+def psgd_coordinator_view(calibration: PSGDCalibration, composition_slack=None) -> CoordinatorView:
+    """The guarantee proven for the coordinator's view over the ``T`` rounds, hence for ``w_T``.
+
+    ``w_T`` is computed from the ``T`` secure sums, the public ``w_0``,
+    ``lambda + Delta`` and step sizes only (004 Alg. 1), so it is a
+    post-processing of the coordinator's view and has its guarantee for the
+    finite ``T`` that was run (note 13). 004's scheme: the ``T`` rounds of
+    ``round_epsilon`` composed by :func:`coordinator_view_guarantee` with slack
+    ``composition_slack`` (default ``delta``). ``coordinator_dp``: the PLD / RDP
+    account of :func:`coordinator_view_gaussian` (``composition_slack`` must
+    be None).
+    """
+    if calibration.coordinator_dp:
+        if composition_slack is not None:
+            raise ValueError(
+                "composition_slack is the delta' of the advanced composition of 004's scheme; with "
+                "coordinator_dp=True the view is accounted by dp-accounting at delta. Leave it None."
+            )
+        return coordinator_view_gaussian(calibration)
+    slack = calibration.delta
+    if composition_slack is not None:
+        slack = check_open_delta(composition_slack, "composition_slack")
+    return coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
+
+
+def clipping_count_is_covered(calibration: PSGDCalibration) -> bool:
+    """Whether a round's count of secure-sum clipped coordinates may be revealed (note 14).
+
+    The count is computed by each party on its own reply as it enters the
+    secure sum: after the party's DP noise, before quantisation (no
+    un-noised value enters it). 004's scheme: every reply carries its own
+    ``rho_t^k`` calibrated to the whole per-round sensitivity ``2 L R``
+    (004 Proc. 3), so each reply is by itself ``round_epsilon``-DP with
+    respect to a record of its party, and one record changes one reply only;
+    the tuple of the round's replies is ``round_epsilon``-DP, and the count,
+    like the sum, is post-processing of it, covered by
+    :func:`psgd_coordinator_view`. ``coordinator_dp``: a reply carries only
+    ``sigma / sqrt(K)``; only the sum is accounted, so a count computed from
+    the individual replies is not covered and is not revealed (each party
+    warns in its own log instead).
+    """
+    return not calibration.coordinator_dp
+
+
+# -- a party's own floor --------------------------------------------------------------
+
+#: Relative tolerance when a party compares the announced calibration with its own.
+CALIBRATION_RTOL = 1e-9
+#: Noise fields a party checks are at least its own recomputation.
+NOISE_FIELDS = ("noise_sigma", "party_noise_sigma", "round_noise_scale", "round_noise_sigma", "noise_multiplier")
+#: Derived fields that must equal the party's recomputation.
+DERIVED_FIELDS = ("epsilon_tilde", "extra_regularization", "round_epsilon", "round_sensitivity", "lipschitz",
+                  "curvature", "data_norm", "round_delta")
+
+
+@dataclass(frozen=True)
+class PartyFloor:
+    """A party's own limits: it takes part only in runs at least this private.
+
+    Each party is started with them (``Party(max_epsilon=..., max_delta=...,
+    max_rounds=...)``, ``dperm party serve --max-epsilon --max-delta
+    --max-rounds``) and refuses a set-up whose guarantee is weaker
+    (:func:`check_psgd_calibration`).
+
+    Attributes
+    ----------
+    max_epsilon : float > 0
+        Largest epsilon the party accepts, both as the announced target and
+        as the guarantee proven for what it sends (the coordinator's view
+        over the announced rounds, computed by the party itself).
+    max_delta : float in [0, 1)
+        Largest delta, likewise (0 accepts pure epsilon-DP only).
+    max_rounds : int >= 1
+        Most gradient requests the party answers in one run.
+    """
+
+    max_epsilon: float
+    max_delta: float
+    max_rounds: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "max_epsilon", check_epsilon(self.max_epsilon, "max_epsilon"))
+        object.__setattr__(self, "max_delta", check_delta(self.max_delta, "max_delta"))
+        object.__setattr__(self, "max_rounds", check_positive_int(self.max_rounds, "max_rounds"))
+
+
+def accepting_floor(calibration: PSGDCalibration, composition_slack=None) -> PartyFloor:
+    """The floor under which a party accepts exactly ``calibration`` (in-process runs).
+
+    For a caller that plays every role (the in-process estimators and
+    experiments): the larger of the announced target and the proven
+    coordinator-view guarantee, and the announced ``T``.
+    """
+    view = psgd_coordinator_view(calibration, composition_slack)
+    return PartyFloor(max(calibration.epsilon, view.epsilon), max(calibration.delta, view.delta),
+                      calibration.n_rounds)
+
+
+def _refuse(party_id, reason: str) -> None:
+    raise CalibrationRefusedError(
+        f"party {party_id!r} refuses the coordinator's set-up: {reason} Nothing was drawn or sent."
+    )
+
+
+def _check_floor(calibration, floor: PartyFloor, party_id) -> None:
+    if calibration.n_rounds > floor.max_rounds:
+        _refuse(party_id, f"it asks for n_rounds={calibration.n_rounds} gradient answers and this party "
+                          f"answers at most max_rounds={floor.max_rounds}.")
+    if calibration.epsilon > floor.max_epsilon or calibration.delta > floor.max_delta:
+        _refuse(party_id, f"it targets ({calibration.epsilon:g}, {calibration.delta:g})-DP and this party "
+                          f"allows at most max_epsilon={floor.max_epsilon:g}, max_delta={floor.max_delta:g}.")
+
+
+def _check_public_sizes(calibration, n_samples: int, n_features: int, party_id) -> None:
+    if calibration.n_features != n_features:
+        _refuse(party_id, f"it is for d={calibration.n_features} features and this party has {n_features}.")
+    if n_samples > calibration.n_samples - (calibration.n_parties - 1):
+        _refuse(party_id, f"its N={calibration.n_samples} over K={calibration.n_parties} parties cannot "
+                          f"include this party's {n_samples} rows.")
+
+
+def _compare(announced, recomputed, party_id) -> None:
+    """Refuse less noise than the recomputation, or derived numbers that differ from it."""
+    for name in NOISE_FIELDS:
+        ours = getattr(recomputed, name)
+        if getattr(announced, name) < ours * (1.0 - CALIBRATION_RTOL):
+            _refuse(party_id, f"its {name}={getattr(announced, name)!r} is smaller than {ours!r}, which this "
+                              "party recomputes from the announced public inputs (too little noise).")
+    for name in DERIVED_FIELDS:
+        theirs, ours = getattr(announced, name), getattr(recomputed, name)
+        if not math.isclose(theirs, ours, rel_tol=CALIBRATION_RTOL, abs_tol=0.0):
+            _refuse(party_id, f"its {name}={theirs!r} differs from {ours!r}, which this party recomputes "
+                              "from the announced public inputs.")
+    if (announced.round_noise, announced.loss) != (recomputed.round_noise, recomputed.loss):
+        _refuse(party_id, f"its noise {announced.round_noise!r} / loss {announced.loss!r} differ from the "
+                          f"party's {recomputed.round_noise!r} / {recomputed.loss!r}.")
+
+
+def _party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
+    """The view's guarantee as the party computes it: at its own ``max_delta`` as slack (004's scheme)."""
+    if recomputed.coordinator_dp:
+        return coordinator_view_gaussian(recomputed)
+    return coordinator_view_guarantee(recomputed.round_epsilon, recomputed.n_rounds, floor.max_delta)
+
+
+def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, loss, data_norm, n_samples,
+                           n_features, party_id=0) -> PSGDCalibration:
+    """A party's check of a coordinator's PSGD set-up, before it draws or sends anything.
+
+    The party trusts no number of the coordinator's that it can compute
+    itself. In order:
+
+    1. the announced ``T``, ``epsilon`` and ``delta`` are within its
+       :class:`PartyFloor`;
+    2. ``d`` is its own and ``N`` can hold its ``N_k`` rows;
+    3. it recomputes the whole calibration with :func:`calibrate_psgd` from
+       the announced public inputs (``epsilon``, ``delta``, ``lambda``, ``N``,
+       ``K``, ``d``, ``T``, ``round_epsilon``, the scheme and accountant)
+       and its own loss (``L``, ``c``) and ``data_norm``; every noise scale
+       must be at least its own (004 Procs. 2-3; :func:`calibrate_coordinator_gaussian`)
+       and every derived number (computeSlack's ``eps~`` and ``Delta``,
+       ``2 L R``, ...) equal to it;
+    4. the guarantee proven for what it sends, the coordinator's view over
+       ``T`` rounds (note 13; 004's scheme at slack ``max_delta``, so that
+       ``round_epsilon`` cannot be raised unseen), is within its floor.
+
+    ``K`` and ``N`` are taken from the announcement: a party cannot verify
+    the other parties' sizes (the coordinator is semi-honest). The view of
+    004's scheme does not depend on them (each ``rho_t^k`` is calibrated to
+    the whole per-round sensitivity).
+
+    Returns
+    -------
+    PSGDCalibration
+        The party's own recomputation.
+
+    Raises
+    ------
+    CalibrationRefusedError
+        Naming the party, the failed check and the numbers.
+    """
+    _check_floor(announced, floor, party_id)
+    _check_public_sizes(announced, n_samples, n_features, party_id)
+    try:
+        recomputed = calibrate_psgd(
+            epsilon=announced.epsilon, delta=announced.delta, alpha=announced.alpha,
+            n_samples=announced.n_samples, n_parties=announced.n_parties, n_features=announced.n_features,
+            n_rounds=announced.n_rounds, loss=loss, data_norm=data_norm,
+            round_epsilon=None if announced.coordinator_dp else announced.round_epsilon,
+            coordinator_dp=bool(announced.coordinator_dp),
+            coordinator_accountant=announced.coordinator_accountant or "pld",
+        )
+    except ValueError as error:
+        problem = str(error)
+    else:
+        problem = None
+    if problem is not None:
+        _refuse(party_id, f"its public inputs are invalid ({problem})")
+    _compare(announced, recomputed, party_id)
+    view = _party_view(recomputed, floor)
+    if view.epsilon > floor.max_epsilon or view.delta > floor.max_delta:
+        _refuse(party_id, f"the coordinator's view over its {announced.n_rounds} rounds, hence the released "
+                          f"model, is only ({view.epsilon:.4g}, {view.delta:.3g})-DP by {view.composition} "
+                          f"composition, above this party's max_epsilon={floor.max_epsilon:g}, "
+                          f"max_delta={floor.max_delta:g}. Ask for fewer rounds, a smaller round_epsilon "
+                          "or coordinator_dp.")
+    return recomputed
 
 
 def l2_laplace_norm_quantile(dimension: int, scale: float, tail_probability: float) -> float:

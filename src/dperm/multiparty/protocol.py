@@ -36,11 +36,12 @@ from dperm.exceptions import (
     SecureSumClippingWarning,
 )
 from dperm.multiparty.privacy import (
+    PartyFloor,
     PSGDCalibration,
-    check_open_delta,
-    coordinator_view_gaussian,
-    coordinator_view_guarantee,
+    check_psgd_calibration,
+    clipping_count_is_covered,
     l2_laplace_norm_quantile,
+    psgd_coordinator_view,
 )
 from dperm.multiparty.record import REFERENCES, PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
@@ -79,7 +80,8 @@ class Party:
     ----------
     X : array-like of shape (N_k, d)
         Rows with an L2 norm above ``data_norm`` are scaled onto it (a
-        per-record step that keeps DP) with a counted ``DataClippingWarning``.
+        per-record step that keeps DP). The party warns in its own log
+        (``DataClippingWarning``); the count is never sent.
     y : array-like of shape (N_k,)
         Labels in {-1, +1}.
     loss : dperm.losses.MarginLoss
@@ -90,23 +92,30 @@ class Party:
         Name used in messages.
     random_state : None, int or numpy Generator
         Source of ``eta^k`` and ``rho_t^k`` (``None``: OS entropy, for real use).
+    max_epsilon, max_delta : float
+        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`):
+        the largest epsilon and delta it accepts, both as a set-up's target
+        and as the guarantee proven for what it sends.
+    max_rounds : int
+        The most gradient requests it answers in one run.
 
     Attributes
     ----------
     n_samples, n_features : int
         ``N_k`` and ``d`` (public).
-    rows_clipped : int
+    floor : PartyFloor
     rounds_answered : int
     """
 
-    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None):
+    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
+                 max_rounds):
+        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
         X, y = check_shard(X, y, party_id)
         X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, data_norm)
+        warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
         self.party_id = party_id
         self.loss = loss
         self.data_norm = float(data_norm)
-        self.rows_clipped = rows_clipped
         self._X, self._y = X, y
         self._rng = check_random_state(random_state)
         self._calibration = None
@@ -123,8 +132,13 @@ class Party:
 
     # -- PSGD (004 Proc. 3) -------------------------------------------------------------
     def setup(self, calibration: PSGDCalibration) -> None:
-        """Accept the public calibration and draw ``eta^k ~ N(0, sigma^2/K I)`` once.
+        """Check the coordinator's public calibration, then draw ``eta^k ~ N(0, sigma^2/K I)`` once.
 
+        The check (:func:`~dperm.multiparty.privacy.check_psgd_calibration`)
+        recomputes the calibration from the announced public inputs with the
+        party's own loss and ``data_norm`` and refuses
+        (:class:`~dperm.exceptions.CalibrationRefusedError`) a set-up whose
+        guarantee is weaker than the party's floor, before anything is drawn.
         A second setup is refused: fresh ``eta^k`` draws would let the
         coordinator average the one-time noise away (004 Sec. 3.3). With
         ``calibration.coordinator_dp`` there is no one-time noise (``eta^k = 0``).
@@ -134,17 +148,8 @@ class Party:
                 f"party {self.party_id!r} has already drawn its one-time noise eta^k; it is drawn "
                 "once (004 Proc. 3) and a new setup would let the coordinator average it out."
             )
-        if calibration.n_features != self.n_features:
-            raise ValueError(
-                f"party {self.party_id!r} has {self.n_features} features; the calibration is for "
-                f"{calibration.n_features}."
-            )
-        if calibration.data_norm != self.data_norm or calibration.lipschitz != self.loss.lipschitz:
-            raise ValueError(
-                f"party {self.party_id!r}: the calibration's data_norm={calibration.data_norm:g} and "
-                f"L={calibration.lipschitz:g} differ from the party's ({self.data_norm:g}, "
-                f"{self.loss.lipschitz:g}); the per-round sensitivity 2 L R would not hold."
-            )
+        check_psgd_calibration(calibration, self.floor, loss=self.loss, data_norm=self.data_norm,
+                               n_samples=self.n_samples, n_features=self.n_features, party_id=self.party_id)
         self._calibration = calibration
         if calibration.coordinator_dp:
             self._one_time_noise = np.zeros(self.n_features)
@@ -184,16 +189,19 @@ class Party:
     def noisy_gradient(self, coef) -> np.ndarray:
         """Answer one gradient request: ``grad G_k(w_t) + rho_t^k + eta^k`` (004 Proc. 3, eq. 14).
 
-        Refuses before :meth:`setup` and after ``n_rounds`` answers (the
-        coordinator-view guarantee is computed for ``n_rounds``).
+        Refuses before :meth:`setup` and after ``n_rounds`` answers or its
+        own ``max_rounds``, whichever is fewer (the coordinator-view guarantee
+        is computed for ``n_rounds``).
         """
         calibration = self._calibration
         if calibration is None:
             raise RuntimeError(f"party {self.party_id!r} has no calibration; call setup() first.")
-        if self.rounds_answered >= calibration.n_rounds:
+        allowed = min(calibration.n_rounds, self.floor.max_rounds)
+        if self.rounds_answered >= allowed:
             raise RuntimeError(
-                f"party {self.party_id!r} has answered the n_rounds={calibration.n_rounds} gradient "
-                "requests it agreed to; more answers would exceed the coordinator-view guarantee."
+                f"party {self.party_id!r} has answered the {allowed} gradient requests it agreed to "
+                f"(n_rounds={calibration.n_rounds}, max_rounds={self.floor.max_rounds}); more answers "
+                "would exceed the coordinator-view guarantee."
             )
         coef = np.asarray(coef, dtype=float)
         if coef.shape != (self.n_features,) or not np.all(np.isfinite(coef)):
@@ -225,7 +233,9 @@ class GradientSumNetwork(ABC):
     """The coordinator's only channel to the parties: broadcast ``w_t``, receive a secure sum.
 
     An engine (in-process, Flower SecAgg+) implements it. The coordinator
-    learns the public sizes, the sums and the secure-sum reports, nothing else.
+    learns the public sizes, the sums and the secure-sum reports, nothing
+    else; a report counts clipped coordinates only when
+    :func:`~dperm.multiparty.privacy.clipping_count_is_covered` admits it.
     """
 
     @property
@@ -241,11 +251,6 @@ class GradientSumNetwork(ABC):
     @property
     def n_parties(self) -> int:
         return len(self.n_samples_by_party)
-
-    @property
-    def rows_clipped(self) -> int:
-        """Rows the parties scaled onto ``data_norm`` (reported for the record)."""
-        return 0
 
     @abstractmethod
     def setup(self, calibration: PSGDCalibration) -> None:
@@ -285,6 +290,7 @@ class InProcessNetwork(GradientSumNetwork):
             raise ValueError(f"party ids must be distinct; got {ids}.")
         self._parties = parties
         self._secure_sum = secure_sum
+        self._count_clipped = False
 
     @property
     def n_samples_by_party(self) -> tuple:
@@ -294,13 +300,10 @@ class InProcessNetwork(GradientSumNetwork):
     def n_features(self) -> int:
         return self._parties[0].n_features
 
-    @property
-    def rows_clipped(self) -> int:
-        return sum(party.rows_clipped for party in self._parties)
-
     def setup(self, calibration: PSGDCalibration) -> None:
         for party in self._parties:
             party.setup(calibration)
+        self._count_clipped = clipping_count_is_covered(calibration)
 
     def _party_reply(self, party, coef, scale):
         """The party's side of one round: Proc. 3, reply check, scaling by the public ``1/N``."""
@@ -313,7 +316,7 @@ class InProcessNetwork(GradientSumNetwork):
     def gradient_sum(self, coef, scale: float, round_index: int):
         try:
             replies = {party.party_id: self._party_reply(party, coef, scale) for party in self._parties}
-            return self._secure_sum.sum(replies, dimension=self.n_features)
+            return self._secure_sum.sum(replies, dimension=self.n_features, count_clipped=self._count_clipped)
         except (DropoutError, MalformedReplyError) as error:
             raise type(error)(f"round {round_index}: {error}") from None
 
@@ -423,9 +426,13 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     ``grad^G_k = grad G_k + rho_t^k + eta^k`` is party ``k``'s reply (004
     Proc. 3); the parties scale it by the public ``1/N`` before the secure sum
     so that it fits a fixed clipping range (the noise is added before: note 14).
-    The iterates converge to GOP's minimiser
+    The released ``w_T`` is a post-processing of the coordinator's view, so it
+    has the view's guarantee for the ``T`` rounds run
+    (:func:`~dperm.multiparty.privacy.psgd_coordinator_view`): that is the
+    record's headline. The iterates converge to GOP's minimiser
     ``argmin J(w) + eta.w/N + Delta/2 ||w||^2`` with ``eta = sum_k eta^k``
-    (004 eqs. 15-17), whose guarantee 004 Thm 4.2 states.
+    (004 eqs. 15-17), for which 004 Thm 4.2 proves ``(epsilon, delta)``; that
+    limit-point guarantee is recorded as a note.
 
     Parameters
     ----------
@@ -449,21 +456,11 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     Returns
     -------
     PSGDResult
-        ``coef`` is ``w_psgd``; ``record`` states both guarantees (note 13).
+        ``coef`` is ``w_psgd``; ``record`` states the guarantee proven for it
+        (the coordinator's view over ``T`` rounds, note 13).
     """
     _check_network(network, calibration)
-    if calibration.coordinator_dp:
-        if composition_slack is not None:
-            raise ValueError(
-                "composition_slack is the delta' of the advanced composition of 004's scheme; with "
-                "coordinator_dp=True the view is accounted by dp-accounting at delta. Leave it None."
-            )
-        view = coordinator_view_gaussian(calibration)
-    else:
-        slack = calibration.delta
-        if composition_slack is not None:
-            slack = check_open_delta(composition_slack, "composition_slack")
-        view = coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
+    view = psgd_coordinator_view(calibration, composition_slack)
     steps = resolve_step_size(step_size, calibration)
     d = calibration.n_features
     coef = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=float)
@@ -478,15 +475,12 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
         reports.append(report)
         coef = coef - _step(steps, t) * (gradient_sum + regularization * coef)  # 004 Alg. 1
     summary = summarise_reports(reports)
-    if summary.coordinates_clipped:
+    if summary.coordinates_clipped:  # None when not counted (coordinator_dp): the parties warn themselves
         warnings.warn(
-            f"the secure sum clipped {summary.coordinates_clipped} coordinates in "
+            f"the secure sum clipped {summary.coordinates_clipped} noisy coordinates in "
             f"{summary.sums_with_clipping} of {summary.n_sums} rounds (clipping_range="
-            f"{summary.clipping_range:g}); "
-            + ("the iterates are not Alg. 1's and clipping is outside the Gaussian accounting"
-               if calibration.coordinator_dp else
-               "PSGD's equivalence with GOP (004 Thm 4.2) does not hold for this run")
-            + ". Raise the secure sum's clipping_range.",
+            f"{summary.clipping_range:g}); PSGD's equivalence with GOP (004 Thm 4.2) does not hold for "
+            "this run. Raise the secure sum's clipping_range.",
             SecureSumClippingWarning,
             stacklevel=2,
         )
@@ -498,12 +492,15 @@ def _psgd_notes(summary, calibration) -> tuple:
     if calibration.coordinator_dp:
         return _coordinator_dp_notes(summary, calibration)
     notes = [
-        "004 Thm 4.2's (epsilon, delta) is for the point PSGD converges to, GOP's minimiser; "
-        "the finite-T iterate is also post-processing of the coordinator's view, so it is at "
-        "least (coordinator_epsilon, coordinator_delta)-DP.",
+        f"004 Thm 4.2: the point PSGD converges to as T grows (GOP's minimiser, Alg. 4) is "
+        f"({calibration.epsilon:g}, {calibration.delta:g})-DP, the target the one-time noise eta is "
+        "calibrated for. That is not proven for the finite-T iterate released here, whose guarantee is "
+        "the headline (post-processing of the coordinator's view).",
         "The coordinator's view is protected only if the secure sum hides individual replies "
         "(honest-but-curious aggregator, no collusion with parties).",
-        "Party sizes N_k and the count of clipped coordinates are revealed (public / post-processing).",
+        "Revealed besides the sums: the public party sizes N_k and the count of coordinates the secure "
+        "sum clipped, which each party counts on its own noisy reply (after its noise, before "
+        "quantisation): post-processing of the rounds' DP replies. No count of clipped rows is revealed.",
     ]
     if summary.coordinates_clipped:
         notes.append(
@@ -517,8 +514,10 @@ def _psgd_notes(summary, calibration) -> tuple:
 def _psgd_record(calibration, view, summary, network, steps) -> PSGDPrivacyRecord:
     return PSGDPrivacyRecord(
         mechanism="psgd",
-        epsilon=calibration.epsilon,
-        delta=calibration.delta,
+        epsilon=view.epsilon,
+        delta=view.delta,
+        target_epsilon=calibration.epsilon,
+        target_delta=calibration.delta,
         epsilon_tilde=calibration.epsilon_tilde,
         extra_regularization=calibration.extra_regularization,
         noise_sigma=calibration.noise_sigma,
@@ -540,10 +539,9 @@ def _psgd_record(calibration, view, summary, network, steps) -> PSGDPrivacyRecor
         lipschitz=calibration.lipschitz,
         curvature=calibration.curvature,
         alpha=calibration.alpha,
-        rows_clipped=network.rows_clipped,
         step_size=str(steps),
         secure_sum=summary,
-        gop_equivalent=summary.coordinates_clipped == 0 and not calibration.coordinator_dp,
+        gop_equivalent=not calibration.coordinator_dp and summary.coordinates_clipped == 0,
         loss=calibration.loss,
         reference=REFERENCES["psgd_coordinator_dp" if calibration.coordinator_dp else "psgd"],
         notes=_psgd_notes(summary, calibration),
@@ -562,8 +560,8 @@ def _coordinator_dp_notes(summary, calibration) -> tuple:
         f"{calibration.noise_multiplier:.4g}; L2 sensitivity 2 L R per round (004 Prop. 3.1, note 2); "
         f"{calibration.n_rounds} adaptive rounds accounted by dp-accounting "
         f"({calibration.coordinator_accountant.upper()}).",
-        "The released model is computed from the sums and public constants only: it is "
-        "(epsilon, delta)-DP by post-processing of the coordinator's view, for this finite T. "
+        "The released model is computed from the sums and public constants only: it has the "
+        "coordinator view's guarantee by post-processing, for this finite T. "
         "No one-time noise eta^k is drawn and 004 Thm 4.2 (equivalence with GOP) is not used.",
         "Trust model as in 004 Thm 4.2: the coordinator learns only the exact sum. The noise is "
         "split over the K parties (sigma / sqrt(K) each), so a coordinator colluding with other "
@@ -571,12 +569,9 @@ def _coordinator_dp_notes(summary, calibration) -> tuple:
         f"The secure sum's fixed-point rounding (at most {summary.error_bound:.3g} per coordinate "
         "and round) acts on each party's noisy vector and is not covered by the Gaussian "
         "accounting (a discrete Gaussian would be).",
-        "Party sizes N_k and the count of clipped coordinates are revealed (public / post-processing).",
+        "Revealed besides the sums: the public party sizes N_k only. The secure sum's clipping, like "
+        "its rounding, acts on each party's vector (sigma / sqrt(K) noise), outside the Gaussian "
+        "accounting, so no clipping count is revealed: each party warns in its own log if its vector is "
+        "clipped (the public clipping range makes that rare). No count of clipped rows is revealed.",
     ]
-    if summary.coordinates_clipped:
-        notes.append(
-            f"The secure sum clipped {summary.coordinates_clipped} noisy coordinates in "
-            f"{summary.sums_with_clipping} rounds: the iterates are not Alg. 1's, and like the "
-            "rounding, clipping acts on each party's noisy vector, outside the Gaussian accounting."
-        )
     return tuple(notes)

@@ -1,4 +1,4 @@
-"""``privacy_`` of the multiparty classifiers: both guarantees and every number behind them."""
+"""``privacy_`` of the multiparty classifiers: the guarantee proven for the release, and every public number behind it."""
 
 from __future__ import annotations
 
@@ -44,31 +44,42 @@ class _RecordMixin:
 
 @dataclass(frozen=True)
 class PSGDPrivacyRecord(_RecordMixin):
-    """What a PSGD run guarantees, to whom, and how it was calibrated.
+    """What a PSGD run guarantees for what it releases, and how it was calibrated.
 
-    Two guarantees (shared papers note 13). With ``coordinator_dp=False``
-    (004's scheme):
+    Every field is a public input, a number computed from public inputs, or
+    (``secure_sum``'s clipping totals, ``gop_equivalent``) a function of the
+    parties' noisy replies that :func:`~dperm.multiparty.privacy.clipping_count_is_covered`
+    admits; nothing is computed from the private rows.
 
-    - **released model** ``(epsilon, delta)``: 004 Thm 4.2, PSGD's limit is
-      GOP's output (Alg. 4) on the pooled data, hence GOP's guarantee. It
-      speaks of the minimiser PSGD converges to; the finite-``T`` iterate is
-      also a post-processing of the coordinator's view (next item), so it is
-      at least ``(coordinator_epsilon, coordinator_delta)``-DP;
-    - **coordinator's view** over the ``T`` rounds: each round's sum is
-      ``round_epsilon``-DP (``rho`` noise), composed over ``n_rounds``.
+    The headline (``epsilon``, ``delta``, :attr:`guarantee`) is the guarantee
+    proven for the released ``w_T`` after the ``n_rounds`` that were run:
+    ``w_T`` is computed from the coordinator's view (the secure sums) and
+    public constants only, so it is a post-processing of that view and has
+    its guarantee (shared papers note 13;
+    :func:`~dperm.multiparty.privacy.psgd_coordinator_view`):
 
-    With ``coordinator_dp=True`` (beyond 004) the per-round noise is Gaussian
-    and calibrated so that the **coordinator's view** is ``(epsilon, delta)``-DP
-    by a PLD / RDP accountant (``coordinator_epsilon <= epsilon`` at
-    ``coordinator_delta = delta``); the **released model** is a post-processing
-    of that view and has the same guarantee, for the finite ``T`` that was run.
+    - ``coordinator_dp=False`` (004's scheme): each round's sum is
+      ``round_epsilon``-DP (``rho`` noise), composed over ``n_rounds`` by the
+      tighter of basic and advanced composition. 004 Thm 4.2's
+      ``(target_epsilon, target_delta)`` is proven for the point PSGD
+      converges to (GOP's minimiser, Alg. 4), not for a finite-``T`` iterate:
+      it is stated in ``notes`` only;
+    - ``coordinator_dp=True`` (beyond 004): the per-round noise is Gaussian,
+      calibrated so that the view is ``(target_epsilon, target_delta)``-DP by
+      a PLD / RDP accountant; the headline is the accountant's epsilon
+      (``<= target_epsilon``) at ``target_delta``.
 
     Attributes
     ----------
     mechanism : str
         ``"psgd"``.
     epsilon, delta : float
-        Guarantee of the released classifier (004 Thm 4.2).
+        Guarantee of the released classifier ``w_T``: equal to
+        ``coordinator_epsilon``, ``coordinator_delta``.
+    target_epsilon, target_delta : float
+        The public (epsilon, delta) the noise was calibrated for (the
+        estimator's ``epsilon`` and ``delta``): 004 Thm 4.2's guarantee of the
+        limit point, or the coordinator-DP target.
     epsilon_tilde : float
         ``eps~`` of computeSlack (004 Proc. 2, note 4).
     extra_regularization : float
@@ -86,28 +97,33 @@ class PSGDPrivacyRecord(_RecordMixin):
     coordinator_epsilon_basic, coordinator_delta_basic : float
         ``n_rounds * round_epsilon`` and 0 (basic composition).
     coordinator_epsilon, coordinator_delta : float
-        The tighter of basic and advanced composition.
-    coordinator_composition : {"basic", "advanced"}
+        The coordinator's view over the ``n_rounds``: the tighter of basic and
+        advanced composition, or the PLD / RDP account (``coordinator_dp``).
+    coordinator_composition : {"basic", "advanced", "pld", "rdp"}
     composition_slack : float
         ``delta'`` of advanced composition.
     n_parties, n_samples : int
     n_samples_by_party : tuple of int
         Public party sizes ``N_k`` (004 Alg. 1 takes ``N`` as input).
     data_norm, lipschitz, curvature, alpha : float
-    rows_clipped : int
-        Rows scaled onto ``data_norm`` by their parties (per record; keeps DP).
     step_size : str
         The step-size rule ``z_t``.
     secure_sum : SecureSumSummary
-        The engine, its encoding, and clipping over all rounds (note 14).
+        The engine and its encoding. Its clipping totals count the
+        coordinates of the parties' noisy replies that the fixed-point
+        encoding clipped: each party counts on its own reply after its DP
+        noise and before quantisation, so with 004's scheme the total is
+        post-processing of the rounds' DP replies and covered by the headline
+        (note 14). With ``coordinator_dp`` they are ``None``: not revealed.
     gop_equivalent : bool
-        False when the secure sum clipped a coordinate in some round: then
+        False when the secure sum clipped a coordinate in some round (then
         the iterates do not follow Alg. 1 and Thm 4.2's equivalence with GOP
-        fails (the coordinator-view guarantee is unaffected).
+        fails), and always False with ``coordinator_dp``. A function of the
+        clipping totals above.
     loss : str
     reference : str
     notes : tuple of str
-        Plain-language caveats (scope of Thm 4.2, clipping, trust assumptions).
+        Plain-language caveats (Thm 4.2's scope, clipping, trust assumptions).
     coordinator_dp : bool
         Which scheme ran (see above).
     round_noise : {"l2-laplace", "gaussian"}
@@ -124,6 +140,8 @@ class PSGDPrivacyRecord(_RecordMixin):
     mechanism: str
     epsilon: float
     delta: float
+    target_epsilon: float
+    target_delta: float
     epsilon_tilde: float
     extra_regularization: float
     noise_sigma: float
@@ -145,7 +163,6 @@ class PSGDPrivacyRecord(_RecordMixin):
     lipschitz: float
     curvature: float
     alpha: float
-    rows_clipped: int
     step_size: str
     secure_sum: SecureSumSummary
     gop_equivalent: bool
@@ -160,7 +177,7 @@ class PSGDPrivacyRecord(_RecordMixin):
 
     @property
     def guarantee(self) -> str:
-        """The released model's guarantee in words."""
+        """The released model's proven guarantee in words (the headline)."""
         return _describe(self.epsilon, self.delta)
 
     @property
@@ -169,18 +186,20 @@ class PSGDPrivacyRecord(_RecordMixin):
         return _describe(self.coordinator_epsilon, self.coordinator_delta)
 
     def summary(self) -> str:
-        """A readable account of both guarantees and the calibration."""
+        """A readable account: the released model's guarantee first, then how it was reached."""
         if self.coordinator_dp:
             return self._coordinator_dp_summary()
         lines = [
-            f"Released model: {self.guarantee} (004 Thm 4.2, equal to GOP's), w.r.t. replacing one record.",
+            f"Released model (w_T after {self.n_rounds} rounds): {self.guarantee} w.r.t. replacing one "
+            "record, as a post-processing of the coordinator's view.",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
             f"{self.coordinator_composition} composition (basic: {self.coordinator_epsilon_basic:g}-DP; "
             f"each round {self.round_epsilon:g}-DP; delta' = {self.composition_slack:g}).",
             f"Noise: one-time eta ~ N(0, {self.noise_sigma:.4g}^2 I) in total "
             f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho l2-Laplace, scale "
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
-            f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g}.",
+            f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g} "
+            f"(calibrated for 004 Thm 4.2's target ({self.target_epsilon:g}, {self.target_delta:g}); see the notes).",
             *self._data_and_secure_sum_lines(),
         ]
         lines += [f"Note: {note}" for note in self.notes]
@@ -190,24 +209,23 @@ class PSGDPrivacyRecord(_RecordMixin):
         """The data, secure-sum and step-size lines both summaries end with."""
         return [
             f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
-            f"R = {self.data_norm:g}, {self.rows_clipped} rows clipped; alpha = {self.alpha:g}, "
-            f"L = {self.lipschitz:g}, c = {self.curvature:g}, {self.loss} loss.",
+            f"R = {self.data_norm:g}; alpha = {self.alpha:g}, L = {self.lipschitz:g}, c = {self.curvature:g}, "
+            f"{self.loss} loss.",
             f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}, "
             f"Q = {self.secure_sum.quantization_range}, M = {self.secure_sum.modulus_range}; "
-            f"{self.secure_sum.coordinates_clipped} coordinates clipped in "
-            f"{self.secure_sum.sums_with_clipping} of {self.secure_sum.n_sums} rounds.",
+            + _clipping_text(self.secure_sum),
             f"Steps: {self.step_size}.",
         ]
 
     def _coordinator_dp_summary(self) -> str:
         lines = [
+            f"Released model (w_T after {self.n_rounds} rounds): {self.guarantee} w.r.t. replacing one "
+            "record, as a post-processing of the coordinator's view (coordinator_dp; not 004 Thm 4.2).",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
-            f"{self.coordinator_composition.upper()} accounting (target {self.guarantee}; basic "
-            f"composition of the rounds would give ({self.coordinator_epsilon_basic:.4g}, "
-            f"{self.coordinator_delta_basic:g})-DP; each round ({self.round_epsilon:.4g}, "
-            f"{self.round_delta:.3g})-DP).",
-            f"Released model: {self.coordinator_guarantee}, post-processing of the coordinator's view "
-            "(coordinator_dp; not 004 Thm 4.2), w.r.t. replacing one record.",
+            f"{self.coordinator_composition.upper()} accounting (target "
+            f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
+            f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
+            f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
             f"Noise: per-round Gaussian, sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
@@ -217,9 +235,22 @@ class PSGDPrivacyRecord(_RecordMixin):
         return "\n".join(lines)
 
 
+def _clipping_text(summary: SecureSumSummary) -> str:
+    """The secure sum's clipping totals, or why there are none."""
+    if summary.coordinates_clipped is None:
+        return "clipping is not counted (not covered by the guarantee; each party warns in its own log)."
+    return (f"{summary.coordinates_clipped} noisy coordinates clipped in {summary.sums_with_clipping} of "
+            f"{summary.n_sums} rounds.")
+
+
 @dataclass(frozen=True)
 class LocalAggregationPrivacyRecord(_RecordMixin):
     """What the local-aggregation baseline (004 eq. 5) guarantees and how.
+
+    Every field is a public input or computed from public inputs: the local
+    solves are described by their public tolerance and the radius the noise
+    was calibrated to, not by what they achieved, and no clipping count is
+    revealed (the noise-free contributions enter the secure sum).
 
     Attributes
     ----------
@@ -238,15 +269,13 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
     n_parties, n_samples, n_min : int
     n_samples_by_party : tuple of int
     data_norm, lipschitz, alpha : float
-    rows_clipped : int
     tol : float
-        Gradient-norm tolerance of each local solve.
+        Public gradient-norm tolerance every local solve must certify
+        (a solve that does not is refused before anything is sent).
     solution_radius_allowance : float
-        ``r = tol / alpha``, fixed before solving.
-    solution_radius : float
-        Largest certified distance of a local solve to its exact minimiser.
-    certified : bool
+        ``r = tol / alpha``: the public radius the sensitivity is calibrated to.
     secure_sum : SecureSumSummary
+        Engine and encoding; its clipping totals are None (not counted).
     loss, reference : str
     notes : tuple of str
     """
@@ -266,11 +295,8 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
     data_norm: float
     lipschitz: float
     alpha: float
-    rows_clipped: int
     tol: float
     solution_radius_allowance: float
-    solution_radius: float
-    certified: bool
     secure_sum: SecureSumSummary
     loss: str
     reference: str
@@ -287,12 +313,12 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
             "(one secure sum: the noisy average).",
             f"Sensitivity {self.sensitivity:.4g} = (2 L R / (n_min alpha) + 2 r) / K with n_min = "
             f"{self.n_min}, K = {self.n_parties}; l2-Laplace noise, scale {self.noise_scale:.4g}.",
-            f"Data: N = {self.n_samples} {list(self.n_samples_by_party)}, R = {self.data_norm:g}, "
-            f"{self.rows_clipped} rows clipped; alpha = {self.alpha:g}, {self.loss} loss.",
-            f"Local solves: radius <= {self.solution_radius:.3g} "
-            f"(allowance {self.solution_radius_allowance:.3g}).",
+            f"Data: N = {self.n_samples} {list(self.n_samples_by_party)}, R = {self.data_norm:g}; "
+            f"alpha = {self.alpha:g}, {self.loss} loss.",
+            f"Local solves: each certified to ||grad J_k|| <= tol = {self.tol:.3g}, i.e. within "
+            f"r = {self.solution_radius_allowance:.3g} of its minimiser.",
             f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}; "
-            f"{self.secure_sum.coordinates_clipped} coordinates clipped.",
+            + _clipping_text(self.secure_sum),
         ]
         lines += [f"Note: {note}" for note in self.notes]
         return "\n".join(lines)

@@ -40,21 +40,28 @@ Simplifications of the simulation, documented rather than hidden:
   nothing is revealed. SecAgg+'s recovery of the survivors' sum is engine
   work; calibrating the DP noise for the smallest survivor count is not
   implemented either;
-- the count of clipped coordinates is summed in the clear (each party's
-  count is a function of its own noisy vector, so revealing it is
-  post-processing of that party's DP reply).
+- the count of clipped coordinates is summed in the clear, and only when
+  the caller asks for it (``count_clipped=True``). Each party counts the
+  coordinates of its own vector, as it enters the encoding (after the
+  party's DP noise, before quantisation), so the total is a function of the
+  vectors handed to the secure sum and of nothing else. Whether that is
+  covered by the protocol's guarantee depends on the protocol (PSGD: see
+  :func:`~dperm.multiparty.privacy.clipping_count_is_covered`; local
+  aggregation never asks for it). Uncounted, each party only warns in its
+  own log (:func:`warn_party_clipping`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
-from dperm.exceptions import DropoutError, MalformedReplyError
+from dperm.exceptions import DropoutError, MalformedReplyError, SecureSumClippingWarning
 from dperm.validation import check_positive, check_random_state
 
 #: Flower SecAgg+ defaults (``flwr.server.workflow.SecAggPlusWorkflow``).
@@ -80,8 +87,10 @@ class SecureSumReport:
     dimension : int
     clipping_range, quantization_range, modulus_range : float, int, int
         The fixed-point encoding (0 / 0 for an engine without one).
-    coordinates_clipped : int
-        Coordinates, over all parties, that were outside ``[-C, C]``.
+    coordinates_clipped : int or None
+        Coordinates, over all parties, that were outside ``[-C, C]``,
+        counted on the vectors as handed to the secure sum; ``None`` when the
+        caller did not ask for the count (nothing about clipping is revealed).
     error_bound : float
         A bound on ``|revealed - sum of clipped inputs|`` in every coordinate.
     """
@@ -92,15 +101,16 @@ class SecureSumReport:
     clipping_range: float
     quantization_range: int
     modulus_range: int
-    coordinates_clipped: int
+    coordinates_clipped: int | None
     error_bound: float
 
 
-def fixed_point_report(engine, n_parties: int, dimension: int, coordinates_clipped: int):
+def fixed_point_report(engine, n_parties: int, dimension: int, coordinates_clipped):
     """The :class:`SecureSumReport` of an engine with the fixed-point encoding above.
 
     ``engine`` has ``name``, ``clipping_range``, ``quantization_range``,
-    ``modulus_range`` and ``error_bound(n_parties)``.
+    ``modulus_range`` and ``error_bound(n_parties)``; ``coordinates_clipped``
+    is an int, or None when clipping is not counted.
     """
     return SecureSumReport(
         engine=engine.name,
@@ -124,10 +134,11 @@ class SecureSumSummary:
     n_sums : int
         Secure sums run.
     clipping_range, quantization_range, modulus_range : float, int, int
-    coordinates_clipped : int
-        Clipped coordinates over all rounds and parties.
-    sums_with_clipping : int
-        Rounds in which at least one coordinate was clipped.
+    coordinates_clipped : int or None
+        Clipped coordinates of the parties' vectors over all rounds and
+        parties; ``None`` when not counted (see :class:`SecureSumReport`).
+    sums_with_clipping : int or None
+        Rounds in which at least one coordinate was clipped; ``None`` when not counted.
     error_bound : float
         Per-round, per-coordinate bound on the encoding error (no clipping).
     """
@@ -137,27 +148,47 @@ class SecureSumSummary:
     clipping_range: float
     quantization_range: int
     modulus_range: int
-    coordinates_clipped: int
-    sums_with_clipping: int
+    coordinates_clipped: int | None
+    sums_with_clipping: int | None
     error_bound: float
 
 
 def summarise_reports(reports) -> SecureSumSummary:
-    """Total a non-empty sequence of :class:`SecureSumReport` from one engine."""
+    """Total a non-empty sequence of :class:`SecureSumReport` from one engine.
+
+    The clipping totals are ``None`` unless every round counted clipping.
+    """
     reports = list(reports)
     if not reports:
         raise ValueError("summarise_reports needs at least one SecureSumReport.")
     first = reports[0]
+    counted = all(r.coordinates_clipped is not None for r in reports)
     return SecureSumSummary(
         engine=first.engine,
         n_sums=len(reports),
         clipping_range=first.clipping_range,
         quantization_range=first.quantization_range,
         modulus_range=first.modulus_range,
-        coordinates_clipped=sum(r.coordinates_clipped for r in reports),
-        sums_with_clipping=sum(1 for r in reports if r.coordinates_clipped),
+        coordinates_clipped=sum(r.coordinates_clipped for r in reports) if counted else None,
+        sums_with_clipping=sum(1 for r in reports if r.coordinates_clipped) if counted else None,
         error_bound=max(r.error_bound for r in reports),
     )
+
+
+def warn_party_clipping(party_id, n_clipped: int, clipping_range: float) -> None:
+    """A party's own warning that the secure sum clipped ``n_clipped`` coordinates of its vector.
+
+    For the party's log only: the count is not sent when the protocol does
+    not reveal it (:class:`SecureSumReport`, ``coordinates_clipped=None``).
+    """
+    if n_clipped:
+        warnings.warn(
+            f"party {party_id!r}: the secure sum clipped {n_clipped} coordinate(s) of this party's "
+            f"vector to [-{clipping_range:g}, {clipping_range:g}] (this party's own count; it is not "
+            "revealed). The released sum is not the protocol's sum: raise the clipping range.",
+            SecureSumClippingWarning,
+            stacklevel=3,
+        )
 
 
 class SecureSum(ABC):
@@ -173,7 +204,7 @@ class SecureSum(ABC):
     name = "secure_sum"
 
     @abstractmethod
-    def sum(self, vectors_by_party, dimension: int):
+    def sum(self, vectors_by_party, dimension: int, *, count_clipped: bool = True):
         """Securely sum one vector per party.
 
         Parameters
@@ -183,6 +214,11 @@ class SecureSum(ABC):
             party that dropped out before sending its vector.
         dimension : int
             The agreed length of every vector.
+        count_clipped : bool, default=True
+            Reveal the total count of clipped coordinates in the report. With
+            False the report's ``coordinates_clipped`` is None, nothing about
+            clipping leaves the parties, and each party warns in its own log
+            (:func:`warn_party_clipping`).
 
         Returns
         -------
@@ -356,7 +392,8 @@ class MaskedSecureSum(SecureSum):
     ----------
     clipping_range : float, default=8.0
         ``C``: each coordinate is clipped to ``[-C, C]`` before encoding.
-        Clipped coordinates are counted in the report.
+        Clipped coordinates are counted in the report when the caller asks
+        (``count_clipped``).
     quantization_range : int, default=2**22
         ``Q``: number of grid steps across ``[-C, C]``.
     modulus_range : int, default=2**32
@@ -408,7 +445,7 @@ class MaskedSecureSum(SecureSum):
         """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
         return quantization_error_bound(n_parties, self.clipping_range, self.quantization_range)
 
-    def sum(self, vectors_by_party, dimension: int):
+    def sum(self, vectors_by_party, dimension: int, *, count_clipped: bool = True):
         """Securely sum one vector per party; see :meth:`SecureSum.sum`."""
         party_ids = list(vectors_by_party)
         n_parties = len(party_ids)
@@ -429,10 +466,14 @@ class MaskedSecureSum(SecureSum):
                 continue  # dropped after the setup: its masks stay in the sum
             vector = check_contribution(party_id, vector, dimension)
             encoded, n_clipped = quantize(vector, self.clipping_range, self.quantization_range, self._rng)
-            coordinates_clipped += n_clipped
+            if count_clipped:
+                coordinates_clipped += n_clipped
+            else:
+                warn_party_clipping(party_id, n_clipped, self.clipping_range)
             aggregator.receive(party_id, (encoded + masks[party_id]) % modulus)
         total = aggregator.unmask_sum()
-        report = fixed_point_report(self, n_parties, dimension, coordinates_clipped)
+        report = fixed_point_report(self, n_parties, dimension,
+                                    coordinates_clipped if count_clipped else None)
         return dequantize_sum(total, n_parties, self.clipping_range, self.quantization_range), report
 
     def __repr__(self) -> str:
