@@ -175,7 +175,6 @@ def test_numeric_classes_match_numeric_labels_of_any_dtype():
 def test_a_label_no_row_carries_is_an_all_negative_problem(name):
     X, y, _ = neighbours()
     model = ESTIMATORS[name](LABELS).set_params(epsilon=50.0).fit(X, y)
-    assert model.privacy_.certified
     linear = getattr(model, "linear_model_", model)
     assert np.isfinite(linear.coef_).all()
     # the 'c' problem saw only negatives: at this low noise its score is below the others'

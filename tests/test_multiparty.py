@@ -638,7 +638,7 @@ def test_neighbour_swap_changes_nothing_released_but_the_noised_coefficients(mak
         pytest.importorskip("dp_accounting")
     shards, shards_prime = neighbouring_shards()
     model = make_model().fit(shards)
-    with pytest.warns(DataClippingWarning, match="1 of 40 rows"):  # party 1's own log, on D' only
+    with pytest.warns(DataClippingWarning, match="some rows"):  # party 1's own log, on D' only
         model_prime = make_model().fit(shards_prime)
     assert released_besides_coef(model) == released_besides_coef(model_prime)
     assert set(released_besides_coef(model)) >= {"classes_", "intercept_", "n_features_in_", "privacy_"}

@@ -379,7 +379,7 @@ def test_cli_train_engine_dask_matches_memory_and_round_trips(tmp_path, capsys):
     assert main(["train", "--data", str(table_dir), "--engine", "dask", "--scheduler", "threads",
                  "--out", str(tmp_path / "dask.json"), *common]) == 0
     out = capsys.readouterr().out
-    assert "trained on 1200 rows" in out and "passes over the data" in out
+    assert "trained on 1200 rows" in out and "fitted on Dask" in out
     assert main(["train", "--data", str(csv_path), "--out", str(tmp_path / "memory.json"),
                  *common]) == 0
     dask_model = json.loads((tmp_path / "dask.json").read_text())

@@ -56,6 +56,13 @@ GRID_RESOLUTION = 1024
 #: Relative allowance for rounding in the float computation of a sensitivity
 #: before it enters exact arithmetic (the sensitivity formulas are evaluated in floats).
 SENSITIVITY_ROUNDING_MARGIN = 1e-9
+#: The grid shrinks with epsilon only up to this epsilon: beyond it the noise is
+#: already far below the data's effect and a finer grid would push ordinary
+#: coefficients past :data:`EXACT_INTEGER_LIMIT` steps.
+GRID_EPSILON_CAP = 2.0**10
+#: Grid centres are clamped to ``[-CENTRE_LIMIT, CENTRE_LIMIT]`` steps: a public,
+#: per-coordinate 1-Lipschitz map, so it never increases the L1 sensitivity.
+CENTRE_LIMIT = 2**52
 
 
 # ---------------------------------------------------------------------------
@@ -170,15 +177,17 @@ def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
 # The grid and its sensitivity
 # ---------------------------------------------------------------------------
 def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0) -> float:
-    """The power of two ``g <= S / (GRID_RESOLUTION sqrt(d) max(1, epsilon))`` values are rounded to.
+    """The power of two ``g <= S / (GRID_RESOLUTION sqrt(d) e)`` values are rounded to.
 
-    Relative to ``S / sqrt(d)`` the grid adds at most ``1/GRID_RESOLUTION`` to
-    the noise; relative to ``S / epsilon`` it keeps the rounding far below the
-    noise even for a very large epsilon.
+    ``e = min(max(1, epsilon), GRID_EPSILON_CAP)``. Relative to ``S / sqrt(d)``
+    the grid adds at most ``1/GRID_RESOLUTION`` to the noise; relative to
+    ``S / epsilon`` it keeps the rounding below the noise up to
+    ``epsilon = GRID_EPSILON_CAP``. The step depends on public quantities only.
     """
     if not math.isfinite(sensitivity) or sensitivity <= 0:
         raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}.")
-    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension) * max(1.0, epsilon))
+    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension)
+                           * min(max(1.0, epsilon), GRID_EPSILON_CAP))
     return math.ldexp(1.0, math.floor(math.log2(target)))
 
 
@@ -196,13 +205,16 @@ def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> i
 
 
 def _to_grid(values: np.ndarray, step: float) -> list[int]:
-    """``round(values / g)`` as exact Python integers (``g`` is a power of two)."""
-    scaled = np.asarray(values, dtype=np.float64) / step
-    if not np.all(np.isfinite(scaled)) or np.any(np.abs(scaled) >= EXACT_INTEGER_LIMIT):
-        raise ValueError(
-            "a value to release is not finite or is too large for the noise grid "
-            f"(|value| / {step:g} >= 2**53); nothing was released."
-        )
+    """``round(values / g)`` as exact Python integers, clamped to ``+-CENTRE_LIMIT``.
+
+    Rounding and the clamp are monotone per coordinate, so neighbours' centres
+    differ by at most what :func:`grid_l1_sensitivity` allows; the clamp only
+    acts on a value beyond ``2**52`` grid steps (e.g. ``|value| > 2**52 g``).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("a value to release is not finite (the solve diverged); nothing was released.")
+    scaled = np.clip(values / step, -CENTRE_LIMIT, CENTRE_LIMIT)
     return [int(round(float(v))) for v in scaled]
 
 
@@ -212,10 +224,9 @@ def grid_vector(integers, step: float) -> np.ndarray:
 
 
 def _from_grid(integers, step: float) -> np.ndarray:
-    """``g * integers`` exactly, or a ValueError if an integer is beyond ``2**53``."""
-    if any(abs(k) >= EXACT_INTEGER_LIMIT for k in integers):
-        raise ValueError("a noisy value left the exactly representable range; nothing was released.")
-    return np.array([float(k) for k in integers]) * step
+    """``g * integers`` exactly; integers beyond ``2**53 - 1`` are clamped (post-processing)."""
+    limit = EXACT_INTEGER_LIMIT - 1
+    return np.array([float(min(max(k, -limit), limit)) for k in integers]) * step
 
 
 def _audit_factor(rng) -> Fraction:
