@@ -37,6 +37,7 @@ from dperm.multiparty import (
     local_aggregation_sensitivity,
     psgd,
 )
+from dperm.mechanisms.noise import discrete_laplace_calibration
 from dperm.multiparty.protocol import psgd_clipping_range
 from dperm.multiparty.secure_sum import pairwise_masks, quantize
 from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
@@ -58,8 +59,8 @@ def make_parties(shards, party_class=Party, seed=100, data_norm=1.0, floor=None)
 class QuietParty(Party):
     """Test only: rho_t^k = 0, so PSGD is deterministic gradient descent on GOP's objective."""
 
-    def _round_noise(self):
-        return np.zeros(self.n_features)
+    def _release_round(self, gradient):
+        return gradient
 
 
 class RecordingAggregator(MaskedAggregator):
@@ -222,7 +223,10 @@ def test_calibration_reuses_compute_slack_and_sigma_star():
     assert calibration.noise_sigma == sigma
     assert calibration.party_noise_sigma == pytest.approx(sigma / math.sqrt(3))
     assert calibration.round_sensitivity == 4.0  # 2 L R
-    assert calibration.round_noise_scale == pytest.approx(4.0 / 0.4)  # beta = eps / (2 L R)
+    # float-safe 004 eq. 2: per-coordinate discrete Laplace for the L1 bound sqrt(d) 2 L R (+ d steps)
+    grid = discrete_laplace_calibration(4.0, 4, 0.4)
+    assert calibration.round_noise_scale == grid.noise_scale
+    assert calibration.round_noise_scale == pytest.approx(math.sqrt(4) * 4.0 / 0.4, rel=2e-3)
 
 
 @pytest.mark.parametrize("sizes, epsilon, alpha", [((50, 100, 150), 1.0, 0.05), ((20, 30, 40), 0.4, 0.01)])
@@ -375,7 +379,7 @@ def test_privacy_record_states_both_guarantees():
     assert record.coordinator_epsilon < record.coordinator_epsilon_basic
     assert record.composition_slack == 1e-7
     assert record.n_samples_by_party == (30, 40, 50)
-    assert record.round_noise_scale == pytest.approx(2.0 / 0.01)
+    assert record.round_noise_scale == pytest.approx(math.sqrt(model.coef_.shape[1]) * 2.0 / 0.01, rel=2e-3)
     text = str(record)
     headline = text.splitlines()[0]
     assert headline.startswith(f"Released model (w_T after 40 rounds): ({record.epsilon:g}, 1e-07)-DP")
@@ -430,7 +434,11 @@ def test_local_aggregation_sensitivity_uses_the_smallest_party():
     record = model.privacy_
     assert record.n_min == 20 and record.delta == 0.0
     assert record.sensitivity == pytest.approx((2.0 / (20 * alpha) + 2 * 1e-8 / alpha) / 3)
-    assert record.noise_scale == pytest.approx(record.sensitivity / 1.0)
+    # float-safe eq. 5: per-coordinate discrete Laplace for the L1 bound sqrt(d) S (+ d grid steps)
+    d = model.coef_.shape[1]
+    assert record.noise_scale == discrete_laplace_calibration(record.sensitivity, d, 1.0).noise_scale
+    assert record.noise_scale == pytest.approx(math.sqrt(d) * record.sensitivity, rel=2e-3)
+    assert record.noise_distribution == "discrete-laplace"
     assert record.coordinator_epsilon == 1.0
     assert record.tol == 1e-8 and record.solution_radius_allowance == pytest.approx(1e-8 / alpha)
 

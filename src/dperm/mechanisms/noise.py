@@ -218,6 +218,12 @@ def _to_grid(values: np.ndarray, step: float) -> list[int]:
     return [int(round(float(v))) for v in scaled]
 
 
+def round_to_grid(values, step: float) -> np.ndarray:
+    """``g * round(values / g)`` with the clamp of :func:`_to_grid`: no noise (a deterministic, public map)."""
+    values = np.asarray(values, dtype=np.float64)
+    return _from_grid(_to_grid(values.ravel(), step), step).reshape(values.shape)
+
+
 def grid_vector(integers, step: float) -> np.ndarray:
     """``g * integers`` as a float vector, exactly (see :func:`_from_grid`)."""
     return _from_grid(integers, step)

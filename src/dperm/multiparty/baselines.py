@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.exceptions import CalibrationRefusedError, CertificateError
-from dperm.multiparty.privacy import CALIBRATION_RTOL, PartyFloor, l2_laplace_norm_quantile
+from dperm.mechanisms.noise import discrete_laplace_calibration, round_to_grid
+from dperm.multiparty.privacy import CALIBRATION_RTOL, PartyFloor, discrete_laplace_tail_bound
 from dperm.privacy.sensitivity import local_aggregation_sensitivity
 from dperm.multiparty.record import REFERENCES, LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
@@ -64,7 +65,11 @@ class LocalAggregationCalibration:
         :func:`dperm.mechanisms.output.solution_radius_allowance`.
     sensitivity : float
     noise_scale : float
-        ``sensitivity / epsilon``.
+        Per-coordinate discrete Laplace scale ``g k / epsilon``
+        (:func:`~dperm.mechanisms.noise.discrete_laplace_calibration` for
+        ``sensitivity``): the float-safe form of 004 eq. 2's ``sensitivity / epsilon``.
+    noise_grid : float
+        ``g``: every contribution is rounded to it; the noise is ``g`` times an integer.
     loss : str
     """
 
@@ -79,7 +84,13 @@ class LocalAggregationCalibration:
     solution_radius_allowance: float
     sensitivity: float
     noise_scale: float
+    noise_grid: float
     loss: str
+
+    @property
+    def grid(self):
+        """The :class:`~dperm.mechanisms.noise.GridCalibration` of the release (public inputs only)."""
+        return discrete_laplace_calibration(self.sensitivity, self.n_features, self.epsilon)
 
 
 def calibrate_local_aggregation(
@@ -96,6 +107,7 @@ def calibrate_local_aggregation(
     sizes = tuple(int(n) for n in n_samples_by_party)
     radius = tol / alpha
     sensitivity = local_aggregation_sensitivity(sizes, alpha, loss.lipschitz, data_norm, radius)
+    grid = discrete_laplace_calibration(sensitivity, n_features, epsilon)
     return LocalAggregationCalibration(
         epsilon=epsilon,
         alpha=alpha,
@@ -107,7 +119,8 @@ def calibrate_local_aggregation(
         tol=tol,
         solution_radius_allowance=radius,
         sensitivity=sensitivity,
-        noise_scale=sensitivity / epsilon,  # 004 eq. 2: beta = epsilon / C
+        noise_scale=grid.noise_scale,  # float-safe form of 004 eq. 2: beta = epsilon / C
+        noise_grid=grid.step,
         loss=loss.name,
     )
 
@@ -149,14 +162,12 @@ def local_aggregation_clipping_range(calibration: LocalAggregationCalibration, l
 
     ``alpha/2 ||w_k||^2 <= J_k(w_k) <= J_k(0) = phi(0)`` for a non-negative
     margin loss, so ``||w_k|| <= sqrt(2 phi(0) / alpha)`` (plus the solve's
-    radius); the noise adds at most its l2-Laplace norm quantile.
+    radius); the noise adds at most its discrete Laplace tail per coordinate.
     """
     n_parties = len(calibration.n_samples_by_party)
     local_norm = math.sqrt(2.0 * float(loss.value(0.0)) / calibration.alpha)
     local_norm += calibration.solution_radius_allowance
-    noise_bound = l2_laplace_norm_quantile(
-        calibration.n_features, calibration.noise_scale, CLIPPING_TAIL_PROBABILITY
-    )
+    noise_bound = discrete_laplace_tail_bound(calibration.grid, CLIPPING_TAIL_PROBABILITY)
     return clipping_range_for(local_norm / n_parties + noise_bound)
 
 
@@ -182,9 +193,11 @@ def _party_contribution(party, calibration, max_iter, add_noise: bool):
             "so nothing is released. Increase max_iter or tol."
         )
     contribution = solve.coef / len(calibration.n_samples_by_party)
+    # every party rounds to the public grid g, so the sum of the centres moves by at most
+    # k steps in L1 between neighbours; the noise party adds the discrete Laplace noise
     if add_noise:
-        contribution = contribution + party.output_noise(calibration.noise_scale)
-    return contribution
+        return party.release_on_grid(contribution, calibration.grid)
+    return round_to_grid(contribution, calibration.noise_grid)
 
 
 def local_aggregation(parties, secure_sum, calibration: LocalAggregationCalibration, *,
@@ -225,11 +238,12 @@ NOTES = (
     "One randomly chosen party adds the noise before the secure sum; that party could "
     "subtract it from the released model (Pathak et al.'s blind noise selection is not "
     "implemented), so the guarantee is against the coordinator and the public.",
-    "The guarantee is eq. 5's on real numbers. The secure sum clips every contribution to [-C, C] and "
-    "rounds it to its grid: clipping a noise-free contribution keeps the sensitivity (coordinatewise "
-    "clipping is 1-Lipschitz), but clipping the noise party's vector would truncate the noise, and the "
-    "rounding of the noise-free contributions is outside the analysis. The default C is chosen from "
-    "public constants so that the noise party's vector is clipped with probability at most 1e-9.",
+    "Float-safe: every party rounds its contribution to the public power-of-two grid g and the noise "
+    "party adds exact discrete Laplace noise (g times an integer), calibrated to the L1 bound of eq. "
+    "5's sensitivity on that grid. The secure sum clips every contribution to [-C, C] (coordinatewise "
+    "clipping is 1-Lipschitz, so it keeps the sensitivity; it would truncate the noise party's noise "
+    "with probability at most 1e-9 at the default C, chosen from public constants), and its "
+    "quantization is exact for values on g when g is a multiple of its step.",
     "Revealed besides the average: the public party sizes. The local solves are described by their "
     "public tolerance, not by what they achieved; no count of clipped rows or coordinates is revealed "
     "(each party warns in its own log).",
@@ -242,8 +256,9 @@ def _record(calibration, summary) -> LocalAggregationPrivacyRecord:
         epsilon=calibration.epsilon,
         delta=0.0,
         sensitivity=calibration.sensitivity,
-        noise_distribution="l2-laplace",
+        noise_distribution="discrete-laplace",
         noise_scale=calibration.noise_scale,
+        noise_grid=calibration.noise_grid,
         coordinator_epsilon=calibration.epsilon,
         coordinator_delta=0.0,
         n_parties=len(calibration.n_samples_by_party),

@@ -27,6 +27,7 @@ from scipy.stats import gamma
 
 from dperm.accounting import Spend, advanced_composition, basic_composition
 from dperm.exceptions import CalibrationRefusedError
+from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration
 from dperm.privacy.sensitivity import (  # the formulas live with the other sensitivities
     gaussian_objective_sigma,
     gradient_sum_sensitivity,
@@ -46,15 +47,40 @@ def check_open_delta(delta, name: str = "delta") -> float:
     return delta
 
 
-def round_noise_scale(round_epsilon: float, lipschitz: float, data_norm: float) -> float:
-    """Scale ``1/beta = 2 L R / eps_round`` of the per-round noise ``rho`` (004 Proc. 3).
+def round_noise_calibration(round_epsilon: float, lipschitz: float, data_norm: float,
+                            n_features: int) -> GridCalibration:
+    """The float-safe per-round noise ``rho`` of 004 Proc. 3: grid, L1 sensitivity, scale.
 
-    004 eq. 2 with ``beta = eps / C`` and ``C`` the sensitivity of
-    :func:`gradient_sum_sensitivity`; 004 Proc. 3 prints ``beta = eps/(2L)``
-    for ``R = 1`` (note 2). Each party's reply, hence each round's sum, is
-    then ``eps_round``-DP with respect to one of its records (note 13).
+    004 Proc. 3 (eq. 2) adds ``rho ~ exp(-beta ||rho||)`` with ``beta = eps / C``
+    and ``C = 2 L R`` the sensitivity of :func:`gradient_sum_sensitivity`
+    (004 prints ``eps / (2L)`` for ``R = 1``, note 2), drawn in floating point.
+    dperm releases each party's gradient sum instead as
+    :func:`~dperm.mechanisms.noise.release_on_grid` does: rounded to a
+    power-of-two grid with exact discrete Laplace noise per coordinate,
+    calibrated to the L1 bound ``sqrt(d) C`` plus one step per coordinate
+    (Canonne, Kamath & Steinke 2020). Each party's reply, hence each round's
+    sum, is then exactly ``eps_round``-DP with respect to one of its records
+    (note 13), and nothing in it depends on floating-point noise.
     """
-    return gradient_sum_sensitivity(lipschitz, data_norm) / check_epsilon(round_epsilon, "round_epsilon")
+    return discrete_laplace_calibration(gradient_sum_sensitivity(lipschitz, data_norm),
+                                        check_positive_int(n_features, "n_features"),
+                                        check_epsilon(round_epsilon, "round_epsilon"))
+
+
+def discrete_laplace_tail_bound(calibration: GridCalibration, tail_probability: float) -> float:
+    """``b`` with ``P(|released_i - value_i| > b) <= tail_probability`` for one coordinate.
+
+    The discrete Laplace ``Z`` with scale ``t`` (in steps) has
+    ``P(|Z| >= m) <= 2 exp(-m / t) / (1 + exp(-1/t)) <= 2 exp(-m / t)``, so
+    ``m = t ln(2 / p)`` steps suffice; the rounding to the grid adds half a step.
+    """
+    steps = float(calibration.scale_in_steps) * math.log(2.0 / tail_probability)
+    return calibration.step * (math.ceil(steps) + 0.5)
+
+
+def round_noise_scale(round_epsilon: float, lipschitz: float, data_norm: float, n_features: int) -> float:
+    """Per-coordinate scale (``g k / eps_round``) of the per-round noise: :func:`round_noise_calibration`."""
+    return round_noise_calibration(round_epsilon, lipschitz, data_norm, n_features).noise_scale
 
 
 @dataclass(frozen=True)
@@ -87,7 +113,8 @@ class PSGDCalibration:
     round_sensitivity : float
         ``2 L R`` (:func:`gradient_sum_sensitivity`).
     round_noise_scale : float
-        ``1/beta`` of ``rho_t^k`` (:func:`round_noise_scale`).
+        Per-coordinate scale of ``rho_t^k``: the discrete Laplace scale
+        ``g k / eps_round`` of :func:`round_noise_calibration` (004's scheme).
     n_rounds : int
         ``T``: gradient requests each party agrees to answer.
     n_parties, n_samples, n_features : int
@@ -97,15 +124,16 @@ class PSGDCalibration:
     loss : str
         Name of the loss ``phi``.
     coordinator_dp : bool
-        False: 004's scheme (``eta^k`` once, l2-Laplace ``rho``). True: no
+        False: 004's scheme (``eta^k`` once, ``rho`` float-safe discrete Laplace). True: no
         ``eta^k``; ``rho_t^k`` Gaussian, calibrated so that the coordinator's
         whole view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`).
         Then ``epsilon_tilde``, ``noise_sigma`` and ``party_noise_sigma`` are 0
         (no objective perturbation), ``Delta = 0``, ``round_noise_scale`` is the
         per-coordinate std of one party's ``rho_t^k`` and ``round_epsilon`` is
         the one-round epsilon at ``round_delta``.
-    round_noise : {"l2-laplace", "gaussian"}
-        Distribution of ``rho_t^k``.
+    round_noise : {"discrete-laplace", "gaussian"}
+        Distribution of ``rho_t^k``. ``"gaussian"`` (``coordinator_dp``) is
+        drawn in floating point and is not float-safe (README).
     round_noise_sigma : float
         Gaussian scheme: std per coordinate of ``sum_k rho_t^k`` (``z * 2 L R``); 0 otherwise.
     noise_multiplier : float
@@ -136,7 +164,7 @@ class PSGDCalibration:
     alpha: float
     loss: str
     coordinator_dp: bool = False
-    round_noise: str = "l2-laplace"
+    round_noise: str = "discrete-laplace"
     round_noise_sigma: float = 0.0
     noise_multiplier: float = 0.0
     round_delta: float = 0.0
@@ -183,9 +211,10 @@ def calibrate_psgd(
        :func:`~dperm.privacy.sensitivity.gaussian_objective_sigma`; each
        party's ``eta^k`` has per-coordinate variance ``sigma^2 / K`` so that
        ``sum_k eta^k ~ N(0, sigma^2 I)``, GOP's noise (004 Thm 4.2, proof);
-    3. ``rho_t^k`` has density ``~ exp(-||rho|| / scale)``, ``scale =
-       2 L R / eps_round`` (:func:`round_noise_scale`); ``eps_round``
-       defaults to ``epsilon``, as in 004 Proc. 3.
+    3. ``rho_t^k``: each party releases its gradient sum on a grid with
+       discrete Laplace noise for sensitivity ``2 L R`` at ``eps_round``
+       (:func:`round_noise_calibration`, the float-safe form of 004 eq. 2);
+       ``eps_round`` defaults to ``epsilon``, as in 004 Proc. 3.
 
     Parameters
     ----------
@@ -256,7 +285,7 @@ def calibrate_psgd(
         party_noise_sigma=sigma / math.sqrt(n_parties),
         round_epsilon=round_epsilon,
         round_sensitivity=gradient_sum_sensitivity(lipschitz, data_norm),
-        round_noise_scale=round_noise_scale(round_epsilon, lipschitz, data_norm),
+        round_noise_scale=round_noise_scale(round_epsilon, lipschitz, data_norm, n_features),
         n_rounds=n_rounds,
         n_parties=n_parties,
         n_samples=n_samples,

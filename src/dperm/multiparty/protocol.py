@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from dperm.mechanisms.noise import sample_gaussian, sample_l2_laplace
+from dperm.mechanisms.noise import release_on_grid, sample_gaussian
 from dperm.exceptions import (
     DropoutError,
     MalformedReplyError,
@@ -40,8 +40,9 @@ from dperm.multiparty.privacy import (
     PSGDCalibration,
     check_psgd_calibration,
     clipping_count_is_covered,
-    l2_laplace_norm_quantile,
+    discrete_laplace_tail_bound,
     psgd_coordinator_view,
+    round_noise_calibration,
 )
 from dperm.multiparty.record import REFERENCES, PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
@@ -174,17 +175,28 @@ class Party:
         return self._X.T @ self.loss.score_derivative(self._y, scores)
 
     def _round_noise(self) -> np.ndarray:
-        """``rho_t^k``, fresh each round.
+        """``coordinator_dp``'s ``rho_t^k ~ N(0, scale^2 I)``, ``scale = sigma / sqrt(K)``.
 
-        004 Proc. 3 (eq. 2): density ``~ exp(-||rho|| / scale)``. With
-        ``coordinator_dp``: ``N(0, scale^2 I)``, ``scale = sigma / sqrt(K)``, so
-        the ``K`` parties' noise sums to ``N(0, sigma^2 I)``
+        The ``K`` parties' noise sums to ``N(0, sigma^2 I)``
         (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+        Drawn in floating point: this option is not float-safe (README).
+        """
+        return sample_gaussian(self.n_features, self._calibration.round_noise_scale, self._rng)
+
+    def _release_round(self, gradient: np.ndarray) -> np.ndarray:
+        """``grad G_k(w_t) + rho_t^k``: this round's private release of the party's gradient sum.
+
+        004's scheme: the float-safe form of 004 Proc. 3's ``rho`` (eq. 2),
+        :func:`~dperm.mechanisms.noise.release_on_grid` with
+        :func:`~dperm.multiparty.privacy.round_noise_calibration`: exactly
+        ``eps_round``-DP. ``coordinator_dp``: plus :meth:`_round_noise`.
         """
         calibration = self._calibration
         if calibration.round_noise == "gaussian":
-            return sample_gaussian(self.n_features, calibration.round_noise_scale, self._rng)
-        return sample_l2_laplace(self.n_features, calibration.round_noise_scale, self._rng)
+            return gradient + self._round_noise()
+        grid = round_noise_calibration(calibration.round_epsilon, calibration.lipschitz,
+                                       calibration.data_norm, self.n_features)
+        return release_on_grid(gradient, grid, self._rng)
 
     def noisy_gradient(self, coef) -> np.ndarray:
         """Answer one gradient request: ``grad G_k(w_t) + rho_t^k + eta^k`` (004 Proc. 3, eq. 14).
@@ -210,7 +222,8 @@ class Party:
                 f"expected ({self.n_features},) finite values."
             )
         self.rounds_answered += 1
-        return self.local_gradient(coef) + self._round_noise() + self._one_time_noise
+        # eta^k is data-independent: adding it (in floats) post-processes the exact release
+        return self._release_round(self.local_gradient(coef)) + self._one_time_noise
 
     # -- local aggregation (004 eq. 4) --------------------------------------------------
     def local_minimiser(self, alpha: float, gradient_tol: float, max_iter: int):
@@ -218,9 +231,9 @@ class Party:
         objective = RegularizedERMObjective(self.loss, self._X, self._y, alpha)
         return minimize_certified(objective, tol=gradient_tol, max_iter=max_iter)
 
-    def output_noise(self, noise_scale: float) -> np.ndarray:
-        """One l2-Laplace draw ``~ exp(-||b|| / noise_scale)`` from this party's generator."""
-        return sample_l2_laplace(self.n_features, noise_scale, self._rng)
+    def release_on_grid(self, values, grid) -> np.ndarray:
+        """``values`` on ``grid`` with exact discrete Laplace noise from this party's generator."""
+        return release_on_grid(values, grid, self._rng)
 
     def __repr__(self) -> str:
         return f"Party(party_id={self.party_id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
@@ -325,8 +338,9 @@ def psgd_clipping_range(calibration: PSGDCalibration, n_samples_by_party) -> flo
     """A clipping range, from public constants, that a scaled reply exceeds with tiny probability.
 
     A reply scaled by ``1/N`` has coordinates at most
-    ``(N_max L R + |rho_i| + |eta^k_i|) / N``; ``|rho_i| <= ||rho||`` is
-    bounded by its l2-Laplace tail (by its Gaussian tail with ``coordinator_dp``)
+    ``(N_max L R + |rho_i| + |eta^k_i|) / N``; ``|rho_i|`` is bounded by its
+    discrete Laplace tail plus the grid's rounding (by its Gaussian tail with
+    ``coordinator_dp``)
     and ``|eta^k_i|`` by its Gaussian tail, each exceeded with probability
     ``CLIPPING_TAIL_PROBABILITY``. The result is rounded up to a power of two
     (:func:`~dperm.multiparty.secure_sum.clipping_range_for`).
@@ -336,7 +350,9 @@ def psgd_clipping_range(calibration: PSGDCalibration, n_samples_by_party) -> flo
     if calibration.round_noise == "gaussian":
         rho_bound = calibration.round_noise_scale * float(norm.isf(tail / 2.0))
     else:
-        rho_bound = l2_laplace_norm_quantile(calibration.n_features, calibration.round_noise_scale, tail)
+        grid = round_noise_calibration(calibration.round_epsilon, calibration.lipschitz,
+                                       calibration.data_norm, calibration.n_features)
+        rho_bound = discrete_laplace_tail_bound(grid, tail)
     eta_bound = calibration.party_noise_sigma * float(norm.isf(tail / 2.0))
     return clipping_range_for((gradient_bound + rho_bound + eta_bound) / calibration.n_samples)
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-
 from dperm.multiparty.secure_sum import SecureSumSummary
+from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 REFERENCES = {
     "psgd": "Rajkumar & Agarwal (2012), Alg. 1, Procs. 2-3, Thm 4.2 (via GOP, Alg. 4 and Thm 4.1); "
@@ -19,31 +17,11 @@ REFERENCES = {
 }
 
 
-def _describe(epsilon: float, delta: float) -> str:
-    if delta == 0:
-        return f"{epsilon:g}-DP (pure epsilon-differential privacy)"
-    return f"({epsilon:g}, {delta:g})-DP"
+_describe = describe_guarantee
 
 
-class _RecordMixin:
-    """Serialisation shared by the records (frozen dataclasses)."""
-
-    def to_dict(self) -> dict:
-        """A JSON-serialisable dict (nested ``secure_sum`` included)."""
-        data = asdict(self)
-        data["notes"] = list(data["notes"])
-        data["n_samples_by_party"] = list(data["n_samples_by_party"])
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-
-@dataclass(frozen=True)
-class PSGDPrivacyRecord(_RecordMixin):
+@privacy_record
+class PSGDPrivacyRecord(RecordBase):
     """What a PSGD run guarantees for what it releases, and how it was calibrated.
 
     Every field is a public input, a number computed from public inputs, or
@@ -92,7 +70,8 @@ class PSGDPrivacyRecord(_RecordMixin):
     round_sensitivity : float
         ``2 L R`` (004 Prop. 3.1, note 2).
     round_noise_scale : float
-        ``1/beta = 2 L R / round_epsilon`` of each ``rho_t^k`` (l2-Laplace, 004 eq. 2).
+        Per-coordinate discrete Laplace scale of each ``rho_t^k`` (the float-safe form of 004 eq. 2's
+        ``1/beta = 2 L R / round_epsilon``: L1 bound ``sqrt(d) 2 L R`` on a power-of-two grid).
     n_rounds : int
     coordinator_epsilon_basic, coordinator_delta_basic : float
         ``n_rounds * round_epsilon`` and 0 (basic composition).
@@ -126,9 +105,9 @@ class PSGDPrivacyRecord(_RecordMixin):
         Plain-language caveats (Thm 4.2's scope, clipping, trust assumptions).
     coordinator_dp : bool
         Which scheme ran (see above).
-    round_noise : {"l2-laplace", "gaussian"}
-        Distribution of ``rho_t^k``; ``round_noise_scale`` is its l2-Laplace
-        ``1/beta`` or, for the Gaussian, one party's std per coordinate.
+    round_noise : {"discrete-laplace", "gaussian"}
+        Distribution of ``rho_t^k``; ``round_noise_scale`` is its discrete Laplace
+        scale per coordinate or, for the Gaussian, one party's std per coordinate.
     round_noise_sigma : float
         Gaussian scheme: std per coordinate of the summed per-round noise; 0 otherwise.
     noise_multiplier : float
@@ -137,43 +116,43 @@ class PSGDPrivacyRecord(_RecordMixin):
         Gaussian scheme: one round is ``(round_epsilon, round_delta)``-DP; 0 otherwise.
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    target_epsilon: float
-    target_delta: float
-    epsilon_tilde: float
-    extra_regularization: float
-    noise_sigma: float
-    party_noise_sigma: float
-    round_epsilon: float
-    round_sensitivity: float
-    round_noise_scale: float
-    n_rounds: int
-    coordinator_epsilon_basic: float
-    coordinator_delta_basic: float
-    coordinator_epsilon: float
-    coordinator_delta: float
-    coordinator_composition: str
-    composition_slack: float
-    n_parties: int
-    n_samples: int
-    n_samples_by_party: tuple
-    data_norm: float
-    lipschitz: float
-    curvature: float
-    alpha: float
-    step_size: str
-    secure_sum: SecureSumSummary
-    gop_equivalent: bool
-    loss: str
-    reference: str
-    notes: tuple
-    coordinator_dp: bool = False
-    round_noise: str = "l2-laplace"
-    round_noise_sigma: float = 0.0
-    noise_multiplier: float = 0.0
-    round_delta: float = 0.0
+    mechanism: str = released(PUBLIC)
+    epsilon: float = released(DERIVED)
+    delta: float = released(DERIVED)
+    target_epsilon: float = released(PUBLIC)
+    target_delta: float = released(PUBLIC)
+    epsilon_tilde: float = released(DERIVED)
+    extra_regularization: float = released(DERIVED)
+    noise_sigma: float = released(DERIVED)
+    party_noise_sigma: float = released(DERIVED)
+    round_epsilon: float = released(PUBLIC)
+    round_sensitivity: float = released(DERIVED)
+    round_noise_scale: float = released(DERIVED)
+    n_rounds: int = released(PUBLIC)
+    coordinator_epsilon_basic: float = released(DERIVED)
+    coordinator_delta_basic: float = released(DERIVED)
+    coordinator_epsilon: float = released(DERIVED)
+    coordinator_delta: float = released(DERIVED)
+    coordinator_composition: str = released(PUBLIC)
+    composition_slack: float = released(PUBLIC)
+    n_parties: int = released(PUBLIC)
+    n_samples: int = released(PUBLIC)
+    n_samples_by_party: tuple = released(PUBLIC)
+    data_norm: float = released(PUBLIC)
+    lipschitz: float = released(PUBLIC)
+    curvature: float = released(PUBLIC)
+    alpha: float = released(PUBLIC)
+    step_size: str = released(PUBLIC)
+    secure_sum: SecureSumSummary = released(DERIVED)
+    gop_equivalent: bool = released(DERIVED)
+    loss: str = released(PUBLIC)
+    reference: str = released(PUBLIC)
+    notes: tuple = released(PUBLIC)
+    coordinator_dp: bool = released(PUBLIC, False)
+    round_noise: str = released(PUBLIC, "discrete-laplace")
+    round_noise_sigma: float = released(DERIVED, 0.0)
+    noise_multiplier: float = released(DERIVED, 0.0)
+    round_delta: float = released(DERIVED, 0.0)
 
     @property
     def guarantee(self) -> str:
@@ -196,7 +175,7 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"{self.coordinator_composition} composition (basic: {self.coordinator_epsilon_basic:g}-DP; "
             f"each round {self.round_epsilon:g}-DP; delta' = {self.composition_slack:g}).",
             f"Noise: one-time eta ~ N(0, {self.noise_sigma:.4g}^2 I) in total "
-            f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho l2-Laplace, scale "
+            f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho discrete Laplace per coordinate (float-safe), scale "
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
             f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g} "
             f"(calibrated for 004 Thm 4.2's target ({self.target_epsilon:g}, {self.target_delta:g}); see the notes).",
@@ -226,7 +205,7 @@ class PSGDPrivacyRecord(_RecordMixin):
             f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
-            f"Noise: per-round Gaussian, sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
+            f"Noise: per-round Gaussian (floating point, not float-safe), sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
             *self._data_and_secure_sum_lines(),
@@ -243,8 +222,8 @@ def _clipping_text(summary: SecureSumSummary) -> str:
             f"{summary.n_sums} rounds.")
 
 
-@dataclass(frozen=True)
-class LocalAggregationPrivacyRecord(_RecordMixin):
+@privacy_record
+class LocalAggregationPrivacyRecord(RecordBase):
     """What the local-aggregation baseline (004 eq. 5) guarantees and how.
 
     Every field is a public input or computed from public inputs: the local
@@ -261,9 +240,11 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
     sensitivity : float
         ``(2 L R / (n_min alpha) + 2 r) / K`` (note 12).
     noise_distribution : str
-        ``"l2-laplace"``.
+        ``"discrete-laplace"``: float-safe, on the grid ``noise_grid``.
     noise_scale : float
-        ``sensitivity / epsilon``.
+        Per-coordinate scale ``g k / epsilon`` (L1 bound ``sqrt(d) S`` on the grid).
+    noise_grid : float
+        The power-of-two grid ``g`` of every contribution and of the noise.
     coordinator_epsilon, coordinator_delta : float
         The coordinator sees one secure sum, the released average itself.
     n_parties, n_samples, n_min : int
@@ -280,27 +261,28 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
     notes : tuple of str
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    sensitivity: float
-    noise_distribution: str
-    noise_scale: float
-    coordinator_epsilon: float
-    coordinator_delta: float
-    n_parties: int
-    n_samples: int
-    n_min: int
-    n_samples_by_party: tuple
-    data_norm: float
-    lipschitz: float
-    alpha: float
-    tol: float
-    solution_radius_allowance: float
-    secure_sum: SecureSumSummary
-    loss: str
-    reference: str
-    notes: tuple
+    mechanism: str = released(PUBLIC)
+    epsilon: float = released(DERIVED)
+    delta: float = released(DERIVED)
+    sensitivity: float = released(DERIVED)
+    noise_distribution: str = released(PUBLIC)
+    noise_scale: float = released(DERIVED)
+    noise_grid: float = released(DERIVED)
+    coordinator_epsilon: float = released(DERIVED)
+    coordinator_delta: float = released(DERIVED)
+    n_parties: int = released(PUBLIC)
+    n_samples: int = released(PUBLIC)
+    n_min: int = released(PUBLIC)
+    n_samples_by_party: tuple = released(PUBLIC)
+    data_norm: float = released(PUBLIC)
+    lipschitz: float = released(PUBLIC)
+    alpha: float = released(PUBLIC)
+    tol: float = released(PUBLIC)
+    solution_radius_allowance: float = released(DERIVED)
+    secure_sum: SecureSumSummary = released(DERIVED)
+    loss: str = released(PUBLIC)
+    reference: str = released(PUBLIC)
+    notes: tuple = released(PUBLIC)
 
     @property
     def guarantee(self) -> str:
@@ -312,7 +294,8 @@ class LocalAggregationPrivacyRecord(_RecordMixin):
             f"Coordinator's view: {_describe(self.coordinator_epsilon, self.coordinator_delta)} "
             "(one secure sum: the noisy average).",
             f"Sensitivity {self.sensitivity:.4g} = (2 L R / (n_min alpha) + 2 r) / K with n_min = "
-            f"{self.n_min}, K = {self.n_parties}; l2-Laplace noise, scale {self.noise_scale:.4g}.",
+            f"{self.n_min}, K = {self.n_parties}; discrete Laplace noise per coordinate, scale "
+            f"{self.noise_scale:.4g} on a grid of {self.noise_grid:.3g}.",
             f"Data: N = {self.n_samples} {list(self.n_samples_by_party)}, R = {self.data_norm:g}; "
             f"alpha = {self.alpha:g}, {self.loss} loss.",
             f"Local solves: each certified to ||grad J_k|| <= tol = {self.tol:.3g}, i.e. within "
