@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,6 +43,7 @@ from dperm.multiparty import flower_app  # noqa: E402
 from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
 from dperm.multiparty.cli import free_loopback_ports, stop_process_group  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
+from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
     FlowerSecureSum,
     configure_flower_environment,
@@ -709,3 +711,96 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     assert privacy["secure_sum"]["n_sums"] == 2 and privacy["n_rounds"] == 2
     assert sorted(document["parties"]) == ["party-0", "party-1"] and np.all(np.isfinite(document["coef"]))
     assert "Released model (w_T after 2 rounds): 2-DP" in output
+
+
+# -- what a Flower party computes, not only its shape (issue 15: tests that can fail) ----------------
+
+
+def _discrete_laplace_fit(steps, scale):
+    """Chi-square p-value of integer draws against the discrete Laplace of ``scale`` (in steps).
+
+    Bins: ``Z = 0``, then ``|Z|`` in ten ranges of equal continuous-Laplace mass, split by sign;
+    ``P(|Z| >= m) = 2 exp(-m/t) / (1 + exp(-1/t))`` for ``m >= 1`` gives each bin's exact mass.
+    """
+    from scipy import stats
+
+    t = float(scale)
+    def tail(m):  # P(Z >= m) for m >= 1
+        return math.exp(-m / t) / (1.0 + math.exp(-1.0 / t))
+    edges = sorted({max(1, int(round(-t * math.log(q)))) for q in np.linspace(1.0, 0.0, 11)[:-1]})
+    masses, observed = [1.0 - 2.0 * tail(1)], [np.count_nonzero(steps == 0)]
+    for sign in (1, -1):
+        for low, high in zip(edges, edges[1:] + [None]):
+            mass = tail(low) - (tail(high) if high is not None else 0.0)
+            inside = sign * steps >= low
+            if high is not None:
+                inside &= sign * steps < high
+            masses.append(mass)
+            observed.append(np.count_nonzero(inside))
+    expected = np.array(masses) * steps.size
+    return stats.chisquare(observed, expected * sum(observed) / expected.sum()).pvalue
+
+
+def _flower_party_noise_steps(tmp_path, monkeypatch, n_rounds=400):
+    """Run ``n_rounds`` gradient requests through ``party_reply`` and return the noise in grid steps.
+
+    The expected reply is computed here from the shard itself (rows scaled onto R, 004 eq. 8), so a
+    party that sends no noise, the wrong gradient or a flipped sign gives steps far from the pmf.
+    A deployed party draws from OS entropy; here each party object gets the next of a fixed
+    sequence of seeds, so the test is deterministic.
+    """
+    import itertools
+
+    from dperm.multiparty import protocol
+
+    seeds, real = itertools.count(1000), protocol.check_random_state
+    monkeypatch.setattr(protocol, "check_random_state",
+                        lambda state: real(next(seeds)) if state is None else real(state))
+    X, y = make_data(n=40, seed=11)
+    path = write_shard(tmp_path / "shard.csv", X, y)
+    floor = {"max-epsilon": 1000.0, "max-delta": 1e-5, "max-rounds": n_rounds}
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2,
+                                 n_features=4, n_rounds=n_rounds, loss=LOGISTIC, data_norm=1.0)
+    context = party_context(path, floor)
+    assert flower_app.party_setup(context, {"action": "setup",
+                                            **flower_app.calibration_to_config(calibration, 0.5)})
+    eta = context.state.array_records[flower_app.NOISE_KEY]["eta"].numpy()
+    rows, labels, _ = flower_app.load_shard(path)
+    norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
+    rows = rows / norms
+    signs = labels  # load_shard reads 0/1 as -1/+1
+    w = np.array([0.3, -0.2, 0.1, 0.4])
+    gradient = rows.T @ LOGISTIC.score_derivative(signs, rows @ w)
+    grid = round_noise_calibration(1.0, LOGISTIC.lipschitz, 1.0, 4)
+    scale = 1 / 100
+    round_config = {"scale": scale, "clipping-range": 1e6, "quantization-range": 2**22}
+    replies = np.array([flower_app.party_reply(context, [w], round_config)[0] for _ in range(n_rounds)])
+    steps = (replies / scale - eta) / grid.step
+    centres = np.round(gradient / grid.step)
+    return np.round(steps - centres).astype(np.int64), grid.scale_in_steps, steps
+
+
+def test_a_flower_party_sends_its_gradient_with_the_calibrated_noise(tmp_path, monkeypatch):
+    noise, scale, raw = _flower_party_noise_steps(tmp_path, monkeypatch)
+    np.testing.assert_allclose(raw, np.round(raw), atol=1e-3)  # on the grid (up to the 1/N scaling)
+    assert _discrete_laplace_fit(noise.ravel(), scale) > 1e-3
+
+
+@pytest.mark.parametrize("mutation", ["no noise", "flipped gradient", "half noise"])
+def test_the_party_check_catches_a_broken_party(tmp_path, monkeypatch, mutation):
+    """Mutation test: a party edited to cheat fails the check above (so that check can fail)."""
+    from dperm.multiparty.protocol import Party
+
+    honest = Party._release_round
+
+    def broken(self, gradient):
+        if mutation == "no noise":
+            return gradient
+        if mutation == "flipped gradient":
+            return honest(self, -gradient)
+        released = honest(self, gradient)
+        return gradient + 0.5 * (released - gradient)
+
+    monkeypatch.setattr(Party, "_release_round", broken)
+    noise, scale, _ = _flower_party_noise_steps(tmp_path, monkeypatch)
+    assert _discrete_laplace_fit(noise.ravel(), scale) < 1e-6

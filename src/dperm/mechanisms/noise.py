@@ -176,18 +176,25 @@ def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
 # ---------------------------------------------------------------------------
 # The grid and its sensitivity
 # ---------------------------------------------------------------------------
-def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0) -> float:
-    """The power of two ``g <= S / (GRID_RESOLUTION sqrt(d) e)`` values are rounded to.
+def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0,
+              value_bound: float | None = None) -> float:
+    """The power of two ``g`` values are rounded to, from public quantities only.
 
-    ``e = min(max(1, epsilon), GRID_EPSILON_CAP)``. Relative to ``S / sqrt(d)``
-    the grid adds at most ``1/GRID_RESOLUTION`` to the noise; relative to
-    ``S / epsilon`` it keeps the rounding below the noise up to
-    ``epsilon = GRID_EPSILON_CAP``. The step depends on public quantities only.
+    ``g <= S / (GRID_RESOLUTION sqrt(d) e)``: relative to ``S / sqrt(d)`` the
+    grid adds at most ``1/GRID_RESOLUTION`` to the noise, and relative to
+    ``S / epsilon`` the rounding stays below the noise. With a public bound
+    ``V`` on ``|value|`` (``value_bound``), ``e = max(1, epsilon)`` and ``g`` is
+    kept at least ``V / 2**50`` so every value fits :data:`EXACT_INTEGER_LIMIT`
+    steps; without one, ``e = min(max(1, epsilon), GRID_EPSILON_CAP)``.
     """
     if not math.isfinite(sensitivity) or sensitivity <= 0:
         raise ValueError(f"sensitivity must be a finite number > 0; got {sensitivity!r}.")
-    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension)
-                           * min(max(1.0, epsilon), GRID_EPSILON_CAP))
+    factor = max(1.0, epsilon)
+    if value_bound is None:
+        factor = min(factor, GRID_EPSILON_CAP)
+    target = sensitivity / (GRID_RESOLUTION * math.sqrt(dimension) * factor)
+    if value_bound is not None and math.isfinite(value_bound) and value_bound > 0:
+        target = max(target, value_bound / 2.0**50)
     return math.ldexp(1.0, math.floor(math.log2(target)))
 
 
@@ -300,11 +307,15 @@ class GridCalibration:
         return self.l1_sensitivity_steps * self.step
 
 
-def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float) -> GridCalibration:
-    """The grid, its L1 sensitivity ``k`` and the discrete Laplace scale ``k / epsilon``."""
+def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
+                                 value_bound: float | None = None) -> GridCalibration:
+    """The grid, its L1 sensitivity ``k`` and the discrete Laplace scale ``k / epsilon``.
+
+    ``value_bound``: an optional public bound on ``|value|`` (see :func:`grid_step`).
+    """
     if not math.isfinite(epsilon) or epsilon <= 0:
         raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    step = grid_step(l2_sensitivity, dimension, epsilon)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
     return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
 

@@ -54,9 +54,13 @@ def output_noise_calibration(problem: ERMProblem, epsilon: float, tol: float):
     The released vector has L2 sensitivity ``S`` (:func:`output_sensitivity`);
     :func:`dperm.mechanisms.noise.discrete_laplace_calibration` turns it into
     a grid and an exact per-coordinate discrete Laplace scale for ``epsilon``.
+    The grid also respects the public bound ``||w|| <= C_L R / alpha + r = n S / 2``
+    (the minimiser's first-order condition ``alpha w = -(1/n) sum l' x_i``),
+    so no released coordinate is clamped.
     """
-    return discrete_laplace_calibration(output_sensitivity(problem, tol), problem.n_features,
-                                        check_epsilon(epsilon))
+    sensitivity = output_sensitivity(problem, tol)
+    return discrete_laplace_calibration(sensitivity, problem.n_features, check_epsilon(epsilon),
+                                        value_bound=problem.n_samples * sensitivity / 2.0)
 
 
 def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
