@@ -417,3 +417,251 @@ def test_no_public_attribute_exposes_training_rows_or_coefficients(loss):
     assert "<secret>" in repr(predictor._exact_model)
     assert all(not isinstance(v, np.ndarray) or v.size <= 2 for k, v in vars(predictor).items()
                if not k.startswith("_"))
+
+
+# ---------------------------------------------------------------------------
+# Real sizes (issue 19): never crash; the random-feature path (000 Thm 2 for k_z)
+# ---------------------------------------------------------------------------
+def _no_gram_matrix(monkeypatch):
+    """Make any m x m Gram matrix an error, so a refusal is proven to come first."""
+    import dperm.mechanisms.prediction as exact_path
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an m x m kernel matrix was allocated")
+
+    monkeypatch.setattr(exact_path, "kernel_matrix", refuse)
+
+
+def test_the_crash_size_gets_a_clear_error_before_anything_is_allocated_or_spent(monkeypatch):
+    """Issue 19: 20,000 rows on the exact path took 10 GB and segfaulted; now refused up front."""
+    _no_gram_matrix(monkeypatch)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(20_000, 2))
+    shared = BudgetAccountant(epsilon=5.0)
+    predictor = PrivatePredictor(5.0, 0.5, solver="exact", accountant=shared, random_state=0)
+    with pytest.raises(ValueError, match=r"solver='exact' .* m=20000 rows needs an estimated 12\.8 GB"
+                                         r".*over max_memory_gb=2.*solver='features'") as refused:
+        predictor.fit(X, 0.5 * X[:, 0])
+    assert "\n" not in str(refused.value)
+    assert shared.ledger == () and not hasattr(predictor, "privacy_")
+
+
+def test_the_crash_size_fits_on_the_features_path_with_auto(monkeypatch):
+    _no_gram_matrix(monkeypatch)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(20_000, 2))
+    shared = BudgetAccountant(epsilon=5.0)
+    predictor = PrivatePredictor(5.0, 0.5, accountant=shared, random_state=0).fit(X, 0.5 * X[:, 0])
+    assert predictor.privacy_.solver == "features"
+    assert shared.ledger == ()  # fitting spends nothing
+    assert predictor.predict(X[:10]).shape == (10,)
+
+
+@pytest.mark.parametrize("loss, m_exact_max", [("squared", 7905), ("hinge", 6454)])
+def test_auto_switches_at_the_documented_size(loss, m_exact_max):
+    from dperm.mechanisms.prediction_solvers import plan_prediction_solver
+
+    assert plan_prediction_solver("auto", loss, m_exact_max, 14, 256, 2.0).solver == "exact"
+    assert plan_prediction_solver("auto", loss, m_exact_max + 1, 14, 256, 2.0).solver == "features"
+
+
+def test_a_lowered_memory_cap_reproduces_the_refusal_cheaply(monkeypatch):
+    X, y = _regression_data(m=200)
+    cap = 4 * 8 * 200**2 / 1e9 * 0.99  # just under the exact path's estimate
+    with pytest.raises(ValueError, match="over max_memory_gb"):
+        PrivatePredictor(1.0, 0.1, solver="exact", max_memory_gb=cap).fit(X, y)
+    auto = PrivatePredictor(1.0, 0.1, max_memory_gb=cap, n_components=32, random_state=0).fit(X, y)
+    assert auto.privacy_.solver == "features" and auto.privacy_.max_memory_gb == pytest.approx(cap)
+    Xc, yc = _classification_data(m=200)
+    with pytest.raises(ValueError, match="solver='features'.*lower n_components"):
+        PrivatePredictor(1.0, 0.1, loss="hinge", solver="features", max_memory_gb=1e-4).fit(Xc, yc)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"solver": "cg"}, "solver must be one of"),
+    ({"n_components": 0}, "n_components"),
+    ({"feature_seed": -1}, "feature_seed"),
+    ({"feature_seed": 1.5}, "feature_seed"),
+    ({"max_memory_gb": 0.0}, "max_memory_gb"),
+])
+def test_bad_path_parameters_raise_value_error(params, message):
+    X, y = _regression_data(m=20)
+    with pytest.raises(ValueError, match=message):
+        PrivatePredictor(1.0, 0.1, **params).fit(X, y)
+
+
+def _feature_values(X, y, loss, alpha, frequencies, queries):
+    """The secret values of the features path and B_Delta (kappa = 1 for k_z)."""
+    from dperm.mechanisms.prediction_solvers import fit_random_feature_model
+
+    lipschitz = prediction_loss(loss, 1.0).solution_lipschitz(1.0, alpha)
+    b_delta = prediction_sensitivity(1.0, lipschitz, alpha / 2, X.shape[0])
+    radius = solution_radius_allowance(loss, b_delta, 1.0)
+    model = fit_random_feature_model(X, y, loss, frequencies, alpha, radius, 100_000, y_bound=1.0)
+    return model.values(queries), b_delta
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
+def test_features_path_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
+    from dperm.mechanisms.prediction_solvers import feature_frequencies
+
+    rng = np.random.default_rng(11)
+    m = 25
+    frequencies = feature_frequencies("rbf", gamma, 32, 2, feature_seed=3)
+    worst_ratio = 0.0
+    for _ in range(4):
+        X = rng.uniform(-1, 1, size=(m, 2))
+        y = np.where(rng.uniform(size=m) < 0.5, 1.0, -1.0)
+        queries = np.vstack([X, rng.uniform(-1.5, 1.5, size=(100, 2))])
+        values, b_delta = _feature_values(X, y, loss, alpha, frequencies, queries)
+        j = int(rng.integers(m))
+        for x_new, y_new in _neighbours(X, y, j, rng):
+            X_nb, y_nb = X.copy(), y.copy()
+            X_nb[j], y_nb[j] = x_new, y_new
+            values_nb, _ = _feature_values(X_nb, y_nb, loss, alpha, frequencies, queries)
+            worst_ratio = max(worst_ratio, float(np.max(np.abs(values - values_nb))) / b_delta)
+    assert worst_ratio <= 1.0 + 1e-6
+    if loss == "hinge" and alpha >= 1.0:
+        # All rows bound support vectors: a label flip moves f(x_j) by 2 ||z(x_j)||^2 / (alpha m)
+        # = B_Delta exactly (||z|| = 1), so the check has power.
+        assert worst_ratio == pytest.approx(1.0, abs=1e-3)
+
+
+def test_pair_features_have_unit_norm_and_approximate_the_kernel():
+    from dperm.kernels import random_fourier_pair_map
+    from dperm.mechanisms.prediction_solvers import feature_frequencies
+
+    X = np.random.default_rng(0).uniform(-3, 3, size=(50, 3)) * np.array([1.0, 10.0, 1e3])
+    Z = random_fourier_pair_map(X, feature_frequencies("rbf", 0.5, 64, 3, feature_seed=0))
+    np.testing.assert_allclose(np.linalg.norm(Z, axis=1), 1.0, rtol=1e-12)
+    near = np.array([[0.0, 0.0], [0.3, 0.0]])
+    Z2 = random_fourier_pair_map(near, feature_frequencies("rbf", 0.5, 20_000, 2, feature_seed=0))
+    assert Z2[0] @ Z2[1] == pytest.approx(np.exp(-0.5 * 0.09), abs=0.02)
+
+
+def test_features_least_squares_certificate_bounds_the_distance_to_the_minimiser():
+    from dperm.kernels import random_fourier_pair_map
+    from dperm.mechanisms.prediction_solvers import feature_frequencies, solve_feature_least_squares
+
+    X, y = _regression_data(m=300)
+    alpha = 0.05
+    frequencies = feature_frequencies("rbf", 2.0, 40, 2, feature_seed=1)
+    coef, radius = solve_feature_least_squares(X, y, frequencies, alpha)
+    Z = random_fourier_pair_map(X, frequencies)
+    # the minimiser by an independent route: least squares on the stacked system
+    stacked = np.vstack([Z, math.sqrt(alpha * 300 / 2) * np.eye(Z.shape[1])])
+    reference = np.linalg.lstsq(stacked, np.concatenate([y, np.zeros(Z.shape[1])]), rcond=None)[0]
+    assert np.linalg.norm(coef - reference) <= radius + 1e-12
+    assert radius < 1e-10
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+def test_features_path_refuses_an_uncertified_solve(loss, monkeypatch):
+    import dperm.mechanisms.prediction_solvers as features_path
+    from dperm.exceptions import CertificateError
+    from dperm.solvers import SolveResult
+
+    X, labels = _classification_data(m=60)
+    y = np.where(labels == "yes", 1.0, -1.0)
+    frequencies = features_path.feature_frequencies("rbf", 1.0, 16, 2, feature_seed=0)
+    if loss == "hinge":  # liblinear often certifies a zero gap here: report a radius it missed
+        monkeypatch.setattr(features_path, "solve_hinge_svm", lambda Z, *a: SolveResult(
+            np.zeros(Z.shape[1]), 0.1, 1.0, 5, False))
+    with pytest.raises(CertificateError, match="random features.*nothing is fitted"):
+        features_path.fit_random_feature_model(X, y, loss, frequencies, 0.1, 1e-300, 5, y_bound=1.0)
+
+
+def test_features_are_public_fixed_by_the_seed_not_the_data_or_the_noise():
+    X, y = _regression_data(m=80)
+    X2, y2 = _regression_data(m=80, seed=5)
+    fit = lambda X, y, **kw: PrivatePredictor(1.0, 0.1, solver="features", **kw).fit(X, y)  # noqa: E731
+    first = fit(X, y, random_state=0, feature_seed=7)
+    other_data_other_noise = fit(X2, y2, random_state=7, feature_seed=7)
+    np.testing.assert_array_equal(first._exact_model._frequencies,
+                                  other_data_other_noise._exact_model._frequencies)
+    assert not np.array_equal(first._exact_model._frequencies,
+                              fit(X, y, random_state=0, feature_seed=8)._exact_model._frequencies)
+    # the noise stream seeded with the same integer is not the frequencies' stream
+    same_seed = np.random.default_rng(7).normal(0, math.sqrt(2.0), size=(256, 2))
+    assert not np.allclose(first._exact_model._frequencies, same_seed)
+    record = first.privacy_.to_dict()
+    assert (record["solver"], record["n_components"], record["feature_seed"]) == ("features", 256, 7)
+
+
+@pytest.mark.parametrize("loss", ["squared", "hinge"])
+def test_features_path_releases_the_same_record_on_neighbours(loss):
+    from dperm.privacy.release import non_noised
+
+    X, y = _classification_data(m=80) if loss == "hinge" else _regression_data(m=80)
+    X2, y2 = X.copy(), y.copy()
+    X2[0] = [0.9, -0.9]
+    y2[0] = ("no" if y[0] == "yes" else "yes") if loss == "hinge" else -y[0]
+    kwargs = {"classes": ["no", "yes"]} if loss == "hinge" else {}
+    fits = [PrivatePredictor(2.0, 0.5, loss=loss, solver="features", random_state=3, **kwargs).fit(A, b)
+            for A, b in ((X, y), (X2, y2))]
+    assert repr(non_noised(fits[0])) == repr(non_noised(fits[1]))
+    assert fits[0].privacy_.to_dict() == fits[1].privacy_.to_dict()
+    assert "n_samples" in fits[0].privacy_.to_dict()
+    assert all(not isinstance(v, np.ndarray) or v.size <= 2 for k, v in vars(fits[0]).items()
+               if not k.startswith("_"))
+
+
+@pytest.mark.parametrize("solver", ["exact", "features"])
+def test_answers_lie_on_the_noise_grid(solver):
+    X, y = _regression_data(m=100)
+    predictor = PrivatePredictor(50.0, 0.5, solver=solver, random_state=0).fit(X, y)
+    answers = predictor.predict(np.random.default_rng(1).uniform(-1, 1, size=(100, 2)))
+    steps = answers / predictor.privacy_.noise_grid
+    np.testing.assert_array_equal(steps, np.round(steps))
+    assert np.unique(answers).size > 50
+
+
+def _feature_audit(noise_factor, random_state):
+    """Label-flip canary on the features path: a bound support vector moves by B_Delta."""
+    from dperm.audit import audit
+    from dperm.audit._composite import _label_flip_pair, _noise_stream
+
+    canary = np.array([0.05])
+    X, y, y_prime = _label_flip_pair(canary)
+
+    def runner(labels):
+        def run(rng):
+            predictor = PrivatePredictor(1.0, 1.0, loss="hinge", alpha=2.0, solver="features",
+                                         n_components=8, classes=[-1, 1],
+                                         random_state=_noise_stream(rng, noise_factor))
+            return float(predictor.fit(X, labels).decision_function(canary[None])[0])
+        return run
+
+    return audit(runner(y), runner(y_prime), None, 1.0, n_runs=1200, random_state=random_state,
+                 label="PrivatePredictor(solver='features')")
+
+
+def test_features_path_passes_the_audit_and_an_under_noised_copy_is_caught():
+    honest = _feature_audit(1.0, random_state=1)
+    assert honest.passed, honest.summary()
+    weak = _feature_audit(0.25, random_state=2)
+    assert not weak.passed and weak.eps_lower > 1.0, weak.summary()
+
+
+def _readme_predictor_example() -> str:
+    """The README's PrivatePredictor code block, as written."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+              if "PrivatePredictor(" in b and "import" in b]
+    assert len(blocks) == 1, "expected one README example of PrivatePredictor"
+    return blocks[0]
+
+
+def test_the_readme_example_runs_as_written(capsys):
+    """Issue 19: the example at the size it shows (20,000 rows), the refusal shown, not crashed into."""
+    namespace = {}
+    exec(compile(_readme_predictor_example(), "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "features"
+    assert printed[1].startswith("refused:")
+    assert namespace["answers"].shape == (10,)
+    assert namespace["predictor"].queries_answered_ == 10

@@ -48,6 +48,7 @@ __all__ = [
     "RFF_NORM_BOUND",
     "RandomFourierFeatures",
     "random_fourier_map",
+    "random_fourier_pair_map",
     "sample_frequencies",
     "sample_phases",
 ]
@@ -109,9 +110,37 @@ def random_fourier_map(X, frequencies, phases):
     defined, and at that magnitude it is meaningless anyway.
     """
     n_components = frequencies.shape[0]
+    return math.sqrt(2.0 / n_components) * np.cos(_checked_projection(X, frequencies, phases))
+
+
+def random_fourier_pair_map(X, frequencies):
+    """``z(x) = D^(-1/2) [cos(W x), sin(W x)]``: the random feature map with ``||z(x)|| = 1``.
+
+    With ``D`` frequencies ``omega_j`` drawn from the kernel's spectral
+    distribution, ``z(x) . z(x') = (1/D) sum_j cos(omega_j . (x - x'))``, an
+    unbiased estimate of ``k(x, x')`` (Rahimi & Recht 2007, the cos/sin form).
+    Unlike :func:`random_fourier_map` (``||v(x)||^2 <= 2``), every row has
+    ``||z(x)||^2 = (1/D) sum_j (cos^2 + sin^2) = 1`` (up to rounding), so the
+    finite-rank kernel ``z(x) . z(x')`` has ``kappa = sup_x sqrt(k(x, x)) = 1``
+    exactly, whatever x (used by :class:`dperm.PrivatePredictor`'s
+    ``solver="features"``).
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, 2 D)
+    """
+    n_frequencies = frequencies.shape[0]
+    projection = _checked_projection(X, frequencies, None)
+    scale = 1.0 / math.sqrt(n_frequencies)
+    return np.hstack([np.cos(projection), np.sin(projection)]) * scale
+
+
+def _checked_projection(X, frequencies, phases):
+    """``W x (+ psi)`` for every row of X, refused when it overflows to infinity."""
     with np.errstate(over="ignore", invalid="ignore"):
         projection = X @ frequencies.T
-        projection += phases
+        if phases is not None:
+            projection += phases
     finite = np.isfinite(projection)
     if not finite.all():
         rows = np.flatnonzero(~finite.all(axis=1))
@@ -120,7 +149,7 @@ def random_fourier_map(X, frequencies, phases):
             "entries are too large for the random Fourier map. Rescale X, e.g. with "
             "dperm.preprocessing.PublicBoundsScaler."
         )
-    return math.sqrt(2.0 / n_components) * np.cos(projection)
+    return projection
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):

@@ -31,11 +31,21 @@ The calibration (:mod:`dperm.mechanisms.prediction`) is
 scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
 ``lambda = alpha / 2`` (note 7), ``C_L = 1`` (hinge) or
 ``2 (M + kappa M / sqrt(lambda))`` (least squares, 000 Sec. 5.1).
+
+Two solver paths (:mod:`dperm.mechanisms.prediction_solvers`): ``"exact"``,
+the Gaussian/Laplacian kernel through the ``m x m`` Gram matrix (memory
+``O(m^2)``, time ``O(m^3)``), and ``"features"``, the finite-rank kernel
+``z(x) . z(x')`` of random Fourier features drawn from a public seed (memory
+``O(m D + D^2)``); 000 Thm 2 and Prop. 1 cover both, each with its own
+``kappa = 1``. ``solver="auto"`` takes the exact path when its estimated
+memory fits ``max_memory_gb`` and the features path otherwise; a path over
+the cap is refused before anything is allocated or spent.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 
 import numpy as np
@@ -59,8 +69,20 @@ from dperm.mechanisms.prediction import (
     prediction_sensitivity,
     solution_radius_allowance,
 )
+from dperm.mechanisms.prediction_solvers import (
+    DEFAULT_MAX_MEMORY_GB,
+    DEFAULT_N_COMPONENTS,
+    PREDICTION_SOLVERS,
+    feature_frequencies,
+    fit_random_feature_model,
+    plan_prediction_solver,
+)
 from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+
+#: Largest accepted ``feature_seed`` (numpy's SeedSequence takes any non-negative integer;
+#: the bound keeps the recorded value an ordinary JSON integer).
+MAX_FEATURE_SEED = 2**63 - 1
 
 __all__ = ["PrivatePredictor"]
 
@@ -109,6 +131,31 @@ class PrivatePredictor(BaseEstimator):
     random_state : None, int or numpy Generator, default=None
         ``None`` draws the noise from OS entropy, as real use must. A seed is
         for testing only: whoever knows it can subtract the noise.
+    solver : {"auto", "exact", "features"}, default="auto"
+        ``"exact"``: the kernel ERM through the ``m x m`` Gram matrix (memory
+        about 4 (squared) or 6 (hinge) ``m x m`` float64 matrices, time
+        ``O(m^3)``); 000 Thm 2 and Prop. 1 for the Gaussian or Laplacian
+        kernel. ``"features"``: the kernel ERM for the finite-rank kernel
+        ``k_z(x, x') = z(x) . z(x')``, ``z(x) = D^(-1/2) [cos(W x), sin(W x)]``
+        with ``D = n_components`` frequencies drawn from the kernel's spectral
+        distribution with the public ``feature_seed``; 000 Thm 2 and Prop. 1
+        for ``k_z`` (``kappa = 1`` exactly), the same ``B_Delta`` and noise.
+        It answers with the ``k_z`` model, which approximates the exact one
+        as ``D`` grows. ``"auto"``: ``"exact"`` if its estimated memory fits
+        ``max_memory_gb``, else ``"features"`` (the choice depends only on
+        public inputs and is recorded in ``privacy_.solver``).
+    n_components : int, default=256
+        ``D``, the number of random frequencies of the features path (``2 D``
+        features). Memory ``O(D^2)`` (squared) or ``O(m D)`` (hinge).
+    feature_seed : int, default=0
+        Public seed of the frequencies (recorded in ``privacy_``). They are
+        drawn from their own stream, never from ``random_state``'s, and never
+        from the data.
+    max_memory_gb : float, default=2.0
+        Cap on the estimated peak memory of the fit. A path whose estimate
+        exceeds it is refused with a ``ValueError`` stating the estimate and
+        the alternatives (``solver="auto"`` switches to the features path
+        instead); nothing is allocated and nothing is spent.
     classes : None or list of two labels, default=None
         Hinge only: the public label set; ``predict`` answers with these
         labels, so they must not come from the data. A training label outside
@@ -140,7 +187,10 @@ class PrivatePredictor(BaseEstimator):
     new training set; refitting on the same data composes with the earlier
     answers (pass a shared ``accountant`` to keep count). There is
     deliberately no ``score`` method: every evaluation spends budget.
-    Memory is ``O(m^2)`` (the Gram matrix) and time ``O(m^3)``.
+    The exact path needs memory ``O(m^2)`` (the Gram matrix) and time
+    ``O(m^3)``: at the default ``max_memory_gb=2`` ``"auto"`` uses it up to
+    about m = 7,900 (squared) or 6,400 (hinge) rows and the features path
+    above. Measured times and memory: ``benchmarks/prediction_scale.py``.
 
     ``predict`` and ``decision_function`` may be called from many threads:
     each batch is checked and spent under a lock before anything is computed,
@@ -183,6 +233,10 @@ class PrivatePredictor(BaseEstimator):
         accountant=None,
         random_state=None,
         classes=None,
+        solver="auto",
+        n_components=DEFAULT_N_COMPONENTS,
+        feature_seed=0,
+        max_memory_gb=DEFAULT_MAX_MEMORY_GB,
     ):
         self.epsilon_total = epsilon_total
         self.epsilon_per_query = epsilon_per_query
@@ -195,6 +249,10 @@ class PrivatePredictor(BaseEstimator):
         self.accountant = accountant
         self.random_state = random_state
         self.classes = classes
+        self.solver = solver
+        self.n_components = n_components
+        self.feature_seed = feature_seed
+        self.max_memory_gb = max_memory_gb
 
     # -- parameter checks -------------------------------------------------
     def _check_params(self) -> dict:
@@ -215,6 +273,14 @@ class PrivatePredictor(BaseEstimator):
             )
         if self.loss == "squared" and self.classes is not None:
             raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
+        if self.solver not in PREDICTION_SOLVERS:
+            raise ValueError(f"solver must be one of {PREDICTION_SOLVERS}; got {self.solver!r}.")
+        if (isinstance(self.feature_seed, bool) or not isinstance(self.feature_seed, numbers.Integral)
+                or not 0 <= self.feature_seed <= MAX_FEATURE_SEED):
+            raise ValueError(
+                f"feature_seed must be an integer in [0, 2**63 - 1]; got {self.feature_seed!r}. It "
+                "is the public seed of the random frequencies and is recorded in privacy_."
+            )
         y_bound = None
         if self.loss == "squared":
             y_bound = check_positive(self.y_bound, "y_bound", "y_bound is a public bound M on |y|.")
@@ -227,6 +293,10 @@ class PrivatePredictor(BaseEstimator):
             ),
             "y_bound": y_bound,
             "max_iter": check_positive_int(self.max_iter, "max_iter"),
+            "n_components": check_positive_int(self.n_components, "n_components"),
+            "max_memory_gb": check_positive(
+                self.max_memory_gb, "max_memory_gb", "It caps the estimated peak memory of the fit."
+            ),
             "loss": prediction_loss(self.loss, y_bound),
             "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
         }
@@ -237,7 +307,9 @@ class PrivatePredictor(BaseEstimator):
 
         Nothing is released and nothing is spent: the model stays in private
         attributes. Raises :class:`~dperm.exceptions.CertificateError` if the
-        solve cannot be certified to the radius the noise is calibrated for.
+        solve cannot be certified to the radius the noise is calibrated for,
+        and ``ValueError`` (before any large allocation) if the chosen path's
+        estimated memory exceeds ``max_memory_gb``.
 
         Parameters
         ----------
@@ -256,18 +328,19 @@ class PrivatePredictor(BaseEstimator):
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)
-        y = self._prepare_labels(y, params)
         m = X.shape[0]
+        # Before anything m x m is allocated (and nothing is ever spent in fit): the path and
+        # its estimated cost, from public inputs only.
+        plan = plan_prediction_solver(self.solver, self.loss, m, X.shape[1], params["n_components"],
+                                      params["max_memory_gb"])
+        y = self._prepare_labels(y, params)
         lam = lambda_from_alpha(params["alpha"])
         lipschitz = params["loss"].solution_lipschitz(KERNEL_KAPPA, params["alpha"])
         sensitivity = prediction_sensitivity(KERNEL_KAPPA, lipschitz, lam, m, SQUARED_NORM_GAMMA)
         radius_allowed = solution_radius_allowance(self.loss, sensitivity, KERNEL_KAPPA)
-        model, solve = fit_exact_kernel_model(
-            X, y, self.loss, self.kernel, params["gamma"], params["alpha"], radius_allowed,
-            params["max_iter"], y_bound=params["y_bound"],
-        )
+        model = self._fit_model(X, y, plan.solver, params, radius_allowed)
         calibrated = calibrated_prediction_sensitivity(sensitivity, KERNEL_KAPPA, radius_allowed)
-        self._exact_model = model  # secret: training rows and coefficients
+        self._exact_model = model  # secret: the certified model (rows and/or coefficients)
         self._noise_rng = check_random_state(self.random_state)
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
         self._n_answered = 0
@@ -282,8 +355,34 @@ class PrivatePredictor(BaseEstimator):
             calibrated_sensitivity=calibrated, epsilon_per_query=params["epsilon_per_query"],
             epsilon_total=params["epsilon_total"], noise_distribution="discrete-laplace",
             noise_scale=calibration.noise_scale, noise_grid=calibration.step,
+            label_set_public=self.loss == "squared" or params["classes"] is not None,
+            **self._path_record(plan.solver, params),
         )
         return self
+
+    def _fit_model(self, X, y, solver, params, radius_allowed):
+        """The secret certified model of the chosen path (exact kernel or public random features)."""
+        if solver == "exact":
+            model, _ = fit_exact_kernel_model(
+                X, y, self.loss, self.kernel, params["gamma"], params["alpha"], radius_allowed,
+                params["max_iter"], y_bound=params["y_bound"],
+            )
+            return model
+        # Public frequencies: a function of (kernel, gamma, D, d, feature_seed) only.
+        frequencies = feature_frequencies(self.kernel, params["gamma"], params["n_components"],
+                                          X.shape[1], self.feature_seed)
+        return fit_random_feature_model(X, y, self.loss, frequencies, params["alpha"], radius_allowed,
+                                        params["max_iter"], y_bound=params["y_bound"])
+
+    def _path_record(self, solver, params) -> dict:
+        """The record fields of the path: public parameters, and the path chosen from them."""
+        features = solver == "features"
+        return {
+            "solver": solver,
+            "n_components": params["n_components"] if features else None,
+            "feature_seed": int(self.feature_seed) if features else None,
+            "max_memory_gb": params["max_memory_gb"],
+        }
 
     def _prepare_labels(self, y, params):
         """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""

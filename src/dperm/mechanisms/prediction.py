@@ -67,6 +67,7 @@ from dperm.kernels import KERNELS
 from dperm.losses import HingeLoss, SquaredLoss
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
+from dperm.mechanisms.prediction_solvers import query_block_rows
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, privacy_record, released
 from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
 from dperm.validation import check_epsilon, check_positive, check_positive_int
@@ -396,8 +397,15 @@ class ExactKernelModel:
         self._y_bound = y_bound
 
     def values(self, X: np.ndarray) -> np.ndarray:
-        """``pi(f_z(x))`` (least squares, 002 eq. 2) or ``f_z(x)`` (hinge) for each row of X."""
-        values = kernel_matrix(self._kernel, X, self._training_rows, self._gamma) @ self._coef
+        """``pi(f_z(x))`` (least squares, 002 eq. 2) or ``f_z(x)`` (hinge) for each row of X.
+
+        In blocks of query rows, so the ``block x m`` kernel matrix stays small.
+        """
+        block = query_block_rows(self._coef.shape[0])
+        values = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            values[rows] = kernel_matrix(self._kernel, X[rows], self._training_rows, self._gamma) @ self._coef
         if self._y_bound is not None:
             values = np.clip(values, -self._y_bound, self._y_bound)
         return values
@@ -455,7 +463,8 @@ PROTECTS = (
     "(shared papers note 6)."
 )
 REFERENCE = (
-    "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5 (noise scale "
+    "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "
+    "kernel or the finite-rank kernel z(x).z(x') of public random Fourier features (noise scale "
     "B_Delta / epsilon per shared papers note 5); Nie & Wang (2017b), J. Appl. Math. Phys. 5, "
     "eq. 2 (projection) and Lemma 2"
 )
@@ -499,6 +508,15 @@ class PredictionPrivacyRecord(RecordBase):
     protects, reference : str
     label_set_public : bool
         Hinge loss: whether the two classes were given as the public ``classes``.
+    solver : {"exact", "features"}
+        The path taken, chosen from public inputs only (m, the number of
+        features, ``n_components``, ``max_memory_gb``;
+        :func:`dperm.mechanisms.prediction_solvers.plan_prediction_solver`).
+    n_components, feature_seed : int or None
+        Features path: ``D`` random frequencies and the public seed they are
+        drawn from (``None`` on the exact path).
+    max_memory_gb : float
+        The memory cap the path was checked against.
     """
 
     mechanism: str = released(PUBLIC)
@@ -520,6 +538,10 @@ class PredictionPrivacyRecord(RecordBase):
     noise_distribution: str = released(PUBLIC)
     noise_scale: float = released(DERIVED)
     noise_grid: float = released(DERIVED)
+    solver: str = released(DERIVED, "exact")
+    n_components: int | None = released(PUBLIC, None)
+    feature_seed: int | None = released(PUBLIC, None)
+    max_memory_gb: float | None = released(PUBLIC, None)
     protects: str = released(PUBLIC, PROTECTS)
     reference: str = released(PUBLIC, REFERENCE)
     label_set_public: bool = released(PUBLIC, True)
@@ -527,8 +549,13 @@ class PredictionPrivacyRecord(RecordBase):
     def summary(self) -> str:
         """A readable account of the calibration."""
         bound = f", |y| <= M = {self.y_bound:g}" if self.y_bound is not None else ""
+        if self.solver == "features":
+            kernel = (f"random Fourier features of the {self.kernel} kernel, D={self.n_components} "
+                      f"frequencies from public seed {self.feature_seed}")
+        else:
+            kernel = f"exact {self.kernel} kernel"
         return "\n".join([
-            f"Private prediction ({self.loss} loss{bound}; {self.kernel} kernel, "
+            f"Private prediction ({self.loss} loss{bound}; {kernel}, "
             f"gamma={self.kernel_gamma:g}; m={self.n_samples})",
             f"  each answer: epsilon={self.epsilon_per_query:g}; total budget "
             f"epsilon={self.epsilon_total:g} (at most "
