@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -103,11 +104,11 @@ def write_foreign_app(directory, marker):
 
 def test_the_party_accepts_dperms_bundle_and_refuses_any_other(tmp_path):
     fab = build_fab_from_disk(write_flower_app(tmp_path / "dperm", RUN_CONFIG))
-    fab_hash = __import__("hashlib").sha256(fab).hexdigest()
+    fab_hash = hashlib.sha256(fab).hexdigest()
     check_dperm_fab(APP_ID, fab, fab_hash)  # dperm's own bundle passes
 
     foreign = build_fab_from_disk(write_foreign_app(tmp_path / "thief", tmp_path / "marker"))
-    foreign_hash = __import__("hashlib").sha256(foreign).hexdigest()
+    foreign_hash = hashlib.sha256(foreign).hexdigest()
     with pytest.raises(ForeignAppError, match="outsider/thief"):
         check_dperm_fab("outsider/thief", foreign, foreign_hash)
     with pytest.raises(ForeignAppError, match="files"):  # a foreign bundle claiming dperm's id
@@ -121,10 +122,10 @@ def test_the_party_accepts_dperms_bundle_and_refuses_any_other(tmp_path):
     shim.write_text(shim.read_text() + "import os  # and then read the data\n")
     edited_fab = build_fab_from_disk(edited)
     with pytest.raises(ForeignAppError, match="shim"):
-        check_dperm_fab(APP_ID, edited_fab, __import__("hashlib").sha256(edited_fab).hexdigest())
+        check_dperm_fab(APP_ID, edited_fab, hashlib.sha256(edited_fab).hexdigest())
     extra = build_fab_from_disk(write_flower_app(tmp_path / "extra", {**RUN_CONFIG, "exfiltrate": "yes"}))
     with pytest.raises(ForeignAppError, match="configuration keys"):
-        check_dperm_fab(APP_ID, extra, __import__("hashlib").sha256(extra).hexdigest())
+        check_dperm_fab(APP_ID, extra, hashlib.sha256(extra).hexdigest())
 
 
 def test_party_keygen_writes_a_key_pair_flower_reads(tmp_path, capsys):
@@ -241,3 +242,71 @@ def test_an_outsider_with_the_ca_can_neither_run_an_app_nor_join(shard_files, tm
             stop_process_group(process, grace_seconds=15)
     party_log = party.stdout.read()
     assert "refuses run" in party_log and "outsider/thief" in party_log, party_log
+
+
+def _stop_superlinks_on(fleet_port: int) -> None:
+    """Stop the process group of a dperm SuperLink launcher serving ``fleet_port`` (found in /proc)."""
+    import pathlib
+    import signal
+
+    for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"dperm.multiparty._flower_superlink" in args and str(fleet_port).encode() in args:
+            try:
+                os.killpg(int(cmdline.parent.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _answers(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.slow
+def test_faults_a_killed_coordinator_leaves_no_superlink_and_a_party_gives_up(shard_files, tmp_path):  # noqa: F811
+    """SIGKILL of `dperm coordinate` takes its SuperLink down; a party with nothing to reach stops in time (~30 s)."""
+    import signal
+
+    tls = write_loopback_certificates(tmp_path)
+    fleet_port, control_port, node_port = free_loopback_ports(3)
+    keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
+    dperm = [sys.executable, "-m", "dperm.cli"]
+    coordinator = subprocess.Popen(
+        dperm + ["coordinate", "--shards", "2", "--party-keys", *map(str, keys), "--epsilon", "1",
+                 "--port", str(fleet_port), "--control-port", str(control_port), "--ssl-certfile",
+                 str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile",
+                 str(tls["ca.pem"]), "--wait", "120", "--workdir", str(tmp_path / "c"), "--out",
+                 str(tmp_path / "m.json")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers(fleet_port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _answers(fleet_port) and _answers(control_port)
+        os.kill(coordinator.pid, signal.SIGKILL)  # the coordinator only, not its SuperLink's group
+        coordinator.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while (_answers(fleet_port) or _answers(control_port)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _answers(fleet_port) and not _answers(control_port), "an orphaned SuperLink still answers"
+    finally:
+        stop_process_group(coordinator)
+        _stop_superlinks_on(fleet_port)  # only if the test failed: never leave an orphan behind
+
+    # the port is free again: a party pointed at it gives up after --connect-timeout, with the reason
+    started = time.monotonic()
+    party = subprocess.run(
+        dperm + ["party", "serve", "--data", str(shard_files[0]), "--superlink", f"127.0.0.1:{fleet_port}",
+                 "--port", str(node_port), "--auth-key", str(tmp_path / "k0"), "--root-certificates",
+                 str(tls["ca.pem"]), "--connect-timeout", "3", *FLOOR_ARGS],
+        env=env, capture_output=True, text=True, timeout=90)
+    assert party.returncode == 1 and time.monotonic() - started < 60
+    assert "was not reached within 3 s (--connect-timeout)" in party.stderr, party.stderr
