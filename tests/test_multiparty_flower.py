@@ -41,7 +41,7 @@ from dperm.multiparty import (  # noqa: E402
 )
 from dperm.multiparty import flower_app  # noqa: E402
 from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
-from dperm.multiparty.cli import free_loopback_ports, stop_process_group  # noqa: E402
+from dperm.multiparty.cli import free_loopback_ports, stop_process_group, write_party_key  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
@@ -605,22 +605,30 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
                        "--out", str(tmp_path / "m.json")]) == 2
     assert "--shards must be at least 2" in capsys.readouterr().err
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--out", str(tmp_path / "m.json")]) == 2
-    assert "--insecure" in capsys.readouterr().err
+    assert "--ssl-ca-certfile" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure",
+                       "--out", str(tmp_path / "m.json")]) == 2
+    assert "--insecure is not supported" in capsys.readouterr().err
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--coordinator-dp",
                        "--round-epsilon", "0.5", "--out", str(tmp_path / "m.json")]) == 2
     assert "cannot be combined with --round-epsilon" in capsys.readouterr().err
+    key = ["--auth-key", str(tmp_path / "none.key")]
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
-                       *FLOOR_ARGS]) == 2
+                       *key, *FLOOR_ARGS]) == 2
     assert "--root-certificates" in capsys.readouterr().err
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
+                       "--root-certificates", str(shard_files[0]), *key, *FLOOR_ARGS]) == 2
+    error = capsys.readouterr().err
+    assert "--auth-key" in error and "none.key" in error and "is not a file" in error
     assert dperm_main(["party", "serve", "--data", str(tmp_path / "missing.csv"), "--superlink",
-                       "127.0.0.1:1", "--insecure", *FLOOR_ARGS]) == 2
+                       "127.0.0.1:1", *key, *FLOOR_ARGS]) == 2
     assert "missing.csv" in capsys.readouterr().err
     # every party states its own floor: required, and checked before anything starts
     with pytest.raises(SystemExit):
-        dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1", "--insecure"])
+        dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1", *key])
     assert "--max-epsilon" in capsys.readouterr().err
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
-                       "--insecure", "--max-epsilon", "-1", "--max-delta", "1e-5", "--max-rounds", "2"]) == 2
+                       *key, "--max-epsilon", "-1", "--max-delta", "1e-5", "--max-rounds", "2"]) == 2
     assert "--max-epsilon must be a finite number > 0" in capsys.readouterr().err
 
 
@@ -678,7 +686,8 @@ def test_cli_needs_all_three_tls_files(tmp_path, capsys):
 def test_real_processes_on_loopback(shard_files, tmp_path):
     """SuperLink over TLS + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
     tls = write_loopback_certificates(tmp_path)
-    superlink_port, *node_ports = free_loopback_ports(3)
+    superlink_port, control_port, *node_ports = free_loopback_ports(4)
+    keys = [write_party_key(tmp_path / f"party-{k}.key") for k in range(2)]
     env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
            "FLWR_DISABLE_UPDATE_CHECK": "1"}
     dperm = [sys.executable, "-m", "dperm.cli"]
@@ -687,7 +696,8 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     try:
         coordinator = subprocess.Popen(
             dperm + ["coordinate", "--shards", "2", "--epsilon", "1", "--alpha", "0.05", "--rounds", "2",
-                     "--port", str(superlink_port), "--ssl-certfile", str(tls["server.pem"]),
+                     "--port", str(superlink_port), "--control-port", str(control_port),
+                     "--party-keys", *map(str, keys), "--ssl-certfile", str(tls["server.pem"]),
                      "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
                      "--wait", "60", "--stage-timeout", "60",
                      "--workdir", str(tmp_path / "coordinator"), "--out", str(out)],
@@ -697,6 +707,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shard_files[k]), "--name", f"party-{k}",
                          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
+                         "--auth-key", str(tmp_path / f"party-{k}.key"),
                          "--root-certificates", str(tls["ca.pem"]), *FLOOR_ARGS],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=170)

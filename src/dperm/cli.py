@@ -9,7 +9,7 @@ show      Print a model file's privacy guarantee.
 reproduce Reproduce a paper's experiments (chaudhuri2011, rajkumar2012).
 audit     Empirically audit a mechanism: a statistical lower bound on epsilon.
 experiment learning-rates: excess risk against m under the theory's parameter choice.
-party     party serve: one party's shard as a Flower SuperNode (multiparty PSGD, SecAgg+).
+party     party keygen / party serve: one party's key pair; its shard as a Flower SuperNode (multiparty PSGD, SecAgg+).
 coordinate Multiparty private SGD (004) over Flower SecAgg+: SuperLink + ServerApp.
 """
 

@@ -4,18 +4,27 @@ Thin: parse, start Flower's processes, print. The protocol is in
 :mod:`dperm.multiparty.flower_app`; Flower is needed only when a command
 runs (``pip install 'dperm[multiparty]'``).
 
-- ``dperm party serve --data shard.csv --superlink HOST:PORT --max-epsilon EPS
-  --max-delta DELTA --max-rounds T`` runs a Flower SuperNode for one party
-  (004 Proc. 3) with the shard's path and the party's own floor in its node
-  config; the data never leave the machine, only SecAgg+-masked replies, and
-  the party refuses a set-up weaker than its floor.
-- ``dperm coordinate --shards K --epsilon EPS --out model.json`` starts a
-  Flower SuperLink, submits the PSGD ServerApp (004 Alg. 1) as a Flower run,
-  waits for it, writes the model file and stops the SuperLink.
+- ``dperm party keygen --out party.key`` makes the party's SuperNode key pair
+  (ECDSA P-384, OpenSSH format, as Flower's node authentication needs);
+  ``party.key.pub`` goes to the coordinator.
+- ``dperm party serve --data shard.csv --superlink HOST:PORT --auth-key
+  party.key --root-certificates ca.pem --max-epsilon EPS --max-delta DELTA
+  --max-rounds T`` runs a Flower SuperNode for one party (004 Proc. 3) with
+  the shard's path and the party's own floor in its node config; it runs
+  only dperm's ClientApp (:mod:`dperm.multiparty._flower_party_runtime`),
+  the data never leave the machine, only SecAgg+-masked replies, and the
+  party refuses a set-up weaker than its floor.
+- ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
+  --out model.json`` starts a locked-down Flower SuperLink
+  (:mod:`dperm.multiparty._flower_superlink`: Control API on 127.0.0.1 only,
+  Fleet API alone on ``--host:--port``, only the listed keys may connect),
+  submits the PSGD ServerApp (004 Alg. 1) as a Flower run from this
+  machine, waits for it, writes the model file and stops the SuperLink.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -28,16 +37,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from dperm.multiparty._flower_party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
 from dperm.multiparty.flower_engine import INSTALL_HINT, configure_flower_environment
 from dperm.multiparty.secure_sum import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 
-#: Default port of the SuperLink (Flower 1.41 serves its Fleet, Control and
-#: ServerAppIo APIs over one HTTP port).
+#: Default port of the SuperLink's Fleet API (the only port the parties reach).
 DEFAULT_SUPERLINK_PORT = 9092
-#: Default port of a SuperNode's ClientAppIo API (one per party on a machine).
+#: Default port of its Control and Runtime APIs, always on 127.0.0.1.
+DEFAULT_CONTROL_PORT = 9093
+#: Default port of a SuperNode's Runtime API (loopback; one per party on a machine).
 DEFAULT_NODE_PORT = 9094
-#: The Flower app bundle's module: a shim that imports dperm's apps.
-APP_MODULE = "dperm_psgd_app"
+#: Default bound on a party's wait for the SuperLink (``--connect-timeout``).
+DEFAULT_CONNECT_TIMEOUT = 600.0
 CONNECTION = "dperm"
 
 
@@ -148,6 +159,39 @@ def _party_floor(args):
         raise ValueError(str(error).replace("max_", "--max-", 1)) from None  # name the option
 
 
+def write_party_key(path) -> Path:
+    """Write a SuperNode key pair: ``path`` (private, mode 0600) and ``path.pub``; return the public file.
+
+    ECDSA on NIST P-384 in OpenSSH format: what Flower 1.41's
+    ``flower-supernode --auth-supernode-private-key`` and ``RegisterNode``
+    read (``ssh-keygen -t ecdsa -b 384 -N '' -f PATH`` makes the same).
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    private_path = Path(path)
+    public_path = private_path.with_name(private_path.name + ".pub")
+    for existing in (private_path, public_path):
+        if existing.exists():
+            raise ValueError(f"--out {str(existing)!r} exists; choose a new path (keys are never overwritten).")
+    key = ec.generate_private_key(ec.SECP384R1())
+    private_bytes = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                      serialization.NoEncryption())
+    descriptor = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(private_bytes)
+    public_path.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                          serialization.PublicFormat.OpenSSH) + b"\n")
+    return public_path
+
+
+def _party_keygen(args) -> int:
+    public_path = write_party_key(args.out)
+    print(f"private key: {args.out} (keep it on this machine: dperm party serve --auth-key {args.out})\n"
+          f"public key: {public_path} (give it to the coordinator: dperm coordinate --party-keys ...)")
+    return 0
+
+
 def _party_serve(args) -> int:
     try:
         from dperm.multiparty.flower_app import load_shard
@@ -155,9 +199,17 @@ def _party_serve(args) -> int:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
     floor = _party_floor(args)
+    if not (args.connect_timeout > 0 and math.isfinite(args.connect_timeout)):
+        raise ValueError(f"--connect-timeout must be a finite number of seconds > 0; got {args.connect_timeout}.")
     data = Path(args.data).resolve()
     X, _, features = load_shard(data, args.target)  # fail here, not in the first round
     name = args.name or data.stem
+    if args.insecure or not args.root_certificates:
+        raise ValueError("give --root-certificates CA.pem: the SuperLink is reached over TLS only (Flower's "
+                         "node authentication needs it).")
+    for option, path in (("--root-certificates", args.root_certificates), ("--auth-key", args.auth_key)):
+        if not Path(path).is_file():
+            raise ValueError(f"{option} {path!r} is not a file.")
     node_config = " ".join([
         f"data-path={_toml_literal(str(data), '--data')}",
         f"target={_toml_literal(args.target, '--target')}",
@@ -166,32 +218,58 @@ def _party_serve(args) -> int:
         f"max-delta={_toml_value(floor.max_delta)}",
         f"max-rounds={_toml_value(floor.max_rounds)}",
     ])
-    command = [flower_command("flower-supernode"), "--superlink", args.superlink, "--node-config", node_config,
-               "--host", args.host, "--port", str(args.port)]
-    if args.insecure:
-        command.append("--insecure")
-    elif args.root_certificates:
-        command += ["--root-certificates", str(Path(args.root_certificates).resolve())]
-    else:
-        raise ValueError("give --root-certificates CA.pem for a TLS SuperLink, or --insecure for plain text "
-                         "(only on a trusted network: the masked vectors are protected, the metadata is not).")
+    runtime_address = f"127.0.0.1:{args.port}"
+    supernode_command = [
+        flower_command("flower-supernode"), "--superlink", args.superlink, "--node-config", node_config,
+        "--host", "127.0.0.1", "--port", str(args.port), "--isolation", "process",
+        "--root-certificates", str(Path(args.root_certificates).resolve()),
+        "--auth-supernode-private-key", str(Path(args.auth_key).resolve()),
+        "--max-wait-time", repr(float(args.connect_timeout)),
+    ]
+    runtime_command = [sys.executable, "-m", "dperm.multiparty._flower_party_runtime",
+                       "--runtime-api-address", runtime_address, "--parent-pid", str(os.getpid())]
     print(f"party {name!r}: {X.shape[0]} rows, {X.shape[1]} features ({', '.join(features)}); "
           f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
-          f"rounds; serving as a Flower SuperNode for SuperLink {args.superlink}", flush=True)
-    process = subprocess.Popen(command, env=flower_environment())
-    forward = lambda signum, frame: process.send_signal(signum)  # noqa: E731
+          f"rounds; runs only dperm's app; serving as a Flower SuperNode for SuperLink {args.superlink} "
+          f"(gives up after {args.connect_timeout:g} s without it)", flush=True)
+    environ = flower_environment()
+    supernode = subprocess.Popen(supernode_command, env=environ)
+    runtime = subprocess.Popen(runtime_command, env=environ)
+    stopping = []
+
+    def forward(signum, frame):
+        stopping.append(signum)
+        for process in (supernode, runtime):
+            if process.poll() is None:
+                process.send_signal(signum)
+
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return process.wait()
+        while supernode.poll() is None and runtime.poll() is None:
+            time.sleep(0.2)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        for process in (supernode, runtime):
+            _stop_child(process)
+    code = supernode.returncode
+    if not stopping and code not in (0, None):
+        print(f"dperm: error: party {name!r} stopped: the SuperLink {args.superlink} was not reached within "
+              f"{args.connect_timeout:g} s (--connect-timeout), refused this party's key (is "
+              f"{args.auth_key}.pub listed in the coordinator's --party-keys?), or closed the connection; "
+              f"Flower's log above says which.", file=sys.stderr)
+        return 1
+    return 0 if stopping else (code or 0)
+
+
+def _stop_child(process, grace_seconds: float = 10.0) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=grace_seconds)
 
 
 # -- dperm coordinate ------------------------------------------------------------------
@@ -200,22 +278,16 @@ def _party_serve(args) -> int:
 def write_flower_app(directory: Path, run_config: dict) -> Path:
     """Write the Flower app bundle (``pyproject.toml`` + a shim module) that runs PSGD."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{APP_MODULE}.py").write_text(
-        '"""Flower app bundle of dperm coordinate: the apps live in the installed dperm."""\n'
-        "from dperm.multiparty import flower_app\n\n"
-        "server_app = flower_app.server_app\n"
-        "client_app = flower_app.client_app\n",
-        encoding="utf-8",
-    )
+    (directory / f"{APP_MODULE}.py").write_text(SHIM_TEXT, encoding="utf-8")
     config_lines = "\n".join(f"{key} = {_toml_value(value)}" for key, value in run_config.items())
     (directory / "pyproject.toml").write_text(
         "[project]\n"
-        'name = "dperm-psgd"\n'
+        f'name = "{APP_NAME}"\n'
         'version = "1.0.0"\n'
         'description = "Multiparty private SGD (Rajkumar & Agarwal 2012) with SecAgg+"\n'
         'license = "BSD-3-Clause"\n\n'
         "[tool.flwr.app]\n"
-        'publisher = "dperm"\n\n'
+        f'publisher = "{APP_PUBLISHER}"\n\n'
         "[tool.flwr.app.components]\n"
         f'serverapp = "{APP_MODULE}:server_app"\n'
         f'clientapp = "{APP_MODULE}:client_app"\n\n'
@@ -261,21 +333,69 @@ def _settings_from_args(args):
     )
 
 
+def _check_coordinate_files(args) -> list:
+    """TLS files and the parties' public keys: present and readable, before anything starts."""
+    from dperm.multiparty._flower_superlink import public_key_bytes
+
+    if args.insecure or not (args.ssl_certfile and args.ssl_keyfile and args.ssl_ca_certfile):
+        # Flower's SuperLink needs all three for TLS, and its node authentication needs TLS
+        raise ValueError("give --ssl-certfile, --ssl-keyfile and --ssl-ca-certfile: the SuperLink runs over TLS "
+                         "only (Flower's node authentication needs it; --insecure is not supported).")
+    for option, path in (("--ssl-certfile", args.ssl_certfile), ("--ssl-keyfile", args.ssl_keyfile),
+                         ("--ssl-ca-certfile", args.ssl_ca_certfile)):
+        if not Path(path).is_file():
+            raise ValueError(f"{option} {path!r} is not a file.")
+    keys = [Path(path).resolve() for path in args.party_keys or ()]
+    if len(keys) != args.shards:
+        raise ValueError(f"--party-keys lists {len(keys)} public key(s) but --shards is {args.shards}: give each "
+                         "party's key (dperm party keygen makes them).")
+    if len({public_key_bytes(path) for path in keys}) != len(keys):
+        raise ValueError("--party-keys lists the same key twice; every party has its own key.")
+    if args.control_port == args.port:
+        raise ValueError(f"--control-port must differ from --port (both {args.port}).")
+    return keys
+
+
+def check_port_free(host: str, port: int, option: str) -> None:
+    """Refuse to start when something already answers on ``host:port`` (e.g. an orphaned SuperLink)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        if probe.connect_ex((host, port)) == 0:
+            raise ValueError(
+                f"something already listens on {host}:{port} ({option}): an earlier coordinator's SuperLink? "
+                "Stop it (or choose another port) first; a new run must not be submitted to it."
+            )
+
+
+class _Stopped(Exception):
+    """SIGTERM/SIGINT reached ``dperm coordinate``: stop the SuperLink and the run, then exit."""
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped(signal.Signals(signum).name)
+
+
+def superlink_command(args, tls, keys) -> list:
+    """The locked-down SuperLink: Flower's own, Control API on 127.0.0.1 (:mod:`._flower_superlink`)."""
+    return [sys.executable, "-m", "dperm.multiparty._flower_superlink", "--fleet-host", args.host,
+            "--fleet-port", str(args.port), "--control-port", str(args.control_port),
+            "--parent-pid", str(os.getpid()),
+            *[item for key in keys for item in ("--party-key", str(key))], "--",
+            "--host", "127.0.0.1", "--port", str(args.control_port), "--enable-supernode-auth",
+            "--disable-runtime-dependency-installation",
+            "--ssl-certfile", tls[0], "--ssl-keyfile", tls[1], "--ssl-ca-certfile", tls[2]]
+
+
 def _coordinate(args) -> int:
     try:
         settings = _settings_from_args(args)
     except ImportError as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
-    if not args.insecure and not (args.ssl_certfile and args.ssl_keyfile and args.ssl_ca_certfile):
-        # Flower's SuperLink needs all three for TLS, and `flwr run` verifies it with the CA
-        raise ValueError("give --ssl-certfile, --ssl-keyfile and --ssl-ca-certfile (TLS), or --insecure for "
-                         "plain text on a trusted network.")
-    if not args.insecure:
-        for option, path in (("--ssl-certfile", args.ssl_certfile), ("--ssl-keyfile", args.ssl_keyfile),
-                             ("--ssl-ca-certfile", args.ssl_ca_certfile)):
-            if not Path(path).is_file():
-                raise ValueError(f"{option} {path!r} is not a file.")
+    keys = _check_coordinate_files(args)
+    connect_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
+    check_port_free(connect_host, args.port, "--port")
+    check_port_free("127.0.0.1", args.control_port, "--control-port")
     out = Path(args.out).resolve()
     workdir = Path(args.workdir).resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -283,29 +403,25 @@ def _coordinate(args) -> int:
     status_path.unlink(missing_ok=True)
     run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path)}
     app_dir = write_flower_app(workdir / "app", run_config)
-    connect_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-    address = f"{connect_host}:{args.port}"
-    tls = None if args.insecure else [str(Path(path).resolve())
-                                      for path in (args.ssl_certfile, args.ssl_keyfile, args.ssl_ca_certfile)]
-    write_cli_connection(workdir / "flwr-cli-home", address, tls[2] if tls else None)
-
-    superlink_command = [flower_command("flower-superlink"), "--host", args.host, "--port", str(args.port),
-                         "--disable-runtime-dependency-installation"]
-    if tls:
-        superlink_command += ["--ssl-certfile", tls[0], "--ssl-keyfile", tls[1], "--ssl-ca-certfile", tls[2]]
-    else:
-        superlink_command.append("--insecure")
+    tls = [str(Path(path).resolve()) for path in (args.ssl_certfile, args.ssl_keyfile, args.ssl_ca_certfile)]
+    # `flwr run` reaches the Control API on this machine's loopback only
+    write_cli_connection(workdir / "flwr-cli-home", f"127.0.0.1:{args.control_port}", tls[2])
     superlink_log = workdir / "superlink.log"
     run_log = workdir / "run.log"
     superlink = run = None
     started = time.monotonic()
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         with superlink_log.open("w", encoding="utf-8") as log:
-            superlink = subprocess.Popen(superlink_command, env=flower_environment(), stdout=log,
+            superlink = subprocess.Popen(superlink_command(args, tls, keys), env=flower_environment(), stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for_port(connect_host, args.port, superlink, seconds=60)
-        print(f"SuperLink listening on {args.host}:{args.port}; waiting for {settings.n_parties} parties "
-              f"(dperm party serve --superlink {address} ...), then {settings.n_rounds} SecAgg+ rounds",
+        try:
+            wait_for_port(connect_host, args.port, superlink, seconds=60)  # listens once the keys are registered
+        except RuntimeError as error:
+            raise RuntimeError(f"{error}\n{_tail(superlink_log)}") from None
+        print(f"SuperLink: Fleet API on {args.host}:{args.port} for the {len(keys)} listed party keys, Control "
+              f"API on 127.0.0.1:{args.control_port} only; waiting for {settings.n_parties} parties "
+              f"(dperm party serve --superlink HOST:{args.port} ...), then {settings.n_rounds} SecAgg+ rounds",
               flush=True)
         with run_log.open("w", encoding="utf-8") as log:
             run = subprocess.Popen([flower_command("flwr"), "run", str(app_dir), CONNECTION, "--stream"],
@@ -320,9 +436,14 @@ def _coordinate(args) -> int:
             if status_path.exists():
                 break
             time.sleep(1.0)
+    except _Stopped as stop:
+        print(f"dperm: stopped by {stop}; the SuperLink and the run are stopped too.", file=sys.stderr)
+        return 130
     finally:
         stop_process_group(run)
         stop_process_group(superlink)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not status_path.exists():
         print(f"dperm: error: the Flower run ended without a result; logs in {workdir}.\n{_tail(run_log)}",
               file=sys.stderr)
@@ -359,15 +480,26 @@ def add_commands(subparsers) -> None:
                        help="largest delta this party accepts, likewise (in [0, 1))")
     serve.add_argument("--max-rounds", type=int, required=True,
                        help="most gradient rounds this party answers in one run")
-    serve.add_argument("--host", default="127.0.0.1", help="address of the node's local ClientApp API")
+    serve.add_argument("--auth-key", required=True,
+                       help="this party's private key (dperm party keygen); the coordinator lists its .pub")
+    serve.add_argument("--root-certificates", default=None, help="CA certificate of the coordinator's SuperLink")
+    serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
+                       help="seconds to keep retrying an unreachable SuperLink before giving up "
+                            f"(default {DEFAULT_CONNECT_TIMEOUT:g})")
     serve.add_argument("--port", type=int, default=DEFAULT_NODE_PORT,
-                       help=f"port of the node's local ClientApp API (default {DEFAULT_NODE_PORT}; one per party)")
-    serve.add_argument("--insecure", action="store_true", help="plain-text connection (trusted networks only)")
-    serve.add_argument("--root-certificates", default=None, help="CA certificate of a TLS SuperLink")
+                       help=f"port of the node's Runtime API on 127.0.0.1 (default {DEFAULT_NODE_PORT}; one per "
+                            "party on a machine)")
+    serve.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # refused: TLS only
     serve.set_defaults(func=_party_serve)
+    keygen = party_sub.add_parser("keygen", help="make this party's SuperNode key pair (ECDSA P-384, OpenSSH)")
+    keygen.add_argument("--out", required=True, help="private key file to write; the public key goes to OUT.pub")
+    keygen.set_defaults(func=_party_keygen)
 
     coordinate = subparsers.add_parser("coordinate", help="run multiparty private SGD (004) over SecAgg+")
     coordinate.add_argument("--shards", type=int, required=True, help="K, the number of parties")
+    coordinate.add_argument("--party-keys", nargs="+", default=None, metavar="PUB",
+                            help="the K parties' public keys (dperm party keygen's .pub files); only they "
+                                 "may connect")
     coordinate.add_argument("--epsilon", type=float, required=True)
     coordinate.add_argument("--delta", type=float, default=1e-5)
     coordinate.add_argument("--alpha", type=float, default=0.01, help="L2 strength lambda (default 0.01)")
@@ -387,10 +519,14 @@ def add_commands(subparsers) -> None:
                             help="dp-accounting's accountant for --coordinator-dp (default pld)")
     coordinate.add_argument("--quantization-range", type=int, default=DEFAULT_QUANTIZATION_RANGE)
     coordinate.add_argument("--modulus-range", type=int, default=DEFAULT_MODULUS_RANGE)
-    coordinate.add_argument("--host", default="127.0.0.1", help="SuperLink address (0.0.0.0: all interfaces)")
+    coordinate.add_argument("--host", default="127.0.0.1",
+                            help="address of the Fleet API, the parties' only entry (0.0.0.0: all interfaces)")
     coordinate.add_argument("--port", type=int, default=DEFAULT_SUPERLINK_PORT,
-                            help=f"SuperLink port (default {DEFAULT_SUPERLINK_PORT})")
-    coordinate.add_argument("--insecure", action="store_true", help="plain-text connections (trusted networks only)")
+                            help=f"Fleet API port (default {DEFAULT_SUPERLINK_PORT})")
+    coordinate.add_argument("--control-port", type=int, default=DEFAULT_CONTROL_PORT,
+                            help="port of the Control API, always on 127.0.0.1 "
+                                 f"(default {DEFAULT_CONTROL_PORT})")
+    coordinate.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # refused: TLS only
     coordinate.add_argument("--ssl-certfile", default=None, help="TLS: the SuperLink's certificate (PEM)")
     coordinate.add_argument("--ssl-keyfile", default=None, help="TLS: its private key (PEM)")
     coordinate.add_argument("--ssl-ca-certfile", default=None,
