@@ -44,7 +44,12 @@ from pathlib import Path
 import numpy as np
 
 import dperm
-from dperm.multiparty.cli import free_loopback_ports, stop_process_group
+from dperm.multiparty.cli import (
+    free_loopback_ports,
+    stop_process_group,
+    write_loopback_certificates,
+    write_party_key,
+)
 from dperm.multiparty import MaskedSecureSum
 from dperm.multiparty.flower_engine import FlowerSecureSum, configure_flower_environment
 
@@ -116,7 +121,9 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
     """PSGD with SecAgg+ over real processes on 127.0.0.1; per-round times from the ServerApp."""
     workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-secure-sum-"))
     shards = write_shards(workdir, n_parties)
-    superlink_port, *node_ports = free_loopback_ports(n_parties + 1)
+    superlink_port, control_port, *node_ports = free_loopback_ports(n_parties + 2)
+    tls = write_loopback_certificates(workdir)  # the deployment refuses plain text (Flower's node auth needs TLS)
+    keys = [write_party_key(workdir / f"party-{k}.key") for k in range(n_parties)]
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
     coordinator_dir = workdir / "coordinator"
@@ -125,7 +132,10 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
     try:
         coordinator = subprocess.Popen(
             dperm_cli + ["coordinate", "--shards", str(n_parties), "--epsilon", "1", "--alpha", "0.05",
-                         "--rounds", str(rounds), "--port", str(superlink_port), "--insecure", "--wait", "120",
+                         "--rounds", str(rounds), "--port", str(superlink_port), "--control-port",
+                         str(control_port), "--party-keys", *map(str, keys), "--ssl-certfile",
+                         str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]),
+                         "--ssl-ca-certfile", str(tls["ca.pem"]), "--wait", "120",
                          "--stage-timeout", "120", "--workdir", str(coordinator_dir),
                          "--out", str(workdir / "model.json")],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -133,7 +143,8 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
         for k, port in enumerate(node_ports):
             processes.append(subprocess.Popen(
                 dperm_cli + ["party", "serve", "--data", str(shards[k]), "--superlink",
-                             f"127.0.0.1:{superlink_port}", "--port", str(port), "--insecure",
+                             f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
+                             str(workdir / f"party-{k}.key"), "--root-certificates", str(tls["ca.pem"]),
                              "--max-epsilon", str(rounds), "--max-delta", "1e-5", "--max-rounds", str(rounds)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=timeout)

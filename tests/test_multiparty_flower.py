@@ -41,7 +41,12 @@ from dperm.multiparty import (  # noqa: E402
 )
 from dperm.multiparty import flower_app  # noqa: E402
 from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
-from dperm.multiparty.cli import free_loopback_ports, stop_process_group, write_party_key  # noqa: E402
+from dperm.multiparty.cli import (  # noqa: E402
+    free_loopback_ports,
+    stop_process_group,
+    write_loopback_certificates,
+    write_party_key,
+)
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
@@ -633,40 +638,6 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
 
 
 # -- real processes on 127.0.0.1 -------------------------------------------------------
-
-
-def write_loopback_certificates(directory):
-    """A throwaway CA and a certificate for 127.0.0.1 signed by it: ``ca.pem``, ``server.pem``, ``server.key``."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    valid = dict(not_valid_before=now - datetime.timedelta(minutes=5), not_valid_after=now + datetime.timedelta(days=1))
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dperm test CA")])
-
-    def certificate(subject, public_key):
-        builder = x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
-        builder = builder.serial_number(x509.random_serial_number())
-        return builder.not_valid_before(valid["not_valid_before"]).not_valid_after(valid["not_valid_after"])
-
-    ca = certificate(ca_name, ca_key.public_key()).add_extension(
-        x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256())
-    server = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key.public_key())
-    server = server.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                                  critical=False).sign(ca_key, hashes.SHA256())
-    pem = serialization.Encoding.PEM
-    paths = {name: directory / name for name in ("ca.pem", "server.pem", "server.key")}
-    paths["ca.pem"].write_bytes(ca.public_bytes(pem))
-    paths["server.pem"].write_bytes(server.public_bytes(pem))
-    paths["server.key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                      serialization.NoEncryption()))
-    return paths
 
 
 def test_cli_needs_all_three_tls_files(tmp_path, capsys):

@@ -29,10 +29,11 @@ from dperm.multiparty.cli import (  # noqa: E402
     wait_for_port,
     write_cli_connection,
     write_flower_app,
+    write_loopback_certificates,
     write_party_key,
 )
 from dperm.multiparty.flower_app import CoordinatorSettings  # noqa: E402
-from test_multiparty_flower import FLOOR_ARGS, shard_files, write_loopback_certificates  # noqa: E402,F401
+from test_multiparty_flower import FLOOR_ARGS, shard_files  # noqa: E402,F401
 
 RUN_CONFIG = {**CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2).to_run_config(),
               "out": "/tmp/m.json", "status": "/tmp/s.json"}

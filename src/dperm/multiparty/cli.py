@@ -537,3 +537,41 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--workdir", default=None, help="folder for the app bundle and logs (default: temp)")
     coordinate.add_argument("--out", required=True, help="model file to write (JSON)")
     coordinate.set_defaults(func=_coordinate)
+
+
+def write_loopback_certificates(directory) -> dict:
+    """A throwaway CA and a certificate for 127.0.0.1 signed by it: ``ca.pem``, ``server.pem``, ``server.key``.
+
+    For trying the deployment on one machine (tests, ``benchmarks/secure_sum.py``): valid for one
+    day, for 127.0.0.1 only. A real deployment uses certificates from the operator's own CA.
+    """
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid = dict(not_valid_before=now - datetime.timedelta(minutes=5), not_valid_after=now + datetime.timedelta(days=1))
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dperm loopback CA")])
+
+    def certificate(subject, public_key):
+        builder = x509.CertificateBuilder().subject_name(subject).issuer_name(ca_name).public_key(public_key)
+        builder = builder.serial_number(x509.random_serial_number())
+        return builder.not_valid_before(valid["not_valid_before"]).not_valid_after(valid["not_valid_after"])
+
+    ca = certificate(ca_name, ca_key.public_key()).add_extension(
+        x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256())
+    server = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), key.public_key())
+    server = server.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False).sign(ca_key, hashes.SHA256())
+    pem = serialization.Encoding.PEM
+    paths = {name: directory / name for name in ("ca.pem", "server.pem", "server.key")}
+    paths["ca.pem"].write_bytes(ca.public_bytes(pem))
+    paths["server.pem"].write_bytes(server.public_bytes(pem))
+    paths["server.key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                      serialization.NoEncryption()))
+    return paths
