@@ -211,6 +211,9 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
         alpha=params.get("alpha"), fit_intercept=bool(params.get("fit_intercept", False)),
         intercept_scaling=params.get("intercept_scaling", 1.0), random_state=seed_pair,
     )
+    if "classes" in params and params["classes"] is None:
+        # the audit makes the labels, so the label set {-1, +1} is public
+        configured.set_params(classes=[-1.0, 1.0])
     probe = clone(configured).set_params(random_state=seed_probe).fit(pair.X, pair.y)
     record = getattr(probe, "privacy_", None)
     claimed_epsilon = float(getattr(record, "epsilon", params["epsilon"]))

@@ -61,6 +61,7 @@ def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confiden
         def run(rng):
             model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=epsilon, alpha=5.0,
                                      n_components=2, gamma=1.0, feature_random_state=KERNEL_FEATURE_SEED,
+                                     classes=np.unique(np.concatenate([y, y_prime])),  # the audit's own labels
                                      random_state=_noise_stream(rng, noise_factor))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -88,6 +89,7 @@ def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_fact
         def run(rng):
             predictor = PrivatePredictor(epsilon_total=epsilon, epsilon_per_query=epsilon,
                                          loss="hinge", alpha=2.0, gamma=1.0,
+                                         classes=np.unique(np.concatenate([y, y_prime])),
                                          random_state=_noise_stream(rng, noise_factor))
             return float(predictor.fit(X, labels).decision_function(canary[None])[0])
         return run
