@@ -34,9 +34,10 @@ Generator the estimator built (seeded from OS entropy by default, see
 probability mass functions (``tests/test_noise.py``).
 
 The continuous samplers :func:`sample_l2_laplace` and :func:`sample_gaussian`
-remain for noise that is *never released as such*: the audit's reference
-distributions and the multiparty protocol's simulations in
-:mod:`dperm.multiparty` (which documents what it releases).
+release nothing on dperm's float-safe paths. :func:`sample_gaussian` draws
+PSGD's data-independent one-time noise ``eta`` (added after the exact release:
+post-processing) and the per-party noise of ``PSGDClassifier(coordinator_dp=True)``,
+the one option whose released noise is not float-safe (its record says so).
 """
 
 from __future__ import annotations

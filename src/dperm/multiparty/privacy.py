@@ -23,8 +23,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-from scipy.stats import gamma
-
 from dperm.accounting import Spend, advanced_composition, basic_composition
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration
@@ -746,13 +744,3 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
                           f"max_delta={floor.max_delta:g}. Ask for fewer rounds, a smaller round_epsilon "
                           "or coordinator_dp.")
     return recomputed
-
-
-def l2_laplace_norm_quantile(dimension: int, scale: float, tail_probability: float) -> float:
-    """``t`` with ``P(||b|| > t) = tail_probability`` for ``b ~ exp(-||b|| / scale)`` in R^d.
-
-    ``||b|| ~ Gamma(shape=d, scale=scale)`` (note 1), so ``t`` is its upper
-    quantile. Used to pick clipping ranges from public constants.
-    """
-    dimension = check_positive_int(dimension, "dimension")
-    return float(gamma.isf(tail_probability, dimension, scale=check_positive(scale, "scale")))
