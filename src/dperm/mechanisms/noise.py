@@ -115,14 +115,28 @@ def bernoulli_exp_neg(gamma: Fraction, rng) -> bool:
     gamma = Fraction(gamma)
     if gamma < 0:
         raise ValueError(f"gamma must be >= 0; got {gamma}.")
-    while gamma > 1:
-        if not bernoulli_exp_neg(Fraction(1), rng):
+    return _bernoulli_exp_neg(gamma.numerator, gamma.denominator, rng)
+
+
+def _bernoulli_exp_neg(numerator: int, denominator: int, rng: BitSource) -> bool:
+    """:func:`bernoulli_exp_neg` of ``numerator / denominator`` in Python integers only.
+
+    Each ``Bernoulli(gamma / k)`` is drawn as ``below(q) < p`` with ``p / q`` the
+    fraction in lowest terms, the same draws as with :class:`fractions.Fraction`
+    but without building one per step (the samplers' inner loop).
+    """
+    while numerator > denominator:
+        if not _bernoulli_exp_neg(1, 1, rng):
             return False
-        gamma -= 1
+        numerator -= denominator
+    below = rng.below
     k = 1
-    while _bernoulli(gamma / k, rng):
+    while True:
+        den = denominator * k
+        common = math.gcd(numerator, den)
+        if below(den // common) >= numerator // common:
+            return k % 2 == 1
         k += 1
-    return k % 2 == 1
 
 
 # ---------------------------------------------------------------------------
@@ -144,10 +158,11 @@ def sample_discrete_laplace(scale: Fraction, rng) -> int:
     t, s = scale.numerator, scale.denominator
     while True:
         u = rng.below(t)
-        if not bernoulli_exp_neg(Fraction(u, t), rng):
+        common = math.gcd(u, t)
+        if not _bernoulli_exp_neg(u // common, t // common, rng):
             continue
         v = 0
-        while bernoulli_exp_neg(Fraction(1), rng):
+        while _bernoulli_exp_neg(1, 1, rng):
             v += 1
         y = (u + t * v) // s
         negative = rng.below(2) == 1
@@ -166,11 +181,15 @@ def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
     sigma_squared = Fraction(sigma_squared)
     if sigma_squared <= 0:
         raise ValueError(f"sigma_squared must be > 0; got {sigma_squared}.")
-    t = math.isqrt(sigma_squared.numerator // sigma_squared.denominator) + 1
+    p, q = sigma_squared.numerator, sigma_squared.denominator
+    t = math.isqrt(p // q) + 1
+    scale = Fraction(t)
     while True:
-        y = sample_discrete_laplace(Fraction(t), rng)
-        gamma = (abs(y) - sigma_squared / t) ** 2 / (2 * sigma_squared)
-        if bernoulli_exp_neg(gamma, rng):
+        y = sample_discrete_laplace(scale, rng)
+        # gamma = (|y| - sigma^2 / t)^2 / (2 sigma^2) = (|y| t q - p)^2 / (2 p q t^2), in lowest terms
+        numerator, denominator = (abs(y) * t * q - p) ** 2, 2 * p * q * t * t
+        common = math.gcd(numerator, denominator)
+        if _bernoulli_exp_neg(numerator // common, denominator // common, rng):
             return y
 
 
