@@ -1,6 +1,6 @@
 """Audits of mechanisms built on others: kernel models (003 Alg. 3), private prediction
-(000 Prop. 1), multiparty PSGD (004 Alg. 1, and its coordinator-DP option) and local
-aggregation.
+(000 Prop. 1), multiparty PSGD (004 Alg. 1, and its coordinator-DP option), local
+aggregation and the few-round Newton protocol.
 
 Same standard as tests/test_audit.py: the real mechanism passes (eps_lower <= claimed
 epsilon at 95 % confidence) and a copy with a quarter of the noise is caught.
@@ -17,6 +17,7 @@ CASES = {
     "local_aggregation": (lambda **kw: audit_multiparty("local_aggregation", 1.0, **kw), 1.0),
     "psgd": (lambda **kw: audit_multiparty("psgd", 3.0, 0.05, **kw), 3.0),
     "psgd_coordinator_dp": (lambda **kw: audit_multiparty("psgd_coordinator_dp", 3.0, 0.05, **kw), 3.0),
+    "newton": (lambda **kw: audit_multiparty("newton", 3.0, 0.05, **kw), 3.0),
 }
 
 

@@ -111,7 +111,7 @@ def _party_shards(flip_canary):
 
 
 #: The multiparty schemes :func:`audit_multiparty` audits.
-MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation")
+MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation", "newton")
 
 
 def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, confidence=0.95,
@@ -122,9 +122,11 @@ def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, con
     004 Thm 4.2), ``"psgd_coordinator_dp"`` (the same with ``coordinator_dp=True``:
     the coordinator's whole view is (epsilon, delta)-DP by dp-accounting's PLD
     accountant, and the released model is a post-processing of it) or
-    ``"local_aggregation"`` (:class:`dperm.LocalAggregationClassifier`, pure DP).
+    ``"local_aggregation"`` (:class:`dperm.LocalAggregationClassifier`, pure DP)
+    or ``"newton"`` (:class:`dperm.multiparty.NewtonClassifier`: the coordinator's
+    view of ``n_rounds`` noisy gradient-and-Hessian sums is (epsilon, delta)-DP).
     """
-    from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
+    from dperm.multiparty import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
 
     if kind not in MULTIPARTY_KINDS:
         raise ValueError(f"kind must be one of {list(MULTIPARTY_KINDS)}; got {kind!r}.")
@@ -135,6 +137,9 @@ def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, con
             return PSGDClassifier(epsilon=epsilon, delta=delta, alpha=5.0, n_rounds=n_rounds,
                                   loss="huber", coordinator_dp=kind == "psgd_coordinator_dp",
                                   random_state=noise)
+        if kind == "newton":
+            return NewtonClassifier(epsilon=epsilon, delta=delta, alpha=5.0, n_rounds=min(n_rounds, 5),
+                                    loss="huber", random_state=noise)
         return LocalAggregationClassifier(epsilon=epsilon, alpha=5.0, loss="huber", random_state=noise)
 
     def runner(flip):

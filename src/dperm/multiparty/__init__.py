@@ -8,6 +8,9 @@ Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
   dp-accounting so that the coordinator's whole view is (epsilon, delta)-DP;
 - :class:`LocalAggregationClassifier` / :func:`local_aggregation`: the
   baseline of Pathak et al. (2010), 004 eq. 5;
+- :class:`NewtonClassifier` / :func:`private_newton` (beyond the papers): a
+  few-round protocol, damped Newton on securely summed gradient and Hessian
+  sums with distributed discrete Gaussian noise (``newton``, ``newton_privacy``);
 - :class:`SecureSum`, the interface an engine implements, and
   :class:`MaskedSecureSum`, an in-process simulation of secure aggregation
   (fixed point, pairwise masks, abort on dropout);
@@ -41,7 +44,9 @@ from dperm.exceptions import (
     PartyUnavailableError,
     SecureSumClippingWarning,
 )
-from dperm.multiparty.estimator import LocalAggregationClassifier, PSGDClassifier
+from dperm.multiparty.estimator import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
+from dperm.multiparty.newton import InProcessNewtonNetwork, NewtonNetwork, NewtonParty, private_newton
+from dperm.multiparty.newton_privacy import NewtonCalibration, calibrate_newton, check_newton_calibration
 from dperm.multiparty.privacy import (
     CoordinatorView,
     GaussianRounds,
@@ -65,7 +70,7 @@ from dperm.multiparty.protocol import (
     RobbinsMonroSteps,
     psgd,
 )
-from dperm.multiparty.record import LocalAggregationPrivacyRecord, PSGDPrivacyRecord
+from dperm.multiparty.record import LocalAggregationPrivacyRecord, NewtonPrivacyRecord, PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import (
     MaskedAggregator,
     MaskedSecureSum,
@@ -81,6 +86,7 @@ __all__ = [
     "DropoutError",
     "GaussianRounds",
     "GradientSumNetwork",
+    "InProcessNewtonNetwork",
     "InProcessNetwork",
     "LocalAggregationCalibration",
     "LocalAggregationClassifier",
@@ -89,6 +95,11 @@ __all__ = [
     "MalformedReplyError",
     "MaskedAggregator",
     "MaskedSecureSum",
+    "NewtonCalibration",
+    "NewtonClassifier",
+    "NewtonNetwork",
+    "NewtonParty",
+    "NewtonPrivacyRecord",
     "PSGDCalibration",
     "PSGDClassifier",
     "PSGDPrivacyRecord",
@@ -104,8 +115,10 @@ __all__ = [
     "accepting_floor",
     "calibrate_coordinator_gaussian",
     "calibrate_local_aggregation",
+    "calibrate_newton",
     "calibrate_psgd",
     "check_local_aggregation_calibration",
+    "check_newton_calibration",
     "check_psgd_calibration",
     "clipping_count_is_covered",
     "coordinator_view_guarantee",
@@ -113,6 +126,7 @@ __all__ = [
     "gradient_sum_sensitivity",
     "local_aggregation",
     "local_aggregation_sensitivity",
+    "private_newton",
     "psgd",
     "psgd_coordinator_view",
     "round_noise_scale",

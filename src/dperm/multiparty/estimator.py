@@ -36,6 +36,14 @@ from dperm.multiparty.protocol import (
     psgd_clipping_range,
     resolve_step_size,
 )
+from dperm.multiparty.newton import (
+    InProcessNewtonNetwork,
+    NewtonParty,
+    newton_guarantee,
+    newton_summary,
+    private_newton,
+)
+from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
 from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
@@ -431,3 +439,159 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         self._set_model(result.coef, classes, n_features)
         self.privacy_ = result.record
         return self
+
+
+class NewtonClassifier(_MultipartyClassifierBase):
+    """Few-round multiparty learning: damped Newton on securely summed, noised gradients and Hessians.
+
+    Beyond the papers (see :mod:`dperm.multiparty.newton_privacy` for the
+    proof). Each of ``n_rounds`` rounds, every party sends its gradient and
+    Hessian sums at the current ``w_t`` (``d + d(d+1)/2`` numbers) rounded to
+    a public grid with its share of exact discrete Gaussian noise; the secure
+    sum of the replies is all the coordinator sees, and the noise shares sum
+    to what makes that whole view ``(epsilon, delta)``-DP (Kairouz, Liu &
+    Steinke 2021, Thm 1, composed in Renyi DP). The coordinator takes one
+    damped Newton step per sum. Tens of rounds suffice where PSGD
+    (:class:`PSGDClassifier`) needs hundreds to thousands.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+    delta : float in (0, 1), default=1e-5
+    alpha : float, default=0.01
+        L2 strength ``lambda`` of ``J(w) = (1/N) sum phi + lambda/2 ||w||^2``
+        (the same default as the single-party estimators).
+    n_rounds : int, default=10
+        ``T``, the number of secure sums.
+    data_norm : float, default=1.0
+        Public bound ``R`` on a row's L2 norm (longer rows are scaled onto it).
+    loss : {"logistic", "huber"}, default="logistic"
+    h : float, default=0.5
+        Huber width (``c = 1 / (2h)``).
+    gradient_share : float in (0, 1), default=0.75
+        Share of each round's Renyi budget spent on the gradient; the rest
+        goes to the Hessian (which only sets the speed of the iteration).
+    secure_sum : None, "flower" or SecureSum, default=None
+        ``None``: dperm's in-process masked sum; ``"flower"``: Flower's
+        SecAgg+ over an in-process grid (``dperm[multiparty]``). The encoding
+        is always the calibration's.
+    random_state : None, int or Generator, default=None
+        For tests only; never stored in the result.
+    accountant : dperm.accounting.BudgetAccountant, optional
+    classes : array-like of 2 labels, optional
+        The public label set (without it, read from the data with a ``PrivacyLeakWarning``).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, d)
+    intercept_ : ndarray of shape (1,)
+        Zero (no intercept; add a constant column to the data for one).
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    privacy_ : NewtonPrivacyRecord
+    """
+
+    def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=10, *, data_norm=1.0, loss="logistic",
+                 h=0.5, gradient_share=DEFAULT_GRADIENT_SHARE, secure_sum=None, random_state=None, accountant=None,
+                 classes=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.n_rounds = n_rounds
+        self.data_norm = data_norm
+        self.loss = loss
+        self.h = h
+        self.gradient_share = gradient_share
+        self.secure_sum = secure_sum
+        self.random_state = random_state
+        self.accountant = accountant
+        self.classes = classes
+
+    def fit(self, shards, y=None):
+        """Run the Newton protocol over the parties' shards.
+
+        Parameters
+        ----------
+        shards : list of (X_k, y_k)
+            At least two, with the same number of features and two classes overall.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        epsilon, alpha, data_norm, loss = self._check_common()
+        delta = check_open_delta(self.delta)
+        n_rounds = check_positive_int(self.n_rounds, "n_rounds")
+        budget = (epsilon, delta, self._spend_label())
+        check_budget_left(self.accountant, *budget)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
+        rng = check_random_state(self.random_state)
+        party_rngs = rng.spawn(len(arrays))
+        calibration = calibrate_newton(
+            epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=n_rounds,
+            n_samples_by_party=[X.shape[0] for X, _ in arrays], n_features=n_features, loss=loss,
+            data_norm=data_norm, gradient_share=self.gradient_share)
+        secure_sum = self._secure_sum(calibration, rng)
+        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
+        view_epsilon, view_delta = view_guarantee(calibration)
+        parties = [
+            NewtonParty(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm, party_id=index,
+                        random_state=party_rng, max_epsilon=max(epsilon, view_epsilon),
+                        max_delta=max(delta, view_delta), max_rounds=n_rounds)
+            for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
+        ]
+        result = private_newton(InProcessNewtonNetwork(parties, secure_sum), calibration)
+        self._set_model(result.coef, classes, n_features)
+        self.privacy_ = newton_record(result)
+        return self
+
+    def _secure_sum(self, calibration, rng):
+        encoding = (calibration.clipping_range, calibration.quantization_range, calibration.modulus_range)
+        if self.secure_sum is None:
+            return MaskedSecureSum(*encoding, random_state=rng.spawn(1)[0])
+        if isinstance(self.secure_sum, str):
+            if self.secure_sum != "flower":
+                raise ValueError(f"secure_sum must be None, 'flower' or a SecureSum; got {self.secure_sum!r}.")
+            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+
+            return FlowerSecureSum(*encoding)
+        engine = self.secure_sum
+        if (engine.clipping_range, engine.quantization_range, engine.modulus_range) != encoding:
+            raise ValueError(f"the secure sum's encoding (C, Q, M) must be the calibration's {encoding}; got "
+                             f"{(engine.clipping_range, engine.quantization_range, engine.modulus_range)}.")
+        return engine
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``."""
+        return self._predict_proba_lr(X)
+
+
+def newton_record(result) -> "NewtonPrivacyRecord":
+    """``privacy_`` of a Newton run: public calibration numbers and the secure-sum summary only."""
+    from dperm.multiparty.record import REFERENCES, NewtonPrivacyRecord
+
+    calibration = result.calibration
+    headline = newton_guarantee(calibration)
+    return NewtonPrivacyRecord(
+        mechanism="multiparty_newton", epsilon=headline["epsilon"], delta=headline["delta"],
+        target_epsilon=calibration.epsilon, target_delta=calibration.delta, rdp_epsilon=calibration.rdp_epsilon,
+        rdp_delta=calibration.rdp_delta, range_delta=calibration.range_delta,
+        collusion_epsilon=headline["collusion_epsilon"], noise="distributed-discrete-gaussian",
+        noise_multiplier=calibration.noise_multiplier, party_noise_std=calibration.party_noise_std,
+        gradient_noise_std=calibration.gradient_noise_std, hessian_noise_std=calibration.hessian_noise_std,
+        gradient_share=calibration.gradient_share, gradient_sensitivity=calibration.gradient_sensitivity,
+        hessian_sensitivity=calibration.hessian_sensitivity, grid_step=calibration.grid_step,
+        dimension=calibration.dimension, n_rounds=calibration.n_rounds, n_parties=calibration.n_parties,
+        n_samples=calibration.n_samples, n_samples_by_party=tuple(result.n_samples_by_party),
+        data_norm=calibration.data_norm, lipschitz=calibration.lipschitz, curvature=calibration.curvature,
+        alpha=calibration.alpha, loss=calibration.loss, secure_sum=newton_summary(result),
+        accountant="RDP (KLS 2021 Thm 1; dp-accounting's RDP-to-DP conversion)", reference=REFERENCES["newton"],
+        notes=(
+            "The guarantee assumes the coordinator learns only the secure sum; colluding parties lower it "
+            "(collusion_epsilon).",
+            "Each party checks the announced calibration against its own recomputation and floor before it "
+            "draws or sends anything.",
+        ),
+    )

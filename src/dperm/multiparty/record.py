@@ -305,3 +305,123 @@ class LocalAggregationPrivacyRecord(RecordBase):
         ]
         lines += [f"Note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+REFERENCES["newton"] = (
+    "beyond the papers: damped Newton (Nesterov 2004, Sec. 4.1.5) on secure sums of gradient and Hessian "
+    "sums; distributed discrete Gaussian noise (Kairouz, Liu & Steinke 2021, Thm 1; Canonne, Kamath & "
+    "Steinke 2020, Alg. 3); Renyi DP composition (Mironov 2017) converted by dp-accounting"
+)
+
+
+@privacy_record
+class NewtonPrivacyRecord(RecordBase):
+    """What a run of the few-round Newton protocol guarantees, and how it was calibrated.
+
+    Every field is a public input or a number computed from public inputs
+    (:class:`~dperm.multiparty.newton_privacy.NewtonCalibration`); nothing is
+    computed from the private rows or from the secure sums' values.
+
+    The headline (``epsilon``, ``delta``) is proven for the coordinator's
+    whole view over ``n_rounds`` secure sums, hence for the released ``w_T``
+    (post-processing): the Renyi-DP account of the distributed discrete
+    Gaussian (``rdp_epsilon`` at ``rdp_delta``) plus ``range_delta`` for the
+    event that some noise leaves the secure sum's range
+    (:mod:`dperm.multiparty.newton_privacy`).
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"multiparty_newton"``.
+    epsilon, delta : float
+        Guarantee of the coordinator's view and of the released model.
+    target_epsilon, target_delta : float
+        The estimator's ``epsilon`` and ``delta``.
+    rdp_epsilon, rdp_delta, range_delta : float
+    collusion_epsilon : float
+        ``epsilon`` (same ``delta`` accounting) left for a party's records if the
+        coordinator learns the other ``K - 1`` parties' noise shares.
+    noise : str
+        ``"distributed-discrete-gaussian"``.
+    noise_multiplier : float
+        Summed noise std over the rounded per-round sensitivity.
+    party_noise_std : float
+        One party's noise std per coordinate, in the packed (scaled) units.
+    gradient_noise_std, hessian_noise_std : float
+        Std per coordinate of the summed noise on ``sum_k G_k`` and on a diagonal entry of ``sum_k H_k``.
+    gradient_share : float
+    gradient_sensitivity, hessian_sensitivity : float
+        ``2 L R`` and ``sqrt(2) c R^2``.
+    grid_step : float
+    dimension : int
+        Numbers per party per round, ``d + d (d + 1) / 2``.
+    n_rounds, n_parties, n_samples : int
+    n_samples_by_party : tuple of int
+    data_norm, lipschitz, curvature, alpha : float
+    loss : str
+    secure_sum : SecureSumSummary
+        Engine and encoding; no clipping count (not revealed).
+    accountant : str
+    reference : str
+    notes : tuple of str
+    """
+
+    mechanism: str = released(PUBLIC)
+    epsilon: float = released(DERIVED)
+    delta: float = released(DERIVED)
+    target_epsilon: float = released(PUBLIC)
+    target_delta: float = released(PUBLIC)
+    rdp_epsilon: float = released(DERIVED)
+    rdp_delta: float = released(DERIVED)
+    range_delta: float = released(DERIVED)
+    collusion_epsilon: float = released(DERIVED)
+    noise: str = released(PUBLIC)
+    noise_multiplier: float = released(DERIVED)
+    party_noise_std: float = released(DERIVED)
+    gradient_noise_std: float = released(DERIVED)
+    hessian_noise_std: float = released(DERIVED)
+    gradient_share: float = released(PUBLIC)
+    gradient_sensitivity: float = released(DERIVED)
+    hessian_sensitivity: float = released(DERIVED)
+    grid_step: float = released(DERIVED)
+    dimension: int = released(PUBLIC)
+    n_rounds: int = released(PUBLIC)
+    n_parties: int = released(PUBLIC)
+    n_samples: int = released(PUBLIC)
+    n_samples_by_party: tuple = released(PUBLIC)
+    data_norm: float = released(PUBLIC)
+    lipschitz: float = released(PUBLIC)
+    curvature: float = released(PUBLIC)
+    alpha: float = released(PUBLIC)
+    loss: str = released(PUBLIC)
+    secure_sum: SecureSumSummary = released(DERIVED)
+    accountant: str = released(PUBLIC)
+    reference: str = released(PUBLIC)
+    notes: tuple = released(PUBLIC)
+
+    @property
+    def guarantee(self) -> str:
+        return _describe(self.epsilon, self.delta)
+
+    def summary(self) -> str:
+        lines = [
+            f"Released model (w_T after {self.n_rounds} Newton rounds): {self.guarantee} w.r.t. replacing one "
+            "record, as a post-processing of the coordinator's view (the secure sums).",
+            f"Coordinator's view: Renyi DP of the distributed discrete Gaussian, ({self.rdp_epsilon:.4g}, "
+            f"{self.rdp_delta:.3g})-DP by {self.accountant}, plus {self.range_delta:.2g} for the secure-sum range "
+            f"event (target {_describe(self.target_epsilon, self.target_delta)}).",
+            f"Noise: each party adds exact discrete Gaussian noise (float-safe) to its {self.dimension} packed "
+            f"numbers per round; summed noise std {self.gradient_noise_std:.4g} per gradient coordinate and "
+            f"{self.hessian_noise_std:.4g} per Hessian diagonal entry (noise multiplier "
+            f"{self.noise_multiplier:.4g}; gradient share {self.gradient_share:g}).",
+            f"Collusion: if the coordinator learns {self.n_parties - 1} parties' noise shares, the remaining party's "
+            f"records are protected at epsilon = {self.collusion_epsilon:.4g} (same delta accounting).",
+            f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
+            f"R = {self.data_norm:g}; alpha = {self.alpha:g}, L = {self.lipschitz:g}, c = {self.curvature:g}, "
+            f"{self.loss} loss.",
+            f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}, "
+            f"Q = {self.secure_sum.quantization_range}, M = {self.secure_sum.modulus_range}; a reply leaves "
+            "[-C, C] only on the range event counted in delta, and nothing about clipping is revealed.",
+        ]
+        lines += [f"Note: {note}" for note in self.notes]
+        return "\n".join(lines)

@@ -1,0 +1,302 @@
+"""A few-round multiparty protocol: damped Newton on securely summed, noised gradients and Hessians.
+
+Beyond the papers (004's PSGD needs hundreds to thousands of rounds; this
+needs tens). Three roles, as in :mod:`dperm.multiparty.protocol`:
+
+- :class:`NewtonParty` holds its shard and answers "sums at ``w_t``" with
+  its gradient and Hessian sums, packed, rounded to the public grid, plus
+  its share of discrete Gaussian noise (:func:`party_reply`);
+- a :class:`NewtonNetwork` broadcasts ``w_t`` and returns the secure sum of
+  the replies (:class:`InProcessNewtonNetwork` here; the Flower SecAgg+
+  network is in :mod:`dperm.multiparty.flower_app`);
+- :func:`private_newton`, the coordinator, turns each sum into a damped
+  Newton step (:func:`newton_update`): post-processing of the sums only.
+
+The privacy arithmetic and its proof are in :mod:`dperm.multiparty.newton_privacy`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector
+from dperm.mechanisms.noise import _to_grid  # the clamped nearest-grid rounding of every release
+from dperm.multiparty.newton_privacy import (
+    NewtonCalibration,
+    check_newton_calibration,
+    collusion_epsilon,
+    party_sigma_squared_fraction,
+    view_guarantee,
+)
+from dperm.multiparty.privacy import PartyFloor
+from dperm.multiparty.protocol import check_shard
+from dperm.multiparty.secure_sum import check_contribution, summarise_reports
+from dperm.solvers import loss_sums
+from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
+
+
+# -- packing -----------------------------------------------------------------------------------------
+
+
+def _vech_weights(n_features: int):
+    rows, cols = np.triu_indices(n_features)
+    return rows, cols, np.where(rows == cols, 1.0, math.sqrt(2.0))
+
+
+def pack(gradient_sum, hessian_sum, calibration: NewtonCalibration) -> np.ndarray:
+    """``a = (s_g G, s_H vech(H))`` with off-diagonal entries times ``sqrt 2`` (L2 norm = Frobenius norm)."""
+    rows, cols, weights = _vech_weights(calibration.n_features)
+    return np.concatenate([calibration.gradient_scale * np.asarray(gradient_sum, dtype=float),
+                           calibration.hessian_scale * weights * np.asarray(hessian_sum, dtype=float)[rows, cols]])
+
+
+def unpack(total, calibration: NewtonCalibration):
+    """Invert :func:`pack` on a (noisy) sum: the gradient sum and a symmetric Hessian sum."""
+    d = calibration.n_features
+    total = np.asarray(total, dtype=float)
+    rows, cols, weights = _vech_weights(d)
+    gradient = total[:d] / calibration.gradient_scale
+    hessian = np.zeros((d, d))
+    hessian[rows, cols] = total[d:] / (calibration.hessian_scale * weights)
+    hessian[cols, rows] = hessian[rows, cols]
+    return gradient, hessian
+
+
+# -- the party ---------------------------------------------------------------------------------------
+
+
+def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.ndarray:
+    """One party's answer at ``w_t``: ``g (round(a_k / g) + Z_k)``, clipped to the secure sum's range.
+
+    ``a_k`` packs the party's gradient and Hessian sums (:func:`pack`);
+    ``Z_k`` holds ``D`` exact discrete Gaussians of variance parameter
+    ``party_sigma_squared`` (CKS 2020, Alg. 3); rows must already have norm
+    ``<= data_norm``. The clip to ``[-C, C]`` acts only on the event the
+    calibration's ``range_probability`` bounds (``newton_privacy``, point 5).
+    """
+    coef = np.asarray(coef, dtype=float)
+    _, gradient, hessian = loss_sums(loss, X, y, coef, with_hessian=True)
+    centres = _to_grid(pack(gradient, hessian, calibration), calibration.grid_step)
+    noise = sample_discrete_gaussian_vector(calibration.dimension, party_sigma_squared_fraction(calibration), rng)
+    reply = grid_vector([c + z for c, z in zip(centres, noise)], calibration.grid_step)
+    return np.clip(reply, -calibration.clipping_range, calibration.clipping_range)
+
+
+class NewtonParty:
+    """One data owner of the Newton protocol.
+
+    Parameters
+    ----------
+    X, y : arrays
+        The shard; labels in {-1, +1}. Rows with norm above ``data_norm`` are
+        scaled onto it (a per-record step; the party warns in its own log).
+    loss : dperm.losses.MarginLoss
+    data_norm : float
+    party_id : hashable
+    random_state : None, int or Generator
+        Source of the noise (``None``: OS entropy).
+    max_epsilon, max_delta, max_rounds :
+        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`).
+    """
+
+    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
+                 max_rounds):
+        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
+        X, y = check_shard(X, y, party_id)
+        X, rows_clipped = clip_rows_to_norm(X, data_norm)
+        warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
+        self.party_id = party_id
+        self.loss = loss
+        self.data_norm = float(data_norm)
+        self._X, self._y = X, y
+        self._rng = check_random_state(random_state)
+        self._calibration = None
+        self.rounds_answered = 0
+
+    @property
+    def n_samples(self) -> int:
+        return self._X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self._X.shape[1]
+
+    def setup(self, calibration: NewtonCalibration) -> None:
+        """Check the announced calibration against the party's own recomputation and floor."""
+        if self._calibration is not None:
+            raise RuntimeError(f"party {self.party_id!r} is already set up for a run.")
+        self._calibration = check_newton_calibration(
+            calibration, self.floor, loss=self.loss, data_norm=self.data_norm, n_samples=self.n_samples,
+            n_features=self.n_features, party_id=self.party_id)
+
+    def reply(self, coef) -> np.ndarray:
+        """The noisy packed sums at ``coef``; at most the agreed ``n_rounds`` answers."""
+        if self._calibration is None:
+            raise RuntimeError(f"party {self.party_id!r} got a request before its set-up.")
+        if self.rounds_answered >= self._calibration.n_rounds:
+            raise RuntimeError(f"party {self.party_id!r} has answered all {self._calibration.n_rounds} agreed "
+                               "rounds; a further answer is not covered by the calibration.")
+        coef = check_contribution(self.party_id, coef, self.n_features)
+        self.rounds_answered += 1
+        return party_reply(self._X, self._y, self.loss, self._calibration, coef, self._rng)
+
+    def __repr__(self) -> str:
+        return f"NewtonParty(party_id={self.party_id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
+
+
+# -- the network -------------------------------------------------------------------------------------
+
+
+class NewtonNetwork(ABC):
+    """The coordinator's only channel: broadcast ``w_t``, get the secure sum of the replies."""
+
+    @property
+    @abstractmethod
+    def n_samples_by_party(self) -> tuple:
+        """Public ``N_k``."""
+
+    @property
+    @abstractmethod
+    def n_features(self) -> int:
+        """Public ``d``."""
+
+    @abstractmethod
+    def setup(self, calibration: NewtonCalibration) -> None:
+        """Announce the calibration; every party checks it (or the set-up fails)."""
+
+    @abstractmethod
+    def round_sum(self, coef, round_index: int):
+        """Return ``(sum of the parties' replies at coef, SecureSumReport)``."""
+
+
+class InProcessNewtonNetwork(NewtonNetwork):
+    """Parties and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one process.
+
+    The secure sum's encoding must be the calibration's (clipping range
+    ``C``, ``Q``, ``M``): replies lie on its grid, so the fixed-point
+    encoding is exact and the revealed sum is the sum of the replies.
+    """
+
+    def __init__(self, parties, secure_sum):
+        parties = list(parties)
+        if len(parties) < 2:
+            raise ValueError(f"a multiparty network needs at least 2 parties; got {len(parties)}.")
+        if len({party.n_features for party in parties}) != 1:
+            raise ValueError("the parties' shards have different numbers of features.")
+        self._parties = parties
+        self._secure_sum = secure_sum
+        self._dimension = None
+
+    @property
+    def n_samples_by_party(self) -> tuple:
+        return tuple(party.n_samples for party in self._parties)
+
+    @property
+    def n_features(self) -> int:
+        return self._parties[0].n_features
+
+    def setup(self, calibration: NewtonCalibration) -> None:
+        for party in self._parties:
+            party.setup(calibration)
+        self._dimension = calibration.dimension
+
+    def round_sum(self, coef, round_index: int):
+        replies = {party.party_id: party.reply(coef) for party in self._parties}
+        return self._secure_sum.sum(replies, dimension=self._dimension, count_clipped=False)
+
+
+# -- the coordinator ---------------------------------------------------------------------------------
+
+
+def curvature_floor(calibration: NewtonCalibration) -> float:
+    """``kappa = 2 sqrt(d) sigma_H / N``: about the spectral norm of the summed Hessian noise, over ``N``.
+
+    A symmetric ``d x d`` matrix of independent noise with std ``sigma``
+    has spectral norm about ``2 sigma sqrt(d)``; eigenvalues of the noisy
+    Hessian below ``kappa`` are not told apart from noise and are raised to
+    it, so a noise-made flat direction cannot make a huge step. Public.
+    """
+    return 2.0 * math.sqrt(calibration.n_features) * calibration.hessian_noise_std / calibration.n_samples
+
+
+def newton_update(coef, gradient_sum, hessian_sum, calibration: NewtonCalibration) -> np.ndarray:
+    """One damped Newton step from noisy sums (post-processing of the round's secure sum).
+
+    ``g = G / N + lambda w``; ``H = V max(Lambda, kappa) V^T / N``-style
+    eigenvalue floor (:func:`curvature_floor`) plus ``lambda I``; the step
+    ``H^{-1} g`` is damped by ``1 / (1 + ||g||_{H^{-1}})`` (Nesterov 2004,
+    Sec. 4.1.5, the damped Newton method), and the result is projected onto
+    the ball ``||w|| <= L R / lambda``, which holds the minimiser of ``J``
+    (``lambda w* = -(1/N) sum phi' y x``).
+    """
+    n = calibration.n_samples
+    gradient = gradient_sum / n + calibration.alpha * coef
+    eigenvalues, vectors = np.linalg.eigh(hessian_sum / n)
+    eigenvalues = np.maximum(eigenvalues, curvature_floor(calibration)) + calibration.alpha
+    rotated = vectors.T @ gradient
+    step = vectors @ (rotated / eigenvalues)
+    decrement = math.sqrt(float(rotated @ (rotated / eigenvalues)))
+    coef = coef - step / (1.0 + decrement)
+    radius = calibration.lipschitz * calibration.data_norm / calibration.alpha
+    norm = float(np.linalg.norm(coef))
+    return coef * (radius / norm) if norm > radius else coef
+
+
+@dataclass
+class NewtonResult:
+    """What the coordinator computed: the model, the record's inputs and timings (public)."""
+
+    coef: np.ndarray
+    calibration: NewtonCalibration
+    reports: list
+    round_seconds: list
+    n_samples_by_party: tuple
+
+
+def private_newton(network: NewtonNetwork, calibration: NewtonCalibration) -> NewtonResult:
+    """The coordinator: ``T`` rounds of secure sums, one damped Newton step each, from ``w_0 = 0``.
+
+    Returns
+    -------
+    NewtonResult
+        ``coef`` is ``w_T``, a function of the ``T`` sums and public constants.
+    """
+    if network.n_features != calibration.n_features:
+        raise ValueError(f"the network's parties have d={network.n_features}; the calibration is for "
+                         f"d={calibration.n_features}.")
+    sizes = network.n_samples_by_party
+    if (sum(sizes), len(sizes), max(sizes)) != (calibration.n_samples, calibration.n_parties,
+                                                calibration.max_party_samples):
+        raise ValueError(f"the network's party sizes {sizes} do not match the calibration "
+                         f"(N={calibration.n_samples}, K={calibration.n_parties}, "
+                         f"max N_k={calibration.max_party_samples}).")
+    network.setup(calibration)
+    coef = np.zeros(calibration.n_features)
+    reports, seconds = [], []
+    for round_index in range(calibration.n_rounds):
+        started = time.perf_counter()
+        total, report = network.round_sum(coef, round_index)
+        # the replies are on the public grid, so the sum is too: undo the engine's float decoding error
+        gradient_sum, hessian_sum = unpack(round_to_grid(total, calibration.grid_step), calibration)
+        coef = newton_update(coef, gradient_sum, hessian_sum, calibration)
+        reports.append(report)
+        seconds.append(time.perf_counter() - started)
+    return NewtonResult(coef=coef, calibration=calibration, reports=reports, round_seconds=seconds,
+                        n_samples_by_party=tuple(sizes))
+
+
+def newton_summary(result: NewtonResult):
+    """The secure-sum summary of the rounds (engine, encoding; nothing about clipping is revealed)."""
+    return summarise_reports(result.reports)
+
+
+def newton_guarantee(calibration: NewtonCalibration) -> dict:
+    """Headline numbers of the record: the view's ``(epsilon, delta)`` and the ``K - 1`` collusion epsilon."""
+    epsilon, delta = view_guarantee(calibration)
+    return {"epsilon": epsilon, "delta": delta,
+            "collusion_epsilon": collusion_epsilon(calibration, calibration.n_parties - 1)}
