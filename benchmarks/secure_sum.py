@@ -131,7 +131,7 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
     started = time.perf_counter()
     try:
         coordinator = subprocess.Popen(
-            dperm_cli + ["coordinate", "--shards", str(n_parties), "--epsilon", "1", "--alpha", "0.05",
+            dperm_cli + ["coordinate", "--protocol", "psgd", "--shards", str(n_parties), "--epsilon", "1", "--alpha", "0.05",
                          "--rounds", str(rounds), "--port", str(superlink_port), "--control-port",
                          str(control_port), "--party-keys", *map(str, keys), "--ssl-certfile",
                          str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]),

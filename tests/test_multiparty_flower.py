@@ -364,7 +364,7 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     grid = deployment_grid(shard_files, record=True)
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
                                               wait_seconds=1.0)
-    result, parties, network = flower_app.coordinate(grid, settings)
+    result, parties, network, _ = flower_app.coordinate(grid, settings)
     record = result.record
     assert [p.name for p in parties] == ["hospital-0", "hospital-1", "hospital-2"]
     assert record.n_samples_by_party == (30, 40, 50) and record.n_rounds == 6
@@ -394,7 +394,7 @@ def test_deployment_runs_the_coordinator_dp_option(shard_files, tmp_path, accoun
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
                                               wait_seconds=1.0, coordinator_dp=True,
                                               coordinator_accountant=accountant)
-    result, parties, _ = flower_app.coordinate(grid, settings)
+    result, parties, _, _ = flower_app.coordinate(grid, settings)
     expected = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4,
                               n_rounds=4, loss=get_loss("logistic"), data_norm=1.0, coordinator_dp=True,
                               coordinator_accountant=accountant)
@@ -510,7 +510,7 @@ def test_deployment_refuses_a_second_setup_and_mismatched_parties(shard_files, t
     grid = deployment_grid(shard_files[:2])
     settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
                                               wait_seconds=1.0)
-    result, parties, network = flower_app.coordinate(grid, settings)
+    result, parties, network, _ = flower_app.coordinate(grid, settings)
     network = flower_app.FlowerGridNetwork(grid, parties, clipping_range=2.0)
     with pytest.raises(RuntimeError, match="already drawn its one-time noise"):
         network.setup(result.calibration)
@@ -614,9 +614,15 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure",
                        "--out", str(tmp_path / "m.json")]) == 2
     assert "--insecure is not supported" in capsys.readouterr().err
-    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--coordinator-dp",
-                       "--round-epsilon", "0.5", "--out", str(tmp_path / "m.json")]) == 2
+    assert dperm_main(["coordinate", "--protocol", "psgd", "--shards", "2", "--epsilon", "1", "--insecure",
+                       "--coordinator-dp", "--round-epsilon", "0.5", "--out", str(tmp_path / "m.json")]) == 2
     assert "cannot be combined with --round-epsilon" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--coordinator-dp",
+                       "--out", str(tmp_path / "m.json")]) == 2
+    assert "options of --protocol psgd" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--gradient-share", "1",
+                       "--out", str(tmp_path / "m.json")]) == 2
+    assert "--gradient-share must be in the open interval" in capsys.readouterr().err
     key = ["--auth-key", str(tmp_path / "none.key")]
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
                        *key, *FLOOR_ARGS]) == 2
@@ -654,8 +660,12 @@ def test_cli_needs_all_three_tls_files(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_real_processes_on_loopback(shard_files, tmp_path):
-    """SuperLink over TLS + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~90 s)."""
+@pytest.mark.parametrize("protocol, headline", [
+    ("psgd", "Released model (w_T after 2 rounds): 2-DP"),
+    ("newton", "Released model (w_T after 2 Newton rounds): (1, 1e-05)-DP"),
+])
+def test_real_processes_on_loopback(shard_files, tmp_path, protocol, headline):
+    """SuperLink over TLS + 2 `dperm party serve` SuperNodes + `dperm coordinate`, 2 rounds (~60 s)."""
     tls = write_loopback_certificates(tmp_path)
     superlink_port, control_port, *node_ports = free_loopback_ports(4)
     keys = [write_party_key(tmp_path / f"party-{k}.key") for k in range(2)]
@@ -666,8 +676,8 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     processes = []
     try:
         coordinator = subprocess.Popen(
-            dperm + ["coordinate", "--shards", "2", "--epsilon", "1", "--alpha", "0.05", "--rounds", "2",
-                     "--port", str(superlink_port), "--control-port", str(control_port),
+            dperm + ["coordinate", "--protocol", protocol, "--shards", "2", "--epsilon", "1", "--alpha", "0.05",
+                     "--rounds", "2", "--port", str(superlink_port), "--control-port", str(control_port),
                      "--party-keys", *map(str, keys), "--ssl-certfile", str(tls["server.pem"]),
                      "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
                      "--wait", "60", "--stage-timeout", "60",
@@ -692,7 +702,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path):
     assert privacy["secure_sum"]["engine"] == "flower_secaggplus_networked"
     assert privacy["secure_sum"]["n_sums"] == 2 and privacy["n_rounds"] == 2
     assert sorted(document["parties"]) == ["party-0", "party-1"] and np.all(np.isfinite(document["coef"]))
-    assert "Released model (w_T after 2 rounds): 2-DP" in output
+    assert headline in output
 
 
 # -- what a Flower party computes, not only its shape (issue 15: tests that can fail) ----------------
@@ -786,3 +796,37 @@ def test_the_party_check_catches_a_broken_party(tmp_path, monkeypatch, mutation)
     monkeypatch.setattr(Party, "_release_round", broken)
     noise, scale, _ = _flower_party_noise_steps(tmp_path, monkeypatch)
     assert _discrete_laplace_fit(noise.ravel(), scale) < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_deployment_apps_run_the_newton_protocol_in_process(shard_files, tmp_path):
+    """`dperm coordinate --protocol newton`: the same apps, each round one SecAgg+ sum of packed noisy sums."""
+    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+
+    grid = deployment_grid(shard_files, record=True)
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
+                                              wait_seconds=1.0, protocol="newton")
+    result, parties, network, record = flower_app.coordinate(grid, settings)
+    expected = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4, n_samples_by_party=(30, 40, 50),
+                                n_features=4, loss=get_loss("logistic"), data_norm=1.0)
+    assert result.calibration == expected
+    assert (record.epsilon, record.delta) == view_guarantee(expected)
+    assert record.secure_sum.n_sums == 4 and len(network.round_seconds) == 4
+    arrays, floats, _ = contents_seen(grid.received)
+    seen = np.concatenate([a.ravel().astype(float) for a in arrays] + [np.array(floats)])
+    X, _, _ = flower_app.load_shard(shard_files[0])
+    assert not np.isin(X[:10].ravel(), seen).any()
+    document = flower_app.model_document(result, parties, settings, record)
+    assert document["estimator"] == "NewtonClassifier" and document["privacy"]["mechanism"] == "multiparty_newton"
+    # a fifth request is refused by every party: the agreed rounds are spent
+    with pytest.raises(Exception, match="agreed rounds"):
+        network.round_sum(result.coef, 4)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_a_flower_party_refuses_a_newton_set_up_above_its_floor(shard_files):
+    grid = deployment_grid(shard_files, floor={**FLOOR, "max-epsilon": 0.5})
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
+                                              wait_seconds=1.0, protocol="newton")
+    with pytest.raises(RuntimeError, match="refuses the coordinator's Newton set-up"):
+        flower_app.coordinate(grid, settings)

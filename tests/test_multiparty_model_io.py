@@ -51,7 +51,7 @@ def coordinate_model(tmp_path_factory):
                           for k, (node, path) in enumerate(zip((11, 22, 33), paths))})
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
                                               wait_seconds=1.0)
-    result, parties, _ = flower_app.coordinate(grid, settings)
+    result, parties, _, _ = flower_app.coordinate(grid, settings)
     document = flower_app.model_document(result, parties, settings)
     path = folder / "model.json"
     flower_app.write_json(path, document)

@@ -321,6 +321,12 @@ def _settings_from_args(args):
         raise ValueError(f"--delta must be in the open interval (0, 1); got {args.delta}.")
     if args.rounds < 1:
         raise ValueError(f"--rounds must be a positive integer; got {args.rounds}.")
+    if args.protocol == "newton" and (args.coordinator_dp or args.round_epsilon is not None
+                                      or args.composition_slack is not None):
+        raise ValueError("--coordinator-dp, --round-epsilon and --composition-slack are options of --protocol psgd; "
+                         "the Newton protocol calibrates its noise from --epsilon, --delta and --rounds.")
+    if not 0 < args.gradient_share < 1:
+        raise ValueError(f"--gradient-share must be in the open interval (0, 1); got {args.gradient_share}.")
     if args.coordinator_dp and (args.round_epsilon is not None or args.composition_slack is not None):
         raise ValueError("--coordinator-dp calibrates the per-round noise from --epsilon, --delta and --rounds; "
                          "it cannot be combined with --round-epsilon or --composition-slack.")
@@ -330,6 +336,7 @@ def _settings_from_args(args):
         composition_slack=args.composition_slack, quantization_range=args.quantization_range,
         modulus_range=args.modulus_range, stage_timeout=args.stage_timeout, wait_seconds=args.wait,
         coordinator_dp=args.coordinator_dp, coordinator_accountant=args.coordinator_accountant,
+        protocol=args.protocol, gradient_share=args.gradient_share,
     )
 
 
@@ -495,7 +502,7 @@ def add_commands(subparsers) -> None:
     keygen.add_argument("--out", required=True, help="private key file to write; the public key goes to OUT.pub")
     keygen.set_defaults(func=_party_keygen)
 
-    coordinate = subparsers.add_parser("coordinate", help="run multiparty private SGD (004) over SecAgg+")
+    coordinate = subparsers.add_parser("coordinate", help="train one private classifier over K parties' SecAgg+ sums")
     coordinate.add_argument("--shards", type=int, required=True, help="K, the number of parties")
     coordinate.add_argument("--party-keys", nargs="+", default=None, metavar="PUB",
                             help="the K parties' public keys (dperm party keygen's .pub files); only they "
@@ -503,8 +510,13 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--epsilon", type=float, required=True)
     coordinate.add_argument("--delta", type=float, default=1e-5)
     coordinate.add_argument("--alpha", type=float, default=0.01, help="L2 strength lambda (default 0.01)")
+    coordinate.add_argument("--protocol", choices=("newton", "psgd"), default="newton",
+                            help="newton: few-round damped Newton on noisy gradient and Hessian sums (default); "
+                                 "psgd: 004's multiparty SGD (hundreds of rounds; for the reproduction)")
     coordinate.add_argument("--rounds", type=int, default=10,
-                            help="T, gradient rounds (default 10; each is one SecAgg+ round, ~25 s over a network)")
+                            help="T, secure-sum rounds (default 10; each is one SecAgg+ round)")
+    coordinate.add_argument("--gradient-share", type=float, default=0.75,
+                            help="newton: share of each round's privacy loss spent on the gradient (default 0.75)")
     coordinate.add_argument("--data-norm", type=float, default=1.0, help="public row norm bound R (default 1)")
     coordinate.add_argument("--loss", choices=("logistic", "huber"), default="logistic")
     coordinate.add_argument("--h", type=float, default=0.5, help="Huber width (default 0.5)")

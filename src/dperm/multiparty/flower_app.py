@@ -211,6 +211,10 @@ def party_setup(context, config) -> dict:
         X, _, features = load_shard(path, str(context.node_config.get("target", "label")))
         return {"name": _party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
                 "features": list(features)}
+    if action == "setup" and config.get("protocol") == "newton":
+        from dperm.multiparty.flower_newton import newton_setup
+
+        return newton_setup(context, config)
     if action == "setup":
         if STATE_KEY in context.state.config_records:
             raise RuntimeError(
@@ -240,6 +244,10 @@ def party_reply(context, parameters, config) -> list:
     as how many rows were scaled onto ``data_norm``) is sent. The party
     answers at most the agreed ``n_rounds`` and its own ``max-rounds``.
     """
+    if config.get("protocol") == "newton":
+        from dperm.multiparty.flower_newton import newton_reply
+
+        return newton_reply(context, parameters, config)
     if STATE_KEY not in context.state.config_records:
         raise RuntimeError(f"party {_party_name(context)!r} got a gradient request before its set-up.")
     state = dict(context.state.config_records[STATE_KEY])
@@ -382,6 +390,8 @@ class CoordinatorSettings:
     wait_seconds: float = 300.0
     coordinator_dp: bool = False
     coordinator_accountant: str = "pld"
+    protocol: str = "psgd"
+    gradient_share: float = 0.75
 
     def to_run_config(self) -> dict:
         """Flower run-config values: hyphenated keys, 0 standing for None."""
@@ -445,15 +455,21 @@ def describe_parties(grid, node_ids, timeout=None) -> list:
 
 
 def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_name=ENGINE_NAME):
-    """Run PSGD (004 Alg. 1) over the connected parties; return ``(PSGDResult, parties, network)``.
+    """Run the chosen protocol over the connected parties; return ``(result, parties, network, record)``.
 
+    ``settings.protocol`` is ``"psgd"`` (004 Alg. 1) or ``"newton"`` (the
+    few-round protocol, :mod:`dperm.multiparty.flower_newton`).
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
     """
+    if settings.protocol not in ("psgd", "newton"):
+        raise ValueError(f"protocol must be 'psgd' or 'newton'; got {settings.protocol!r}.")
     node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
     parties = describe_parties(grid, node_ids, timeout=settings.stage_timeout)
     sizes = [party.n_samples for party in parties]
     loss = get_loss(settings.loss, h=settings.h)
+    if settings.protocol == "newton":
+        return _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name)
     calibration = calibrate_psgd(
         epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_samples=sum(sizes),
         n_parties=len(sizes), n_features=parties[0].n_features, n_rounds=settings.n_rounds, loss=loss,
@@ -467,33 +483,55 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
         engine_name=engine_name,
     )
     result = psgd(network, calibration, composition_slack=settings.composition_slack)
-    return result, parties, network
+    return result, parties, network, result.record
 
 
-def model_document(result, parties, settings: CoordinatorSettings) -> dict:
+def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name):
+    from dperm.multiparty.estimator import newton_record
+    from dperm.multiparty.flower_newton import FlowerNewtonNetwork
+    from dperm.multiparty.newton import private_newton
+    from dperm.multiparty.newton_privacy import calibrate_newton
+
+    calibration = calibrate_newton(
+        epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_rounds=settings.n_rounds,
+        n_samples_by_party=sizes, n_features=parties[0].n_features, loss=loss, data_norm=settings.data_norm,
+        gradient_share=settings.gradient_share)
+    network = FlowerNewtonNetwork(grid, parties, timeout=settings.stage_timeout, server_context=server_context,
+                                  h=settings.h, engine_name=engine_name)
+    result = private_newton(network, calibration)
+    return result, parties, network, newton_record(result)
+
+
+def model_document(result, parties, settings: CoordinatorSettings, record=None) -> dict:
     """The released model as a JSON-serialisable dict (no training rows, no seed).
 
     Format ``dperm-multiparty-model`` (read back by
     :func:`dperm.multiparty.model_file.model_from_document`, hence by
     ``dperm show`` and ``dperm predict``).
     """
+    record = result.record if record is None else record
+    params = {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
+              "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss, "h": settings.h}
+    if settings.protocol == "newton":
+        estimator = "NewtonClassifier"
+        params["gradient_share"] = settings.gradient_share
+    else:
+        estimator = "PSGDClassifier"
+        params.update({"round_epsilon": settings.round_epsilon, "composition_slack": settings.composition_slack,
+                       "coordinator_dp": bool(settings.coordinator_dp),
+                       "coordinator_accountant": settings.coordinator_accountant})
     return {
         "format": MODEL_FORMAT,
         "version": MODEL_FORMAT_VERSION,
-        "estimator": "PSGDClassifier",
-        "engine": result.record.secure_sum.engine,
-        "params": {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
-                   "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss,
-                   "h": settings.h, "round_epsilon": settings.round_epsilon,
-                   "composition_slack": settings.composition_slack,
-                   "coordinator_dp": bool(settings.coordinator_dp),
-                   "coordinator_accountant": settings.coordinator_accountant},
+        "estimator": estimator,
+        "engine": record.secure_sum.engine,
+        "params": params,
         "classes": [-1, 1],
         "coef": [np.asarray(result.coef, dtype=float).tolist()],
         "intercept": [0.0],
         "features": list(parties[0].features),
         "parties": [party.name for party in parties],
-        "privacy": result.record.to_dict(),
+        "privacy": record.to_dict(),
         # what every party did to its rows (Party: clip_rows_to_norm); predict repeats it
         "preprocessing": PartyPreprocessing(tuple(parties[0].features), settings.data_norm).to_dict(),
     }
@@ -514,12 +552,12 @@ def coordinator_main(grid, context) -> None:
     out, status_path = context.run_config["out"], context.run_config["status"]
     started = time.monotonic()
     try:
-        result, parties, network = coordinate(grid, settings, server_context=context,
-                                              engine_name=context.run_config.get("engine", ENGINE_NAME))
+        result, parties, network, record = coordinate(grid, settings, server_context=context,
+                                                      engine_name=context.run_config.get("engine", ENGINE_NAME))
     except Exception as error:
         write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
                                  "seconds": time.monotonic() - started})
         raise
-    write_json(out, model_document(result, parties, settings))
+    write_json(out, model_document(result, parties, settings, record))
     write_json(status_path, {"ok": True, "seconds": time.monotonic() - started, "out": out,
-                             "round_seconds": network.round_seconds, "summary": result.record.summary()})
+                             "round_seconds": network.round_seconds, "summary": record.summary()})
