@@ -483,17 +483,18 @@ def test_a_party_without_its_own_floor_takes_no_part(shard_files):
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # party 1's own log, on D'
-def test_neighbour_swap_changes_no_model_file_field_but_the_coefficients(tmp_path):
+@pytest.mark.parametrize("protocol", ["psgd", "newton"])
+def test_neighbour_swap_changes_no_model_file_field_but_the_coefficients(tmp_path, protocol):
     X, y = make_data(n=70, seed=4)
     X_prime = X.copy()
     X_prime[40] = np.full(4, 2.0)  # party 1's row: inside the unit ball in D, norm 4 (> R = 1) in D'
     settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
-                                              wait_seconds=1.0)
+                                              wait_seconds=1.0, protocol=protocol)
     documents = []
     for name, rows in (("D", X), ("D_prime", X_prime)):
         paths = [write_shard(tmp_path / f"{name}-{k}.csv", Xk, yk) for k, (Xk, yk) in enumerate(split(rows, y, (30, 40)))]
-        result, parties, _ = flower_app.coordinate(deployment_grid(paths), settings)
-        documents.append(json.loads(json.dumps(flower_app.model_document(result, parties, settings))))
+        result, parties, _, record = flower_app.coordinate(deployment_grid(paths), settings)
+        documents.append(json.loads(json.dumps(flower_app.model_document(result, parties, settings, record))))
     coefs = [np.array(document.pop("coef")) for document in documents]
     assert documents[0] == documents[1]  # params, features, parties, the whole privacy record, ...
     assert np.abs(coefs[0] - coefs[1]).max() > 1e-3  # ... while the data did change the released model
