@@ -831,3 +831,20 @@ def test_a_flower_party_refuses_a_newton_set_up_above_its_floor(shard_files):
                                               wait_seconds=1.0, protocol="newton")
     with pytest.raises(RuntimeError, match="refuses the coordinator's Newton set-up"):
         flower_app.coordinate(grid, settings)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
+    from dperm.multiparty.model_file import describe_document, model_from_document
+
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
+                                              wait_seconds=1.0, protocol="newton")
+    result, parties, _, record = flower_app.coordinate(deployment_grid(shard_files), settings)
+    document = json.loads(json.dumps(flower_app.model_document(result, parties, settings, record)))
+    model, preprocessing = model_from_document(document)
+    assert type(model).__name__ == "NewtonClassifier" and model.privacy_ == record
+    np.testing.assert_array_equal(model.coef_[0], result.coef)
+    assert describe_document(document, preprocessing).startswith("NewtonClassifier (multiparty, 3 parties")
+    document["privacy"]["mechanism"] = "psgd"
+    with pytest.raises(ValueError, match="needs 'multiparty_newton'"):
+        model_from_document(document)

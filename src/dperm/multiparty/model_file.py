@@ -34,7 +34,7 @@ import numpy as np
 
 from dperm.model_io import MULTIPARTY_FORMAT as MODEL_FORMAT
 from dperm.model_io import finite_array
-from dperm.multiparty.estimator import MULTIPARTY_LOSSES, PSGDClassifier
+from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.multiparty.record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import SecureSumSummary
 from dperm.validation import clip_rows_to_norm
@@ -170,8 +170,12 @@ class PartyPreprocessing:
         return f"row rule {self.row_norm!r} (unknown to this dperm: predict refuses it)"
 
 
-def privacy_record_from_dict(data) -> PSGDPrivacyRecord:
-    """Rebuild a :class:`~dperm.multiparty.record.PSGDPrivacyRecord` from its ``to_dict`` form, checking it.
+#: The estimators a model file may hold, with their record class and mechanism name.
+ESTIMATORS = {"PSGDClassifier": (PSGDClassifier, "psgd"), "NewtonClassifier": (NewtonClassifier, "multiparty_newton")}
+
+
+def privacy_record_from_dict(data, estimator: str = "PSGDClassifier"):
+    """Rebuild the record (:class:`~dperm.multiparty.record.PSGDPrivacyRecord` or ``NewtonPrivacyRecord``), checking it.
 
     Raises
     ------
@@ -179,11 +183,16 @@ def privacy_record_from_dict(data) -> PSGDPrivacyRecord:
         Not an object, missing or unknown fields, a malformed ``secure_sum``,
         or a non-finite / negative guarantee.
     """
-    record = _dataclass_from_dict(PSGDPrivacyRecord, data, "privacy")
-    if record.mechanism != "psgd":
-        raise ValueError(f"'privacy' describes mechanism {record.mechanism!r}; a PSGD model needs 'psgd'.")
-    for name in ("epsilon", "delta", "target_epsilon", "target_delta", "coordinator_epsilon", "coordinator_delta",
-                 "data_norm", "alpha"):
+    from dperm.multiparty.record import NewtonPrivacyRecord
+
+    mechanism = ESTIMATORS[estimator][1]
+    record_class = NewtonPrivacyRecord if estimator == "NewtonClassifier" else PSGDPrivacyRecord
+    record = _dataclass_from_dict(record_class, data, "privacy")
+    if record.mechanism != mechanism:
+        raise ValueError(f"'privacy' describes mechanism {record.mechanism!r}; a {estimator} model needs "
+                         f"{mechanism!r}.")
+    names = ("coordinator_epsilon", "coordinator_delta") if estimator == "PSGDClassifier" else ("rdp_epsilon",)
+    for name in ("epsilon", "delta", "target_epsilon", "target_delta", *names, "data_norm", "alpha"):
         value = getattr(record, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"'privacy.{name}' must be a finite number >= 0; got {value!r}.")
@@ -236,7 +245,7 @@ def _dataclass_from_dict(cls, data, where):
         check = _TYPE_CHECKS.get(field.type)  # annotations are strings (postponed evaluation)
         if check is not None and field.name in values and not check(values[field.name]):
             raise ValueError(f"'{where}.{field.name}' must be of type {field.type}; got {values[field.name]!r}.")
-    if cls is PSGDPrivacyRecord:
+    if hasattr(cls, "__dataclass_fields__") and "secure_sum" in cls.__dataclass_fields__:
         values["secure_sum"] = _dataclass_from_dict(SecureSumSummary, data["secure_sum"], f"{where}.secure_sum")
         for name in ("n_samples_by_party", "notes"):
             if not isinstance(values[name], list):
@@ -278,14 +287,15 @@ def model_from_document(document):
     if document["format"] != MODEL_FORMAT or document["version"] not in READABLE_VERSIONS:
         raise ValueError(f"unsupported format {document['format']!r} version {document['version']!r}; this "
                          f"dperm reads {MODEL_FORMAT!r} versions {list(READABLE_VERSIONS)}.")
-    if document["estimator"] != "PSGDClassifier":
-        raise ValueError(f"unknown estimator {document['estimator']!r}; expected 'PSGDClassifier'.")
+    if document["estimator"] not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {document['estimator']!r}; expected one of {sorted(ESTIMATORS)}.")
+    estimator = document["estimator"]
     params = document["params"]
     if not isinstance(params, dict):
         raise ValueError("'params' must be an object.")
     if params.get("loss") not in MULTIPARTY_LOSSES:
         raise ValueError(f"'params.loss' must be one of {MULTIPARTY_LOSSES}; got {params.get('loss')!r}.")
-    model = PSGDClassifier().set_params(**params)
+    model = ESTIMATORS[estimator][0]().set_params(**params)
     features = document["features"]
     if (not isinstance(features, list) or not features or not all(isinstance(f, str) and f for f in features)
             or len(set(features)) != len(features)):
@@ -303,7 +313,7 @@ def model_from_document(document):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
     privacy = document["privacy"] if document["version"] == MODEL_FORMAT_VERSION else upgrade_v1_privacy(
         document["privacy"])
-    record = privacy_record_from_dict(privacy)
+    record = privacy_record_from_dict(privacy, estimator)
     if record.n_parties != len(parties) or record.loss != params["loss"]:
         raise ValueError(f"'privacy' ({record.n_parties} parties, {record.loss} loss) does not match the model "
                          f"({len(parties)} parties, {params['loss']} loss).")
@@ -320,7 +330,8 @@ def model_from_document(document):
     model.intercept_ = intercept
     model.classes_ = np.asarray(CLASSES)
     model.n_features_in_ = len(features)
-    model.n_iter_ = record.n_rounds
+    if estimator == "PSGDClassifier":
+        model.n_iter_ = record.n_rounds
     model.privacy_ = record
     return model, PartyPreprocessing(tuple(features), float(data_norm), rule["row_norm"])
 
@@ -328,7 +339,7 @@ def model_from_document(document):
 def describe_document(document, preprocessing: PartyPreprocessing) -> str:
     """The header ``dperm show`` prints above the privacy record."""
     parties = document["parties"]
-    return (f"PSGDClassifier (multiparty, {len(parties)} parties: {', '.join(parties)}; engine "
+    return (f"{document['estimator']} (multiparty, {len(parties)} parties: {', '.join(parties)}; engine "
             f"{document.get('engine', 'unknown')}) predicting -1/+1 from {preprocessing.n_features} features "
             f"{list(preprocessing.features)}; no intercept\n"
             f"Rows: {preprocessing.describe()}.")
