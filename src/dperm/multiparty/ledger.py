@@ -46,7 +46,7 @@ LEDGER_VERSION = 1
 RUN_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
 
 
-class LedgerError(RuntimeError):
+class LedgerError(ValueError):
     """The ledger file cannot be read or does not hold a dperm party ledger."""
 
 
