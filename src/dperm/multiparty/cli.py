@@ -13,7 +13,11 @@ runs (``pip install 'dperm[multiparty]'``).
   the shard's path and the party's own floor in its node config; it runs
   only dperm's ClientApp (:mod:`dperm.multiparty._flower_party_runtime`),
   the data never leave the machine, only SecAgg+-masked replies, and the
-  party refuses a set-up weaker than its floor.
+  party refuses a set-up weaker than its floor. Each run is charged, by its
+  run id, to the party's own ledger (``--ledger``, ``--budget-epsilon``,
+  ``--budget-delta``; :mod:`dperm.multiparty.ledger`) before any noise is
+  drawn; once connected the party serves across coordinator restarts
+  (:func:`_supervise_party`).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink
   (:mod:`dperm.multiparty._flower_superlink`: Control API on 127.0.0.1 only,
@@ -295,20 +299,22 @@ def _supervise_party(supernode_command, runtime_command, environ) -> int:
     environ = dict(environ)
     if environ.get("FLWR_LOG_LEVEL", "INFO").upper() not in ("INFO", "DEBUG"):
         environ["FLWR_LOG_LEVEL"] = "INFO"  # the connection line is logged at INFO
-    connected, stopping, children = threading.Event(), [], {}
+    connected, stopping, children, relays = threading.Event(), [], {}, {}
 
     def start_supernode():
         process = subprocess.Popen(supernode_command, env=environ, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True, errors="replace")
 
         def relay(stream=process.stdout):
-            for line in stream:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-                if _CONNECTED_LINE in line:
-                    connected.set()
+            with stream:  # closed at the SuperNode's end of output
+                for line in stream:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    if _CONNECTED_LINE in line:
+                        connected.set()
 
-        threading.Thread(target=relay, daemon=True).start()
+        relays[process.pid] = threading.Thread(target=relay, daemon=True)
+        relays[process.pid].start()
         return process
 
     def forward(signum, frame):
@@ -324,7 +330,7 @@ def _supervise_party(supernode_command, runtime_command, environ) -> int:
         while not stopping:
             time.sleep(0.2)
             if children["supernode"].poll() is not None and not stopping:
-                children["supernode"].stdout.close()
+                relays[children["supernode"].pid].join(timeout=5)  # its last lines are read
                 if not connected.is_set():
                     return _NEVER_CONNECTED
                 print(f"dperm: the SuperNode ended (code {children['supernode'].returncode}): the coordinator's "
