@@ -9,7 +9,9 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,6 +49,7 @@ from dperm.multiparty.cli import (  # noqa: E402
     write_loopback_certificates,
     write_party_key,
 )
+from dperm.multiparty.ledger import PartyLedger  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.multiparty.flower_engine import (  # noqa: E402
@@ -352,10 +355,13 @@ def shard_files(tmp_path):
 FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
 
 
-def deployment_grid(paths, floor=FLOOR, **kwargs):
+def deployment_grid(paths, floor=FLOOR, ledger_dir=None, **kwargs):
+    """In-process parties as `dperm party serve` configures them, each with its own ledger in ``ledger_dir``."""
     node_ids = [101, 205, 307]
+    ledger_dir = Path(tempfile.mkdtemp(dir=Path(paths[0]).parent)) if ledger_dir is None else Path(ledger_dir)
     return InProcessGrid({node_id: flower_app.client_app for node_id in node_ids[:len(paths)]},
-                         {node_id: {"data-path": str(path), "party-name": f"hospital-{k}", **floor}
+                         {node_id: {"data-path": str(path), "party-name": f"hospital-{k}", **floor,
+                                    "ledger-path": str(ledger_dir / f"ledger-{node_id}.json")}
                           for k, (node_id, path) in enumerate(zip(node_ids, paths))}, **kwargs)
 
 
@@ -415,8 +421,15 @@ def test_deployment_runs_the_coordinator_dp_option(shard_files, tmp_path, accoun
 
 def party_context(path, floor=FLOOR):
     """A SuperNode's context for one party, as ``dperm party serve`` configures it."""
-    return Context(run_id=1, node_id=7, node_config={"data-path": str(path), "party-name": "p", **floor},
+    ledger = Path(path).with_name(Path(path).stem + "-ledger.json")
+    return Context(run_id=1, node_id=7, node_config={"data-path": str(path), "party-name": "p", **floor,
+                                                     "ledger-path": str(ledger)},
                    state=RecordDict(), run_config={})
+
+
+def saved_run_state(context, run_id):
+    """The party's saved state document for ``run_id`` (its own file)."""
+    return json.loads(flower_app.run_state_path(context, run_id).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("coordinator_dp", [False, True])
@@ -429,16 +442,19 @@ def test_what_a_flower_party_sends_holds_no_count_of_its_rows(tmp_path, coordina
     X_long[:5] *= 3.0 / np.linalg.norm(X_long[:5], axis=1, keepdims=True)  # 5 rows beyond R = 1
     calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2, n_features=4,
                                  n_rounds=3, loss=LOGISTIC, data_norm=1.0, coordinator_dp=coordinator_dp)
-    config = {"action": "setup", **flower_app.calibration_to_config(calibration, 0.5)}
-    round_config = {"scale": 1 / 100, "clipping-range": 8.0, "quantization-range": 2**22}
+    run_id = flower_app.new_run_id()
+    config = {"action": "setup", "run-id": run_id, **flower_app.calibration_to_config(calibration, 0.5)}
+    round_config = {"scale": 1 / 100, "clipping-range": 8.0, "quantization-range": 2**22, "run-id": run_id}
     sent = {}
     for name, rows in (("inside", X), ("clipped", X_long)):
         context = party_context(write_shard(tmp_path / f"{name}.csv", rows, y))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataClippingWarning)  # the party's own log
             assert flower_app.party_setup(context, config) == {"ready": True}
-        assert set(context.state.config_records[flower_app.STATE_KEY]) == set(config) - {"action"} | {
-            "rounds-answered"}  # no row count even in the party's own state
+        state = saved_run_state(context, run_id)  # no row count even in the party's own state
+        assert set(state) == {"format", "run-id", "calibration", "eta", "rounds-answered"}
+        assert set(state["calibration"]) == set(config) - {"action", "run-id"}
+        assert not context.state.config_records and not context.state.array_records
         sent[name] = flower_app.party_reply(context, [np.zeros(4)], round_config)
     for arrays in sent.values():
         if coordinator_dp:  # no count at all: it would not be covered by the accounting
@@ -464,8 +480,10 @@ def test_a_flower_party_refuses_a_rogue_setup_and_draws_nothing(shard_files):
     ]:
         with pytest.raises(RuntimeError, match=f"set-up query failed .*refuses the coordinator's set-up: .*{message}"):
             network.setup(weaker)
-        for context in grid._contexts.values():  # nothing drawn, nothing kept
+        for context in grid._contexts.values():  # nothing drawn, nothing kept, nothing charged
             assert not context.state.config_records and not context.state.array_records
+            assert not Path(context.node_config["ledger-path"]).exists()
+            assert not flower_app.run_state_path(context, network.run_id).exists()
     arrays, _, _ = contents_seen(grid.received)
     assert arrays == []  # and nothing but public answers and refusals reached the coordinator
     network.setup(honest)
@@ -511,10 +529,7 @@ def test_deployment_refuses_a_second_setup_and_mismatched_parties(shard_files, t
     grid = deployment_grid(shard_files[:2])
     settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
                                               wait_seconds=1.0)
-    result, parties, network, _ = flower_app.coordinate(grid, settings)
-    network = flower_app.FlowerGridNetwork(grid, parties, clipping_range=2.0)
-    with pytest.raises(RuntimeError, match="already drawn its one-time noise"):
-        network.setup(result.calibration)
+    flower_app.coordinate(grid, settings)
     with pytest.raises(ValueError, match="3 SuperNodes are connected .* --shards is 2"):
         flower_app.coordinate(deployment_grid(shard_files), flower_app.CoordinatorSettings(
             n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2, wait_seconds=1.0))
@@ -524,6 +539,75 @@ def test_deployment_refuses_a_second_setup_and_mismatched_parties(shard_files, t
     other = write_shard(tmp_path / "other.csv", X, y)
     with pytest.raises(ValueError, match="different feature columns"):
         flower_app.coordinate(deployment_grid([shard_files[0], other]), settings)
+
+
+def _ledger_runs(grid):
+    return {name: dict(PartyLedger(context.node_config["ledger-path"]).charges())
+            for name, context in ((c.node_config["party-name"], c) for c in grid._contexts.values())}
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_a_second_setup_of_the_same_run_draws_no_new_noise_and_a_new_run_is_charged(shard_files, tmp_path):
+    """Issue 15 faults: each party's noise and ledger charge are keyed by the coordinator's run id."""
+    floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 5.0, "budget-delta": 1e-4}
+    grid = deployment_grid(shard_files[:2], floor=floor)
+    contexts = list(grid._contexts.values())
+    parties = flower_app.describe_parties(grid, grid.get_node_ids())
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=70, n_parties=2, n_features=4,
+                                 n_rounds=2, loss=LOGISTIC, data_norm=1.0)  # costs each party (2, 1e-5)
+    first = flower_app.FlowerGridNetwork(grid, parties, clipping_range=4.0)
+    first.setup(calibration)
+    etas = [saved_run_state(context, first.run_id)["eta"] for context in contexts]
+    first.gradient_sum(np.zeros(4), 1 / 70, 0)
+    charged = _ledger_runs(grid)
+    assert all(list(runs) == [first.run_id] for runs in charged.values())
+    assert all(run.epsilon == pytest.approx(2.0) for runs in charged.values() for run in runs.values())
+    # a restarted coordinator re-sends the same run's set-up (a fresh Flower context, as after a SuperNode
+    # restart): no new charge, no new eta^k, and the run's rounds continue from the saved count
+    restarted = deployment_grid(shard_files[:2], floor=floor,
+                                ledger_dir=Path(contexts[0].node_config["ledger-path"]).parent)
+    again = flower_app.FlowerGridNetwork(restarted, parties, clipping_range=4.0, run_id=first.run_id)
+    again.setup(calibration)
+    assert _ledger_runs(restarted) == charged
+    assert [saved_run_state(context, first.run_id)["eta"] for context in contexts] == etas
+    again.gradient_sum(np.zeros(4), 1 / 70, 1)
+    with pytest.raises(DropoutError, match="answered the 2 gradient requests it agreed to"):
+        again.gradient_sum(np.zeros(4), 1 / 70, 2)  # 2 rounds per run id, over both set-ups
+    with pytest.raises(RuntimeError, match="with another calibration; a new training needs a new run id"):
+        again.setup(calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.1, n_samples=70, n_parties=2, n_features=4,
+                                   n_rounds=2, loss=LOGISTIC, data_norm=1.0))  # same cost, other calibration
+    # a new run id is a new training: charged, with its own eta^k; then the budget (5, 1e-4) is spent
+    second = flower_app.FlowerGridNetwork(grid, parties, clipping_range=4.0)
+    second.setup(calibration)
+    assert all(set(runs) == {first.run_id, second.run_id} for runs in _ledger_runs(grid).values())
+    assert saved_run_state(contexts[0], second.run_id)["eta"] != etas[0]
+    third = flower_app.FlowerGridNetwork(grid, parties, clipping_range=4.0)
+    with pytest.raises(RuntimeError, match=rf"run {third.run_id} .*would bring this party's total to \(6, "
+                                           r".*over its budget \(5, 0.0001\).*Nothing was drawn"):
+        third.setup(calibration)
+    assert not any(flower_app.run_state_path(c, third.run_id).exists() for c in contexts)
+    # a charged run whose saved noise is gone is refused, never redrawn
+    flower_app.run_state_path(contexts[0], second.run_id).unlink()
+    with pytest.raises(RuntimeError, match="saved noise state is gone; it refuses rather than draw new noise"):
+        flower_app.FlowerGridNetwork(grid, parties, clipping_range=4.0, run_id=second.run_id).setup(calibration)
+    assert not flower_app.run_state_path(contexts[0], second.run_id).exists()
+
+
+def test_a_party_without_a_ledger_or_run_id_takes_no_part(shard_files):
+    settings = flower_app.CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2,
+                                              wait_seconds=1.0)
+    grid = deployment_grid(shard_files[:2])
+    for context in grid._contexts.values():
+        del context.node_config["ledger-path"]
+    with pytest.raises(RuntimeError, match=r"no 'ledger-path' in its node config.*--ledger PATH"):
+        flower_app.coordinate(grid, settings)
+    with pytest.raises(ValueError, match="is not 32 lowercase hex digits"):
+        flower_app.coordinate(deployment_grid(shard_files[:2]), dataclasses.replace(settings, run_id="run-1"))
+    context = party_context(shard_files[0])
+    calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=70, n_parties=2, n_features=4,
+                                 n_rounds=2, loss=LOGISTIC, data_norm=1.0)
+    with pytest.raises(ValueError, match="run id None is not 32 lowercase hex digits"):
+        flower_app.party_setup(context, {"action": "setup", **flower_app.calibration_to_config(calibration, 0.5)})
 
 
 def test_load_shard_checks_labels_and_columns(tmp_path):
@@ -642,6 +726,18 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
                        *key, "--max-epsilon", "-1", "--max-delta", "1e-5", "--max-rounds", "2"]) == 2
     assert "--max-epsilon must be a finite number > 0" in capsys.readouterr().err
+    # the party's ledger and budget are checked before anything starts, too
+    corrupt = tmp_path / "corrupt-ledger.json"
+    corrupt.write_text("{", encoding="utf-8")
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
+                       *key, *FLOOR_ARGS, "--ledger", str(corrupt)]) == 2
+    assert f"the party ledger {corrupt} is not a valid dperm ledger" in capsys.readouterr().err
+    assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
+                       *key, *FLOOR_ARGS, "--budget-epsilon", "0"]) == 2
+    assert "--budget-epsilon" in capsys.readouterr().err
+    assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--run-id", "1234",
+                       "--out", str(tmp_path / "m.json")]) == 2
+    assert "--run-id: run id '1234' is not 32 lowercase hex digits" in capsys.readouterr().err
 
 
 # -- real processes on 127.0.0.1 -------------------------------------------------------
@@ -755,9 +851,10 @@ def _flower_party_noise_steps(tmp_path, monkeypatch, n_rounds=400):
     calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2,
                                  n_features=4, n_rounds=n_rounds, loss=LOGISTIC, data_norm=1.0)
     context = party_context(path, floor)
-    assert flower_app.party_setup(context, {"action": "setup",
+    run_id = flower_app.new_run_id()
+    assert flower_app.party_setup(context, {"action": "setup", "run-id": run_id,
                                             **flower_app.calibration_to_config(calibration, 0.5)})
-    eta = context.state.array_records[flower_app.NOISE_KEY]["eta"].numpy()
+    eta = np.array(saved_run_state(context, run_id)["eta"])
     rows, labels, _ = flower_app.load_shard(path)
     norms = np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1.0)
     rows = rows / norms
@@ -766,7 +863,7 @@ def _flower_party_noise_steps(tmp_path, monkeypatch, n_rounds=400):
     gradient = rows.T @ LOGISTIC.score_derivative(signs, rows @ w)
     grid = round_noise_calibration(1.0, LOGISTIC.lipschitz, 1.0, 4)
     scale = 1 / 100
-    round_config = {"scale": scale, "clipping-range": 1e6, "quantization-range": 2**22}
+    round_config = {"scale": scale, "clipping-range": 1e6, "quantization-range": 2**22, "run-id": run_id}
     replies = np.array([flower_app.party_reply(context, [w], round_config)[0] for _ in range(n_rounds)])
     steps = (replies / scale - eta) / grid.step
     centres = np.round(gradient / grid.step)
@@ -848,3 +945,34 @@ def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
     document["privacy"]["mechanism"] = "psgd"
     with pytest.raises(ValueError, match="needs 'multiparty_newton'"):
         model_from_document(document)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budget(shard_files):
+    """The Newton set-up charges each party's ledger under the run id; a repeat neither charges nor resets."""
+    from dperm.multiparty.flower_newton import FlowerNewtonNetwork
+    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+
+    floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 2.5, "budget-delta": 1e-4}
+    grid = deployment_grid(shard_files[:2], floor=floor)
+    parties = flower_app.describe_parties(grid, grid.get_node_ids())
+    calibration = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2, n_samples_by_party=(30, 40),
+                                   n_features=4, loss=LOGISTIC, data_norm=1.0)
+    first = FlowerNewtonNetwork(grid, parties)
+    first.setup(calibration)
+    first.round_sum(np.zeros(4), 0)
+    charged = _ledger_runs(grid)
+    assert all(list(runs) == [first.run_id] for runs in charged.values())
+    assert all(run.epsilon == pytest.approx(view_guarantee(calibration)[0]) for runs in charged.values()
+               for run in runs.values())
+    again = FlowerNewtonNetwork(grid, parties, run_id=first.run_id)  # a restarted coordinator, same run
+    again.setup(calibration)
+    assert _ledger_runs(grid) == charged
+    again.round_sum(np.zeros(4), 1)
+    with pytest.raises(Exception, match="agreed rounds"):
+        again.round_sum(np.zeros(4), 2)  # two answers per run id, over both set-ups
+    second = FlowerNewtonNetwork(grid, parties)  # a new training: 1 + 1 <= 2.5 is charged, a third is not
+    second.setup(calibration)
+    third = FlowerNewtonNetwork(grid, parties)
+    with pytest.raises(RuntimeError, match="over its budget"):
+        third.setup(calibration)

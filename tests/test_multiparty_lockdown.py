@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -311,3 +313,71 @@ def test_faults_a_killed_coordinator_leaves_no_superlink_and_a_party_gives_up(sh
         env=env, capture_output=True, text=True, timeout=90)
     assert party.returncode == 1 and time.monotonic() - started < 60
     assert "was not reached within 3 s (--connect-timeout)" in party.stderr, party.stderr
+
+
+def _coordinate_command(tmp_path, tls, keys, fleet_port, control_port, name, *extra):
+    return [sys.executable, "-m", "dperm.cli", "coordinate", "--shards", "2", "--party-keys", *map(str, keys),
+            "--epsilon", "1", "--alpha", "0.05", "--rounds", "2", "--port", str(fleet_port), "--control-port",
+            str(control_port), "--ssl-certfile", str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]),
+            "--ssl-ca-certfile", str(tls["ca.pem"]), "--wait", "150", "--stage-timeout", "60",
+            "--workdir", str(tmp_path / name), "--out", str(tmp_path / f"{name}.json"), *extra]
+
+
+@pytest.mark.slow
+def test_faults_parties_serve_across_a_coordinator_restart_and_charge_each_run_once(shard_files, tmp_path):  # noqa: F811
+    """A coordinator stopped after the set-up, then a new one: the same parties train again (~2 min).
+
+    Each party charged the stopped run in its own ledger before drawing its noise; the new coordinator's
+    run (a new run id) is charged once more, within the party's --budget-epsilon of two runs.
+    """
+    import signal
+
+    from dperm.multiparty.ledger import PartyLedger
+
+    tls = write_loopback_certificates(tmp_path)
+    fleet_port, control_port, *node_ports = free_loopback_ports(4)
+    keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    ledgers = [tmp_path / f"ledger-{k}.json" for k in range(2)]
+    env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
+    first_run = "5eed" * 8
+    parties, coordinators = [], []
+    try:
+        coordinators.append(subprocess.Popen(
+            _coordinate_command(tmp_path, tls, keys, fleet_port, control_port, "first", "--run-id", first_run),
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        for k, port in enumerate(node_ports):
+            log = (tmp_path / f"party-{k}.log").open("w")
+            parties.append(subprocess.Popen(
+                [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard_files[k]), "--name",
+                 f"party-{k}", "--superlink", f"127.0.0.1:{fleet_port}", "--port", str(port), "--auth-key",
+                 str(tmp_path / f"k{k}"), "--root-certificates", str(tls["ca.pem"]), "--connect-timeout", "60",
+                 "--ledger", str(ledgers[k]), "--budget-epsilon", "4", "--budget-delta", "1e-4", *FLOOR_ARGS],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not all(
+                path.exists() and first_run in PartyLedger(path).charges() for path in ledgers):
+            time.sleep(0.2)
+        assert all(first_run in PartyLedger(path).charges() for path in ledgers), "the first run was not set up"
+        coordinators[0].send_signal(signal.SIGTERM)  # the coordinator stops its SuperLink too
+        assert coordinators[0].wait(timeout=30) == 130
+        assert all(party.poll() is None for party in parties)
+        coordinators.append(subprocess.Popen(
+            _coordinate_command(tmp_path, tls, keys, fleet_port, control_port, "second"),
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        output, _ = coordinators[1].communicate(timeout=300)
+        alive = [party.poll() is None for party in parties]
+    finally:
+        for process in coordinators + parties:
+            stop_process_group(process, grace_seconds=15)
+        _stop_superlinks_on(fleet_port)
+    logs = [(tmp_path / f"party-{k}.log").read_text(errors="replace") for k in range(2)]
+    assert coordinators[1].returncode == 0, output + "\n".join(log[-3000:] for log in logs)
+    assert alive == [True, True], "\n".join(log[-3000:] for log in logs)  # they outlived both coordinators
+    (second_run,) = re.findall(r"rounds of run ([0-9a-f]{32})", output)
+    assert all(log.count("SuperNode ID:") >= 2 and "starting a new SuperNode" in log for log in logs)
+    for path in ledgers:  # each run charged once, the stopped one included
+        charges = PartyLedger(path).charges()
+        assert set(charges) == {first_run, second_run} and second_run != first_run
+        assert all(charge.epsilon == pytest.approx(2.0) for charge in charges.values())
+    document = json.loads((tmp_path / "second.json").read_text())
+    assert document["privacy"]["n_rounds"] == 2 and sorted(document["parties"]) == ["party-0", "party-1"]

@@ -47,7 +47,8 @@ def coordinate_model(tmp_path_factory):
         paths.append(write_csv(folder / f"shard{k}.csv", FEATURES + ["label"], rows))
     grid = InProcessGrid({node: flower_app.client_app for node in (11, 22, 33)},
                          {node: {"data-path": str(path), "party-name": f"bank-{k}", "max-epsilon": 6.0,
-                                 "max-delta": 1e-5, "max-rounds": 6}
+                                 "max-delta": 1e-5, "max-rounds": 6,
+                                 "ledger-path": str(folder / f"ledger-{node}.json")}
                           for k, (node, path) in enumerate(zip((11, 22, 33), paths))})
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=6,
                                               wait_seconds=1.0)

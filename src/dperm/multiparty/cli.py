@@ -13,7 +13,11 @@ runs (``pip install 'dperm[multiparty]'``).
   the shard's path and the party's own floor in its node config; it runs
   only dperm's ClientApp (:mod:`dperm.multiparty._flower_party_runtime`),
   the data never leave the machine, only SecAgg+-masked replies, and the
-  party refuses a set-up weaker than its floor.
+  party refuses a set-up weaker than its floor. Each run is charged, by its
+  run id, to the party's own ledger (``--ledger``, ``--budget-epsilon``,
+  ``--budget-delta``; :mod:`dperm.multiparty.ledger`) before any noise is
+  drawn; once connected the party serves across coordinator restarts
+  (:func:`_supervise_party`).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink
   (:mod:`dperm.multiparty._flower_superlink`: Control API on 127.0.0.1 only,
@@ -159,6 +163,22 @@ def _party_floor(args):
         raise ValueError(str(error).replace("max_", "--max-", 1)) from None  # name the option
 
 
+def _party_ledger(args, floor):
+    """The party's ledger (``--ledger``, default ``AUTH_KEY.ledger.json``) and budget, checked before serving."""
+    from dperm.multiparty.ledger import PartyLedger
+    from dperm.validation import check_delta, check_epsilon
+
+    path = Path(args.ledger or f"{args.auth_key}.ledger.json").resolve()
+    if not path.parent.is_dir():
+        raise ValueError(f"--ledger {str(path)!r}: its folder does not exist.")
+    budget_epsilon = floor.max_epsilon if args.budget_epsilon is None else args.budget_epsilon
+    budget_delta = floor.max_delta if args.budget_delta is None else args.budget_delta
+    budget = (check_epsilon(budget_epsilon, "--budget-epsilon"), check_delta(budget_delta, "--budget-delta"))
+    ledger = PartyLedger(path)
+    ledger.spent()  # a corrupt ledger is refused now, naming the file
+    return ledger, budget
+
+
 def write_party_key(path) -> Path:
     """Write a SuperNode key pair: ``path`` (private, mode 0600) and ``path.pub``; return the public file.
 
@@ -199,6 +219,8 @@ def _party_serve(args) -> int:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
     floor = _party_floor(args)
+    ledger, budget = _party_ledger(args, floor)
+    spent = ledger.spent()
     if not (args.connect_timeout > 0 and math.isfinite(args.connect_timeout)):
         raise ValueError(f"--connect-timeout must be a finite number of seconds > 0; got {args.connect_timeout}.")
     data = Path(args.data).resolve()
@@ -217,6 +239,9 @@ def _party_serve(args) -> int:
         f"max-epsilon={_toml_value(floor.max_epsilon)}",
         f"max-delta={_toml_value(floor.max_delta)}",
         f"max-rounds={_toml_value(floor.max_rounds)}",
+        f"ledger-path={_toml_literal(str(ledger.path), '--ledger')}",
+        f"budget-epsilon={_toml_value(budget[0])}",
+        f"budget-delta={_toml_value(budget[1])}",
     ])
     runtime_address = f"127.0.0.1:{args.port}"
     supernode_command = [
@@ -230,36 +255,100 @@ def _party_serve(args) -> int:
                        "--runtime-api-address", runtime_address, "--parent-pid", str(os.getpid())]
     print(f"party {name!r}: {X.shape[0]} rows, {X.shape[1]} features ({', '.join(features)}); "
           f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
-          f"rounds; runs only dperm's app; serving as a Flower SuperNode for SuperLink {args.superlink} "
-          f"(gives up after {args.connect_timeout:g} s without it)", flush=True)
-    environ = flower_environment()
-    supernode = subprocess.Popen(supernode_command, env=environ)
-    runtime = subprocess.Popen(runtime_command, env=environ)
-    stopping = []
-
-    def forward(signum, frame):
-        stopping.append(signum)
-        for process in (supernode, runtime):
-            if process.poll() is None:
-                process.send_signal(signum)
-
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        while supernode.poll() is None and runtime.poll() is None:
-            time.sleep(0.2)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for process in (supernode, runtime):
-            _stop_child(process)
-    code = supernode.returncode
-    if not stopping and code not in (0, None):
+          f"rounds; has spent ({spent[0]:.6g}, {spent[1]:.3g}) of its budget ({budget[0]:g}, {budget[1]:g}) "
+          f"over {len(ledger.charges())} run(s) (ledger {ledger.path}); runs only dperm's app; serving as a "
+          f"Flower SuperNode for SuperLink {args.superlink} (gives up if it is not reached within "
+          f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
+          flush=True)
+    code = _supervise_party(supernode_command, runtime_command, flower_environment())
+    if code == _NEVER_CONNECTED:
         print(f"dperm: error: party {name!r} stopped: the SuperLink {args.superlink} was not reached within "
               f"{args.connect_timeout:g} s (--connect-timeout), refused this party's key (is "
               f"{args.auth_key}.pub listed in the coordinator's --party-keys?), or closed the connection; "
               f"Flower's log above says which.", file=sys.stderr)
         return 1
-    return 0 if stopping else (code or 0)
+    return code
+
+
+#: ``_supervise_party``'s result when the SuperNode ended before its first connection.
+_NEVER_CONNECTED = -1
+#: What Flower's SuperNode logs once it holds a connection to the SuperLink (start_client_internal.py).
+_CONNECTED_LINE = "SuperNode ID:"
+#: Seconds between a child's exit and its restart.
+RESTART_PAUSE = 2.0
+
+
+def _supervise_party(supernode_command, runtime_command, environ) -> int:
+    """Run the SuperNode and dperm's task runner until SIGTERM/SIGINT, restarting them when they end.
+
+    Flower 1.41's SuperNode exits when it loses its SuperLink for longer
+    than ``--max-wait-time`` (``--connect-timeout``) or when a new SuperLink
+    does not know its node id (a restarted coordinator); a fresh SuperNode
+    registers again. So once the SuperNode has connected (it logs
+    ``SuperNode ID``), every exit is followed by a restart, and the party
+    serves across coordinator restarts until it is stopped; before the first
+    connection an exit ends the party (``--connect-timeout`` bounds only the
+    first wait). The party's charges and one-time noise survive restarts in
+    its ledger and run state files (:mod:`dperm.multiparty.ledger`).
+
+    Returns 0 when stopped by a signal, :data:`_NEVER_CONNECTED` if the
+    first connection failed.
+    """
+    import threading
+
+    environ = dict(environ)
+    if environ.get("FLWR_LOG_LEVEL", "INFO").upper() not in ("INFO", "DEBUG"):
+        environ["FLWR_LOG_LEVEL"] = "INFO"  # the connection line is logged at INFO
+    connected, stopping, children, relays = threading.Event(), [], {}, {}
+
+    def start_supernode():
+        process = subprocess.Popen(supernode_command, env=environ, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+
+        def relay(stream=process.stdout):
+            with stream:  # closed at the SuperNode's end of output
+                for line in stream:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    if _CONNECTED_LINE in line:
+                        connected.set()
+
+        relays[process.pid] = threading.Thread(target=relay, daemon=True)
+        relays[process.pid].start()
+        return process
+
+    def forward(signum, frame):
+        stopping.append(signum)
+        for process in children.values():
+            if process.poll() is None:
+                process.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        children["supernode"] = start_supernode()
+        children["runtime"] = subprocess.Popen(runtime_command, env=environ)
+        while not stopping:
+            time.sleep(0.2)
+            if children["supernode"].poll() is not None and not stopping:
+                relays[children["supernode"].pid].join(timeout=5)  # its last lines are read
+                if not connected.is_set():
+                    return _NEVER_CONNECTED
+                print(f"dperm: the SuperNode ended (code {children['supernode'].returncode}): the coordinator's "
+                      "SuperLink stopped or restarted; starting a new SuperNode, which waits for it",
+                      file=sys.stderr, flush=True)
+                time.sleep(RESTART_PAUSE)
+                children["supernode"] = start_supernode()
+            if children["runtime"].poll() is not None and not stopping:
+                print(f"dperm: the party's task runner ended (code {children['runtime'].returncode}); "
+                      "restarting it", file=sys.stderr, flush=True)
+                time.sleep(RESTART_PAUSE)
+                children["runtime"] = subprocess.Popen(runtime_command, env=environ)
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for process in children.values():
+            _stop_child(process)
 
 
 def _stop_child(process, grace_seconds: float = 10.0) -> None:
@@ -337,7 +426,22 @@ def _settings_from_args(args):
         modulus_range=args.modulus_range, stage_timeout=args.stage_timeout, wait_seconds=args.wait,
         coordinator_dp=args.coordinator_dp, coordinator_accountant=args.coordinator_accountant,
         protocol=args.protocol, gradient_share=args.gradient_share,
+        run_id=_run_id(args),
     )
+
+
+def _run_id(args) -> str:
+    """``--run-id`` (a retry of an earlier training) or a fresh random one (a new training)."""
+    from dperm.multiparty.ledger import check_run_id
+
+    if args.run_id is None:
+        import secrets
+
+        return secrets.token_hex(16)
+    try:
+        return check_run_id(args.run_id)
+    except ValueError as error:
+        raise ValueError(f"--run-id: {error}") from None
 
 
 def _check_coordinate_files(args) -> list:
@@ -428,8 +532,9 @@ def _coordinate(args) -> int:
             raise RuntimeError(f"{error}\n{_tail(superlink_log)}") from None
         print(f"SuperLink: Fleet API on {args.host}:{args.port} for the {len(keys)} listed party keys, Control "
               f"API on 127.0.0.1:{args.control_port} only; waiting for {settings.n_parties} parties "
-              f"(dperm party serve --superlink HOST:{args.port} ...), then {settings.n_rounds} SecAgg+ rounds",
-              flush=True)
+              f"(dperm party serve --superlink HOST:{args.port} ...), then {settings.n_rounds} SecAgg+ rounds "
+              f"of run {settings.run_id} (each party charges its own ledger once per run id; a retry with "
+              f"--run-id {settings.run_id} costs nothing more but gets only the rounds left)", flush=True)
         with run_log.open("w", encoding="utf-8") as log:
             run = subprocess.Popen([flower_command("flwr"), "run", str(app_dir), CONNECTION, "--stream"],
                                    env=flower_environment(FLWR_HOME=str(workdir / "flwr-cli-home")),
@@ -490,9 +595,18 @@ def add_commands(subparsers) -> None:
     serve.add_argument("--auth-key", required=True,
                        help="this party's private key (dperm party keygen); the coordinator lists its .pub")
     serve.add_argument("--root-certificates", default=None, help="CA certificate of the coordinator's SuperLink")
+    serve.add_argument("--ledger", default=None,
+                       help="this party's spending ledger, a JSON file on this machine (default AUTH_KEY.ledger.json); "
+                            "every run is charged there, by its run id, before any noise is drawn")
+    serve.add_argument("--budget-epsilon", type=float, default=None,
+                       help="this party's total epsilon over all runs (basic composition: the sum; default "
+                            "--max-epsilon, i.e. one run)")
+    serve.add_argument("--budget-delta", type=float, default=None,
+                       help="this party's total delta over all runs (the sum; default --max-delta)")
     serve.add_argument("--connect-timeout", type=float, default=DEFAULT_CONNECT_TIMEOUT,
-                       help="seconds to keep retrying an unreachable SuperLink before giving up "
-                            f"(default {DEFAULT_CONNECT_TIMEOUT:g})")
+                       help="seconds to keep retrying an unreachable SuperLink at start before giving up "
+                            f"(default {DEFAULT_CONNECT_TIMEOUT:g}); once connected, the party waits for a "
+                            "stopped or restarted coordinator until it is itself stopped")
     serve.add_argument("--port", type=int, default=DEFAULT_NODE_PORT,
                        help=f"port of the node's Runtime API on 127.0.0.1 (default {DEFAULT_NODE_PORT}; one per "
                             "party on a machine)")
@@ -546,6 +660,9 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--wait", type=float, default=300.0, help="seconds to wait for the parties (300)")
     coordinate.add_argument("--stage-timeout", type=float, default=300.0,
                             help="seconds to wait for replies at each SecAgg+ stage (300)")
+    coordinate.add_argument("--run-id", default=None,
+                            help="32 hex digits: retry an earlier training under its id (the parties reuse its noise "
+                                 "and charge nothing more, but answer only its rounds left); default: a fresh id")
     coordinate.add_argument("--workdir", default=None, help="folder for the app bundle and logs (default: temp)")
     coordinate.add_argument("--out", required=True, help="model file to write (JSON)")
     coordinate.set_defaults(func=_coordinate)

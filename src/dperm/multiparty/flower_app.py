@@ -8,10 +8,12 @@ and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
   its label column (``target``) and its own floor (``max-epsilon``,
   ``max-delta``, ``max-rounds``). It answers two public set-up queries
   (``describe``: its size ``N_k``, ``d`` and feature names; ``setup``: the
-  public calibration, which it recomputes and checks against its floor
-  (:func:`~dperm.multiparty.privacy.check_psgd_calibration`) before it draws
-  ``eta^k`` once and keeps it in its node-local Flower context) and, each
-  round up to the agreed number, the gradient request
+  public calibration and the run's identifier, which it recomputes and
+  checks against its floor
+  (:func:`~dperm.multiparty.privacy.check_psgd_calibration`), charges to its
+  own spending ledger (:class:`~dperm.multiparty.ledger.PartyLedger`), and
+  only then draws ``eta^k`` once for that run id and saves it in its run
+  state file) and, each round up to the agreed number, the gradient request
   ``grad G_k(w_t) + rho_t^k + eta^k`` scaled by ``1/N``, inside Flower's
   ``secaggplus_mod``;
 - **coordinator** (004 Alg. 1) -- :data:`server_app`, run by the SuperLink's
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import time
 import warnings
 from dataclasses import MISSING, asdict, dataclass, fields
@@ -65,7 +68,15 @@ from dperm.multiparty.model_file import (
     load_numeric_columns,
     numeric_column,
 )
-from dperm.multiparty.privacy import PartyFloor, PSGDCalibration, calibrate_psgd, clipping_count_is_covered
+from dperm.multiparty.ledger import PartyLedger, check_run_id, write_private_atomically
+from dperm.multiparty.privacy import (
+    PartyFloor,
+    PSGDCalibration,
+    calibrate_psgd,
+    check_psgd_calibration,
+    clipping_count_is_covered,
+    party_view,
+)
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
@@ -79,14 +90,16 @@ from dperm.preprocessing import read_csv_columns
 
 _flower = load_flower()
 
-from flwr.app import Array, ArrayRecord, ConfigRecord  # noqa: E402  (after load_flower's environment)
-from flwr.serverapp import ServerApp  # noqa: E402
+from flwr.serverapp import ServerApp  # noqa: E402  (after load_flower's environment)
 
-#: Keys of the party's node-local Flower context (never sent anywhere).
-STATE_KEY = "dperm.psgd"
-NOISE_KEY = "dperm.eta"
 #: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).
 FLOOR_KEYS = {"max_epsilon": "max-epsilon", "max_delta": "max-delta", "max_rounds": "max-rounds"}
+#: The party's ledger and total budget in its node config (``dperm party serve --ledger
+#: --budget-epsilon --budget-delta``); the budget defaults to the floor (one run's worth).
+LEDGER_KEY = "ledger-path"
+BUDGET_KEYS = {"budget_epsilon": ("budget-epsilon", "max-epsilon"), "budget_delta": ("budget-delta", "max-delta")}
+#: Format of a party's saved state for one run (its own file; never sent anywhere).
+RUN_STATE_FORMAT = "dperm-party-psgd-run"
 ENGINE_NAME = "flower_secaggplus_networked"
 #: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower_simulation`).
 SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
@@ -124,12 +137,14 @@ def load_shard(path, target: str = "label"):
 
 
 class DeployedParty(Party):
-    """A :class:`~dperm.multiparty.protocol.Party` whose state lives in a Flower context.
+    """A :class:`~dperm.multiparty.protocol.Party` whose state lives in a run state file.
 
-    A SuperNode starts a fresh ClientApp process for every message, so the
-    party is rebuilt from its shard each time and its one-time noise
-    ``eta^k``, calibration and answer count are restored from the node-local
-    context (they never leave the party's machine).
+    A SuperNode starts a fresh ClientApp process for every message, and a
+    SuperNode (with its Flower context) may be restarted during a run, so
+    the party is rebuilt from its shard each time and its one-time noise
+    ``eta^k``, calibration and answer count are restored from its run state
+    file, keyed by the run id (:func:`load_run_state`; the file never
+    leaves the party's machine).
     """
 
     def restore(self, calibration: PSGDCalibration, one_time_noise, rounds_answered: int) -> None:
@@ -201,8 +216,68 @@ def _plain(value):
     return float(value)
 
 
+def party_ledger(context) -> tuple[PartyLedger, dict]:
+    """The party's ledger and total budget from its node config; refuse to take part without a ledger."""
+    path = context.node_config.get(LEDGER_KEY)
+    if not path:
+        raise ValueError(f"this SuperNode has no {LEDGER_KEY!r} in its node config: a party takes part only with "
+                         "its own spending ledger (dperm party serve --ledger PATH).")
+    floor = party_floor(context)
+    budget = {name: context.node_config.get(key, getattr(floor, default.replace("-", "_")))
+              for name, (key, default) in BUDGET_KEYS.items()}
+    return PartyLedger(path), budget
+
+
+def run_state_path(context, run_id: str) -> Path:
+    """Where the party keeps its state for run ``run_id``: ``LEDGER.runs/RUN_ID.json`` beside its ledger."""
+    ledger, _ = party_ledger(context)
+    return ledger.path.with_name(ledger.path.name + ".runs") / f"{check_run_id(run_id)}.json"
+
+
+def save_run_state(context, run_id: str, calibration: PSGDCalibration, h: float, eta, rounds_answered: int) -> None:
+    """Save the party's state for a run (mode 0600, replaced atomically): calibration, ``eta^k``, answers."""
+    path = run_state_path(context, run_id)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    document = {"format": RUN_STATE_FORMAT, "run-id": run_id, "calibration": calibration_to_config(calibration, h),
+                "eta": [float(value) for value in np.asarray(eta, dtype=float)],
+                "rounds-answered": int(rounds_answered)}
+    write_private_atomically(path, json.dumps(document) + "\n")
+
+
+def load_run_state(context, run_id: str):
+    """``(calibration, h, eta, rounds_answered)`` saved for run ``run_id``, or ``None`` if there is none."""
+    path = run_state_path(context, run_id)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if document.get("format") != RUN_STATE_FORMAT or document.get("run-id") != run_id:
+            raise ValueError("not this run's state")
+        calibration, h = calibration_from_config(document["calibration"])
+        return calibration, h, np.asarray(document["eta"], dtype=float), int(document["rounds-answered"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise RuntimeError(f"the party's saved state for run {run_id}, {path}, is unreadable ({error}); the "
+                           "party refuses the run rather than draw new noise for it.") from None
+
+
+def psgd_mechanism(calibration: PSGDCalibration) -> str:
+    """The mechanism's name in the party's ledger."""
+    return "psgd-coordinator-dp" if calibration.coordinator_dp else "psgd-004"
+
+
 def party_setup(context, config) -> dict:
-    """Answer a public set-up query (``describe`` or ``setup``) on the party's side."""
+    """Answer a public set-up query (``describe`` or ``setup``) on the party's side.
+
+    ``setup`` carries the calibration and the run id. The party checks the
+    calibration against its floor, charges the guarantee it computed
+    (:func:`~dperm.multiparty.privacy.party_view`) to its ledger under that
+    run id (refusing once its own budget would be exceeded), and only then
+    draws ``eta^k`` and saves it for that run. A set-up of a run id already
+    charged costs nothing more and draws nothing: the party re-uses the
+    saved state if the calibration is the same, and refuses if it differs or
+    the state is gone (fresh ``eta^k`` draws would let the coordinator
+    average the one-time noise away, 004 Sec. 3.3).
+    """
     action = config.get("action")
     if action == "describe":
         path = context.node_config.get("data-path")
@@ -216,20 +291,32 @@ def party_setup(context, config) -> dict:
 
         return newton_setup(context, config)
     if action == "setup":
-        if STATE_KEY in context.state.config_records:
-            raise RuntimeError(
-                f"party {_party_name(context)!r} has already drawn its one-time noise eta^k in this run; "
-                "it is drawn once (004 Proc. 3)."
-            )
+        run_id = check_run_id(config.get("run-id"))
         calibration, h = calibration_from_config(config)
+        ledger, budget = party_ledger(context)
         party = _build_party(context, calibration.loss, h, calibration.data_norm)
-        party.setup(calibration)  # recomputes the calibration, checks the floor; then draws eta^k once
-        state = calibration_to_config(calibration, h)
-        state.update({"rounds-answered": 0})
-        context.state.config_records[STATE_KEY] = ConfigRecord(state)
-        context.state.array_records[NOISE_KEY] = ArrayRecord({"eta": Array(party._one_time_noise)})
+        recomputed = check_psgd_calibration(calibration, party.floor, loss=party.loss, data_norm=party.data_norm,
+                                            n_samples=party.n_samples, n_features=party.n_features,
+                                            party_id=party.party_id)
+        cost = party_view(recomputed, party.floor)
+        if not ledger.charge(run_id, psgd_mechanism(calibration), cost.epsilon, cost.delta, **budget):
+            _check_saved_setup(context, run_id, calibration, h)
+            return {"ready": True}  # the same run again: nothing charged, nothing drawn
+        party.setup(calibration)  # checks again, then draws eta^k once for this run
+        save_run_state(context, run_id, calibration, h, party._one_time_noise, 0)
         return {"ready": True}
     raise ValueError(f"unknown set-up action {action!r}; expected 'describe' or 'setup'.")
+
+
+def _check_saved_setup(context, run_id: str, calibration: PSGDCalibration, h: float) -> None:
+    """A repeated set-up of run ``run_id``: its saved state must exist and hold the same calibration."""
+    saved = load_run_state(context, run_id)
+    if saved is None:
+        raise RuntimeError(f"party {_party_name(context)!r} has already been charged for run {run_id} but its "
+                           "saved noise state is gone; it refuses rather than draw new noise (004 Proc. 3).")
+    if (saved[0], saved[1]) != (calibration, h):
+        raise RuntimeError(f"party {_party_name(context)!r} was set up for run {run_id} with another "
+                           "calibration; a new training needs a new run id.")
 
 
 def party_reply(context, parameters, config) -> list:
@@ -242,19 +329,22 @@ def party_reply(context, parameters, config) -> list:
     :func:`~dperm.multiparty.privacy.clipping_count_is_covered`), and the
     party warns in its own log. Nothing computed from the rows alone (such
     as how many rows were scaled onto ``data_norm``) is sent. The party
-    answers at most the agreed ``n_rounds`` and its own ``max-rounds``.
+    answers at most the agreed ``n_rounds`` and its own ``max-rounds`` per
+    run id, over all set-ups of that run: the new count is saved before the
+    reply leaves.
     """
     if config.get("protocol") == "newton":
         from dperm.multiparty.flower_newton import newton_reply
 
         return newton_reply(context, parameters, config)
-    if STATE_KEY not in context.state.config_records:
-        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request before its set-up.")
-    state = dict(context.state.config_records[STATE_KEY])
-    calibration, h = calibration_from_config(state)
+    run_id = check_run_id(config.get("run-id"))
+    saved = load_run_state(context, run_id)
+    if saved is None:
+        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request for run {run_id} before its "
+                           "set-up.")
+    calibration, h, eta, rounds_answered = saved
     party = _build_party(context, calibration.loss, h, calibration.data_norm, warn=False)
-    eta = context.state.array_records[NOISE_KEY]["eta"].numpy()
-    party.restore(calibration, eta, state["rounds-answered"])
+    party.restore(calibration, eta, rounds_answered)
     scale = float(config["scale"])
     if not math.isclose(scale, 1.0 / calibration.n_samples, rel_tol=1e-12):
         raise ValueError(f"the coordinator asked for scale {scale!r}; the public 1/N is "
@@ -262,8 +352,7 @@ def party_reply(context, parameters, config) -> list:
     if len(parameters) != 1:
         raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
     reply = scale * check_contribution(party.party_id, party.noisy_gradient(parameters[0]), party.n_features)
-    state["rounds-answered"] = party.rounds_answered
-    context.state.config_records[STATE_KEY] = ConfigRecord(state)
+    save_run_state(context, run_id, calibration, h, eta, party.rounds_answered)
     clipping_range = float(config["clipping-range"])
     n_clipped = count_clipped(reply, clipping_range)  # on the noisy reply, before quantisation
     if not clipping_count_is_covered(calibration):
@@ -291,6 +380,11 @@ class PartyInfo:
     features: tuple
 
 
+def new_run_id() -> str:
+    """A fresh public run identifier: 128 random bits as 32 hex digits (one per private training)."""
+    return secrets.token_hex(16)
+
+
 class FlowerGridNetwork(GradientSumNetwork):
     """The coordinator's channel to ``K`` parties over a Flower Grid, one SecAgg+ round per sum.
 
@@ -309,12 +403,18 @@ class FlowerGridNetwork(GradientSumNetwork):
         Width of the Huber loss, sent with the calibration.
     engine_name : str, default=ENGINE_NAME
         Recorded in every :class:`SecureSumReport` (and so in ``privacy_``).
+    run_id : str, optional
+        The training's public identifier (32 hex digits), sent with the
+        set-up and every request; each party keys its ledger charge and its
+        one-time noise by it. Default: a fresh random one
+        (:func:`new_run_id`).
     """
 
     def __init__(self, grid, parties, *, clipping_range, quantization_range=DEFAULT_QUANTIZATION_RANGE,
                  modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5,
-                 engine_name=ENGINE_NAME):
+                 engine_name=ENGINE_NAME, run_id=None):
         self.grid = grid
+        self.run_id = new_run_id() if run_id is None else check_run_id(run_id)
         self.engine_name = str(engine_name)
         self.h = float(h)
         self.parties = tuple(parties)
@@ -337,13 +437,14 @@ class FlowerGridNetwork(GradientSumNetwork):
 
     def setup(self, calibration: PSGDCalibration) -> None:
         """Send the calibration; every party checks it against its own floor (or the set-up fails)."""
-        config = {"action": "setup", **calibration_to_config(calibration, self.h)}
+        config = {"action": "setup", "run-id": self.run_id, **calibration_to_config(calibration, self.h)}
         with _flower.server_identity(self.grid.run.run_id):
             _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
         self._count_clipped = clipping_count_is_covered(calibration)  # the parties decide the same way
 
     def gradient_sum(self, coef, scale: float, round_index: int):
-        config = {"scale": float(scale), "round": int(round_index), "clipping-range": self.clipping_range,
+        config = {"scale": float(scale), "round": int(round_index), "run-id": self.run_id,
+                  "clipping-range": self.clipping_range,
                   "quantization-range": self.quantization_range}
         started = time.perf_counter()
         total, *counts = _flower.secagg_sum_round(
@@ -392,6 +493,8 @@ class CoordinatorSettings:
     coordinator_accountant: str = "pld"
     protocol: str = "psgd"
     gradient_share: float = 0.75
+    #: The training's run id (``dperm coordinate --run-id``); "" draws a fresh one.
+    run_id: str = ""
 
     def to_run_config(self) -> dict:
         """Flower run-config values: hyphenated keys, 0 standing for None."""
@@ -461,9 +564,12 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     few-round protocol, :mod:`dperm.multiparty.flower_newton`).
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
+    The run id is ``settings.run_id``, or a fresh one (``network.run_id``).
     """
     if settings.protocol not in ("psgd", "newton"):
         raise ValueError(f"protocol must be 'psgd' or 'newton'; got {settings.protocol!r}.")
+    if settings.run_id:
+        check_run_id(settings.run_id)  # before any party is asked anything
     node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
     parties = describe_parties(grid, node_ids, timeout=settings.stage_timeout)
     sizes = [party.n_samples for party in parties]
@@ -480,7 +586,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
         grid, parties, clipping_range=psgd_clipping_range(calibration, sizes),
         quantization_range=settings.quantization_range, modulus_range=settings.modulus_range,
         timeout=settings.stage_timeout, server_context=server_context, h=settings.h,
-        engine_name=engine_name,
+        engine_name=engine_name, run_id=settings.run_id or None,
     )
     result = psgd(network, calibration, composition_slack=settings.composition_slack)
     return result, parties, network, result.record
@@ -497,7 +603,7 @@ def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, eng
         n_samples_by_party=sizes, n_features=parties[0].n_features, loss=loss, data_norm=settings.data_norm,
         gradient_share=settings.gradient_share)
     network = FlowerNewtonNetwork(grid, parties, timeout=settings.stage_timeout, server_context=server_context,
-                                  h=settings.h, engine_name=engine_name)
+                                  h=settings.h, engine_name=engine_name, run_id=settings.run_id or None)
     result = private_newton(network, calibration)
     return result, parties, network, newton_record(result)
 
@@ -560,4 +666,5 @@ def coordinator_main(grid, context) -> None:
         raise
     write_json(out, model_document(result, parties, settings, record))
     write_json(status_path, {"ok": True, "seconds": time.monotonic() - started, "out": out,
+                             "run_id": network.run_id,
                              "round_seconds": network.round_seconds, "summary": record.summary()})

@@ -8,10 +8,11 @@ encoding is the calibration's, and every reply lies on its grid, so
 SecAgg+'s fixed point is exact and the unmasked sum is the sum of the
 replies.
 
-Party state in the node-local Flower context: the checked calibration and
-the number of answers given. No noise is drawn at set-up (each round's noise
-is fresh), so a re-run cannot reuse or skip any; each answer is counted
-against the agreed ``n_rounds``.
+Party state on the party's own machine, beside its ledger, keyed by the
+run id: the checked calibration and the number of answers given. The set-up
+charges the view's guarantee to the party's ledger once per run id; no
+noise is drawn at set-up (each round's noise is fresh), and each answer is
+counted, before it is sent, against the agreed ``n_rounds``.
 
 Imports Flower (through :mod:`dperm.multiparty.flower_app`'s loader).
 """
@@ -24,12 +25,10 @@ import numpy as np
 
 from dperm.losses import get_loss
 from dperm.multiparty.newton import NewtonNetwork, party_reply
-from dperm.multiparty.newton_privacy import NewtonCalibration, check_newton_calibration
+from dperm.multiparty.newton_privacy import NewtonCalibration, check_newton_calibration, view_guarantee
 from dperm.multiparty.secure_sum import SecureSumReport, check_contribution, quantization_error_bound
 from dperm.validation import check_random_state, clip_rows_to_norm
 
-#: Key of the party's node-local Newton state (never sent anywhere).
-NEWTON_STATE_KEY = "dperm.newton"
 PROTOCOL = "newton"
 
 
@@ -39,22 +38,76 @@ def _flower():
     return flower_app
 
 
-def newton_setup(context, config) -> dict:
-    """A party's ``setup`` for the Newton protocol: recompute, check against its floor, keep the calibration."""
-    app = _flower()
-    from flwr.app import ConfigRecord
+#: Format of the party's saved Newton state (beside its ledger; never sent).
+NEWTON_STATE_FORMAT = "dperm-party-newton-run"
+#: The mechanism's name in the party's ledger.
+LEDGER_MECHANISM = "multiparty-newton"
 
-    if NEWTON_STATE_KEY in context.state.config_records:
-        raise RuntimeError(f"party {app._party_name(context)!r} is already set up for this Newton run.")
+
+def _state_path(context, run_id):
+    app = _flower()
+    return app.run_state_path(context, run_id).with_suffix(".newton.json")
+
+
+def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int) -> None:
+    import json
+
+    app = _flower()
+    path = _state_path(context, run_id)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    document = {"format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
+                "rounds-answered": int(rounds_answered)}
+    app.write_private_atomically(path, json.dumps(document) + "\n")
+
+
+def _load_state(context, run_id):
+    """``(calibration, h, rounds_answered)`` saved for ``run_id``, or None; an unreadable state is refused."""
+    import json
+
+    path = _state_path(context, run_id)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if document.get("format") != NEWTON_STATE_FORMAT or document.get("run-id") != run_id:
+            raise ValueError("not this run's state")
+        return (NewtonCalibration.from_config(document["calibration"]), float(document["h"]),
+                int(document["rounds-answered"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise RuntimeError(f"the party's saved Newton state for run {run_id}, {path}, is unreadable ({error}); "
+                           "the party refuses the run.") from None
+
+
+def newton_setup(context, config) -> dict:
+    """A party's ``setup`` for the Newton protocol, before it draws or sends anything.
+
+    Recompute and check the calibration against the party's floor, charge
+    the view's guarantee to the party's own ledger under the run id (refused
+    once its own budget is gone), and save the run's state on the party's
+    machine. A repeated set-up of a charged run is accepted only with the
+    same calibration and its saved state (its answer count carries on).
+    """
+    app = _flower()
+    name = app._party_name(context)
+    run_id = app.check_run_id(config.get("run-id"))
     announced = NewtonCalibration.from_config({key: value for key, value in config.items()
                                                if key in NewtonCalibration.__dataclass_fields__})
-    loss = get_loss(announced.loss, h=float(config.get("h", 0.5)))
+    h = float(config.get("h", 0.5))
+    loss = get_loss(announced.loss, h=h)
     X, _ = _party_rows(context, announced.data_norm)
-    check_newton_calibration(announced, app.party_floor(context), loss=loss, data_norm=announced.data_norm,
-                             n_samples=X.shape[0], n_features=X.shape[1], party_id=app._party_name(context))
-    state = announced.to_config()
-    state.update({"h": float(config.get("h", 0.5)), "rounds-answered": 0})
-    context.state.config_records[NEWTON_STATE_KEY] = ConfigRecord(state)
+    recomputed = check_newton_calibration(announced, app.party_floor(context), loss=loss,
+                                          data_norm=announced.data_norm, n_samples=X.shape[0],
+                                          n_features=X.shape[1], party_id=name)
+    ledger, budget = app.party_ledger(context)
+    epsilon, delta = view_guarantee(recomputed)
+    if not ledger.charge(run_id, LEDGER_MECHANISM, epsilon, delta, **budget):
+        saved = _load_state(context, run_id)
+        if saved is None or saved[0] != recomputed or saved[1] != h:
+            raise RuntimeError(f"party {name!r} has already been charged for run {run_id} and "
+                               + ("has no saved state for it" if saved is None else "it had another calibration")
+                               + "; it refuses rather than answer rounds no budget accounts for.")
+        return {"ready": True}
+    _save_state(context, run_id, recomputed, h, 0)
     return {"ready": True}
 
 
@@ -70,34 +123,36 @@ def _party_rows(context, data_norm):
 
 
 def newton_reply(context, parameters, config) -> list:
-    """One Newton request on the party's side, before ``secaggplus_mod`` encodes the reply."""
-    app = _flower()
-    from flwr.app import ConfigRecord
+    """One Newton request on the party's side, before ``secaggplus_mod`` encodes the reply.
 
+    The answer count of the run id is saved before anything is computed or
+    sent, so a run gets at most ``n_rounds`` answers over all its set-ups.
+    """
+    app = _flower()
     name = app._party_name(context)
-    if NEWTON_STATE_KEY not in context.state.config_records:
-        raise RuntimeError(f"party {name!r} got a Newton request before its set-up.")
-    state = dict(context.state.config_records[NEWTON_STATE_KEY])
-    calibration = NewtonCalibration.from_config(state)
-    if state["rounds-answered"] >= calibration.n_rounds:
-        raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds; a further "
-                           "answer is not covered by the calibration.")
+    run_id = app.check_run_id(config.get("run-id"))
+    saved = _load_state(context, run_id)
+    if saved is None:
+        raise RuntimeError(f"party {name!r} got a Newton request for run {run_id} before its set-up.")
+    calibration, h, rounds_answered = saved
+    if rounds_answered >= calibration.n_rounds:
+        raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds of run {run_id}; "
+                           "a further answer is not covered by the calibration.")
     if len(parameters) != 1:
         raise ValueError(f"a Newton request carries one array (w_t); got {len(parameters)}.")
     coef = check_contribution(name, parameters[0], calibration.n_features)
     X, y = _party_rows(context, calibration.data_norm)
-    state["rounds-answered"] = int(state["rounds-answered"]) + 1
-    context.state.config_records[NEWTON_STATE_KEY] = ConfigRecord(state)  # counted before anything is sent
-    loss = get_loss(calibration.loss, h=float(state["h"]))
-    reply = party_reply(X, y, loss, calibration, coef, check_random_state(None))
-    return [reply]
+    _save_state(context, run_id, calibration, h, rounds_answered + 1)  # counted before anything is sent
+    return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None))]
 
 
 class FlowerNewtonNetwork(NewtonNetwork):
     """The coordinator's channel for the Newton protocol over a Flower grid: one SecAgg+ round per sum."""
 
-    def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=None):
+    def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=None, run_id=None):
+        app = _flower()
         self.grid = grid
+        self.run_id = app.new_run_id() if run_id is None else app.check_run_id(run_id)
         self.parties = tuple(parties)
         self.timeout = timeout
         self.server_context = server_context
@@ -117,7 +172,8 @@ class FlowerNewtonNetwork(NewtonNetwork):
 
     def setup(self, calibration: NewtonCalibration) -> None:
         app = _flower()
-        config = {"action": "setup", "protocol": PROTOCOL, "h": self.h, **calibration.to_config()}
+        config = {"action": "setup", "protocol": PROTOCOL, "run-id": self.run_id, "h": self.h,
+                  **calibration.to_config()}
         with app._flower.server_identity(self.grid.run.run_id):
             app._flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
         self._calibration = calibration
@@ -125,7 +181,7 @@ class FlowerNewtonNetwork(NewtonNetwork):
     def round_sum(self, coef, round_index: int):
         app = _flower()
         calibration = self._calibration
-        config = {"protocol": PROTOCOL, "round": int(round_index)}
+        config = {"protocol": PROTOCOL, "run-id": self.run_id, "round": int(round_index)}
         started = time.perf_counter()
         (total,) = app._flower.secagg_sum_round(
             self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,

@@ -123,7 +123,9 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
     run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path),
                   "engine": flower_app.SIMULATION_ENGINE_NAME}
     limits = {"max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds}
-    node_configs = {k: {"data-path": str(path), "target": target, "party-name": name, **limits}
+    # each simulated party's own ledger, fresh for this training (its budget: the floor, one run)
+    node_configs = {k: {"data-path": str(path), "target": target, "party-name": name, **limits,
+                        "ledger-path": str(workdir / f"party-{k}-ledger.json")}
                     for k, (path, name) in enumerate(zip(paths, names))}
 
     from flwr.app import Context

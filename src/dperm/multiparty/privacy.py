@@ -675,6 +675,16 @@ def _compare(announced, recomputed, party_id) -> None:
                           f"party's {recomputed.round_noise!r} / {recomputed.loss!r}.")
 
 
+def party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
+    """The guarantee a party checks against its floor: what one run costs it (its ledger's charge).
+
+    The coordinator's view over the run's ``T`` rounds, computed from the
+    party's own recomputation (:func:`check_psgd_calibration`); with 004's
+    scheme at the party's own ``max_delta`` as slack.
+    """
+    return _party_view(recomputed, floor)
+
+
 def _party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
     """The view's guarantee as the party computes it: at its own ``max_delta`` as slack (004's scheme)."""
     if recomputed.coordinator_dp:
