@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import logging
 import re
+import time
 import uuid
 from contextlib import contextmanager
 
@@ -186,6 +187,86 @@ class InProcessGrid(Grid):
     def send_and_receive(self, messages, *, timeout=None):
         # Every ClientApp has answered (or stayed silent) once push_messages returns.
         return self.pull_messages(self.push_messages(messages))
+
+
+# -- the coordinator's polling grid -----------------------------------------------------
+
+#: Seconds between the ServerApp's pulls for replies. Flower 1.41's networked
+#: grid sleeps a fixed 3 s between pulls (``flwr/superlink/grid/http_grid.py``,
+#: not configurable), which costs up to 3 s per SecAgg+ stage, 4 stages a round.
+GRID_POLL_SECONDS = 0.05
+
+
+def _stage_label(message: Message) -> str:
+    """What a server-side message asks: ``secagg+:<stage>`` or ``query:<action>`` (for timings)."""
+    content = message.content
+    if "secaggplus_configs" in content.config_records:
+        return f"secagg+:{content.config_records['secaggplus_configs'].get('stage', '?')}"
+    if "config" in content.config_records:
+        return f"{message.metadata.message_type}:{content.config_records['config'].get('action', '?')}"
+    return str(message.metadata.message_type)
+
+
+class PollingGrid(Grid):
+    """A Grid that forwards to ``grid`` but polls for replies every ``poll_seconds``, and times each exchange.
+
+    ``send_and_receive`` does what Flower's does (push, then pull until
+    every reply is in or ``timeout`` has passed) with a shorter wait between
+    pulls. ``timings`` lists ``(label, started, ended)`` per exchange
+    (``time.time()`` stamps; :func:`_stage_label`), for benchmarks; labels
+    and times are public (no message content is kept).
+    """
+
+    def __init__(self, grid, poll_seconds: float | None = None):
+        if poll_seconds is None:
+            from dperm.multiparty.flower_engine import flower_poll_seconds
+
+            poll_seconds = flower_poll_seconds(GRID_POLL_SECONDS)
+        if not poll_seconds > 0:
+            raise ValueError(f"poll_seconds must be > 0; got {poll_seconds!r}.")
+        self._grid = grid
+        self.poll_seconds = float(poll_seconds)
+        self.timings: list[tuple[str, float, float]] = []
+
+    def set_run(self, run) -> None:
+        self._grid.set_run(run)
+
+    @property
+    def run(self):
+        return self._grid.run
+
+    def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+        return self._grid.create_message(content, message_type, dst_node_id, group_id, ttl=ttl)
+
+    def get_node_ids(self):
+        return self._grid.get_node_ids()
+
+    def get_nodes(self):
+        return self._grid.get_nodes()
+
+    def push_messages(self, messages):
+        return self._grid.push_messages(messages)
+
+    def pull_messages(self, message_ids):
+        return self._grid.pull_messages(message_ids)
+
+    def send_and_receive(self, messages, *, timeout=None):
+        messages = list(messages)
+        label = _stage_label(messages[0]) if messages else "empty"
+        started = time.time()
+        pending = set(self.push_messages(messages))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        replies = []
+        while pending:
+            pulled = list(self.pull_messages(pending))
+            replies.extend(pulled)
+            pending.difference_update(reply.metadata.reply_to_message_id for reply in pulled)
+            if not pending or (deadline is not None and time.monotonic() >= deadline):
+                break
+            time.sleep(self.poll_seconds if deadline is None else
+                       max(0.0, min(self.poll_seconds, deadline - time.monotonic())))
+        self.timings.append((label, started, time.time()))
+        return replies
 
 
 # -- the party side --------------------------------------------------------------------

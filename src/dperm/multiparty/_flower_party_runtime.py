@@ -153,12 +153,20 @@ def run_task(address: str, token: str, client_app, log=print) -> bool:
     return accepted
 
 
-def serve(address: str, poll_seconds: float = 0.1) -> None:
-    """Acquire ClientApp tasks from the SuperNode at ``address`` and run each with dperm's ClientApp."""
+def serve(address: str, poll_seconds: float | None = None) -> None:
+    """Acquire ClientApp tasks from the SuperNode at ``address`` and run each with dperm's ClientApp.
+
+    ``poll_seconds`` (default ``DPERM_FLOWER_POLL_SECONDS`` or 0.05) is the
+    wait between ``AcquireTask`` calls on the SuperNode's loopback Runtime API.
+    """
     from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=no-name-in-module
     from flwr.supercore.constant import TaskType
 
     from dperm.multiparty.flower_app import client_app
+    from dperm.multiparty.flower_engine import flower_poll_seconds
+
+    if poll_seconds is None:
+        poll_seconds = min(flower_poll_seconds(0.05), 0.1)
 
     client = _runtime_client(address, "SuperExec")
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])

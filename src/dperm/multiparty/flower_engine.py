@@ -83,6 +83,30 @@ MAX_FLOWER_QUANTIZATION_RANGE = 2**30
 MAX_FLOWER_MODULUS_RANGE = 2**32
 
 _FLOWER_HOME = None
+#: Environment variable overriding dperm's poll interval in its Flower processes
+#: (the ServerApp's wait between pulls for replies, the SuperNode's wait between
+#: pulls for messages); ``3`` restores Flower 1.41's own fixed waits.
+POLL_SECONDS_ENV = "DPERM_FLOWER_POLL_SECONDS"
+
+
+def flower_poll_seconds(default: float, environ=None) -> float:
+    """Seconds between polls in dperm's Flower processes: ``DPERM_FLOWER_POLL_SECONDS`` or ``default``.
+
+    Raises ValueError naming the variable unless its value is a number of
+    seconds in [0.01, 60].
+    """
+    environ = os.environ if environ is None else environ
+    raw = environ.get(POLL_SECONDS_ENV)
+    if raw is None:
+        return float(default)
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0.01 <= value <= 60:
+        raise ValueError(f"{POLL_SECONDS_ENV}={raw!r} must be a number of seconds in [0.01, 60]; unset it for "
+                         f"dperm's default ({default:g} s).")
+    return value
 
 
 def configure_flower_environment(environ=None) -> dict:
@@ -136,7 +160,37 @@ def load_flower():
         warnings.simplefilter("ignore", DeprecationWarning)
         from dperm.multiparty import _flower_grid
 
+    shorten_object_pull_backoff()
     return _flower_grid
+
+
+#: First wait (seconds) before a message's object is asked for again when it is
+#: not there yet; Flower 1.41's default is 1 s (``PULL_INITIAL_BACKOFF``).
+OBJECT_PULL_INITIAL_BACKOFF = 0.02
+#: Longest such wait; Flower's default is 10 s (``PULL_BACKOFF_CAP``).
+OBJECT_PULL_BACKOFF_CAP = 1.0
+
+
+def shorten_object_pull_backoff(initial=OBJECT_PULL_INITIAL_BACKOFF, cap=OBJECT_PULL_BACKOFF_CAP) -> None:
+    """Make Flower's ``pull_objects`` retry a missing object after ``initial`` s (doubling up to ``cap``).
+
+    A SuperNode hands a task to its ClientApp runner before it has pulled
+    the message's objects, and the ServerApp pulls a reply whose objects
+    the SuperNode is still pushing; either way Flower's ``pull_objects``
+    (``flwr/supercore/inflatable/inflatable_utils.py``) finds an object
+    missing and waits 1 s, then 2 s, ... before asking again, which was
+    most of a SecAgg+ stage on loopback. Its keyword defaults are changed
+    in this process (every caller uses them); the number of tries (500)
+    and the overall limit (7200 s) stay Flower's, so a missing object still
+    fails after about 500 x ``cap`` seconds. ``DPERM_FLOWER_POLL_SECONDS``
+    of 1 or more restores Flower's own backoff (for before/after benchmarks).
+    """
+    from flwr.supercore.inflatable import inflatable_utils
+
+    if flower_poll_seconds(OBJECT_PULL_INITIAL_BACKOFF) >= 1.0:
+        initial, cap = 1.0, 10.0  # Flower's PULL_INITIAL_BACKOFF, PULL_BACKOFF_CAP
+    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
+        function.__kwdefaults__.update(initial_backoff=float(initial), backoff_cap=float(cap))
 
 
 def _version_range_text() -> str:

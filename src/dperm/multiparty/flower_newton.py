@@ -117,7 +117,7 @@ def _party_rows(context, data_norm):
     path = context.node_config.get("data-path")
     if not path:
         raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
-    X, y, _ = app.load_shard(path, str(context.node_config.get("target", "label")))
+    X, y = app._cached_shard(path, str(context.node_config.get("target", "label")))  # parsed once per process
     X, _ = clip_rows_to_norm(X, data_norm)
     return X, y
 

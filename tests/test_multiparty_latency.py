@@ -1,0 +1,189 @@
+"""dperm's shorter waits in its Flower processes (issue 15, "Latency"); timings in benchmarks/flower_latency.py."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+
+import numpy as np
+import pytest
+
+flwr = pytest.importorskip("flwr")
+
+from flwr.app import Context, RecordDict  # noqa: E402
+from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
+
+from _multiparty_data import make_data, split  # noqa: E402
+from dperm.multiparty import _flower_supernode, flower_app  # noqa: E402
+from dperm.multiparty._flower_grid import InProcessGrid, PollingGrid, server_identity  # noqa: E402
+from dperm.multiparty.cli import superlink_environment  # noqa: E402
+from dperm.multiparty.flower_engine import (  # noqa: E402
+    OBJECT_PULL_INITIAL_BACKOFF,
+    POLL_SECONDS_ENV,
+    flower_poll_seconds,
+    shorten_object_pull_backoff,
+)
+
+FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
+PULL_FUNCTIONS = (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree)
+
+
+def write_shard(path, X, y):
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([f"x{j}" for j in range(X.shape[1])] + ["label"])
+        writer.writerows([[repr(float(v)) for v in row] + [int(label > 0)] for row, label in zip(X, y)])
+    return path
+
+
+@pytest.fixture
+def shard_files(tmp_path):
+    X, y = make_data(n=90)
+    return [write_shard(tmp_path / f"shard{k}.csv", Xk, yk) for k, (Xk, yk) in enumerate(split(X, y, (30, 30, 30)))]
+
+
+@pytest.fixture
+def restore_pull_defaults():
+    saved = [dict(function.__kwdefaults__) for function in PULL_FUNCTIONS]
+    yield
+    for function, defaults in zip(PULL_FUNCTIONS, saved):
+        function.__kwdefaults__.clear()
+        function.__kwdefaults__.update(defaults)
+
+
+def party_grid(paths, **kwargs):
+    return InProcessGrid({101 + k: flower_app.client_app for k in range(len(paths))},
+                         {101 + k: {"data-path": str(path), "party-name": f"party-{k}", **FLOOR}
+                          for k, path in enumerate(paths)}, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_the_serverapp_times_every_exchange_and_computes_the_same_model(shard_files, tmp_path):
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
+                                              wait_seconds=1.0)
+    run_config = {**settings.to_run_config(), "out": str(tmp_path / "model.json"),
+                  "status": str(tmp_path / "status.json")}
+    context = Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=run_config)
+    before = time.time()
+    flower_app.coordinator_main(party_grid(shard_files), context)
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["ok"] and before <= status["serverapp_started_at"] <= time.time()
+    stages = [item["stage"] for item in status["exchanges"]]
+    secagg = ["secagg+:setup", "secagg+:share_keys", "secagg+:collect_masked_vectors", "secagg+:unmask"]
+    assert stages == ["query:describe", "query:setup"] + secagg * 3
+    assert all(item["seconds"] >= 0 for item in status["exchanges"])
+    model = json.loads((tmp_path / "model.json").read_text())
+    assert len(model["coef"][0]) == 4 and np.all(np.isfinite(model["coef"][0]))
+
+
+class _SilentGrid(InProcessGrid):
+    """Accepts messages and never answers (pulls counted)."""
+
+    pulls = 0
+
+    def push_messages(self, messages):
+        return [f"m{index}" for index, _ in enumerate(messages)]
+
+    def pull_messages(self, message_ids):
+        self.pulls += 1
+        return []
+
+
+def test_polling_grid_stops_at_the_timeout_and_polls_at_its_interval(shard_files):
+    silent = _SilentGrid({101: flower_app.client_app})
+    grid = PollingGrid(silent, poll_seconds=0.02)
+    with server_identity(1):
+        message = grid.create_message(RecordDict(), "query", 101, "setup")
+        started = time.monotonic()
+        assert grid.send_and_receive([message], timeout=0.3) == []
+    elapsed = time.monotonic() - started
+    assert 0.3 <= elapsed < 1.0 and silent.pulls >= 5  # Flower's grid would pull once in 3 s
+    assert [label for label, _, _ in grid.timings] == ["query"]
+    with pytest.raises(ValueError, match="poll_seconds"):
+        PollingGrid(silent, poll_seconds=0)
+
+
+def test_polling_grid_returns_what_the_grid_returns(shard_files):
+    inner = party_grid(shard_files[:1])
+    grid = PollingGrid(inner)
+    assert grid.run is inner.run and list(grid.get_node_ids()) == [101]
+    from flwr.app import ConfigRecord, Message
+
+    with server_identity(1):
+        message = Message(RecordDict({"config": ConfigRecord({"action": "describe"})}), dst_node_id=101,
+                          message_type="query", group_id="setup")
+        (reply,) = grid.send_and_receive([message])
+    assert dict(reply.content.config_records["config"])["n-samples"] == 30
+    assert grid.timings[0][0] == "query:describe"
+
+
+def test_poll_seconds_come_from_the_environment_or_the_default():
+    assert flower_poll_seconds(0.1, environ={}) == 0.1
+    assert flower_poll_seconds(0.1, environ={POLL_SECONDS_ENV: "3"}) == 3.0
+    for bad in ("0", "-1", "nan", "fast", "61"):
+        with pytest.raises(ValueError, match=POLL_SECONDS_ENV):
+            flower_poll_seconds(0.1, environ={POLL_SECONDS_ENV: bad})
+
+
+def test_object_pull_backoff_is_shortened_and_restorable(monkeypatch, restore_pull_defaults):
+    monkeypatch.delenv(POLL_SECONDS_ENV, raising=False)
+    shorten_object_pull_backoff()
+    for function in PULL_FUNCTIONS:
+        assert function.__kwdefaults__["initial_backoff"] == OBJECT_PULL_INITIAL_BACKOFF
+        assert function.__kwdefaults__["backoff_cap"] == 1.0
+        assert function.__kwdefaults__["max_tries_per_object"] == 500  # Flower's limits are kept
+    monkeypatch.setenv(POLL_SECONDS_ENV, "3")
+    shorten_object_pull_backoff()
+    assert all(function.__kwdefaults__["initial_backoff"] == 1.0 for function in PULL_FUNCTIONS)
+
+
+def test_object_pull_retries_a_missing_object_after_the_short_backoff(monkeypatch, restore_pull_defaults):
+    monkeypatch.delenv(POLL_SECONDS_ENV, raising=False)
+    shorten_object_pull_backoff()
+    calls = []
+
+    def pull(object_id):
+        calls.append(time.monotonic())
+        if len(calls) < 3:
+            raise inflatable_utils.ObjectUnavailableError(object_id)
+        return b"content"
+
+    started = time.monotonic()
+    assert inflatable_utils.pull_objects(["a"], pull) == {"a": b"content"}
+    assert len(calls) == 3 and time.monotonic() - started < 0.5  # Flower's default: 1 s + 2 s
+
+
+def test_the_supernode_loop_sleeps_at_most_the_cap(monkeypatch, restore_pull_defaults):
+    import flwr.supernode.start_client_internal as loop
+
+    monkeypatch.setattr(loop, "time", loop.time)  # restored after the test
+    _flower_supernode.cap_supernode_waits(0.01)
+    started = time.monotonic()
+    loop.time.sleep(3)  # Flower's wait when the SuperLink has no message
+    assert time.monotonic() - started < 0.5
+    assert loop.time.monotonic() >= started and loop.time.time() > 0  # the rest of `time` is unchanged
+    with pytest.raises(ValueError, match="poll-seconds"):
+        _flower_supernode.cap_supernode_waits(0)
+
+
+def test_the_superlink_gets_a_short_superexec_poll_unless_set(monkeypatch):
+    monkeypatch.delenv("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", raising=False)
+    assert superlink_environment()["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] == "0.1"
+    monkeypatch.setenv("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", "2")
+    assert superlink_environment()["FLWR_SUPEREXEC_TASK_POLL_INTERVAL"] == "2"
+
+
+def test_the_party_reads_its_shard_once_and_again_when_it_changes(shard_files, monkeypatch):
+    reads = []
+    original = flower_app.load_shard
+    monkeypatch.setattr(flower_app, "load_shard", lambda *args: reads.append(args) or original(*args))
+    monkeypatch.setattr(flower_app, "_SHARD_CACHE", {})
+    X1, y1 = flower_app._cached_shard(str(shard_files[0]), "label")
+    X1[:] = 99.0  # a caller's change does not reach the cache
+    X2, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    assert len(reads) == 1 and not np.any(X2 == 99.0)
+    X, y = make_data(n=10)
+    write_shard(shard_files[0], X, y)  # new content (size differs)
+    X3, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    assert len(reads) == 2 and X3.shape[0] == 10
