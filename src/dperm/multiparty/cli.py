@@ -522,7 +522,7 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--delta", type=float, default=1e-5)
     coordinate.add_argument("--alpha", type=float, default=0.01, help="L2 strength lambda (default 0.01)")
     coordinate.add_argument("--rounds", type=int, default=10,
-                            help="T, gradient rounds (default 10; each is one SecAgg+ round, ~25 s over a network)")
+                            help="T, gradient rounds (default 10; each is one SecAgg+ round, a few seconds on a LAN)")
     coordinate.add_argument("--data-norm", type=float, default=1.0, help="public row norm bound R (default 1)")
     coordinate.add_argument("--loss", choices=("logistic", "huber"), default="logistic")
     coordinate.add_argument("--h", type=float, default=0.5, help="Huber width (default 0.5)")
