@@ -171,6 +171,15 @@ def summarise(status: dict, started: float, ended: float, n_parties: int, rounds
     }
 
 
+def _commit() -> str:
+    """The checkout's commit (which waits were measured), or ``"unknown"``."""
+    try:
+        return "commit " + subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                                          capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parties", type=int, nargs="+", default=[3, 5])
@@ -191,7 +200,8 @@ def main(argv=None) -> int:
                "cpus": os.cpu_count(), "cells": []}
     for n_parties in args.parties:
         load = os.getloadavg()[0]
-        cell = {"label": label, "poll_seconds_env": args.poll_seconds, "dimension": args.dimension,
+        cell = {"label": label, "code": _commit(), "poll_seconds_env": args.poll_seconds,
+                "dimension": args.dimension,
                 "rows_per_party": args.rows,
                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "loadavg_1min_at_start": load,
