@@ -28,7 +28,7 @@ import sys
 import time
 
 #: Most seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
-SUPERNODE_POLL_SECONDS = 0.25
+SUPERNODE_POLL_SECONDS = 0.15
 #: Seconds of the first wait after the party has answered a message; each
 #: empty pull then waits 1.5 times longer, up to the most above. Each pull is
 #: one TLS request signed with the party's key, so a fixed short wait would
