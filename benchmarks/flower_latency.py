@@ -218,6 +218,8 @@ def main(argv=None) -> int:
     if args.merge and out.exists():
         previous = json.loads(out.read_text(encoding="utf-8"))
         measured = {(c["label"], c["n_parties"], c["dimension"], c["rounds"]) for c in results["cells"]}
+        if "note" in previous:
+            results["note"] = previous["note"]
         results["cells"] = [c for c in previous["cells"]
                             if (c["label"], c["n_parties"], c["dimension"], c["rounds"]) not in measured] + results["cells"]
     out.parent.mkdir(parents=True, exist_ok=True)
