@@ -5,9 +5,11 @@ TLS with node authentication, then ``flwr run`` of dperm's app) and K
 ``dperm party serve`` processes, exactly as a deployment does, runs PSGD for
 a few SecAgg+ rounds and splits the wall time into stages from time stamps:
 
-- ``startup``: from launching the processes to the ServerApp's first line
-  (SuperLink start, party-key registration, ``flwr run``, the SuperExec's
-  launch of the ServerApp process and its imports);
+- ``startup``: from launching the processes to the ServerApp's first line,
+  split into ``startup_superlink_ready`` (SuperLink start and party-key
+  registration, until ``dperm coordinate`` says it listens) and
+  ``startup_flwr_run_to_serverapp`` (``flwr run``, the SuperExec's launch
+  of the ServerApp process and its imports);
 - ``parties_connected``: until the ServerApp sees all K SuperNodes;
 - ``describe`` and ``setup``: the two public set-up queries;
 - each SecAgg+ round and its four stages (``setup``, ``share_keys``,
@@ -37,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -110,15 +113,26 @@ def run_loopback(n_parties: int, rounds: int, dimension: int, rows: int, poll_se
                                  "--max-epsilon", str(rounds), "--max-delta", "1e-5", "--max-rounds",
                                  str(rounds)],
                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        output, _ = coordinator.communicate(timeout=timeout)
+        lines = []  # (time stamp, line) of the coordinator's output
+        reader = threading.Thread(target=lambda: lines.extend((time.time(), line) for line in coordinator.stdout),
+                                  daemon=True)
+        reader.start()
+        coordinator.wait(timeout=timeout)
         ended = time.time()
+        reader.join(timeout=10)
+        output = "".join(line for _, line in lines)
     finally:
         for process in reversed(processes):
             stop_process_group(process, grace_seconds=15)
     if coordinator.returncode != 0:
         raise RuntimeError(f"the loopback run failed (logs in {workdir}):\n{output}")
     status = json.loads((coordinator_dir / "status.json").read_text(encoding="utf-8"))
-    return summarise(status, started, ended, n_parties, rounds)
+    summary = summarise(status, started, ended, n_parties, rounds)
+    ready = [stamp for stamp, line in lines if line.startswith("SuperLink:")]
+    if ready:  # `dperm coordinate` prints this once the SuperLink listens with the keys registered
+        summary["startup_superlink_ready_seconds"] = ready[0] - started
+        summary["startup_flwr_run_to_serverapp_seconds"] = status["serverapp_started_at"] - ready[0]
+    return summary
 
 
 def summarise(status: dict, started: float, ended: float, n_parties: int, rounds: int) -> dict:
@@ -157,6 +171,15 @@ def summarise(status: dict, started: float, ended: float, n_parties: int, rounds
     }
 
 
+def _commit() -> str:
+    """The checkout's commit (which waits were measured), or ``"unknown"``."""
+    try:
+        return "commit " + subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                                          capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parties", type=int, nargs="+", default=[3, 5])
@@ -177,7 +200,8 @@ def main(argv=None) -> int:
                "cpus": os.cpu_count(), "cells": []}
     for n_parties in args.parties:
         load = os.getloadavg()[0]
-        cell = {"label": label, "poll_seconds_env": args.poll_seconds, "dimension": args.dimension,
+        cell = {"label": label, "code": _commit(), "poll_seconds_env": args.poll_seconds,
+                "dimension": args.dimension,
                 "rows_per_party": args.rows,
                 "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "loadavg_1min_at_start": load,
@@ -194,6 +218,8 @@ def main(argv=None) -> int:
     if args.merge and out.exists():
         previous = json.loads(out.read_text(encoding="utf-8"))
         measured = {(c["label"], c["n_parties"], c["dimension"], c["rounds"]) for c in results["cells"]}
+        if "note" in previous:
+            results["note"] = previous["note"]
         results["cells"] = [c for c in previous["cells"]
                             if (c["label"], c["n_parties"], c["dimension"], c["rounds"]) not in measured] + results["cells"]
     out.parent.mkdir(parents=True, exist_ok=True)

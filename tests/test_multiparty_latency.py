@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -54,7 +55,8 @@ def restore_pull_defaults():
 
 def party_grid(paths, **kwargs):
     return InProcessGrid({101 + k: flower_app.client_app for k in range(len(paths))},
-                         {101 + k: {"data-path": str(path), "party-name": f"party-{k}", **FLOOR}
+                         {101 + k: {"data-path": str(path), "party-name": f"party-{k}", **FLOOR,
+                                    "ledger-path": str(Path(path).parent / f"ledger-{k}.json")}
                           for k, path in enumerate(paths)}, **kwargs)
 
 
@@ -158,6 +160,7 @@ def test_the_supernode_loop_sleeps_at_most_the_cap(monkeypatch, restore_pull_def
     import flwr.supernode.start_client_internal as loop
 
     monkeypatch.setattr(loop, "time", loop.time)  # restored after the test
+    monkeypatch.setattr(loop, "_push_messages", loop._push_messages)
     _flower_supernode.cap_supernode_waits(0.01)
     started = time.monotonic()
     loop.time.sleep(3)  # Flower's wait when the SuperLink has no message
@@ -187,3 +190,21 @@ def test_the_party_reads_its_shard_once_and_again_when_it_changes(shard_files, m
     write_shard(shard_files[0], X, y)  # new content (size differs)
     X3, _ = flower_app._cached_shard(str(shard_files[0]), "label")
     assert len(reads) == 2 and X3.shape[0] == 10
+
+
+def test_the_supernode_waits_grow_while_idle_and_restart_short_after_an_answer(monkeypatch):
+    slept = []
+    monkeypatch.setattr(_flower_supernode.time, "sleep", slept.append)
+    capped = _flower_supernode._CappedTime(0.25)
+    for _ in range(8):
+        capped.sleep(3)  # no message
+    assert slept[0] == 0.03 and slept == sorted(slept) and slept[-1] == 0.25
+    capped.sleep(0.5)  # waiting for the runner's reply
+    assert slept[-1] == 0.03
+    capped.reset()
+    capped.sleep(3)
+    assert slept[-1] == 0.03
+    flower = _flower_supernode._CappedTime(3.0)  # DPERM_FLOWER_POLL_SECONDS=3: Flower's own waits
+    flower.sleep(3)
+    flower.sleep(0.5)
+    assert slept[-2:] == [3.0, 0.5]

@@ -156,8 +156,9 @@ def run_task(address: str, token: str, client_app, log=print) -> bool:
 def serve(address: str, poll_seconds: float | None = None) -> None:
     """Acquire ClientApp tasks from the SuperNode at ``address`` and run each with dperm's ClientApp.
 
-    ``poll_seconds`` (default ``DPERM_FLOWER_POLL_SECONDS`` or 0.05) is the
-    wait between ``AcquireTask`` calls on the SuperNode's loopback Runtime API.
+    ``poll_seconds`` (default ``DPERM_FLOWER_POLL_SECONDS`` or 0.05, at
+    most 0.1) is the longest wait between ``AcquireTask`` calls on the
+    SuperNode's loopback Runtime API; after a task the wait starts at 0.01 s.
     """
     from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=no-name-in-module
     from flwr.supercore.constant import TaskType
@@ -167,6 +168,8 @@ def serve(address: str, poll_seconds: float | None = None) -> None:
 
     if poll_seconds is None:
         poll_seconds = min(flower_poll_seconds(0.05), 0.1)
+    first = min(poll_seconds, 0.01)
+    delay = first
 
     client = _runtime_client(address, "SuperExec")
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])
@@ -176,8 +179,10 @@ def serve(address: str, poll_seconds: float | None = None) -> None:
             if response.HasField("task") and response.token:
                 run_task(address, response.token, client_app, log=lambda text: print(text, file=sys.stderr,
                                                                                      flush=True))
-            else:
-                time.sleep(poll_seconds)
+                delay = first
+            else:  # 0.01 s after a task, growing by half up to poll_seconds while idle
+                time.sleep(delay)
+                delay = min(poll_seconds, delay * 1.5)
     finally:
         client.close()
 

@@ -8,7 +8,10 @@ exchanges, so these waits alone cost up to 4 x 3.5 s per round.
 
 This launcher runs Flower's own ``flower-supernode`` unchanged except that
 the ``time`` module *that one Flower module* sees sleeps at most
-``poll_seconds`` at a time (:class:`_CappedTime`). Nothing else changes:
+``poll_seconds`` at a time, 0.03 s just after the party has answered and
+growing by half at each empty pull (:class:`_CappedTime`), and Flower's
+object-pull backoff is shortened
+(:func:`~dperm.multiparty.flower_engine.shorten_object_pull_backoff`). Nothing else changes:
 the same arguments (TLS, ``--auth-supernode-private-key``, ``--isolation
 process``, ``--max-wait-time``) reach the same code, and every pull is the
 same authenticated Fleet API request, only sooner.
@@ -24,32 +27,64 @@ import argparse
 import sys
 import time
 
-#: Default seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
-#: Each pull is one TLS request signed with the party's key, so K parties
-#: polling every 0.1 s cost the SuperLink about 10 K requests a second.
-SUPERNODE_POLL_SECONDS = 0.1
+#: Most seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
+SUPERNODE_POLL_SECONDS = 0.15
+#: Seconds of the first wait after the party has answered a message; each
+#: empty pull then waits 1.5 times longer, up to the most above. Each pull is
+#: one TLS request signed with the party's key, so a fixed short wait would
+#: keep K SuperNodes and the SuperLink busy while nothing happens.
+SUPERNODE_FIRST_POLL_SECONDS = 0.03
+_GROWTH = 1.5
 
 
 class _CappedTime:
-    """The ``time`` module, except that :meth:`sleep` sleeps at most ``cap`` seconds."""
+    """The ``time`` module, except that :meth:`sleep` waits at most ``cap`` seconds.
 
-    def __init__(self, cap: float):
+    Flower's loop sleeps 3 s when the SuperLink had no message (waits of 1 s
+    or more here): those waits start at ``first`` after :meth:`reset` and
+    grow by half each time, up to ``cap``. Shorter waits (0.5 s while the
+    runner answers) are cut to ``first``.
+    """
+
+    def __init__(self, cap: float, first: float | None = None):
         self.cap = float(cap)
+        self.first = min(self.cap, SUPERNODE_FIRST_POLL_SECONDS if first is None else float(first))
+        if self.cap >= 1.0:  # DPERM_FLOWER_POLL_SECONDS=3: Flower's own fixed waits
+            self.first = self.cap
+        self.delay = self.first
+
+    def reset(self) -> None:
+        self.delay = self.first
 
     def sleep(self, seconds: float) -> None:
-        time.sleep(min(float(seconds), self.cap))
+        seconds = float(seconds)
+        if seconds >= 1.0:  # the SuperLink had no message for this node
+            wait, self.delay = min(seconds, self.delay), min(self.cap, self.delay * _GROWTH)
+        else:
+            wait = min(seconds, self.first)
+        time.sleep(wait)
 
     def __getattr__(self, name):
         return getattr(time, name)
 
 
 def cap_supernode_waits(poll_seconds: float) -> None:
-    """Make Flower's SuperNode loop wait at most ``poll_seconds`` between its pulls."""
+    """Make Flower's SuperNode loop wait at most ``poll_seconds`` between its pulls (shorter after a message)."""
     import flwr.supernode.start_client_internal as loop
 
     if not poll_seconds > 0:
         raise ValueError(f"--poll-seconds must be > 0; got {poll_seconds!r}.")
-    loop.time = _CappedTime(poll_seconds)
+    capped = _CappedTime(poll_seconds)
+    push_messages = loop._push_messages
+
+    def push_and_reset(*args, **kwargs):  # the party answered: the next stage's message comes soon
+        try:
+            return push_messages(*args, **kwargs)
+        finally:
+            capped.reset()
+
+    loop.time = capped
+    loop._push_messages = push_and_reset
     from dperm.multiparty.flower_engine import shorten_object_pull_backoff
 
     shorten_object_pull_backoff()

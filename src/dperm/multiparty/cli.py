@@ -561,11 +561,11 @@ def _coordinate(args) -> int:
         while run.poll() is None and not status_path.exists():
             if time.monotonic() > deadline:
                 raise TimeoutError("the Flower run did not finish in time.")
-            time.sleep(1.0)
-        for _ in range(30):  # the ServerApp writes the status file as its last act
+            time.sleep(0.2)
+        for _ in range(150):  # the ServerApp writes the status file as its last act
             if status_path.exists():
                 break
-            time.sleep(1.0)
+            time.sleep(0.2)
     except _Stopped as stop:
         print(f"dperm: stopped by {stop}; the SuperLink and the run are stopped too.", file=sys.stderr)
         return 130
