@@ -316,7 +316,8 @@ def test_faults_a_killed_coordinator_leaves_no_superlink_and_a_party_gives_up(sh
 
 
 def _coordinate_command(tmp_path, tls, keys, fleet_port, control_port, name, *extra):
-    return [sys.executable, "-m", "dperm.cli", "coordinate", "--shards", "2", "--party-keys", *map(str, keys),
+    return [sys.executable, "-m", "dperm.cli", "coordinate", "--protocol", "psgd", "--shards", "2",
+            "--party-keys", *map(str, keys),
             "--epsilon", "1", "--alpha", "0.05", "--rounds", "2", "--port", str(fleet_port), "--control-port",
             str(control_port), "--ssl-certfile", str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]),
             "--ssl-ca-certfile", str(tls["ca.pem"]), "--wait", "150", "--stage-timeout", "60",
