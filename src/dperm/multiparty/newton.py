@@ -33,11 +33,9 @@ from dperm.multiparty.newton_privacy import (
     party_sigma_squared_fraction,
     view_guarantee,
 )
-from dperm.multiparty.privacy import PartyFloor
-from dperm.multiparty.protocol import check_shard
+from dperm.multiparty.protocol import ShardOwner
 from dperm.multiparty.secure_sum import check_contribution, summarise_reports
 from dperm.solvers import loss_sums
-from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
 
 
 # -- packing -----------------------------------------------------------------------------------------
@@ -87,7 +85,7 @@ def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.nda
     return np.clip(reply, -calibration.clipping_range, calibration.clipping_range)
 
 
-class NewtonParty:
+class NewtonParty(ShardOwner):
     """One data owner of the Newton protocol.
 
     Parameters
@@ -103,28 +101,6 @@ class NewtonParty:
     max_epsilon, max_delta, max_rounds :
         The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`).
     """
-
-    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
-                 max_rounds):
-        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
-        X, y = check_shard(X, y, party_id)
-        X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
-        self.party_id = party_id
-        self.loss = loss
-        self.data_norm = float(data_norm)
-        self._X, self._y = X, y
-        self._rng = check_random_state(random_state)
-        self._calibration = None
-        self.rounds_answered = 0
-
-    @property
-    def n_samples(self) -> int:
-        return self._X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self._X.shape[1]
 
     def setup(self, calibration: NewtonCalibration) -> None:
         """Check the announced calibration against the party's own recomputation and floor."""

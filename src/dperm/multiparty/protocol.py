@@ -74,7 +74,37 @@ def check_shard(X, y, party_id) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-class Party:
+class ShardOwner:
+    """What every protocol's party holds: its checked shard (rows scaled onto ``data_norm``), loss, floor and noise source.
+
+    Rows longer than ``data_norm`` are scaled onto it (a per-record step
+    that keeps DP); the party warns in its own log and never sends the count.
+    """
+
+    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
+                 max_rounds):
+        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
+        X, y = check_shard(X, y, party_id)
+        X, rows_clipped = clip_rows_to_norm(X, data_norm)
+        warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
+        self.party_id = party_id
+        self.loss = loss
+        self.data_norm = float(data_norm)
+        self._X, self._y = X, y
+        self._rng = check_random_state(random_state)
+        self._calibration = None
+        self.rounds_answered = 0
+
+    @property
+    def n_samples(self) -> int:
+        return self._X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self._X.shape[1]
+
+
+class Party(ShardOwner):
     """One data owner ``P_k`` of 004 Sec. 2.3, with its functionality of 004 Proc. 3.
 
     Parameters
@@ -108,28 +138,9 @@ class Party:
     rounds_answered : int
     """
 
-    def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
-                 max_rounds):
-        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
-        X, y = check_shard(X, y, party_id)
-        X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
-        self.party_id = party_id
-        self.loss = loss
-        self.data_norm = float(data_norm)
-        self._X, self._y = X, y
-        self._rng = check_random_state(random_state)
-        self._calibration = None
+    def __init__(self, X, y, **kwargs):
+        super().__init__(X, y, **kwargs)
         self._one_time_noise = None
-        self.rounds_answered = 0
-
-    @property
-    def n_samples(self) -> int:
-        return self._X.shape[0]
-
-    @property
-    def n_features(self) -> int:
-        return self._X.shape[1]
 
     # -- PSGD (004 Proc. 3) -------------------------------------------------------------
     def setup(self, calibration: PSGDCalibration) -> None:
