@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
-from dperm.accounting import BudgetAccountant, Spend, advanced_composition, basic_composition
+from dperm.privacy.accounting import BudgetAccountant, Spend, advanced_composition, basic_composition
 from dperm.exceptions import BudgetExceededError
 
 

@@ -200,9 +200,9 @@ def test_scaled_noise_generator_scales_the_mechanisms_noise():
     problem = ERMProblem(np.array([[0.5], [-1.0], [0.3]]), np.array([1.0, -1.0, -1.0]),
                          get_loss("huber"), 1.0, 1.0)
     # the exact samplers draw integers, so the scaling shows in the spread of many draws
-    full = [output_perturbation(problem, 1.0, np.random.default_rng(seed), 1e-8, 1000)
+    full = [output_perturbation(problem, 1.0, 0.0, np.random.default_rng(seed), 1e-8, 1000)
             for seed in range(300)]
-    quarter = [output_perturbation(problem, 1.0,
+    quarter = [output_perturbation(problem, 1.0, 0.0,
                                    ScaledNoiseGenerator(np.random.default_rng(seed), 0.25), 1e-8, 1000)
                for seed in range(300)]
     spread_full = np.mean([abs(out.coef - out.solve.coef).item() for out in full])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dperm import PrivacyLeakWarning, PrivacyRecord, PrivateLinearSVC, PrivateLogisticRegression
-from dperm.accounting import BudgetAccountant
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
 from dperm.model_io import load_model, save_model
 from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier

@@ -40,7 +40,7 @@ def _recovered_noise(problem, output):
 def test_output_perturbation_noise_is_discrete_laplace_calibrated_to_l1_bound():
     problem = _problem(data_norm=2.0)
     rng = np.random.default_rng(1)
-    outputs = [output_perturbation(problem, 0.5, rng, 1e-9, 1000) for _ in range(500)]
+    outputs = [output_perturbation(problem, 0.5, 0.0, rng, 1e-9, 1000) for _ in range(500)]
     first = outputs[0]
     sensitivity = first.sensitivity
     # 003 Alg. 1 with note 2: S = 2 L R / (n alpha), plus twice the certified radius
@@ -57,7 +57,7 @@ def test_output_perturbation_noise_is_discrete_laplace_calibrated_to_l1_bound():
 def test_objective_perturbation_noise_recovered_from_the_solution(loss):
     problem = _problem(loss=loss, data_norm=1.5)
     rng = np.random.default_rng(2)
-    outputs = [objective_perturbation(problem, 1.0, rng, 1e-10, 1000) for _ in range(400)]
+    outputs = [objective_perturbation(problem, 1.0, 0.0, rng, 1e-10, 1000) for _ in range(400)]
     first = outputs[0]
     curvature = problem.loss.curvature
     # AMP: 1 % of epsilon goes to the output stage
@@ -74,7 +74,7 @@ def test_objective_perturbation_noise_recovered_from_the_solution(loss):
 def test_objective_perturbation_extra_regularization_branch():
     problem = _problem(n=20, alpha=1e-3)
     rng = np.random.default_rng(3)
-    out = objective_perturbation(problem, 0.1, rng, 1e-10, 1000)
+    out = objective_perturbation(problem, 0.1, 0.0, rng, 1e-10, 1000)
     assert out.epsilon_noise == pytest.approx(0.099 / 2)
     assert out.extra_regularization == pytest.approx(0.25 / (20 * np.expm1(0.099 / 4)) - 1e-3)
     recovered = _recovered_noise(problem, out)
@@ -100,7 +100,7 @@ def test_objective_mechanisms_refuse_the_hinge_and_point_to_output(mechanism):
 
 def test_output_perturbation_accepts_the_hinge():
     problem = _problem(loss="hinge")
-    out = output_perturbation(problem, 1.0, np.random.default_rng(0), 1e-8, 1000)
+    out = output_perturbation(problem, 1.0, 0.0, np.random.default_rng(0), 1e-8, 1000)
     assert out.solve.certified
     exact = 2 / (200 * 0.05)
     assert out.sensitivity == pytest.approx(exact * 1.01)  # 2 x the 0.5 % radius allowance
@@ -124,7 +124,7 @@ def test_objective_mechanisms_report_the_certificate_when_met(mechanism):
 def test_output_perturbation_releases_nothing_without_certificate():
     problem = _problem(n=500, d=5, alpha=1e-4)
     with pytest.raises(CertificateError, match="no model is released"):
-        output_perturbation(problem, 1.0, np.random.default_rng(0), 1e-12, 1)
+        output_perturbation(problem, 1.0, 0.0, np.random.default_rng(0), 1e-12, 1)
 
 
 def test_unknown_mechanism():
@@ -143,7 +143,7 @@ def _regression_problem(loss, n=200, d=3, alpha=0.05, data_norm=1.0, seed=0):
 def test_output_perturbation_of_the_pinball_loss():
     problem = _regression_problem(PinballLoss(0.75), n=100, data_norm=1.5)
     rng = np.random.default_rng(5)
-    outputs = [output_perturbation(problem, 0.5, rng, 1e-8, 1000) for _ in range(200)]
+    outputs = [output_perturbation(problem, 0.5, 0.0, rng, 1e-8, 1000) for _ in range(200)]
     exact = 2 * 0.75 * 1.5 / (100 * 0.05)  # 000 Thm 2, C_L = max(tau, 1 - tau)
     assert outputs[0].sensitivity == pytest.approx(exact * 1.01)  # 0.5 % radius allowance, twice
     assert outputs[0].lipschitz == 0.75
@@ -155,7 +155,7 @@ def test_output_perturbation_of_the_pinball_loss():
 
 def test_output_perturbation_of_least_squares_uses_the_restricted_lipschitz_constant():
     problem = _regression_problem(SquaredLoss(y_bound=2.0), alpha=0.5)
-    out = output_perturbation(problem, 1.0, np.random.default_rng(6), 1e-9, 1000)
+    out = output_perturbation(problem, 1.0, 0.0, np.random.default_rng(6), 1e-9, 1000)
     c_l = 2 * (2.0 + 1.0 * 2.0 * np.sqrt(2 / 0.5))  # 2 (M + kappa M sqrt(2/alpha))
     assert out.lipschitz == pytest.approx(c_l)
     assert out.sensitivity == pytest.approx(2 * c_l * 1.0 / (200 * 0.5) + 2 * 1e-9 / 0.5)
@@ -179,7 +179,7 @@ def test_objective_mechanisms_refuse_losses_without_global_lipschitz_or_curvatur
 def test_output_noise_helpers_match_the_mechanism(loss):
     """Scripts that reuse one exact solve across noise draws get the mechanism's calibration."""
     problem = _problem(loss.name) if loss.kind == "margin" else _regression_problem(loss)
-    out = output_perturbation(problem, 0.7, np.random.default_rng(0), 1e-8, 1000)
+    out = output_perturbation(problem, 0.7, 0.0, np.random.default_rng(0), 1e-8, 1000)
     assert output_noise_scale(problem, 0.7, 1e-8) == pytest.approx(out.noise_scale)
     again = release_output(problem, out.solve.coef, 0.7, 1e-8, np.random.default_rng(0))
     np.testing.assert_array_equal(out.coef, again)

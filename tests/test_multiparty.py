@@ -12,7 +12,7 @@ from scipy import stats
 from sklearn.base import clone
 
 from _multiparty_data import make_data, split
-from dperm.accounting import Spend, advanced_composition
+from dperm.privacy.accounting import Spend, advanced_composition
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.multiparty import (

@@ -377,7 +377,7 @@ def test_neighbouring_shards_give_the_same_record():
 
 
 def test_bad_parameters_fail_before_the_budget_is_spent():
-    from dperm.accounting import BudgetAccountant
+    from dperm.privacy.accounting import BudgetAccountant
 
     accountant = BudgetAccountant(epsilon=5.0, delta=1e-3)
     for bad in ({"gradient_share": 0.0}, {"n_rounds": 0}, {"loss": "hinge"}, {"secure_sum": "gossip"}):

@@ -14,7 +14,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from dperm.accounting import BudgetAccountant
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, DataClippingWarning
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.mechanisms.prediction import (

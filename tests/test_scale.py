@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
 
 from dperm import DataClippingWarning  # noqa: E402
-from dperm.accounting import BudgetAccountant  # noqa: E402
+from dperm.privacy.accounting import BudgetAccountant  # noqa: E402
 from dperm.exceptions import CertificateError, DistributedFitError  # noqa: E402
 from dperm.linear_model import (  # noqa: E402
     PrivateLeastSquares,
@@ -436,7 +436,7 @@ def test_cli_engine_dask_reads_a_directory_of_csv_files(tmp_path, capsys):
 
 
 def test_budget_is_checked_before_any_pass():
-    from dperm.accounting import BudgetExceededError
+    from dperm.privacy.accounting import BudgetExceededError
 
     X, y = make_data()
     X[0, 0] = np.nan  # a pass would raise ValueError; the budget check must come first

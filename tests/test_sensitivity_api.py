@@ -1,4 +1,4 @@
-"""dperm.sensitivity: every bound against brute-force measurement on neighbouring data sets.
+"""dperm.privacy.sensitivity: every bound against brute-force measurement on neighbouring data sets.
 
 For each theorem: draw many pairs of data sets that differ in one record (random
 replacements, and adversarial ones at the norm bound with flipped or extreme
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from dperm import sensitivity
+from dperm.privacy import sensitivity
 from dperm.losses import HingeLoss, LogisticLoss, PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION, certified_minimiser

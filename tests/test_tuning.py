@@ -6,7 +6,7 @@ from scipy import stats
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
-from dperm.accounting import BudgetAccountant
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.tuning import (
     PrivateParameterSearch,
     exponential_mechanism_probabilities,

@@ -3,7 +3,7 @@
 Public names only; see the submodules for the mechanisms and their papers.
 """
 
-from dperm.accounting import BudgetAccountant
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.exceptions import (
     BudgetExceededError,
     CertificateError,

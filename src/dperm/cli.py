@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dperm.exceptions import CertificateError
+from dperm.mechanisms.registry import MECHANISMS
 
 MODELS = ("logistic", "huber", "smooth_hinge", "hinge")
 
@@ -274,8 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
     train.add_argument("--epsilon", type=float, required=True)
     train.add_argument("--delta", type=float, default=0.0)
-    train.add_argument("--mechanism", choices=("objective", "output", "gaussian_objective"),
-                       default="objective")
+    train.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective",
+                       help="; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
     train.add_argument("--alpha", type=float, default=0.01, help="L2 strength (default 0.01)")
     train.add_argument("--data-norm", type=float, default=1.0, help="row norm bound (default 1)")
     train.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",

@@ -29,7 +29,7 @@ class CertificateError(RuntimeError):
 
 
 class BudgetExceededError(RuntimeError):
-    """Spending would take a :class:`~dperm.accounting.BudgetAccountant` past its budget.
+    """Spending would take a :class:`~dperm.privacy.accounting.BudgetAccountant` past its budget.
 
     Raised before any noise is drawn, so nothing is fitted, answered or released.
     """

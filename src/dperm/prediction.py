@@ -53,14 +53,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import TOLERANCE, BudgetAccountant
+from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNELS
 from dperm.validation import clip_labels_to_bound, warn_clipped_labels, refuse_dask_input
 from dperm.privacy.labels import check_classes, resolve_label_set
+from dperm.privacy.prediction_record import PredictionPrivacyRecord
 from dperm.mechanisms.prediction import (
     KERNEL_KAPPA,
     PREDICTION_LOSSES,
-    PredictionPrivacyRecord,
     answer_queries,
     calibrated_prediction_sensitivity,
     fit_exact_kernel_model,
@@ -77,7 +77,7 @@ from dperm.mechanisms.prediction_solvers import (
     fit_random_feature_model,
     plan_prediction_solver,
 )
-from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
+from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
 #: Largest accepted ``feature_seed`` (numpy's SeedSequence takes any non-negative integer;
@@ -125,7 +125,7 @@ class PrivatePredictor(BaseEstimator):
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).
     max_iter : int, default=1000
         Iteration budget of the hinge solver.
-    accountant : dperm.accounting.BudgetAccountant or None, default=None
+    accountant : dperm.privacy.accounting.BudgetAccountant or None, default=None
         A shared budget to spend from as well: every batch is checked against
         both ``epsilon_total`` and this accountant, and recorded in both.
     random_state : None, int or numpy Generator, default=None
@@ -269,7 +269,7 @@ class PrivatePredictor(BaseEstimator):
             raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {self.loss!r}.")
         if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
             raise ValueError(
-                f"accountant must be a dperm.accounting.BudgetAccountant or None; got {self.accountant!r}."
+                f"accountant must be a dperm.privacy.accounting.BudgetAccountant or None; got {self.accountant!r}."
             )
         if self.loss == "squared" and self.classes is not None:
             raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
@@ -406,7 +406,7 @@ class PrivatePredictor(BaseEstimator):
 
         Atomic: the own budget is only ever spent under ``self._lock``, so its
         check still holds when it is spent; the shared accountant's
-        :meth:`~dperm.accounting.BudgetAccountant.spend` is atomic on its own
+        :meth:`~dperm.privacy.accounting.BudgetAccountant.spend` is atomic on its own
         (other estimators may spend from it meanwhile) and comes second, so a
         refusal by either budget leaves both untouched.
         """

@@ -19,7 +19,8 @@ from scipy.stats import chi2
 from dperm.privacy.sensitivity import gaussian_sigma_star
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
-MECHANISMS = ("output", "objective")
+#: The mechanisms of :data:`dperm.mechanisms.MECHANISMS` that 003 Thms 3-4 and 6-7 bound.
+BOUNDED_MECHANISMS = ("output", "objective")
 
 
 @dataclass(frozen=True)
@@ -159,8 +160,8 @@ def objective_perturbation_sample_size(
 
 
 def _check_mechanism(mechanism: str) -> str:
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {MECHANISMS}; got {mechanism!r}.")
+    if mechanism not in BOUNDED_MECHANISMS:
+        raise ValueError(f"mechanism must be one of {BOUNDED_MECHANISMS}; got {mechanism!r}.")
     return mechanism
 
 

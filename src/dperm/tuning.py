@@ -23,10 +23,11 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg
+from dperm.mechanisms.registry import MECHANISMS
 from dperm.privacy.labels import check_classes, resolve_label_set
-from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
+from dperm.privacy.tuning_record import TuningRecord
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
 
@@ -74,59 +75,6 @@ def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failur
     return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
 
 
-@privacy_record
-class TuningRecord(RecordBase):
-    """The guarantee of a :class:`PrivateParameterSearch` and how it was composed.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        The guarantee of the released model and the released parameters.
-    n_candidates : int
-        ``m``, the size of the public grid.
-    part_sizes : tuple of int
-        Rows in each of the ``m + 1`` disjoint parts (the last is for
-        validation): a function of the public ``n`` and ``m`` only.
-    selected_index : int
-        The exponential mechanism's choice (noised output).
-    candidate_record : object
-        ``privacy_`` of the selected model (trained on its part with ``epsilon``).
-    reference : str
-    """
-
-    epsilon: float = released(PUBLIC)
-    delta: float = released(PUBLIC)
-    n_candidates: int = released(PUBLIC)
-    part_sizes: tuple = released(PUBLIC)
-    selected_index: int = released(NOISED)
-    candidate_record: object = released(DERIVED)
-    reference: str = released(PUBLIC, "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: "
-                              "parallel composition over m + 1 disjoint parts, exponential "
-                              "mechanism selection")
-
-    @property
-    def guarantee(self) -> str:
-        return describe_guarantee(self.epsilon, self.delta)
-
-    @property
-    def label_set_public(self):
-        """The selected candidate's ``label_set_public`` (None if its record has none)."""
-        return getattr(self.candidate_record, "label_set_public", None)
-
-    def summary(self) -> str:
-        lines = [
-            f"Guarantee: {self.guarantee} for the selected model and its parameters.",
-            f"Procedure: {self.reference}.",
-            f"{self.n_candidates} candidates each trained on its own part of "
-            f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
-            f"selected candidate {self.selected_index}.",
-        ]
-        if self.label_set_public is not None:
-            lines.append("Label set: public (given)." if self.label_set_public else
-                         "Label set: read from the training data; NOT covered by the guarantee.")
-        return "\n".join(lines)
-
-
 class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     """Choose parameters of a private estimator privately (003 Alg. 4).
 
@@ -144,7 +92,7 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     random_state : None, int or numpy Generator, default=None
         Drives the split, the candidates' noise and the selection. ``None``
         uses OS entropy; a seed is for testing only.
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)``, after the
         grid, every candidate's parameters, the data and the labels have been
         checked and before any candidate is trained.
@@ -228,7 +176,10 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
     @staticmethod
     def _delta_of(estimator) -> float:
         params = estimator.get_params()
-        return float(params.get("delta", 0.0)) if params.get("mechanism") == "gaussian_objective" else 0.0
+        name = params.get("mechanism")
+        if name not in MECHANISMS:
+            return 0.0
+        return MECHANISMS[name].delta_spent(float(params.get("delta", 0.0)))
 
     def fit(self, X, y):
         """Split, train one private model per candidate, select one privately.

@@ -30,16 +30,11 @@ EXPONENTIAL_AUDIT_WEIGHT = 3.0
 
 
 def _mechanism_by_name(name):
-    from dperm import mechanisms
+    from dperm.mechanisms.registry import MECHANISMS
 
-    functions = {
-        "output": mechanisms.output_perturbation,
-        "objective": mechanisms.objective_perturbation,
-        "gaussian_objective": mechanisms.gaussian_objective_perturbation,
-    }
-    if name not in functions:
-        raise ValueError(f"mechanism must be one of {tuple(functions)} or a callable; got {name!r}.")
-    return functions[name]
+    if name not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {tuple(MECHANISMS)} or a callable; got {name!r}.")
+    return MECHANISMS[name].function
 
 
 def _takes_delta(mechanism) -> bool:

@@ -88,7 +88,7 @@ def with_scaled_noise(mechanism, noise_factor: float):
 
     The argument named ``rng`` is replaced by a :class:`ScaledNoiseGenerator`
     on the same stream; everything else is passed through. For the mechanisms of
-    :mod:`dperm.mechanisms` (``output_perturbation(problem, epsilon, rng, tol,
+    :mod:`dperm.mechanisms` (``output_perturbation(problem, epsilon, 0.0, rng, tol,
     max_iter)`` and the others) ``with_scaled_noise(output_perturbation, 0.25)``
     is output perturbation with a quarter of the noise.
     """

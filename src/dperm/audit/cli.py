@@ -21,10 +21,11 @@ import argparse
 import json
 from pathlib import Path
 
+from dperm.mechanisms.registry import MECHANISMS
+
 #: ``--estimator`` values: a dperm linear classifier by its loss, or the private
 #: selection of parameter tuning.
 AUDIT_TARGETS = ("logistic", "huber", "smooth_hinge", "hinge", "tuning")
-MECHANISM_CHOICES = ("objective", "output", "gaussian_objective")
 
 
 def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
@@ -42,7 +43,7 @@ def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--estimator", choices=AUDIT_TARGETS, default="logistic",
                         help="logistic regression, a linear SVC by loss, or the tuning "
                              "selection (exponential mechanism); default logistic")
-    parser.add_argument("--mechanism", choices=MECHANISM_CHOICES, default="objective")
+    parser.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective")
     parser.add_argument("--epsilon", type=float, required=True, help="the claimed epsilon")
     parser.add_argument("--delta", type=float, default=0.0,
                         help="claimed delta (gaussian_objective only; default 0)")

@@ -91,7 +91,7 @@ def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
         for _ in range(runs)
     ]
     objective_errors = [
-        _error(objective_perturbation(problem, epsilon, rng, TOL, MAX_ITER).coef, X_test, y_test)
+        _error(objective_perturbation(problem, epsilon, 0.0, rng, TOL, MAX_ITER).coef, X_test, y_test)
         for _ in range(runs)
     ]
     return {"nonprivate": _error(exact.coef, X_test, y_test), "output": output_errors,
@@ -204,7 +204,7 @@ def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, ru
             _error(release_output(output_problem, exact.coef, eps, TOL, rng), X_test, y_test)
             for _ in range(runs)]
         result["objective"][eps] = [
-            _error(objective_perturbation(objective_problem, eps, rng, TOL, MAX_ITER).coef,
+            _error(objective_perturbation(objective_problem, eps, 0.0, rng, TOL, MAX_ITER).coef,
                    X_test, y_test)
             for _ in range(runs)]
     result["nonprivate"] = _error(exact.coef, X_test, y_test) if alphas["output"] == alphas["nonprivate"] \
@@ -280,7 +280,7 @@ def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechani
         if mechanism == "output":
             coef = release_output(problem, exact, epsilon, TOL, rng)
         elif mechanism == "objective":
-            coef = objective_perturbation(problem, epsilon, rng, TOL, MAX_ITER).coef
+            coef = objective_perturbation(problem, epsilon, 0.0, rng, TOL, MAX_ITER).coef
         else:
             coef = exact
         coefs.append(coef)

@@ -31,7 +31,7 @@ EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)
 ALPHA_GRID = tuple(float(10.0**k) for k in np.arange(-4.0, -1.25, 0.5))
 #: The non-private baseline needs no noise budget, so it may use weaker regularisation too.
 NONPRIVATE_ALPHA_GRID = (1e-6, 1e-5) + ALPHA_GRID
-MECHANISMS = ("output", "objective")
+DEMO_MECHANISMS = ("output", "objective")
 LOSSES = {"logistic": "LR", "huber": "Huber SVM"}
 HUBER_WIDTH = 0.5
 ALPHA_CHOICE_NOTE = (
@@ -98,7 +98,7 @@ def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jo
         for the best alpha, the full grid, and the non-private baselines.
     """
     tasks = [Task(loss, mech, float(eps), float(alpha))
-             for loss in LOSSES for mech in MECHANISMS for eps in epsilons for alpha in alphas]
+             for loss in LOSSES for mech in DEMO_MECHANISMS for eps in epsilons for alpha in alphas]
     started = time.perf_counter()
     nonprivate = {loss: {alpha: _nonprivate_error(loss, alpha, data)
                          for alpha in sorted(set(NONPRIVATE_ALPHA_GRID) | set(alphas))}
@@ -155,7 +155,7 @@ def _best_cells(grid) -> list[dict]:
 def format_table(results: dict) -> str:
     """A plain-text table of test error (mean +- std) by epsilon."""
     best = {(c["loss"], c["mechanism"], c["epsilon"]): c for c in results["best"]}
-    columns = [(loss, mech) for loss in LOSSES for mech in MECHANISMS]
+    columns = [(loss, mech) for loss in LOSSES for mech in DEMO_MECHANISMS]
     header = ["epsilon"] + [f"{LOSSES[loss]} {mech}" for loss, mech in columns]
     rows = []
     for eps in results["epsilons"]:
@@ -187,7 +187,7 @@ def plot_results(results: dict, path) -> Path | None:
     eps = results["epsilons"]
     fig, axes = plt.subplots(1, len(LOSSES), figsize=(10, 4), sharey=True)
     for ax, (loss, label) in zip(np.atleast_1d(axes), LOSSES.items()):
-        for mech, marker in zip(MECHANISMS, ("s", "o")):
+        for mech, marker in zip(DEMO_MECHANISMS, ("s", "o")):
             means = [best[(loss, mech, e)]["mean"] for e in eps]
             stds = [best[(loss, mech, e)]["std"] for e in eps]
             ax.errorbar(eps, means, yerr=stds, marker=marker, capsize=3, label=f"{mech} perturbation")

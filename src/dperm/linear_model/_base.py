@@ -18,9 +18,8 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
-from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
-from dperm.mechanisms.objective import require_curvature
+from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.mechanisms import ERMProblem, get_mechanism, run_mechanism
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
@@ -94,21 +93,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         data_norm = check_positive(
             self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
         )
-        if self.mechanism not in MECHANISMS:
-            raise ValueError(f"mechanism must be one of {MECHANISMS}; got {self.mechanism!r}.")
-        if self.mechanism == "gaussian_objective" and delta == 0:
-            raise ValueError(
-                "mechanism='gaussian_objective' is (epsilon, delta)-DP and needs delta > 0 "
-                "(004 Thm 4.1); pass e.g. delta=1e-5, or use mechanism='objective' for pure DP."
-            )
+        mechanism = get_mechanism(self.mechanism)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         scaling = check_positive(self.intercept_scaling, "intercept_scaling")
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
         loss = self._make_loss()
-        if self.mechanism != "output":  # loss vs mechanism, before any budget is spent
-            require_curvature(loss, self.mechanism)
+        mechanism.check(loss, delta)  # loss and delta vs the mechanism's theorem, before any budget
         check_accountant(self.accountant)
         classes = check_classes(self.classes)
         return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss, classes)
@@ -238,14 +230,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         "Check first, spend last-possible" (issue 14): a configuration or data
         error raised before this point costs nothing; a
         :class:`~dperm.exceptions.BudgetExceededError` raised here releases
-        nothing. (``fit`` also asks :func:`~dperm.accounting.check_budget_left`
+        nothing. (``fit`` also asks :func:`~dperm.privacy.accounting.check_budget_left`
         first, so an exhausted budget is reported before any data pass.)
         """
         spend_before_fitting(self.accountant, *self._budget_request(params))
 
     def _delta_spent(self, delta):
-        """Only Gaussian objective perturbation uses delta; the others are pure DP."""
-        return delta if self.mechanism == "gaussian_objective" else 0.0
+        """The delta the mechanism's guarantee uses (0 for a pure mechanism)."""
+        return get_mechanism(self.mechanism).delta_spent(delta)
 
     def _spend_label(self):
         loss = getattr(self, "loss", "logistic")

@@ -219,7 +219,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     random_state : None, int or numpy Generator, default=None
         Source of the privacy noise; ``None`` draws it from OS entropy, as a
         released model must. A seed makes fits reproducible, for testing only.
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
         As in :class:`dperm.PrivateLinearSVC`.
     classes : None or list of labels, default=None
         The public label set, as in :class:`dperm.PrivateLogisticRegression`:

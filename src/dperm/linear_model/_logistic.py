@@ -46,7 +46,7 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     random_state : None, int or numpy Generator, default=None
         ``None`` draws the noise from OS entropy, as a released model must.
         A seed makes fits reproducible and is meant for testing only.
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
         ``gaussian_objective``) after every parameter, data and label check
         (labels against ``classes``) and before any noise is drawn, and raises

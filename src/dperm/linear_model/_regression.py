@@ -21,10 +21,11 @@ from scipy import sparse
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem, output_perturbation
-from dperm.privacy.record import REFERENCES, linear_record
+from dperm.privacy.record import linear_record
+from dperm.privacy.references import REFERENCES
 from dperm.validation import (
     refuse_dask_input,
     append_intercept_feature,
@@ -135,6 +136,7 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         output = output_perturbation(
             ERMProblem(X, y, loss, params["alpha"], effective_norm),
             params["epsilon"],
+            0.0,
             rng,
             params["tol"],
             params["max_iter"],

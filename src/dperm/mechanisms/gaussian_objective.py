@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dperm.accounting import spend_before_fitting
+from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import SENSITIVITY_ROUNDING_MARGIN, grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (

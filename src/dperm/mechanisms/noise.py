@@ -48,15 +48,15 @@ from fractions import Fraction
 
 import numpy as np
 
+# the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
+from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, grid_l1_sensitivity
+
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
 #: The grid step is at most this fraction of the per-coordinate sensitivity share:
 #: rounding then inflates the L1 sensitivity in grid units by at most ``d`` steps,
 #: i.e. the noise by a factor ``<= 1 + 1/GRID_RESOLUTION``.
 GRID_RESOLUTION = 1024
-#: Relative allowance for rounding in the float computation of a sensitivity
-#: before it enters exact arithmetic (the sensitivity formulas are evaluated in floats).
-SENSITIVITY_ROUNDING_MARGIN = 1e-9
 #: The grid shrinks with epsilon only up to this epsilon: beyond it the noise is
 #: already far below the data's effect and a finer grid would push ordinary
 #: coefficients past :data:`EXACT_INTEGER_LIMIT` steps.
@@ -216,19 +216,6 @@ def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0,
     if value_bound is not None and math.isfinite(value_bound) and value_bound > 0:
         target = max(target, value_bound / 2.0**50)
     return math.ldexp(1.0, math.floor(math.log2(target)))
-
-
-def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> int:
-    """Integer bound on ``||round(a/g) - round(a'/g)||_1`` when ``||a - a'||_2 <= S``.
-
-    Each coordinate moves by at most ``ceil(|a_i - a'_i| / g)`` grid steps, so the
-    total is at most ``floor(||a - a'||_1 / g) + d <= floor(sqrt(d) S / g) + d``
-    (``||v||_1 <= sqrt(d) ||v||_2``). Computed exactly: ``floor(sqrt(x)) =
-    isqrt(floor(x))``, with ``S`` enlarged by :data:`SENSITIVITY_ROUNDING_MARGIN`.
-    """
-    ratio = Fraction(l2_sensitivity * (1 + SENSITIVITY_ROUNDING_MARGIN)) / Fraction(step)
-    squared = dimension * ratio * ratio
-    return math.isqrt(squared.numerator // squared.denominator) + dimension
 
 
 def _to_grid(values: np.ndarray, step: float) -> list[int]:

@@ -7,7 +7,7 @@ import math
 from fractions import Fraction
 
 from dperm.exceptions import CertificateError
-from dperm.accounting import spend_before_fitting
+from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import (
     discrete_laplace_calibration,
@@ -85,7 +85,8 @@ def release_approximate_minimiser(problem: ERMProblem, solve, regularization: fl
     return release_on_grid(solve.coef, calibration, rng), calibration, radius, sensitivity
 
 
-def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int,
+def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
+                        max_iter: int, 
                            accountant=None):
     """Objective perturbation of 003 Alg. 2 with data norm R (note 2), float-safe and for an inexact solve.
 
@@ -101,6 +102,20 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float,
        ``exp(eps')``, which is all 003 Thm 2's proof uses of the noise;
     4. minimise ``J(w) + b.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``;
     5. release that point with AMP's output noise (:func:`release_approximate_minimiser`).
+
+    Parameters
+    ----------
+    problem : ERMProblem
+    epsilon : float
+    delta : float
+        Not used: the mechanism is pure ``epsilon``-DP and spends no delta.
+        Every mechanism of :data:`dperm.mechanisms.MECHANISMS` takes the same
+        arguments, so callers dispatch without special cases.
+    rng : numpy.random.Generator
+    tol, max_iter : float, int
+        The certified solve's gradient tolerance and iteration cap.
+    accountant : BudgetAccountant, optional
+        Charged ``(epsilon, 0)`` before anything is solved.
 
     Returns
     -------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dperm.exceptions import CertificateError
-from dperm.accounting import spend_before_fitting
+from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import discrete_laplace_calibration, release_on_grid
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
@@ -87,7 +87,8 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
     return solve_nonsmooth(loss, problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
 
 
-def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, max_iter: int,
+def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
+                        max_iter: int, 
                         accountant=None):
     """Release ``argmin J + b`` with ``b ~ exp(-eps ||b|| / S)`` (003 Alg. 1).
 
@@ -111,6 +112,20 @@ def output_perturbation(problem: ERMProblem, epsilon: float, rng, tol: float, ma
     ``sqrt(d) S`` plus one step per coordinate (:func:`release_output`,
     :mod:`dperm.mechanisms.noise`), instead of 003 eq. 7's float draw of
     ``exp(-eps ||b|| / S)``; the guarantee is the same epsilon.
+
+    Parameters
+    ----------
+    problem : ERMProblem
+    epsilon : float
+    delta : float
+        Not used: the mechanism is pure ``epsilon``-DP and spends no delta.
+        Every mechanism of :data:`dperm.mechanisms.MECHANISMS` takes the same
+        arguments, so callers dispatch without special cases.
+    rng : numpy.random.Generator
+    tol, max_iter : float, int
+        The certified solve's gradient tolerance and iteration cap.
+    accountant : BudgetAccountant, optional
+        Charged ``(epsilon, 0)`` before anything is solved.
 
     Returns
     -------

@@ -61,15 +61,13 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
-from dperm.accounting import TOLERANCE
 from dperm.exceptions import CertificateError
 from dperm.kernels import KERNELS
 from dperm.losses import HingeLoss, SquaredLoss
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.mechanisms.prediction_solvers import query_block_rows
-from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, privacy_record, released
-from dperm.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
+from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
 __all__ = [
@@ -78,7 +76,6 @@ __all__ = [
     "PREDICTION_LOSSES",
     "ExactKernelModel",
     "KernelSolve",
-    "PredictionPrivacyRecord",
     "answer_queries",
     "calibrated_prediction_sensitivity",
     "fit_exact_kernel_model",
@@ -126,7 +123,7 @@ def prediction_sensitivity(
 
     ``|f_z(x) - f_zbar(x)| <= kappa ||f_z - f_zbar||_K`` (reproducing property)
     and ``||f_z - f_zbar||_K <= 2 kappa C_L / (lambda gamma m)`` (000 Thm 2,
-    :func:`dperm.sensitivity.lipschitz_loss_sensitivity`).
+    :func:`dperm.privacy.sensitivity.lipschitz_loss_sensitivity`).
 
     Parameters
     ----------
@@ -456,123 +453,3 @@ def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, ma
 # ---------------------------------------------------------------------------
 # The record
 # ---------------------------------------------------------------------------
-PROTECTS = (
-    "each answered value f_z(x) + b (fresh Laplace b per answer) is epsilon_per_query-DP; "
-    "k answers cost k * epsilon_per_query (sequential composition), repeated queries included. "
-    "No model is released: the fitted object holds the exact model and must never be published "
-    "(shared papers note 6)."
-)
-REFERENCE = (
-    "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "
-    "kernel or the finite-rank kernel z(x).z(x') of public random Fourier features (noise scale "
-    "B_Delta / epsilon per shared papers note 5); Nie & Wang (2017b), J. Appl. Math. Phys. 5, "
-    "eq. 2 (projection) and Lemma 2"
-)
-
-
-@privacy_record
-class PredictionPrivacyRecord(RecordBase):
-    """What each answer of a :class:`~dperm.PrivatePredictor` guarantees, and its calibration.
-
-    Every field is a public input or derived from public inputs
-    (:mod:`dperm.privacy.release`).
-
-    Attributes
-    ----------
-    mechanism : str
-        ``"private_prediction"``.
-    kernel, kernel_gamma, loss, alpha : as given
-    lam : float
-        ``lambda = alpha / 2`` of 000 (note 7).
-    strong_convexity : float
-        ``gamma = 2`` of ``Omega(f) = ||f||_K^2``.
-    kappa : float
-        ``sup_x sqrt(K(x, x))``.
-    lipschitz : float
-        ``C_L`` (000 Sec. 5).
-    y_bound : float or None
-        ``M`` (least squares).
-    n_samples : int
-        ``m``, public under replace-one neighbours.
-    sensitivity : float
-        ``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` of the exact minimiser.
-    solution_radius_allowance : float
-        The RKHS radius the solver must certify (fixed in advance).
-    calibrated_sensitivity : float
-        ``B_Delta + 2 kappa r_allowed``, what the noise is calibrated to.
-    epsilon_per_query, epsilon_total : float
-    noise_distribution : str
-        ``"discrete-laplace"``: exact integer noise on a grid (float-safe).
-    noise_scale, noise_grid : float
-        ``g k / epsilon_per_query`` and ``g`` (:func:`prediction_noise_calibration`).
-    protects, reference : str
-    label_set_public : bool
-        Hinge loss: whether the two classes were given as the public ``classes``.
-    solver : {"exact", "features"}
-        The path taken, chosen from public inputs only (m, the number of
-        features, ``n_components``, ``max_memory_gb``;
-        :func:`dperm.mechanisms.prediction_solvers.plan_prediction_solver`).
-    n_components, feature_seed : int or None
-        Features path: ``D`` random frequencies and the public seed they are
-        drawn from (``None`` on the exact path).
-    max_memory_gb : float
-        The memory cap the path was checked against.
-    """
-
-    mechanism: str = released(PUBLIC)
-    kernel: str = released(PUBLIC)
-    kernel_gamma: float = released(PUBLIC)
-    loss: str = released(PUBLIC)
-    alpha: float = released(PUBLIC)
-    lam: float = released(DERIVED)
-    strong_convexity: float = released(PUBLIC)
-    kappa: float = released(PUBLIC)
-    lipschitz: float = released(DERIVED)
-    y_bound: float | None = released(PUBLIC)
-    n_samples: int = released(PUBLIC)
-    sensitivity: float = released(DERIVED)
-    solution_radius_allowance: float = released(DERIVED)
-    calibrated_sensitivity: float = released(DERIVED)
-    epsilon_per_query: float = released(PUBLIC)
-    epsilon_total: float = released(PUBLIC)
-    noise_distribution: str = released(PUBLIC)
-    noise_scale: float = released(DERIVED)
-    noise_grid: float = released(DERIVED)
-    solver: str = released(DERIVED, "exact")
-    n_components: int | None = released(PUBLIC, None)
-    feature_seed: int | None = released(PUBLIC, None)
-    max_memory_gb: float | None = released(PUBLIC, None)
-    protects: str = released(PUBLIC, PROTECTS)
-    reference: str = released(PUBLIC, REFERENCE)
-    label_set_public: bool = released(PUBLIC, True)
-
-    def summary(self) -> str:
-        """A readable account of the calibration."""
-        bound = f", |y| <= M = {self.y_bound:g}" if self.y_bound is not None else ""
-        if self.solver == "features":
-            kernel = (f"random Fourier features of the {self.kernel} kernel, D={self.n_components} "
-                      f"frequencies from public seed {self.feature_seed}")
-        else:
-            kernel = f"exact {self.kernel} kernel"
-        return "\n".join([
-            f"Private prediction ({self.loss} loss{bound}; {kernel}, "
-            f"gamma={self.kernel_gamma:g}; m={self.n_samples})",
-            f"  each answer: epsilon={self.epsilon_per_query:g}; total budget "
-            f"epsilon={self.epsilon_total:g} (at most "
-            f"{_answers_within(self.epsilon_total, self.epsilon_per_query)} answers)",
-            f"  B_Delta = 2 kappa^2 C_L / (lambda gamma m) = {self.sensitivity:.6g} "
-            f"(kappa={self.kappa:g}, C_L={self.lipschitz:.6g}, lambda=alpha/2={self.lam:.6g}, "
-            f"gamma={self.strong_convexity:g})",
-            f"  the solver must certify an RKHS radius <= {self.solution_radius_allowance:.3g};"
-            f" noise calibrated to {self.calibrated_sensitivity:.6g}",
-            f"  noise: {self.noise_distribution}, scale {self.noise_scale:.6g} per answer on a grid "
-            f"of {self.noise_grid:.3g} (float-safe: exact integer noise)",
-            f"  protects: {self.protects}"
-            + ("" if self.label_set_public else "; the label set was read from the data and is NOT covered"),
-            f"  reference: {self.reference}",
-        ])
-
-
-def _answers_within(epsilon_total: float, epsilon_per_query: float) -> int:
-    """How many answers of ``epsilon_per_query`` fit in ``epsilon_total`` (with the accountant's tolerance)."""
-    return int(math.floor((epsilon_total + TOLERANCE) / epsilon_per_query))

@@ -54,7 +54,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from dperm.exceptions import CertificateError
 from dperm.kernels import random_fourier_pair_map, sample_frequencies
-from dperm.sensitivity import lambda_from_alpha
+from dperm.privacy.sensitivity import lambda_from_alpha
 from dperm.solvers import solve_hinge_svm
 
 __all__ = [

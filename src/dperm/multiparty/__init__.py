@@ -70,7 +70,7 @@ from dperm.multiparty.protocol import (
     RobbinsMonroSteps,
     psgd,
 )
-from dperm.multiparty.record import LocalAggregationPrivacyRecord, NewtonPrivacyRecord, PSGDPrivacyRecord
+from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord, NewtonPrivacyRecord, PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import (
     MaskedAggregator,
     MaskedSecureSum,

@@ -35,7 +35,8 @@ from dperm.exceptions import CalibrationRefusedError, CertificateError
 from dperm.mechanisms.noise import discrete_laplace_calibration, round_to_grid
 from dperm.multiparty.privacy import CALIBRATION_RTOL, PartyFloor, discrete_laplace_tail_bound
 from dperm.privacy.sensitivity import local_aggregation_sensitivity
-from dperm.multiparty.record import REFERENCES, LocalAggregationPrivacyRecord
+from dperm.privacy.references import REFERENCES
+from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 

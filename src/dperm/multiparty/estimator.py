@@ -15,7 +15,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
-from dperm.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
@@ -205,7 +205,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged ``(epsilon, delta)`` after every parameter and shard check and
         the calibration, before any party is set up or any round runs.
     classes : None or list of two labels, default=None
@@ -221,7 +221,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     n_features_in_ : int
     n_iter_ : int
         Rounds run (``n_rounds``, public).
-    privacy_ : dperm.multiparty.record.PSGDPrivacyRecord
+    privacy_ : dperm.privacy.multiparty_record.PSGDPrivacyRecord
         The released model's proven guarantee (the coordinator's view over
         ``n_rounds``, note 13) and the public numbers behind it; no count
         computed from the rows.
@@ -368,7 +368,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         Defaults to an in-process masked secure sum with a clipping range set
         from public constants.
     random_state : None, int or numpy Generator, default=None
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged ``(epsilon, 0)`` after every parameter and shard check and the
         calibration, before any party trains.
     classes : None or list of two labels, default=None
@@ -378,7 +378,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     ----------
     coef_, intercept_, classes_, n_features_in_
         As for :class:`PSGDClassifier`.
-    privacy_ : dperm.multiparty.record.LocalAggregationPrivacyRecord
+    privacy_ : dperm.privacy.multiparty_record.LocalAggregationPrivacyRecord
         Public numbers only: the tolerance and radius the noise is
         calibrated to, not what the local solves achieved.
 
@@ -477,7 +477,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         is always the calibration's.
     random_state : None, int or Generator, default=None
         For tests only; never stored in the result.
-    accountant : dperm.accounting.BudgetAccountant, optional
+    accountant : dperm.privacy.accounting.BudgetAccountant, optional
     classes : array-like of 2 labels, optional
         The public label set (without it, read from the data with a ``PrivacyLeakWarning``).
 
@@ -570,7 +570,8 @@ class NewtonClassifier(_MultipartyClassifierBase):
 
 def newton_record(result) -> "NewtonPrivacyRecord":
     """``privacy_`` of a Newton run: public calibration numbers and the secure-sum summary only."""
-    from dperm.multiparty.record import REFERENCES, NewtonPrivacyRecord
+    from dperm.privacy.multiparty_record import NewtonPrivacyRecord
+    from dperm.privacy.references import REFERENCES
 
     calibration = result.calibration
     headline = newton_guarantee(calibration)

@@ -14,7 +14,7 @@ Composition is basic (sequential): the epsilons add up and the deltas add up
 the mechanism of each run, so the ledger needs only each run's
 ``(epsilon, delta)`` and a name of its mechanism (kept for the party's own
 audit). The comparison with the budget allows the same rounding as
-:class:`dperm.accounting.BudgetAccountant` (:data:`dperm.accounting.TOLERANCE`).
+:class:`dperm.privacy.accounting.BudgetAccountant` (:data:`dperm.privacy.accounting.TOLERANCE`).
 
 The file is a small JSON document. Every charge holds an exclusive
 ``fcntl`` lock on ``PATH.lock`` from reading the ledger to replacing it
@@ -36,7 +36,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dperm.accounting import TOLERANCE
+from dperm.privacy.accounting import TOLERANCE
 from dperm.exceptions import BudgetExceededError
 from dperm.validation import check_delta, check_epsilon
 

@@ -35,8 +35,8 @@ import numpy as np
 from dperm.model_io import MULTIPARTY_FORMAT as MODEL_FORMAT
 from dperm.model_io import finite_array
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
-from dperm.multiparty.record import PSGDPrivacyRecord
-from dperm.multiparty.secure_sum import SecureSumSummary
+from dperm.privacy.multiparty_record import PSGDPrivacyRecord
+from dperm.privacy.multiparty_record import SecureSumSummary
 from dperm.validation import clip_rows_to_norm
 
 MODEL_FORMAT_VERSION = 2
@@ -175,7 +175,7 @@ ESTIMATORS = {"PSGDClassifier": (PSGDClassifier, "psgd"), "NewtonClassifier": (N
 
 
 def privacy_record_from_dict(data, estimator: str = "PSGDClassifier"):
-    """Rebuild the record (:class:`~dperm.multiparty.record.PSGDPrivacyRecord` or ``NewtonPrivacyRecord``), checking it.
+    """Rebuild the record (:class:`~dperm.privacy.multiparty_record.PSGDPrivacyRecord` or ``NewtonPrivacyRecord``), checking it.
 
     Raises
     ------
@@ -183,7 +183,7 @@ def privacy_record_from_dict(data, estimator: str = "PSGDClassifier"):
         Not an object, missing or unknown fields, a malformed ``secure_sum``,
         or a non-finite / negative guarantee.
     """
-    from dperm.multiparty.record import NewtonPrivacyRecord
+    from dperm.privacy.multiparty_record import NewtonPrivacyRecord
 
     mechanism = ESTIMATORS[estimator][1]
     record_class = NewtonPrivacyRecord if estimator == "NewtonClassifier" else PSGDPrivacyRecord

@@ -1,7 +1,7 @@
 """Privacy arithmetic of the multiparty protocols, as pure functions.
 
 Everything single-party is reused from :mod:`dperm.privacy.sensitivity`
-(computeSlack, ``sigma*``, the ERM sensitivity) and :mod:`dperm.accounting`
+(computeSlack, ``sigma*``, the ERM sensitivity) and :mod:`dperm.privacy.accounting`
 (composition); this module adds only what the multiparty setting needs:
 
 - the per-round sensitivity of a party's summed gradient and the scale of the
@@ -23,7 +23,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from dperm.accounting import Spend, advanced_composition, basic_composition
+from dperm.privacy.accounting import Spend, advanced_composition, basic_composition
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration
 from dperm.privacy.sensitivity import (  # the formulas live with the other sensitivities
@@ -330,7 +330,7 @@ def coordinator_view_guarantee(round_epsilon: float, n_rounds: int, slack: float
     the one-time noise and the secure sum's rounding do not depend on it).
     The rounds are adaptive (``w_t`` depends on earlier sums), which both
     composition theorems allow. Basic composition gives ``(T eps, 0)``;
-    :func:`dperm.accounting.advanced_composition` gives the tighter of that
+    :func:`dperm.privacy.accounting.advanced_composition` gives the tighter of that
     and Dwork-Rothblum-Vadhan with slack ``delta'``.
     """
     round_epsilon = check_epsilon(round_epsilon, "round_epsilon")

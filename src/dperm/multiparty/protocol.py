@@ -14,7 +14,7 @@ Three roles, each with one job:
   an individual reply, only the network's sums.
 
 The privacy arithmetic is in :mod:`dperm.multiparty.privacy`, the
-``privacy_`` record in :mod:`dperm.multiparty.record`.
+``privacy_`` record in :mod:`dperm.privacy.multiparty_record`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from dperm.multiparty.privacy import (
     psgd_coordinator_view,
     round_noise_calibration,
 )
-from dperm.multiparty.record import REFERENCES, PSGDPrivacyRecord
+from dperm.privacy.references import REFERENCES
+from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows

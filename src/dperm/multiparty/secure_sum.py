@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.exceptions import DropoutError, MalformedReplyError, SecureSumClippingWarning
+from dperm.privacy.multiparty_record import SecureSumSummary  # re-exported: summarise_reports builds it
 from dperm.validation import check_positive, check_random_state
 
 #: Flower SecAgg+ defaults (``flwr.server.workflow.SecAggPlusWorkflow``).
@@ -122,35 +123,6 @@ def fixed_point_report(engine, n_parties: int, dimension: int, coordinates_clipp
         coordinates_clipped=coordinates_clipped,
         error_bound=engine.error_bound(n_parties),
     )
-
-
-@dataclass(frozen=True)
-class SecureSumSummary:
-    """:class:`SecureSumReport` s of many rounds, totalled (goes into ``privacy_``).
-
-    Attributes
-    ----------
-    engine : str
-    n_sums : int
-        Secure sums run.
-    clipping_range, quantization_range, modulus_range : float, int, int
-    coordinates_clipped : int or None
-        Clipped coordinates of the parties' vectors over all rounds and
-        parties; ``None`` when not counted (see :class:`SecureSumReport`).
-    sums_with_clipping : int or None
-        Rounds in which at least one coordinate was clipped; ``None`` when not counted.
-    error_bound : float
-        Per-round, per-coordinate bound on the encoding error (no clipping).
-    """
-
-    engine: str
-    n_sums: int
-    clipping_range: float
-    quantization_range: int
-    modulus_range: int
-    coordinates_clipped: int | None
-    sums_with_clipping: int | None
-    error_bound: float
 
 
 def summarise_reports(reports) -> SecureSumSummary:

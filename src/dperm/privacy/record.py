@@ -7,6 +7,7 @@ alone (iteration counts, achieved gradient norms, clipping counts) is here.
 
 from __future__ import annotations
 
+from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
@@ -16,14 +17,6 @@ from dperm.privacy.release import (
     released,
 )
 
-REFERENCES = {
-    "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
-    "Thm 2 for non-differentiable Lipschitz losses",
-    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber); "
-    "approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
-    "gaussian_objective": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
-    "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
-}
 #: What makes the noise safe against floating-point attacks, in one line.
 FLOAT_SAFETY = ("values rounded to a power-of-two grid, exact integer noise (Canonne, Kamath & "
                 "Steinke 2020), so no output is ruled out by its low-order bits (Mironov 2012)")

@@ -6,16 +6,39 @@ note 7 of the shared papers README relates it to Nie & Wang's lambda),
 ``data_norm`` R a public bound on ``||x_i||``, ``lipschitz`` L a bound on
 ``|loss'|`` and ``curvature`` c a bound on ``|loss''|``. The papers take
 R = L = 1; the general forms are note 2 of the shared papers README.
+
+The last section restates the bounds in Nie & Wang's parameters
+(``lam``, ``gamma``, ``kappa``, ``m``); every bound is checked against
+brute-force measurement in ``tests/test_sensitivity_api.py``.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 
 from scipy.stats import chi2
 
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
+
+
+#: Relative allowance for rounding in the float computation of a sensitivity
+#: before it enters exact arithmetic (the sensitivity formulas are evaluated in floats).
+SENSITIVITY_ROUNDING_MARGIN = 1e-9
+
+
+def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> int:
+    """Integer bound on ``||round(a/g) - round(a'/g)||_1`` when ``||a - a'||_2 <= S``.
+
+    Each coordinate moves by at most ``ceil(|a_i - a'_i| / g)`` grid steps, so the
+    total is at most ``floor(||a - a'||_1 / g) + d <= floor(sqrt(d) S / g) + d``
+    (``||v||_1 <= sqrt(d) ||v||_2``). Computed exactly: ``floor(sqrt(x)) =
+    isqrt(floor(x))``, with ``S`` enlarged by :data:`SENSITIVITY_ROUNDING_MARGIN`.
+    """
+    ratio = Fraction(l2_sensitivity * (1 + SENSITIVITY_ROUNDING_MARGIN)) / Fraction(step)
+    squared = dimension * ratio * ratio
+    return math.isqrt(squared.numerator // squared.denominator) + dimension
 
 
 def erm_l2_sensitivity(n_samples: int, alpha: float, lipschitz: float, data_norm: float) -> float:
@@ -247,8 +270,6 @@ def discrete_objective_noise_steps(lipschitz: float, data_norm: float, dimension
     - in L1 by at most ``floor(sqrt(d) 2 L R / h) + d`` (an integer, returned first);
     - in L2 by at most ``2 L R / h + sqrt(d)`` (returned second).
     """
-    from dperm.mechanisms.noise import grid_l1_sensitivity
-
     sensitivity = 2.0 * lipschitz * data_norm
     l1_steps = grid_l1_sensitivity(sensitivity, dimension, noise_grid)
     l2_steps = sensitivity * (1 + 1e-9) / noise_grid + math.sqrt(dimension)
@@ -305,3 +326,152 @@ def local_aggregation_sensitivity(
         raise ValueError(f"local aggregation needs at least 2 parties; got {len(sizes)}.")
     per_party = output_perturbation_sensitivity(min(sizes), alpha, lipschitz, data_norm, solution_radius)
     return per_party / len(sizes)
+
+# --- The same bounds in Nie & Wang's parameters (000, 002) ---------------------------
+# Conventions (note 7): 003/004 regularise with Lambda/2 ||f||^2 and dperm's alpha is that
+# Lambda; 000/002 regularise with lambda Omega(f), Omega gamma-strongly convex (gamma = 2 for
+# ||f||_K^2), so lambda gamma = Lambda and lambda = alpha / 2. m (000/002) and n (003) both
+# count records; kappa = sup sqrt(K(x, x)) is R for a linear model. These functions use the
+# papers' names (lam, gamma, kappa, m, B, M) and call the alpha-convention bounds above.
+
+#: ``gamma`` of ``Omega(f) = ||f||_K^2``: ``Omega(t f + (1 - t) g) = t Omega(f)
+#: + (1 - t) Omega(g) - t (1 - t) ||f - g||^2``, i.e. 2-strongly convex in
+#: 000's definition (000 Sec. 5.1).
+SQUARED_NORM_GAMMA = 2.0
+
+
+
+def lambda_from_alpha(alpha: float) -> float:
+    """Nie & Wang's ``lambda`` for dperm's ``alpha``: ``lambda = alpha / 2`` (note 7).
+
+    ``alpha/2 ||w||^2 = lambda ||w||^2`` with ``Omega = ||.||^2`` (``gamma = 2``).
+    """
+    return check_positive(alpha, "alpha") / SQUARED_NORM_GAMMA
+
+
+def alpha_from_lambda(lam: float) -> float:
+    """dperm's ``alpha`` (003's ``Lambda``) for Nie & Wang's ``lambda``: ``2 lambda``."""
+    return SQUARED_NORM_GAMMA * check_positive(lam, "lam")
+
+
+def convex_loss_sensitivity(B: float, lam: float, m: int, gamma: float = SQUARED_NORM_GAMMA) -> float:
+    """``||f_z - f_zbar||_K <= sqrt(16 B / (lambda gamma m))`` (Nie & Wang 2017, 000 Thm 1).
+
+    Assumptions: the loss is convex in the prediction (not necessarily
+    Lipschitz or differentiable); ``Omega`` is ``gamma``-strongly convex; and
+    ``B`` bounds, for every data set ``S`` of every size and every point
+    ``(x, y)`` of the domain, both the regulariser at the minimiser,
+    ``lambda Omega(f_S) <= B``, and the loss at the minimiser,
+    ``|L(f_S(x), y)| <= B``. (For the squared loss see
+    :func:`least_squares_loss_bound`.) The bound decays like ``1/sqrt(m)``,
+    slower than the ``1/m`` of :func:`lipschitz_loss_sensitivity`; use it when
+    no Lipschitz constant is available.
+
+    Parameters
+    ----------
+    B : float
+        The bound above.
+    lam : float
+        ``lambda`` (dperm: ``alpha / 2``, see :func:`lambda_from_alpha`).
+    m : int
+        Number of training records.
+    gamma : float, default=2
+        Strong-convexity modulus of ``Omega`` (2 for ``||f||_K^2``).
+
+    Returns
+    -------
+    float
+        A bound on the RKHS (for linear models: L2) distance of the minimisers
+        on two data sets that differ in one record.
+    """
+    B = check_positive(B, "B", "B bounds lambda Omega(f_S) and |L(f_S(x), y)| (000 Thm 1).")
+    lam = check_positive(lam, "lam")
+    gamma = check_positive(gamma, "gamma")
+    m = check_positive_int(m, "m")
+    return math.sqrt(16.0 * B / (lam * gamma * m))
+
+
+def lipschitz_loss_sensitivity(
+    kappa: float, C_L: float, lam: float, m: int, gamma: float = SQUARED_NORM_GAMMA
+) -> float:
+    """``||f_z - f_zbar||_K <= 2 kappa C_L / (lambda gamma m)`` (Nie & Wang 2017, 000 Thm 2).
+
+    Assumptions: the loss is convex in the prediction and
+    ``|L(t1, y) - L(t2, y)| <= C_L |t1 - t2|`` for the predictions ``t`` that
+    the minimisers can make (globally: hinge ``C_L = 1``, pinball
+    ``C_L = max(tau, 1 - tau)``, logistic ``C_L = 1``); ``Omega`` is
+    ``gamma``-strongly convex; ``kappa = sup_x sqrt(K(x, x))`` (linear
+    model: the bound on ``||x||``). No differentiability is needed, which is
+    what lets output perturbation release a hinge SVM or a quantile regression.
+    With ``lambda gamma = Lambda`` and ``kappa = R``, ``C_L = L`` it is 003
+    Corollary 1 with note 2, ``2 L R / (n Lambda)``
+    (:func:`~dperm.privacy.sensitivity.erm_l2_sensitivity`, which computes it).
+
+    Parameters
+    ----------
+    kappa : float
+        Bound on ``sqrt(K(x, x))`` (the data norm ``R`` for a linear model).
+    C_L : float
+        Lipschitz constant of the loss in the prediction.
+    lam : float
+        ``lambda`` (dperm: ``alpha / 2``).
+    m : int
+        Number of training records.
+    gamma : float, default=2
+        Strong-convexity modulus of ``Omega``.
+
+    Returns
+    -------
+    float
+        A bound on the RKHS (linear models: L2) distance of neighbouring minimisers.
+    """
+    lam = check_positive(lam, "lam")
+    gamma = check_positive(gamma, "gamma")
+    return erm_l2_sensitivity(m, lam * gamma, C_L, kappa)
+
+
+def least_squares_norm_bound(M: float, lam: float) -> float:
+    """``||f_z||_K <= M / sqrt(lambda)`` for least squares with ``|y| <= M`` (002 Thm 3's ``R``).
+
+    ``lambda ||f_z||^2 <= E_z(f_z) + lambda ||f_z||^2 <= E_z(0) <= M^2``
+    (000 Sec. 5.1). Computed by
+    :func:`~dperm.privacy.sensitivity.least_squares_solution_norm` as
+    ``M sqrt(2 / alpha)`` with ``alpha = 2 lambda``.
+    """
+    return least_squares_solution_norm(M, alpha_from_lambda(lam))
+
+
+def least_squares_loss_bound(M: float, kappa: float, lam: float) -> float:
+    """``B = M^2 (1 + kappa / sqrt(lambda))^2`` for 000 Thm 1 with the squared loss.
+
+    With ``|y| <= M`` and ``||f_S||_K <= M / sqrt(lambda)``
+    (:func:`least_squares_norm_bound`): ``lambda Omega(f_S) <= M^2`` and
+    ``(f_S(x) - y)^2 <= (kappa M / sqrt(lambda) + M)^2``; the second is the larger.
+    """
+    M = check_positive(M, "M", "M is a public bound on |y|.")
+    kappa = check_positive(kappa, "kappa")
+    return (M + kappa * least_squares_norm_bound(M, lam)) ** 2
+
+
+def least_squares_sensitivity(M: float, kappa: float, lam: float, m: int) -> float:
+    """``||f_z - f_z'||_K <= kappa (2 R kappa + 2 M) / (lambda m)``, ``R = M / sqrt(lambda)`` (002 Lemma 2).
+
+    Assumptions: least squares ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||_K^2``
+    with ``|y| <= M`` and ``sqrt(K(x, x)) <= kappa``. 002's proof reaches this
+    line and then uses ``M <= R`` (Lemma 2 assumes ``R >= M``, i.e.
+    ``lambda <= 1``) to print ``2 R kappa (kappa + 1) / (lambda m)``; dperm
+    returns the unrelaxed bound, valid for every ``lambda`` and never larger. It equals :func:`lipschitz_loss_sensitivity` with ``gamma = 2``
+    and 000 Sec. 5.1's ``C_L = 2 (M + kappa R)``
+    (:func:`~dperm.privacy.sensitivity.least_squares_lipschitz`), which is how
+    it is computed. The projection ``pi`` onto ``[-M, M]`` (002 eq. 2) only
+    shrinks differences of predictions, so the released, projected model has
+    the same sensitivity. In dperm's convention (``alpha = 2 lambda``):
+    ``4 kappa M (1 + kappa sqrt(2/alpha)) / (n alpha)``.
+
+    Returns
+    -------
+    float
+        A bound on the RKHS (linear models: L2) distance of neighbouring minimisers.
+    """
+    C_L = least_squares_lipschitz(M, kappa, alpha_from_lambda(lam))
+    return lipschitz_loss_sensitivity(kappa, C_L, lam, m, gamma=SQUARED_NORM_GAMMA)

@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
-from dperm.multiparty.secure_sum import SecureSumSummary
+from dataclasses import dataclass
+
+from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
-REFERENCES = {
-    "psgd": "Rajkumar & Agarwal (2012), Alg. 1, Procs. 2-3, Thm 4.2 (via GOP, Alg. 4 and Thm 4.1); "
-    "shared papers notes 2-4, 13-14",
-    "psgd_coordinator_dp": "Rajkumar & Agarwal (2012), Alg. 1 and Prop. 3.1 with per-round Gaussian "
-    "noise instead of Proc. 3's (beyond the paper: shared papers note 13); accounting by Google's "
-    "dp-accounting (privacy loss distributions, Koskela et al. 2020 / Doroshenko et al. 2022; or "
-    "Renyi DP, Mironov 2017)",
-    "local_aggregation": "Pathak, Rane & Raj (2010) as in Rajkumar & Agarwal (2012), eq. 5; "
-    "Chaudhuri et al. (2011), Cor. 1; shared papers notes 1, 2, 12, 14",
-}
+
+
+@dataclass(frozen=True)
+class SecureSumSummary:
+    """:class:`~dperm.multiparty.secure_sum.SecureSumReport` s of many rounds, totalled (goes into ``privacy_``).
+
+    Attributes
+    ----------
+    engine : str
+    n_sums : int
+        Secure sums run.
+    clipping_range, quantization_range, modulus_range : float, int, int
+    coordinates_clipped : int or None
+        Clipped coordinates of the parties' vectors over all rounds and
+        parties; ``None`` when not counted (see :class:`~dperm.multiparty.secure_sum.SecureSumReport`).
+    sums_with_clipping : int or None
+        Rounds in which at least one coordinate was clipped; ``None`` when not counted.
+    error_bound : float
+        Per-round, per-coordinate bound on the encoding error (no clipping).
+    """
+
+    engine: str
+    n_sums: int
+    clipping_range: float
+    quantization_range: int
+    modulus_range: int
+    coordinates_clipped: int | None
+    sums_with_clipping: int | None
+    error_bound: float
 
 
 _describe = describe_guarantee
@@ -307,11 +328,6 @@ class LocalAggregationPrivacyRecord(RecordBase):
         return "\n".join(lines)
 
 
-REFERENCES["newton"] = (
-    "beyond the papers: damped Newton (Nesterov 2004, Sec. 4.1.5) on secure sums of gradient and Hessian "
-    "sums; distributed discrete Gaussian noise (Kairouz, Liu & Steinke 2021, Thm 1; Canonne, Kamath & "
-    "Steinke 2020, Alg. 3); Renyi DP composition (Mironov 2017) converted by dp-accounting"
-)
 
 
 @privacy_record

@@ -99,7 +99,7 @@ class BudgetAccountant:
 
     Examples
     --------
-    >>> from dperm.accounting import BudgetAccountant
+    >>> from dperm.privacy.accounting import BudgetAccountant
     >>> acc = BudgetAccountant(epsilon=1.0)
     >>> acc.spend(0.4, label="first model")
     >>> acc.spend(0.4, label="second model")
@@ -243,7 +243,7 @@ def check_accountant(accountant):
     """
     if accountant is not None and not isinstance(accountant, BudgetAccountant):
         raise ValueError(
-            f"accountant must be a dperm.accounting.BudgetAccountant or None; got {accountant!r}."
+            f"accountant must be a dperm.privacy.accounting.BudgetAccountant or None; got {accountant!r}."
         )
     return accountant
 

@@ -1,0 +1,42 @@
+"""The one table of references: what each mechanism and protocol proves, and where.
+
+Every record's ``reference`` field and the mechanism registry
+(:data:`dperm.mechanisms.MECHANISMS`) read it, so a paper's theorem is cited
+in one place.
+"""
+
+REFERENCES = {
+    # single-machine mechanisms (dperm.mechanisms)
+    "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
+    "Thm 2 for non-differentiable Lipschitz losses",
+    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber); "
+    "approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "gaussian_objective": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
+    "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    # private prediction (dperm.mechanisms.prediction)
+    "private_prediction": (
+        "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "
+        "kernel or the finite-rank kernel z(x).z(x') of public random Fourier features (noise scale "
+        "B_Delta / epsilon per shared papers note 5); Nie & Wang (2017b), J. Appl. Math. Phys. 5, "
+        "eq. 2 (projection) and Lemma 2"
+    ),
+    # private parameter tuning (dperm.tuning)
+    "tuning_alg4": (
+        "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: parallel composition over "
+        "m + 1 disjoint parts, exponential mechanism selection"
+    ),
+    # multiparty protocols (dperm.multiparty)
+    "psgd": "Rajkumar & Agarwal (2012), Alg. 1, Procs. 2-3, Thm 4.2 (via GOP, Alg. 4 and Thm 4.1); "
+    "shared papers notes 2-4, 13-14",
+    "psgd_coordinator_dp": "Rajkumar & Agarwal (2012), Alg. 1 and Prop. 3.1 with per-round Gaussian "
+    "noise instead of Proc. 3's (beyond the paper: shared papers note 13); accounting by Google's "
+    "dp-accounting (privacy loss distributions, Koskela et al. 2020 / Doroshenko et al. 2022; or "
+    "Renyi DP, Mironov 2017)",
+    "local_aggregation": "Pathak, Rane & Raj (2010) as in Rajkumar & Agarwal (2012), eq. 5; "
+    "Chaudhuri et al. (2011), Cor. 1; shared papers notes 1, 2, 12, 14",
+    "newton": (
+        "beyond the papers: damped Newton (Nesterov 2004, Sec. 4.1.5) on secure sums of gradient and Hessian "
+        "sums; distributed discrete Gaussian noise (Kairouz, Liu & Steinke 2021, Thm 1; Canonne, Kamath & "
+        "Steinke 2020, Alg. 3); Renyi DP composition (Mironov 2017) converted by dp-accounting"
+    ),
+}
