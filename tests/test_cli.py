@@ -170,10 +170,10 @@ def test_tampered_model_file_shapes_are_checked(csv_files, capsys):
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--epsilon", "0"], "'epsilon' parameter"),
         (["--epsilon", "1", "--mechanism", "gaussian_objective"], "needs delta > 0"),
         (["--epsilon", "1", "--model", "hinge"], "mechanism='output'"),
-        (["--epsilon", "1", "--delta", "1.5", "--mechanism", "gaussian_objective"], "delta must be"),
+        (["--epsilon", "1", "--delta", "1.5", "--mechanism", "gaussian_objective"], "'delta' parameter"),
     ],
 )
 def test_bad_training_options(csv_files, capsys, extra, message):

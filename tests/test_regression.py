@@ -211,14 +211,14 @@ def test_score_is_r_squared():
 @pytest.mark.parametrize("quantile", [0.0, 1.0, -0.2, 1.5, np.nan, np.inf, "median", None])
 def test_quantile_outside_the_open_unit_interval(quantile):
     X, y, _ = _data(n=20)
-    with pytest.raises(ValueError, match=r"quantile must be a number in the open interval \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"'quantile' parameter of \w+ must be a float in the range \(0.0, 1.0\)"):
         PrivateQuantileRegressor(quantile=quantile).fit(X, y)
 
 
 @pytest.mark.parametrize("y_bound", [0.0, -1.0, np.nan, np.inf, "1"])
 def test_bad_y_bound(y_bound):
     X, y, _ = _data(n=20)
-    with pytest.raises(ValueError, match="y_bound must be a finite number > 0"):
+    with pytest.raises(ValueError, match=r"'y_bound' parameter of \w+ must be a float in the range \(0.0, inf\)"):
         PrivateLeastSquares(y_bound=y_bound).fit(X, y)
 
 
@@ -226,17 +226,17 @@ def test_bad_y_bound(y_bound):
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"epsilon": 0}, "epsilon must be a finite number > 0"),
-        ({"epsilon": np.nan}, "epsilon must be a finite number > 0"),
-        ({"epsilon": np.inf}, "epsilon must be a finite number > 0"),
-        ({"alpha": -1}, "alpha must be a finite number > 0"),
-        ({"alpha": np.nan}, "alpha must be a finite number > 0"),
-        ({"data_norm": 0}, "data_norm must be a finite number > 0"),
-        ({"data_norm": np.inf}, "data_norm must be a finite number > 0"),
-        ({"intercept_scaling": 0}, "intercept_scaling must be"),
-        ({"tol": -1e-3}, "tol must be"),
-        ({"max_iter": 0}, "max_iter must be an integer"),
-        ({"fit_intercept": "yes"}, "fit_intercept must be True or False"),
+        ({"epsilon": 0}, r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"epsilon": np.nan}, r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"epsilon": np.inf}, r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"alpha": -1}, r"'alpha' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"alpha": np.nan}, r"'alpha' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"data_norm": 0}, r"'data_norm' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"data_norm": np.inf}, r"'data_norm' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+        ({"intercept_scaling": 0}, "'intercept_scaling' parameter"),
+        ({"tol": -1e-3}, "'tol' parameter"),
+        ({"max_iter": 0}, "'max_iter' parameter of \\w+ must be an int"),
+        ({"fit_intercept": "yes"}, "'fit_intercept' parameter of \\w+ must be an instance of 'bool'"),
     ],
 )
 def test_bad_parameters_raise_value_error_naming_the_problem(cls, params, message):

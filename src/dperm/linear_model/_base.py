@@ -1,38 +1,42 @@
-"""Shared plumbing of the private linear classifiers: validate, clip, wire, record.
+"""Shared plumbing of the private linear models: validate, clip, wire, record.
 
-The estimators are thin: they check parameters and data, clip rows to the
-public norm bound, hand each binary problem to a mechanism in
-:mod:`dperm.mechanisms`, and store the result and its :class:`PrivacyRecord`.
+The estimators are thin: scikit-learn's ``_parameter_constraints`` check the
+parameters, the data is validated and rows clipped to the public norm bound,
+each problem goes to a mechanism of :data:`dperm.mechanisms.MECHANISMS`, and
+the result is stored with its :class:`~dperm.privacy.record.PrivacyRecord`.
+:class:`PrivateLinearModelBase` holds the one fit skeleton; the classifier and
+regressor bases fill in the targets, the solve and the stored attributes.
 No privacy arithmetic happens here.
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
-from dperm.mechanisms import ERMProblem, get_mechanism, run_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem, get_mechanism, run_mechanism
+from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
-    check_delta,
-    check_epsilon,
-    check_positive,
-    check_positive_int,
     check_random_state,
     clip_rows_to_norm,
     is_dask_collection,
     warn_clipped_rows,
 )
+
+#: A finite number > 0 (epsilon, alpha, data_norm, tol, ...).
+POSITIVE = Interval(Real, 0, np.inf, closed="neither")
 
 
 class FitParams(NamedTuple):
@@ -49,8 +53,143 @@ class FitParams(NamedTuple):
     classes: np.ndarray | None = None  # the public label set, sorted (None: read from y)
 
 
-class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
+class Targets(NamedTuple):
+    """Checked targets of one fit: ``y`` and, for a classifier, its public label set."""
+
+    y: np.ndarray
+    label_set: object = None
+
+
+class PrivateLinearModelBase(BaseEstimator):
+    """The fit skeleton every private linear model shares. Subclasses define
+    ``_make_loss``, ``_mechanism_name``, ``_check_targets``, ``_solve``,
+    ``_store`` and ``_record``."""
+
+    _parameter_constraints: dict = {
+        "epsilon": [POSITIVE],
+        "alpha": [POSITIVE],
+        "data_norm": [POSITIVE],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [POSITIVE],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [POSITIVE],
+        "random_state": [None, Integral, np.random.Generator, np.random.RandomState],
+        "accountant": [None, BudgetAccountant],
+    }
+    #: ``validate_data`` options for the targets.
+    _validate_y = {"ensure_min_samples": 2}
+
+    def _check_params(self) -> FitParams:
+        """Every parameter, the loss and the mechanism's conditions, before any data or budget."""
+        self._validate_params()
+        delta = float(getattr(self, "delta", 0.0))
+        loss = self._make_loss()
+        get_mechanism(self._mechanism_name()).check(loss, delta)  # the theorem's conditions
+        return FitParams(float(self.epsilon), delta, float(self.alpha), float(self.data_norm),
+                         float(self.intercept_scaling), float(self.tol), int(self.max_iter), loss,
+                         check_classes(getattr(self, "classes", None)))
+
+    def _make_loss(self):
+        raise TypeError(f"{type(self).__name__} does not define a loss.")
+
+    def _mechanism_name(self) -> str:
+        return self.mechanism
+
+    # -- fitting ----------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
+            :class:`~dperm.DataClippingWarning` (it does not say how many: that
+            count is a function of the private rows).
+        y : array-like of shape (n_samples,)
+            Classifiers: labels from ``classes`` (a label outside it raises
+            ValueError before any budget is spent); without ``classes``, read
+            from y with a :class:`~dperm.PrivacyLeakWarning`; more than two
+            labels are fitted one-vs-rest. Regressors: real-valued targets.
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_params()
+        check_budget_left(self.accountant, *self._budget_request(params))
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_distributed(X, y, params)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **self._validate_y)
+        if sparse.issparse(X):
+            X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
+        targets = self._check_targets(y, params)  # label set or real targets: before the budget
+        rng = check_random_state(self.random_state)
+        self._spend_budget(params)  # every check passed; nothing computed from X released yet
+        X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
+        warn_clipped_rows(rows_clipped, params.data_norm)
+        X, effective_norm = self._augment(X, params.data_norm, params.scaling)
+        outputs = self._solve(X, targets, params, rng, effective_norm)
+        self._store(outputs, targets, params)
+        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0], targets)
+        return self
+
+    def _fit_distributed(self, X, y, params):
+        from dperm.validation import refuse_dask_input
+
+        refuse_dask_input(self, X, y)
+
+    def _budget_request(self, params):
+        """``(epsilon, delta, label)`` that this fit costs the accountant."""
+        return params.epsilon, self._delta_spent(params.delta), self._spend_label()
+
+    def _spend_budget(self, params):
+        """Spend the fit's budget: after every check, before any noise is drawn.
+
+        "Check first, spend last-possible" (issue 14): a configuration or data
+        error raised before this point costs nothing; a
+        :class:`~dperm.exceptions.BudgetExceededError` raised here releases
+        nothing. (``fit`` also asks :func:`~dperm.privacy.accounting.check_budget_left`
+        first, so an exhausted budget is reported before any data pass.)
+        """
+        spend_before_fitting(self.accountant, *self._budget_request(params))
+
+    def _delta_spent(self, delta):
+        """The delta the mechanism's guarantee uses (0 for a pure mechanism)."""
+        return get_mechanism(self._mechanism_name()).delta_spent(delta)
+
+    def _spend_label(self):
+        loss = getattr(self, "loss", "logistic")
+        return f"{type(self).__name__}(mechanism={self._mechanism_name()!r}, loss={loss!r})"
+
+    def _augment(self, X, data_norm, scaling):
+        """Append the intercept feature; its value counts toward the norm bound.
+
+        With ``fit_intercept=True`` every row gets a constant feature equal to
+        ``intercept_scaling`` and the calibration uses the augmented bound
+        ``sqrt(data_norm^2 + intercept_scaling^2)``, so the guarantee covers the
+        intercept. The intercept is regularised like every other coefficient.
+        """
+        if not self.fit_intercept:
+            return X, data_norm
+        return append_intercept_feature(X, data_norm, scaling)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        tags.input_tags.sparse = True
+        return tags
+
+
+class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase):
     """Base class; subclasses define ``_make_loss``. See the public estimators."""
+
+    _parameter_constraints: dict = {
+        **PrivateLinearModelBase._parameter_constraints,
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "mechanism": [StrOptions(set(MECHANISMS))],
+        "scheduler": "no_validation",  # checked where Dask is used (dperm.scale)
+        "classes": "no_validation",  # dperm.privacy.labels.check_classes
+    }
 
     def __init__(
         self,
@@ -83,77 +222,19 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         self.scheduler = scheduler
         self.classes = classes
 
-    # -- parameter checks -------------------------------------------------
-    def _check_params(self):
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_delta(self.delta)
-        alpha = check_positive(
-            self.alpha, "alpha", "alpha is the L2 regularisation strength (the papers' Lambda)."
-        )
-        data_norm = check_positive(
-            self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
-        )
-        mechanism = get_mechanism(self.mechanism)
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
-        scaling = check_positive(self.intercept_scaling, "intercept_scaling")
-        tol = check_positive(self.tol, "tol")
-        max_iter = check_positive_int(self.max_iter, "max_iter")
-        loss = self._make_loss()
-        mechanism.check(loss, delta)  # loss and delta vs the mechanism's theorem, before any budget
-        check_accountant(self.accountant)
-        classes = check_classes(self.classes)
-        return FitParams(epsilon, delta, alpha, data_norm, scaling, tol, max_iter, loss, classes)
-
-    def _make_loss(self):
-        raise TypeError(f"{type(self).__name__} does not define a loss.")
-
-    # -- fitting ----------------------------------------------------------
-    def fit(self, X, y):
-        """Fit the private model.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
-            :class:`~dperm.DataClippingWarning` that counts them.
-        y : array-like of shape (n_samples,)
-            Labels from ``classes`` (a label outside it raises ValueError
-            before any budget is spent); without ``classes``, at least two
-            labels, read from y with a :class:`~dperm.PrivacyLeakWarning`.
-            More than two labels are fitted one-vs-rest.
-
-        Returns
-        -------
-        self
-        """
-        params = self._check_params()
-        check_budget_left(self.accountant, *self._budget_request(params))
-        if is_dask_collection(X) or is_dask_collection(y):
-            from dperm.scale._estimator import check_distributed_loss
-
-            check_distributed_loss(params.loss)
-            return self._fit_distributed(X, y, params)
-        X, y = validate_data(
-            self, X, y, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2
-        )
-        if sparse.issparse(X):
-            X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
+    def _check_targets(self, y, params):
         check_classification_targets(y)
-        label_set = resolve_label_set(params.classes, y)  # before the budget is touched
-        classes = label_set.classes
-        rng = check_random_state(self.random_state)
-        self._spend_budget(params)  # every check passed; nothing computed from X released yet
-        X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
-        warn_clipped_rows(rows_clipped, params.data_norm)
-        X, effective_norm = self._augment(X, params.data_norm, params.scaling)
-        positives = one_vs_rest_positives(classes)  # the split comes from the label set only
+        return Targets(y, resolve_label_set(params.classes, y))
+
+    def _solve(self, X, targets, params, rng, effective_norm):
+        """One binary problem per positive class of the public label set (one-vs-rest)."""
+        positives = one_vs_rest_positives(targets.label_set.classes)  # the split comes from the label set only
         n_problems = positives.size
-        outputs = [
+        return [
             run_mechanism(
                 self.mechanism,
-                ERMProblem(X, np.where(y == positive, 1.0, -1.0), params.loss, params.alpha,
-                           effective_norm),
+                ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
+                           params.alpha, effective_norm),
                 params.epsilon / n_problems,
                 params.delta / n_problems,
                 rng,
@@ -162,10 +243,6 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             )
             for positive in positives
         ]
-        self._store(outputs, classes, params)
-        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0],
-                                     label_set_public=label_set.public)
-        return self
 
     def _fit_distributed(self, X, y, params):
         """Fit a Dask X / y without loading it (:mod:`dperm.scale`).
@@ -173,22 +250,23 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
         How many passes the solve took depends on the data and is not released. The budget
         is spent after the validating scan, before any noise is drawn.
         """
-        from dperm.scale._estimator import fit_classifier_distributed
+        from dperm.scale._estimator import check_distributed_loss, fit_classifier_distributed
 
+        check_distributed_loss(params.loss)  # before any budget is spent
         outputs, label_set, scan, _ = fit_classifier_distributed(
             self, X, y, params, spend=lambda: self._spend_budget(params)
         )
-        classes = label_set.classes
-        self._store(outputs, classes, params)
+        targets = Targets(None, label_set)
+        self._store(outputs, targets, params)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
                           else params.data_norm)
-        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, engine="dask",
-                                     label_set_public=label_set.public)
+        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, targets,
+                                     engine="dask")
         return self
 
-    def _store(self, outputs, classes, params):
+    def _store(self, outputs, targets, params):
         coef = np.vstack([out.coef for out in outputs])
-        self.classes_ = classes
+        self.classes_ = targets.label_set.classes
         if self.fit_intercept:
             self.coef_ = coef[:, :-1]
             self.intercept_ = coef[:, -1] * params.scaling
@@ -220,53 +298,11 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, BaseEstimator):
             return score_distributed(self, X, y)
         return super().score(X, y, sample_weight=sample_weight)
 
-    def _budget_request(self, params):
-        """``(epsilon, delta, label)`` that this fit costs the accountant."""
-        return params.epsilon, self._delta_spent(params.delta), self._spend_label()
-
-    def _spend_budget(self, params):
-        """Spend the fit's budget: after every check, before any noise is drawn.
-
-        "Check first, spend last-possible" (issue 14): a configuration or data
-        error raised before this point costs nothing; a
-        :class:`~dperm.exceptions.BudgetExceededError` raised here releases
-        nothing. (``fit`` also asks :func:`~dperm.privacy.accounting.check_budget_left`
-        first, so an exhausted budget is reported before any data pass.)
-        """
-        spend_before_fitting(self.accountant, *self._budget_request(params))
-
-    def _delta_spent(self, delta):
-        """The delta the mechanism's guarantee uses (0 for a pure mechanism)."""
-        return get_mechanism(self.mechanism).delta_spent(delta)
-
-    def _spend_label(self):
-        loss = getattr(self, "loss", "logistic")
-        return f"{type(self).__name__}(mechanism={self.mechanism!r}, loss={loss!r})"
-
-    def _augment(self, X, data_norm, scaling):
-        """Append the intercept feature; its value counts toward the norm bound.
-
-        With ``fit_intercept=True`` every row gets a constant feature equal to
-        ``intercept_scaling`` and the calibration uses the augmented bound
-        ``sqrt(data_norm^2 + intercept_scaling^2)``, so the guarantee covers the
-        intercept. The intercept is regularised like every other coefficient.
-        """
-        if not self.fit_intercept:
-            return X, data_norm
-        return append_intercept_feature(X, data_norm, scaling)
-
-    def _record(self, outputs, params, effective_norm, n_samples, engine="memory",
-                label_set_public=None):
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
         return linear_record(
             self.mechanism, outputs, params.epsilon, self._delta_spent(params.delta),
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
-            label_set_public=label_set_public,
+            label_set_public=targets.label_set.public,
         )
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.random_state is None
-        tags.input_tags.sparse = True
-        return tags

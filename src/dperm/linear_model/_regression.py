@@ -16,37 +16,38 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import RegressorMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.linear_model._base import POSITIVE, PrivateLinearModelBase, Targets
 from dperm.losses import PinballLoss, SquaredLoss
-from dperm.mechanisms import ERMProblem, output_perturbation
+from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.privacy.record import linear_record
 from dperm.privacy.references import REFERENCES
 from dperm.validation import (
-    refuse_dask_input,
-    append_intercept_feature,
     clip_labels_to_bound,
-    warn_clipped_labels,
-    check_epsilon,
-    check_positive,
-    check_positive_int,
-    check_random_state,
     clip_rows_to_norm,
-    warn_clipped_rows,
+    warn_clipped_labels,
 )
 
 MECHANISM = "output"
 
 
-class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
-    """Base class; subclasses define ``_make_loss``. See the public estimators."""
+class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
+    """Base class; subclasses define ``_make_loss``. See the public estimators.
+
+    Output perturbation only (000 Thm 2 needs no derivative of the loss), pure
+    epsilon-DP; the fit is :meth:`PrivateLinearModelBase.fit`.
+    """
 
     #: Added to the record's reference: the paper behind the subclass's loss.
     _loss_reference = ""
+    _validate_y = {"y_numeric": True}
 
     def __init__(
         self,
@@ -71,87 +72,31 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.accountant = accountant
 
-    # -- parameter checks -------------------------------------------------
-    def _check_params(self) -> dict:
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
-        check_accountant(self.accountant)
-        return {
-            "epsilon": check_epsilon(self.epsilon),
-            "alpha": check_positive(
-                self.alpha, "alpha", "alpha is the L2 regularisation strength (the papers' Lambda)."
-            ),
-            "data_norm": check_positive(
-                self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
-            ),
-            "intercept_scaling": check_positive(self.intercept_scaling, "intercept_scaling"),
-            "tol": check_positive(self.tol, "tol"),
-            "max_iter": check_positive_int(self.max_iter, "max_iter"),
-            "loss": self._make_loss(),
-        }
+    def _mechanism_name(self) -> str:
+        return MECHANISM
 
-    def _make_loss(self):
-        raise TypeError(f"{type(self).__name__} does not define a loss.")
+    def _spend_label(self):
+        return f"{type(self).__name__}(mechanism={MECHANISM!r})"
 
     def _prepare_labels(self, y, loss):
-        """Per-record label preprocessing (none by default)."""
+        """Per-record label preprocessing after the budget is spent (none by default)."""
         return y
 
-    # -- fitting ----------------------------------------------------------
-    def fit(self, X, y):
-        """Fit the private model.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Rows with an L2 norm above ``data_norm`` are scaled onto it, with a
-            :class:`~dperm.DataClippingWarning` (it does not say how many: that
-            count is a function of the private rows).
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
-
-        Returns
-        -------
-        self
-        """
-        refuse_dask_input(self, X, y)
-        params = self._check_params()
-        budget = (params["epsilon"], 0.0, f"{type(self).__name__}(mechanism='output')")
-        check_budget_left(self.accountant, *budget)  # an exhausted budget: refuse before reading X
-        loss = params["loss"]
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
-        y = self._real_targets(y)
-        if sparse.issparse(X):
-            X = X.toarray()  # d is small in ERM; the mechanism works on dense rows
-        rng = check_random_state(self.random_state)
-        # Check first, spend last-possible: every check passed, nothing computed from X released.
-        spend_before_fitting(self.accountant, *budget)
-        data_norm = params["data_norm"]
-        X, rows_clipped = clip_rows_to_norm(X, data_norm)
-        warn_clipped_rows(rows_clipped, data_norm)
-        y = self._prepare_labels(y, loss)
-        effective_norm = data_norm
-        if self.fit_intercept:
-            X, effective_norm = append_intercept_feature(X, data_norm, params["intercept_scaling"])
-        output = output_perturbation(
-            ERMProblem(X, y, loss, params["alpha"], effective_norm),
-            params["epsilon"],
-            0.0,
-            rng,
-            params["tol"],
-            params["max_iter"],
-        )
-        self._set_coefficients(output.coef, params["intercept_scaling"])
-        self.privacy_ = self._record(output, params, effective_norm, X.shape[0])
-        return self
-
-    @staticmethod
-    def _real_targets(y):
+    def _check_targets(self, y, params):
         """``y`` as floats; string labels (which ``y_numeric`` lets through) are an error."""
         try:
-            return np.asarray(y, dtype=np.float64)
+            return Targets(np.asarray(y, dtype=np.float64))
         except ValueError as error:
             raise ValueError(f"y must hold real-valued targets for a regressor; {error}.") from None
+
+    def _solve(self, X, targets, params, rng, effective_norm):
+        y = self._prepare_labels(targets.y, params.loss)
+        problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm)
+        return [run_mechanism(MECHANISM, problem, params.epsilon, 0.0, rng, params.tol,
+                              params.max_iter)]
+
+    def _store(self, outputs, targets, params):
+        self._set_coefficients(outputs[0].coef, params.scaling)
 
     def _set_coefficients(self, coef, intercept_scaling):
         if self.fit_intercept:
@@ -161,10 +106,10 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
             self.coef_ = coef
             self.intercept_ = 0.0
 
-    def _record(self, output, params, effective_norm, n_samples):
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         return linear_record(
-            MECHANISM, [output], output.epsilon, 0.0, loss=params["loss"],
-            data_norm=params["data_norm"], alpha=params["alpha"], tol=params["tol"],
+            MECHANISM, outputs, outputs[0].epsilon, 0.0, loss=params.loss,
+            data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
             reference=f"{REFERENCES[MECHANISM]}; {self._loss_reference}",
         )
@@ -196,12 +141,6 @@ class PrivateLinearRegressorBase(RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         return self._linear_prediction(X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = self.random_state is None
-        tags.input_tags.sparse = True
-        return tags
 
 
 class PrivateQuantileRegressor(PrivateLinearRegressorBase):
@@ -273,6 +212,10 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     """
 
     _loss_reference = "pinball loss, L = max(tau, 1 - tau) (Nie & Wang 2017, Sec. 5)"
+    _parameter_constraints: dict = {
+        **PrivateLinearRegressorBase._parameter_constraints,
+        "quantile": [Interval(Real, 0, 1, closed="neither")],
+    }
 
     def __init__(
         self,
@@ -366,6 +309,10 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         "least squares with |y| <= M, C_L = 2 M (1 + kappa / sqrt(lambda)) "
         "(Nie & Wang 2017, Sec. 5.1; Nie & Wang 2017b, Lemma 2)"
     )
+    _parameter_constraints: dict = {
+        **PrivateLinearRegressorBase._parameter_constraints,
+        "y_bound": [POSITIVE],
+    }
 
     def __init__(
         self,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dperm.linear_model._base import PrivateLinearClassifierBase
+from sklearn.utils._param_validation import StrOptions
+
+from dperm.linear_model._base import POSITIVE, PrivateLinearClassifierBase
 from dperm.losses import get_loss
 
 SVC_LOSSES = ("huber", "smooth_hinge", "hinge")
@@ -37,6 +39,12 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
     Nie & Wang, "Perturbation of convex risk minimization and its application
     in differential private learning algorithms", J. Inequal. Appl. (2017), Thm 2.
     """
+
+    _parameter_constraints: dict = {
+        **PrivateLinearClassifierBase._parameter_constraints,
+        "loss": [StrOptions(set(SVC_LOSSES))],
+        "h": [POSITIVE],
+    }
 
     def __init__(
         self,
