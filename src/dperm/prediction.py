@@ -32,7 +32,7 @@ scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
 ``lambda = alpha / 2`` (note 7), ``C_L = 1`` (hinge) or
 ``2 (M + kappa M / sqrt(lambda))`` (least squares, 000 Sec. 5.1).
 
-Two solver paths (:mod:`dperm.mechanisms.prediction_solvers`): ``"exact"``,
+Two solver paths (:mod:`dperm.solvers.kernel`): ``"exact"``,
 the Gaussian/Laplacian kernel through the ``m x m`` Gram matrix (memory
 ``O(m^2)``, time ``O(m^3)``), and ``"features"``, the finite-rank kernel
 ``z(x) . z(x')`` of random Fourier features drawn from a public seed (memory
@@ -55,30 +55,24 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNELS
-from dperm.validation import clip_labels_to_bound, warn_clipped_labels, refuse_dask_input
+from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
 from dperm.privacy.labels import check_classes, resolve_label_set
-from dperm.privacy.prediction_record import PredictionPrivacyRecord
-from dperm.mechanisms.prediction import (
-    KERNEL_KAPPA,
-    PREDICTION_LOSSES,
-    answer_queries,
-    calibrated_prediction_sensitivity,
-    fit_exact_kernel_model,
-    prediction_loss,
-    prediction_noise_calibration,
-    prediction_sensitivity,
-    solution_radius_allowance,
-)
-from dperm.mechanisms.prediction_solvers import (
+from dperm.privacy.prediction_record import prediction_record
+from dperm.solvers.kernel import (
     DEFAULT_MAX_MEMORY_GB,
     DEFAULT_N_COMPONENTS,
     PREDICTION_SOLVERS,
-    feature_frequencies,
-    fit_random_feature_model,
     plan_prediction_solver,
 )
-from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
-from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+from dperm.validation import (
+    check_epsilon,
+    check_positive,
+    check_positive_int,
+    check_random_state,
+    clip_labels_to_bound,
+    refuse_dask_input,
+    warn_clipped_labels,
+)
 
 #: Largest accepted ``feature_seed`` (numpy's SeedSequence takes any non-negative integer;
 #: the bound keeps the recorded value an ordinary JSON integer).
@@ -297,7 +291,6 @@ class PrivatePredictor(BaseEstimator):
             "max_memory_gb": check_positive(
                 self.max_memory_gb, "max_memory_gb", "It caps the estimated peak memory of the fit."
             ),
-            "loss": prediction_loss(self.loss, y_bound),
             "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
         }
 
@@ -328,61 +321,33 @@ class PrivatePredictor(BaseEstimator):
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)
-        m = X.shape[0]
         # Before anything m x m is allocated (and nothing is ever spent in fit): the path and
         # its estimated cost, from public inputs only.
-        plan = plan_prediction_solver(self.solver, self.loss, m, X.shape[1], params["n_components"],
-                                      params["max_memory_gb"])
+        plan = plan_prediction_solver(self.solver, self.loss, X.shape[0], X.shape[1],
+                                      params["n_components"], params["max_memory_gb"])
         y = self._prepare_labels(y, params)
-        lam = lambda_from_alpha(params["alpha"])
-        lipschitz = params["loss"].solution_lipschitz(KERNEL_KAPPA, params["alpha"])
-        sensitivity = prediction_sensitivity(KERNEL_KAPPA, lipschitz, lam, m, SQUARED_NORM_GAMMA)
-        radius_allowed = solution_radius_allowance(self.loss, sensitivity, KERNEL_KAPPA)
-        model = self._fit_model(X, y, plan.solver, params, radius_allowed)
-        calibrated = calibrated_prediction_sensitivity(sensitivity, KERNEL_KAPPA, radius_allowed)
-        self._exact_model = model  # secret: the certified model (rows and/or coefficients)
+        fit = fit_private_prediction(
+            X, y, loss=self.loss, kernel=self.kernel, gamma=params["gamma"], alpha=params["alpha"],
+            y_bound=params["y_bound"], max_iter=params["max_iter"],
+            epsilon_per_query=params["epsilon_per_query"], solver=plan.solver,
+            n_components=params["n_components"], feature_seed=self.feature_seed,
+        )
+        self._exact_model = fit.model  # secret: the certified model (rows and/or coefficients)
+        self._noise = fit.calibration.noise
         self._noise_rng = check_random_state(self.random_state)
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
         self._n_answered = 0
-        calibration = prediction_noise_calibration(calibrated, params["epsilon_per_query"])
         # Serialises check-and-spend across both budgets, and the noise generator.
         self._lock = threading.Lock()
-        self.privacy_ = PredictionPrivacyRecord(
-            mechanism="private_prediction", kernel=self.kernel, kernel_gamma=params["gamma"],
-            loss=self.loss, alpha=params["alpha"], lam=lam, strong_convexity=SQUARED_NORM_GAMMA,
-            kappa=KERNEL_KAPPA, lipschitz=lipschitz, y_bound=params["y_bound"], n_samples=m,
-            sensitivity=sensitivity, solution_radius_allowance=radius_allowed,
-            calibrated_sensitivity=calibrated, epsilon_per_query=params["epsilon_per_query"],
-            epsilon_total=params["epsilon_total"], noise_distribution="discrete-laplace",
-            noise_scale=calibration.noise_scale, noise_grid=calibration.step,
+        self.privacy_ = prediction_record(
+            fit.calibration, kernel=self.kernel, kernel_gamma=params["gamma"], loss=self.loss,
+            alpha=params["alpha"], y_bound=params["y_bound"], n_samples=X.shape[0],
+            epsilon_total=params["epsilon_total"],
             label_set_public=self.loss == "squared" or params["classes"] is not None,
-            **self._path_record(plan.solver, params),
+            solver=plan.solver, n_components=params["n_components"],
+            feature_seed=self.feature_seed, max_memory_gb=params["max_memory_gb"],
         )
         return self
-
-    def _fit_model(self, X, y, solver, params, radius_allowed):
-        """The secret certified model of the chosen path (exact kernel or public random features)."""
-        if solver == "exact":
-            model, _ = fit_exact_kernel_model(
-                X, y, self.loss, self.kernel, params["gamma"], params["alpha"], radius_allowed,
-                params["max_iter"], y_bound=params["y_bound"],
-            )
-            return model
-        # Public frequencies: a function of (kernel, gamma, D, d, feature_seed) only.
-        frequencies = feature_frequencies(self.kernel, params["gamma"], params["n_components"],
-                                          X.shape[1], self.feature_seed)
-        return fit_random_feature_model(X, y, self.loss, frequencies, params["alpha"], radius_allowed,
-                                        params["max_iter"], y_bound=params["y_bound"])
-
-    def _path_record(self, solver, params) -> dict:
-        """The record fields of the path: public parameters, and the path chosen from them."""
-        features = solver == "features"
-        return {
-            "solver": solver,
-            "n_components": params["n_components"] if features else None,
-            "feature_seed": int(self.feature_seed) if features else None,
-            "max_memory_gb": params["max_memory_gb"],
-        }
 
     def _prepare_labels(self, y, params):
         """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""
@@ -453,10 +418,8 @@ class PrivatePredictor(BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         self._spend(X.shape[0])  # before anything about the private model is computed
         values = self._exact_model.values(X)
-        calibration = prediction_noise_calibration(self.privacy_.calibrated_sensitivity,
-                                                   self.privacy_.epsilon_per_query)
         with self._lock:  # one thread at a time draws from the noise generator
-            return answer_queries(values, calibration, self._noise_rng)
+            return answer_queries(values, self._noise, self._noise_rng)
 
     def predict(self, X):
         """Answer each row of X privately; costs ``len(X) * epsilon_per_query``.
