@@ -22,7 +22,14 @@ from dperm import (
     PrivateLinearSVC,
     PrivateLogisticRegression,
 )
-from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
+from dperm.kernels import (
+    KERNEL_NAMES,
+    KERNELS,
+    PAIR_MAP_KAPPA,
+    RFF_NORM_BOUND,
+    RandomFourierFeatures,
+    kernel_matrix,
+)
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
 
 # Same skip, same reason as tests/test_estimators.py; test_classifiers_train_without_noise
@@ -57,6 +64,34 @@ KERNEL_FUNCTIONS = {"rbf": rbf_kernel, "laplacian": laplacian_kernel}
 def _circles(n=1200, seed=0):
     X, y = make_circles(n, noise=0.05, factor=0.5, random_state=seed)
     return X, y
+
+
+# --------------------------------------------------------------------------------------
+# The kernel table
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_kernel_table_kappa_bounds_every_k_x_x_and_matrix_follows_the_convention(kernel):
+    """kappa = sup_x sqrt(k(x, x)) (000 Prop. 1) at far-apart and huge inputs; k matches sklearn's."""
+    entry = KERNELS[kernel]
+    X = np.random.default_rng(0).normal(size=(20, 3)) * np.array([1.0, 1e3, 1e-3])
+    assert np.sqrt(np.diag(kernel_matrix(kernel, X, X, 0.7))).max() == pytest.approx(entry.kappa)
+    np.testing.assert_allclose(kernel_matrix(kernel, X, X[:4], 0.7),
+                               KERNEL_FUNCTIONS[kernel](X, X[:4], gamma=0.7))
+    assert entry.name == kernel and entry.reference
+
+
+def test_one_kernel_table_for_prediction_features_and_classifiers():
+    """Prediction's kappa and the kernel parameter's choices come from dperm.kernels.KERNELS."""
+    from dperm.mechanisms.prediction import path_kappa
+
+    assert KERNEL_NAMES == tuple(KERNELS)
+    for kernel in KERNELS:
+        assert path_kappa(kernel, "exact") == KERNELS[kernel].kappa
+        assert path_kappa(kernel, "features") == PAIR_MAP_KAPPA
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        kernel_matrix("poly", np.zeros((1, 1)), np.zeros((1, 1)), 1.0)
 
 
 # --------------------------------------------------------------------------------------

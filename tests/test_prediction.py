@@ -25,7 +25,8 @@ from dperm.mechanisms.prediction import (
 )
 from dperm.prediction import PrivatePredictor
 from dperm.solvers import solve_hinge_svm
-from dperm.solvers.kernel import fit_exact_kernel_model, kernel_matrix, solve_kernel_hinge
+from dperm.kernels import kernel_matrix
+from dperm.solvers.kernel import fit_exact_kernel_model, solve_kernel_hinge
 
 
 @pytest.fixture(autouse=True)

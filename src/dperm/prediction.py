@@ -54,7 +54,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
-from dperm.kernels import KERNELS
+from dperm.kernels import KERNEL_NAMES
 from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
 from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.privacy.prediction_record import prediction_record
@@ -257,8 +257,8 @@ class PrivatePredictor(BaseEstimator):
                 f"epsilon_per_query={epsilon_per_query:g} exceeds epsilon_total={epsilon_total:g}: "
                 "not even one answer fits. Raise epsilon_total or lower epsilon_per_query."
             )
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}.")
+        if self.kernel not in KERNEL_NAMES:
+            raise ValueError(f"kernel must be one of {KERNEL_NAMES}; got {self.kernel!r}.")
         if self.loss not in PREDICTION_LOSSES:
             raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {self.loss!r}.")
         if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dperm.kernels import PAIR_MAP_KAPPA, get_kernel
 from dperm.losses import HingeLoss, SquaredLoss
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
@@ -28,13 +29,13 @@ from dperm.validation import check_epsilon, check_positive
 
 __all__ = [
     "CLOSED_FORM_RADIUS_FRACTION",
-    "KERNEL_KAPPA",
     "PREDICTION_LOSSES",
     "PredictionCalibration",
     "PredictionFit",
     "answer_queries",
     "calibrate_prediction",
     "calibrated_prediction_sensitivity",
+    "path_kappa",
     "fit_private_prediction",
     "prediction_loss",
     "prediction_noise_calibration",
@@ -42,9 +43,6 @@ __all__ = [
     "solution_radius_allowance",
 ]
 
-#: ``kappa = sup_x sqrt(K(x, x))``: ``exp(0) = 1`` for both kernels of
-#: :data:`dperm.kernels.KERNELS`, whatever the data, so no clipping of X is needed.
-KERNEL_KAPPA = 1.0
 #: Losses the prediction mechanism supports (000 Sec. 5.1 and 5.2).
 PREDICTION_LOSSES = ("squared", "hinge")
 #: The closed-form least-squares solve is exact up to rounding; the public
@@ -170,8 +168,18 @@ class PredictionCalibration:
     noise: GridCalibration
 
 
+def path_kappa(kernel: str, solver: str) -> float:
+    """``kappa = sup_x sqrt(K(x, x))`` of the kernel the solver path minimises over.
+
+    The exact path: the kernel's own bound (:data:`dperm.kernels.KERNELS`). The
+    features path: the finite-rank kernel ``z(x) . z(x')``, ``kappa = 1`` exactly
+    (:data:`dperm.kernels.PAIR_MAP_KAPPA`).
+    """
+    return get_kernel(kernel).kappa if solver == "exact" else PAIR_MAP_KAPPA
+
+
 def calibrate_prediction(loss_name: str, y_bound, alpha: float, m: int, epsilon_per_query: float,
-                         kappa: float = KERNEL_KAPPA) -> PredictionCalibration:
+                         kappa: float) -> PredictionCalibration:
     """The whole calibration of 000 Prop. 1 and Lemma 1 for ``m`` training rows (notes 5, 7, 8)."""
     lam = lambda_from_alpha(alpha)
     lipschitz = prediction_loss(loss_name, y_bound).solution_lipschitz(kappa, alpha)
@@ -217,7 +225,8 @@ def fit_private_prediction(X, y, *, loss, kernel, gamma, alpha, y_bound, max_ite
     CertificateError
         If the solve misses the radius the noise is calibrated for: nothing is fitted.
     """
-    calibration = calibrate_prediction(loss, y_bound, alpha, X.shape[0], epsilon_per_query)
+    calibration = calibrate_prediction(loss, y_bound, alpha, X.shape[0], epsilon_per_query,
+                                       kappa=path_kappa(kernel, solver))
     model = fit_kernel_model(X, y, solver, loss, kernel, gamma, alpha, calibration.radius_allowance,
                              max_iter, y_bound=y_bound, n_components=n_components,
                              feature_seed=feature_seed)

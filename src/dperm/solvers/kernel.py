@@ -20,10 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
-from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
 from dperm.exceptions import CertificateError
-from dperm.kernels import KERNELS, random_fourier_pair_map, sample_frequencies
+from dperm.kernels import kernel_matrix, random_fourier_pair_map, sample_frequencies
 from dperm.privacy.sensitivity import lambda_from_alpha
 from dperm.solvers.erm import solve_hinge_svm
 
@@ -46,7 +45,6 @@ __all__ = [
     "fit_random_feature_model",
     "kernel_hinge_duality_gap",
     "kernel_least_squares_radius",
-    "kernel_matrix",
     "plan_prediction_solver",
     "query_block_rows",
     "solve_feature_least_squares",
@@ -81,8 +79,6 @@ NOMINAL_FLOPS = 1e10
 FEATURE_STREAM_KEY = 0x524646
 #: Active-set Newton steps tried after L-BFGS-B on the hinge dual.
 MAX_ACTIVE_SET_STEPS = 30
-
-_KERNEL_FUNCTIONS = {"rbf": rbf_kernel, "laplacian": laplacian_kernel}
 
 
 # ---------------------------------------------------------------------------
@@ -179,20 +175,8 @@ def plan_prediction_solver(
 
 
 # ---------------------------------------------------------------------------
-# Kernels and exact minimisers
+# The exact path: the Gram matrix of the kernel (kappa from dperm.kernels.KERNELS)
 # ---------------------------------------------------------------------------
-def kernel_matrix(kernel: str, A: np.ndarray, B: np.ndarray, gamma: float) -> np.ndarray:
-    """``K(a_i, b_j)``: ``"rbf"`` is ``exp(-gamma ||a - b||_2^2)``, ``"laplacian"`` ``exp(-gamma ||a - b||_1)``.
-
-    The conventions of :mod:`dperm.kernels` (003 eq. 98 for the Gaussian).
-    """
-    try:
-        function = _KERNEL_FUNCTIONS[kernel]
-    except (KeyError, TypeError):
-        raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.") from None
-    return function(A, B, gamma=gamma)
-
-
 @dataclass(frozen=True)
 class KernelSolve:
     """Coefficients ``c`` of ``f = sum_i c_i K(x_i, .)`` and the certificate.
@@ -409,7 +393,7 @@ def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, ma
         Labels in ``[-y_bound, y_bound]`` (squared) or in {-1, +1} (hinge).
     loss_name : {"squared", "hinge"}
     kernel, gamma
-        See :func:`kernel_matrix`.
+        See :data:`dperm.kernels.KERNELS`.
     alpha : float
         dperm's regularisation strength (``lambda = alpha / 2``).
     radius_tol : float
