@@ -204,12 +204,14 @@ def test_feature_names_clone_and_pipeline():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"gamma": 0}, "gamma must be a finite number > 0; got 0"),
-        ({"gamma": -1.5}, "gamma must be a finite number > 0"),
-        ({"gamma": np.nan}, "gamma must be a finite number > 0"),
-        ({"n_components": 0}, "n_components must be an integer >= 1; got 0"),
-        ({"n_components": 2.5}, "n_components must be an integer >= 1"),
-        ({"kernel": "poly"}, r"kernel must be one of \('rbf', 'laplacian'\).*'poly'"),
+        ({"gamma": 0}, r"'gamma' parameter of RandomFourierFeatures must be a float in the range "
+                       r"\(0.0, inf\)\. Got 0"),
+        ({"gamma": -1.5}, "'gamma' parameter"),
+        ({"gamma": np.nan}, "'gamma' parameter"),
+        ({"gamma": np.inf}, "'gamma' parameter"),
+        ({"n_components": 0}, r"'n_components' parameter .* an int in the range \[1, inf\)\. Got 0"),
+        ({"n_components": 2.5}, "'n_components' parameter"),
+        ({"kernel": "poly"}, r"'kernel' parameter .* a str among .*'rbf'.*Got 'poly'"),
         ({"random_state": "seed"}, "random_state must be None"),
     ],
 )
@@ -415,10 +417,10 @@ def test_kernel_estimators_clone_and_work_in_a_pipeline():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"gamma": 0}, "gamma must be a finite number > 0"),
-        ({"gamma": -2}, "gamma must be a finite number > 0"),
-        ({"n_components": 0}, "n_components must be an integer >= 1"),
-        ({"kernel": "sigmoid"}, "kernel must be one of"),
+        ({"gamma": 0}, "'gamma' parameter of PrivateKernel"),
+        ({"gamma": -2}, "'gamma' parameter"),
+        ({"n_components": 0}, "'n_components' parameter"),
+        ({"kernel": "sigmoid"}, "'kernel' parameter"),
         ({"epsilon": 0}, "epsilon must be a finite number > 0"),
         ({"mechanism": "laplace"}, "mechanism must be one of"),
         ({"mechanism": "gaussian_objective"}, "needs delta > 0"),

@@ -336,13 +336,15 @@ def test_an_unfitted_predictor_pickles_and_clone_works_when_fitted():
     ({"epsilon_total": 0.0, "epsilon_per_query": 0.1}, "epsilon_total"),
     ({"epsilon_total": math.nan, "epsilon_per_query": 0.1}, "epsilon_total"),
     ({"epsilon_total": math.inf, "epsilon_per_query": 0.1}, "epsilon_total"),
-    ({"kernel": "poly"}, "kernel must be one of"),
-    ({"loss": "logistic"}, "loss must be one of"),
+    ({"kernel": "poly"}, "'kernel' parameter of PrivatePredictor"),
+    ({"loss": "logistic"}, "'loss' parameter of PrivatePredictor"),
     ({"y_bound": 0.0}, "y_bound"),
     ({"y_bound": -1.0}, "y_bound"),
     ({"gamma": 0.0}, "gamma"),
     ({"alpha": -1.0}, "alpha"),
     ({"accountant": "budget"}, "accountant"),
+    ({"y_bound": None}, "needs y_bound"),
+    ({"max_iter": 0}, "max_iter"),
 ])
 def test_bad_parameters_raise_value_error_naming_the_problem(params, message):
     X, y = _regression_data(m=20)
@@ -477,7 +479,7 @@ def test_a_lowered_memory_cap_reproduces_the_refusal_cheaply(monkeypatch):
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"solver": "cg"}, "solver must be one of"),
+    ({"solver": "cg"}, "'solver' parameter of PrivatePredictor"),
     ({"n_components": 0}, "n_components"),
     ({"feature_seed": -1}, "feature_seed"),
     ({"feature_seed": 1.5}, "feature_seed"),

@@ -37,14 +37,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.validation import check_positive, check_positive_int, check_random_state
+from dperm.validation import check_random_state
 
 __all__ = [
     "KERNELS",
@@ -315,20 +317,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.n_components = n_components
         self.random_state = random_state
 
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions(set(KERNEL_NAMES))],
+        "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "random_state": "no_validation",  # None, int or Generator: check_random_state
+    }
+
     def _check_params(self):
-        if not isinstance(self.kernel, str) or self.kernel not in KERNEL_NAMES:
-            raise ValueError(
-                f"kernel must be one of {KERNEL_NAMES} (translation-invariant kernels with a "
-                f"known spectral distribution); got {self.kernel!r}."
-            )
-        gamma = check_positive(
-            self.gamma,
-            "gamma",
-            "gamma is the kernel parameter in exp(-gamma ||x - x'||^2) or "
-            "exp(-gamma ||x - x'||_1).",
-        )
-        n_components = check_positive_int(self.n_components, "n_components")
-        return gamma, n_components
+        """Check the parameters against :attr:`_parameter_constraints`; return ``(gamma, D)``."""
+        self._validate_params()
+        return float(self.gamma), int(self.n_components)
 
     def fit(self, X, y=None):
         """Draw W and psi for X's number of features; X's values are not used.

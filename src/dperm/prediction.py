@@ -45,11 +45,12 @@ the cap is refused before anything is allocated or spent.
 from __future__ import annotations
 
 import math
-import numbers
 import threading
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -65,9 +66,6 @@ from dperm.solvers.kernel import (
     plan_prediction_solver,
 )
 from dperm.validation import (
-    check_epsilon,
-    check_positive,
-    check_positive_int,
     check_random_state,
     clip_labels_to_bound,
     refuse_dask_input,
@@ -248,49 +246,47 @@ class PrivatePredictor(BaseEstimator):
         self.feature_seed = feature_seed
         self.max_memory_gb = max_memory_gb
 
+    _parameter_constraints: dict = {
+        "epsilon_total": [Interval(Real, 0, math.inf, closed="neither")],
+        "epsilon_per_query": [Interval(Real, 0, math.inf, closed="neither")],
+        "kernel": [StrOptions(set(KERNEL_NAMES))],
+        "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+        "loss": [StrOptions(set(PREDICTION_LOSSES))],
+        "alpha": [Interval(Real, 0, math.inf, closed="neither")],
+        "y_bound": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "accountant": [BudgetAccountant, None],
+        "random_state": "no_validation",  # None, int or Generator: check_random_state
+        "classes": ["array-like", None],
+        "solver": [StrOptions(set(PREDICTION_SOLVERS))],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "feature_seed": [Interval(Integral, 0, MAX_FEATURE_SEED, closed="both")],
+        "max_memory_gb": [Interval(Real, 0, math.inf, closed="neither")],
+    }
+
     # -- parameter checks -------------------------------------------------
     def _check_params(self) -> dict:
-        epsilon_total = check_epsilon(self.epsilon_total, "epsilon_total")
-        epsilon_per_query = check_epsilon(self.epsilon_per_query, "epsilon_per_query")
-        if epsilon_per_query > epsilon_total:
+        """Each parameter against :attr:`_parameter_constraints`, then the checks across parameters."""
+        self._validate_params()
+        if self.epsilon_per_query > self.epsilon_total:
             raise ValueError(
-                f"epsilon_per_query={epsilon_per_query:g} exceeds epsilon_total={epsilon_total:g}: "
-                "not even one answer fits. Raise epsilon_total or lower epsilon_per_query."
-            )
-        if self.kernel not in KERNEL_NAMES:
-            raise ValueError(f"kernel must be one of {KERNEL_NAMES}; got {self.kernel!r}.")
-        if self.loss not in PREDICTION_LOSSES:
-            raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {self.loss!r}.")
-        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise ValueError(
-                f"accountant must be a dperm.privacy.accounting.BudgetAccountant or None; got {self.accountant!r}."
+                f"epsilon_per_query={self.epsilon_per_query:g} exceeds epsilon_total="
+                f"{self.epsilon_total:g}: not even one answer fits. Raise epsilon_total or lower "
+                "epsilon_per_query."
             )
         if self.loss == "squared" and self.classes is not None:
             raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
-        if self.solver not in PREDICTION_SOLVERS:
-            raise ValueError(f"solver must be one of {PREDICTION_SOLVERS}; got {self.solver!r}.")
-        if (isinstance(self.feature_seed, bool) or not isinstance(self.feature_seed, numbers.Integral)
-                or not 0 <= self.feature_seed <= MAX_FEATURE_SEED):
-            raise ValueError(
-                f"feature_seed must be an integer in [0, 2**63 - 1]; got {self.feature_seed!r}. It "
-                "is the public seed of the random frequencies and is recorded in privacy_."
-            )
-        y_bound = None
-        if self.loss == "squared":
-            y_bound = check_positive(self.y_bound, "y_bound", "y_bound is a public bound M on |y|.")
+        if self.loss == "squared" and self.y_bound is None:
+            raise ValueError("loss='squared' needs y_bound, a public bound M on |y|; got None.")
         return {
-            "epsilon_total": epsilon_total,
-            "epsilon_per_query": epsilon_per_query,
-            "gamma": check_positive(self.gamma, "gamma", "gamma is the kernel width parameter."),
-            "alpha": check_positive(
-                self.alpha, "alpha", "alpha is the regularisation strength of alpha/2 ||f||_K^2."
-            ),
-            "y_bound": y_bound,
-            "max_iter": check_positive_int(self.max_iter, "max_iter"),
-            "n_components": check_positive_int(self.n_components, "n_components"),
-            "max_memory_gb": check_positive(
-                self.max_memory_gb, "max_memory_gb", "It caps the estimated peak memory of the fit."
-            ),
+            "epsilon_total": float(self.epsilon_total),
+            "epsilon_per_query": float(self.epsilon_per_query),
+            "gamma": float(self.gamma),
+            "alpha": float(self.alpha),
+            "y_bound": float(self.y_bound) if self.loss == "squared" else None,
+            "max_iter": int(self.max_iter),
+            "n_components": int(self.n_components),
+            "max_memory_gb": float(self.max_memory_gb),
             "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
         }
 
