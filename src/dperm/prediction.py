@@ -1,45 +1,17 @@
-"""``PrivatePredictor``: an exact kernel model kept secret, answering queries with Laplace noise.
+"""``PrivatePredictor``: a secret kernel model that answers queries, each with fresh noise.
 
-This is the mechanism of Nie & Wang (000 eq. 2, Lemma 1, Prop. 1; 002 eq. 2)
-used for what it really protects (shared papers note 6): **the answers, not a
-released model**. ``fit`` trains the exact kernel minimiser ``f_z`` (kernel
-ridge regression or a kernel SVM, via the representer theorem) and keeps it
-in private attributes; it releases nothing and spends nothing. Each value
-``predict`` returns is ``f_z(x) + b`` (least squares: ``pi(f_z(x)) + b``,
-projected onto ``[-M, M]``) with a fresh Laplace ``b`` of scale
-``B_Delta / epsilon_per_query``, and costs ``epsilon_per_query`` from a budget
-of ``epsilon_total``. A batch of ``k`` rows costs ``k * epsilon_per_query``,
-spent *before* anything is computed; a batch that does not fit raises
-:class:`~dperm.exceptions.BudgetExceededError` and answers nothing. The same
-query asked twice is answered twice with fresh noise and costs twice (the
-two answers average out the noise, so they must be paid for).
+Private prediction of Nie & Wang (000 Lemma 1, Prop. 1; 002 eq. 2), used for
+what it protects (shared papers note 6): **the answers, not a model**. ``fit``
+solves the kernel ERM and keeps the model in private attributes, spending
+nothing; each answered row costs ``epsilon_per_query`` from ``epsilon_total``,
+paid before anything is computed, under a lock shared by all threads. A fitted
+predictor holds the training rows, so it refuses to be pickled or copied.
 
-The fitted object holds the training rows and the representer coefficients:
-**it must never be published or logged.** Only its answers may leave the data
-holder. Pickling or copying a fitted predictor (:mod:`pickle`, :mod:`joblib`,
-:func:`copy.deepcopy`) raises ``TypeError``: the copy would hold the training
-rows and a second, unspent answer budget. To publish a model, use vector
-output perturbation (:class:`dperm.PrivateLeastSquares`,
-:class:`dperm.PrivateKernelSVC`).
-
-Check-and-spend is atomic: concurrent ``predict`` calls from many threads
-spend under one lock, so together they never answer more rows than the
-budget allows.
-
-The calibration (:mod:`dperm.mechanisms.prediction`) is
-``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` (000 Prop. 1 with the noise
-scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
-``lambda = alpha / 2`` (note 7), ``C_L = 1`` (hinge) or
-``2 (M + kappa M / sqrt(lambda))`` (least squares, 000 Sec. 5.1).
-
-Two solver paths (:mod:`dperm.solvers.kernel`): ``"exact"``,
-the Gaussian/Laplacian kernel through the ``m x m`` Gram matrix (memory
-``O(m^2)``, time ``O(m^3)``), and ``"features"``, the finite-rank kernel
-``z(x) . z(x')`` of random Fourier features drawn from a public seed (memory
-``O(m D + D^2)``); 000 Thm 2 and Prop. 1 cover both, each with its own
-``kappa = 1``. ``solver="auto"`` takes the exact path when its estimated
-memory fits ``max_memory_gb`` and the features path otherwise; a path over
-the cap is refused before anything is allocated or spent.
+The estimator only checks parameters and data and stores results: the
+calibration is :mod:`dperm.mechanisms.prediction`, the certified solvers and
+the memory plan :mod:`dperm.solvers.kernel`, the kernels
+:data:`dperm.kernels.KERNELS`, the record
+:mod:`dperm.privacy.prediction_record`. Design notes: ``docs/design/prediction.md``.
 """
 
 from __future__ import annotations
