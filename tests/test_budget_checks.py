@@ -125,9 +125,9 @@ REGRESSOR_CASES = [
 
 PREDICTOR_CASES = [
     ("bad-kernel", lambda a: PrivatePredictor(1.0, 0.1, kernel="poly", accountant=a),
-     (X, Y_REAL), ValueError, "kernel must be one of"),
+     (X, Y_REAL), ValueError, "'kernel' parameter"),
     ("bad-loss", lambda a: PrivatePredictor(1.0, 0.1, loss="logistic", accountant=a),
-     (X, Y_REAL), ValueError, "loss must be one of"),
+     (X, Y_REAL), ValueError, "'loss' parameter"),
     ("hinge-three-classes", lambda a: PrivatePredictor(1.0, 0.1, loss="hinge", accountant=a),
      (X, np.arange(X.shape[0]) % 3), ValueError, "exactly two classes"),
     ("per-query-over-total", lambda a: PrivatePredictor(1.0, 2.0, accountant=a),

@@ -22,7 +22,14 @@ from dperm import (
     PrivateLinearSVC,
     PrivateLogisticRegression,
 )
-from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
+from dperm.kernels import (
+    KERNEL_NAMES,
+    KERNELS,
+    PAIR_MAP_KAPPA,
+    RFF_NORM_BOUND,
+    RandomFourierFeatures,
+    kernel_matrix,
+)
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
 
 # Same skip, same reason as tests/test_estimators.py; test_classifiers_train_without_noise
@@ -57,6 +64,34 @@ KERNEL_FUNCTIONS = {"rbf": rbf_kernel, "laplacian": laplacian_kernel}
 def _circles(n=1200, seed=0):
     X, y = make_circles(n, noise=0.05, factor=0.5, random_state=seed)
     return X, y
+
+
+# --------------------------------------------------------------------------------------
+# The kernel table
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_kernel_table_kappa_bounds_every_k_x_x_and_matrix_follows_the_convention(kernel):
+    """kappa = sup_x sqrt(k(x, x)) (000 Prop. 1) at far-apart and huge inputs; k matches sklearn's."""
+    entry = KERNELS[kernel]
+    X = np.random.default_rng(0).normal(size=(20, 3)) * np.array([1.0, 1e3, 1e-3])
+    assert np.sqrt(np.diag(kernel_matrix(kernel, X, X, 0.7))).max() == pytest.approx(entry.kappa)
+    np.testing.assert_allclose(kernel_matrix(kernel, X, X[:4], 0.7),
+                               KERNEL_FUNCTIONS[kernel](X, X[:4], gamma=0.7))
+    assert entry.name == kernel and entry.reference
+
+
+def test_one_kernel_table_for_prediction_features_and_classifiers():
+    """Prediction's kappa and the kernel parameter's choices come from dperm.kernels.KERNELS."""
+    from dperm.mechanisms.prediction import path_kappa
+
+    assert KERNEL_NAMES == tuple(KERNELS)
+    for kernel in KERNELS:
+        assert path_kappa(kernel, "exact") == KERNELS[kernel].kappa
+        assert path_kappa(kernel, "features") == PAIR_MAP_KAPPA
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        kernel_matrix("poly", np.zeros((1, 1)), np.zeros((1, 1)), 1.0)
 
 
 # --------------------------------------------------------------------------------------
@@ -169,12 +204,14 @@ def test_feature_names_clone_and_pipeline():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"gamma": 0}, "gamma must be a finite number > 0; got 0"),
-        ({"gamma": -1.5}, "gamma must be a finite number > 0"),
-        ({"gamma": np.nan}, "gamma must be a finite number > 0"),
-        ({"n_components": 0}, "n_components must be an integer >= 1; got 0"),
-        ({"n_components": 2.5}, "n_components must be an integer >= 1"),
-        ({"kernel": "poly"}, r"kernel must be one of \('rbf', 'laplacian'\).*'poly'"),
+        ({"gamma": 0}, r"'gamma' parameter of RandomFourierFeatures must be a float in the range "
+                       r"\(0.0, inf\)\. Got 0"),
+        ({"gamma": -1.5}, "'gamma' parameter"),
+        ({"gamma": np.nan}, "'gamma' parameter"),
+        ({"gamma": np.inf}, "'gamma' parameter"),
+        ({"n_components": 0}, r"'n_components' parameter .* an int in the range \[1, inf\)\. Got 0"),
+        ({"n_components": 2.5}, "'n_components' parameter"),
+        ({"kernel": "poly"}, r"'kernel' parameter .* a str among .*'rbf'.*Got 'poly'"),
         ({"random_state": "seed"}, "random_state must be None"),
     ],
 )
@@ -380,10 +417,10 @@ def test_kernel_estimators_clone_and_work_in_a_pipeline():
 @pytest.mark.parametrize(
     "params,message",
     [
-        ({"gamma": 0}, "gamma must be a finite number > 0"),
-        ({"gamma": -2}, "gamma must be a finite number > 0"),
-        ({"n_components": 0}, "n_components must be an integer >= 1"),
-        ({"kernel": "sigmoid"}, "kernel must be one of"),
+        ({"gamma": 0}, "'gamma' parameter of PrivateKernel"),
+        ({"gamma": -2}, "'gamma' parameter"),
+        ({"n_components": 0}, "'n_components' parameter"),
+        ({"kernel": "sigmoid"}, "'kernel' parameter"),
         ({"epsilon": 0}, "'epsilon' parameter"),
         ({"mechanism": "laplace"}, "'mechanism' parameter"),
         ({"mechanism": "gaussian_objective"}, "needs delta > 0"),

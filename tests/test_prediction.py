@@ -19,15 +19,14 @@ from dperm.exceptions import BudgetExceededError, DataClippingWarning
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.mechanisms.prediction import (
     CLOSED_FORM_RADIUS_FRACTION,
-    fit_exact_kernel_model,
-    kernel_matrix,
     prediction_loss,
     prediction_sensitivity,
     solution_radius_allowance,
-    solve_kernel_hinge,
 )
 from dperm.prediction import PrivatePredictor
 from dperm.solvers import solve_hinge_svm
+from dperm.kernels import kernel_matrix
+from dperm.solvers.kernel import fit_exact_kernel_model, solve_kernel_hinge
 
 
 @pytest.fixture(autouse=True)
@@ -337,13 +336,15 @@ def test_an_unfitted_predictor_pickles_and_clone_works_when_fitted():
     ({"epsilon_total": 0.0, "epsilon_per_query": 0.1}, "epsilon_total"),
     ({"epsilon_total": math.nan, "epsilon_per_query": 0.1}, "epsilon_total"),
     ({"epsilon_total": math.inf, "epsilon_per_query": 0.1}, "epsilon_total"),
-    ({"kernel": "poly"}, "kernel must be one of"),
-    ({"loss": "logistic"}, "loss must be one of"),
+    ({"kernel": "poly"}, "'kernel' parameter of PrivatePredictor"),
+    ({"loss": "logistic"}, "'loss' parameter of PrivatePredictor"),
     ({"y_bound": 0.0}, "y_bound"),
     ({"y_bound": -1.0}, "y_bound"),
     ({"gamma": 0.0}, "gamma"),
     ({"alpha": -1.0}, "alpha"),
     ({"accountant": "budget"}, "accountant"),
+    ({"y_bound": None}, "needs y_bound"),
+    ({"max_iter": 0}, "max_iter"),
 ])
 def test_bad_parameters_raise_value_error_naming_the_problem(params, message):
     X, y = _regression_data(m=20)
@@ -424,7 +425,7 @@ def test_no_public_attribute_exposes_training_rows_or_coefficients(loss):
 # ---------------------------------------------------------------------------
 def _no_gram_matrix(monkeypatch):
     """Make any m x m Gram matrix an error, so a refusal is proven to come first."""
-    import dperm.mechanisms.prediction as exact_path
+    import dperm.solvers.kernel as exact_path
 
     def refuse(*args, **kwargs):
         raise AssertionError("an m x m kernel matrix was allocated")
@@ -459,7 +460,7 @@ def test_the_crash_size_fits_on_the_features_path_with_auto(monkeypatch):
 
 @pytest.mark.parametrize("loss, m_exact_max", [("squared", 7905), ("hinge", 6454)])
 def test_auto_switches_at_the_documented_size(loss, m_exact_max):
-    from dperm.mechanisms.prediction_solvers import plan_prediction_solver
+    from dperm.solvers.kernel import plan_prediction_solver
 
     assert plan_prediction_solver("auto", loss, m_exact_max, 14, 256, 2.0).solver == "exact"
     assert plan_prediction_solver("auto", loss, m_exact_max + 1, 14, 256, 2.0).solver == "features"
@@ -478,7 +479,7 @@ def test_a_lowered_memory_cap_reproduces_the_refusal_cheaply(monkeypatch):
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"solver": "cg"}, "solver must be one of"),
+    ({"solver": "cg"}, "'solver' parameter of PrivatePredictor"),
     ({"n_components": 0}, "n_components"),
     ({"feature_seed": -1}, "feature_seed"),
     ({"feature_seed": 1.5}, "feature_seed"),
@@ -492,7 +493,7 @@ def test_bad_path_parameters_raise_value_error(params, message):
 
 def _feature_values(X, y, loss, alpha, frequencies, queries):
     """The secret values of the features path and B_Delta (kappa = 1 for k_z)."""
-    from dperm.mechanisms.prediction_solvers import fit_random_feature_model
+    from dperm.solvers.kernel import fit_random_feature_model
 
     lipschitz = prediction_loss(loss, 1.0).solution_lipschitz(1.0, alpha)
     b_delta = prediction_sensitivity(1.0, lipschitz, alpha / 2, X.shape[0])
@@ -504,7 +505,7 @@ def _feature_values(X, y, loss, alpha, frequencies, queries):
 @pytest.mark.parametrize("loss", ["squared", "hinge"])
 @pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_features_path_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
-    from dperm.mechanisms.prediction_solvers import feature_frequencies
+    from dperm.solvers.kernel import feature_frequencies
 
     rng = np.random.default_rng(11)
     m = 25
@@ -530,7 +531,7 @@ def test_features_path_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
 
 def test_pair_features_have_unit_norm_and_approximate_the_kernel():
     from dperm.kernels import random_fourier_pair_map
-    from dperm.mechanisms.prediction_solvers import feature_frequencies
+    from dperm.solvers.kernel import feature_frequencies
 
     X = np.random.default_rng(0).uniform(-3, 3, size=(50, 3)) * np.array([1.0, 10.0, 1e3])
     Z = random_fourier_pair_map(X, feature_frequencies("rbf", 0.5, 64, 3, feature_seed=0))
@@ -542,7 +543,7 @@ def test_pair_features_have_unit_norm_and_approximate_the_kernel():
 
 def test_features_least_squares_certificate_bounds_the_distance_to_the_minimiser():
     from dperm.kernels import random_fourier_pair_map
-    from dperm.mechanisms.prediction_solvers import feature_frequencies, solve_feature_least_squares
+    from dperm.solvers.kernel import feature_frequencies, solve_feature_least_squares
 
     X, y = _regression_data(m=300)
     alpha = 0.05
@@ -558,7 +559,7 @@ def test_features_least_squares_certificate_bounds_the_distance_to_the_minimiser
 
 @pytest.mark.parametrize("loss", ["squared", "hinge"])
 def test_features_path_refuses_an_uncertified_solve(loss, monkeypatch):
-    import dperm.mechanisms.prediction_solvers as features_path
+    import dperm.solvers.kernel as features_path
     from dperm.exceptions import CertificateError
     from dperm.solvers import SolveResult
 

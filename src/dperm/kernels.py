@@ -36,29 +36,111 @@ input ``x``, however large, so no clipping of X is needed.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Callable
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from dperm.validation import check_positive, check_positive_int, check_random_state
+from dperm.validation import check_random_state
 
 __all__ = [
     "KERNELS",
+    "KERNEL_NAMES",
+    "PAIR_MAP_KAPPA",
     "RFF_NORM_BOUND",
+    "Kernel",
     "RandomFourierFeatures",
+    "get_kernel",
+    "kernel_matrix",
     "random_fourier_map",
     "random_fourier_pair_map",
     "sample_frequencies",
     "sample_phases",
 ]
 
-#: Translation-invariant kernels with a known spectral distribution (003 Sec. 5.1).
-KERNELS = ("rbf", "laplacian")
+@dataclass(frozen=True)
+class Kernel:
+    """One translation-invariant kernel ``k(x, x') = k(x - x')``, as every part of dperm uses it.
+
+    Attributes
+    ----------
+    name : str
+        The value of ``kernel=`` in the estimators.
+    formula : str
+        ``k(x, x')`` with the kernel parameter ``gamma``.
+    function : callable
+        ``function(A, B, gamma=gamma)``: the matrix ``k(a_i, b_j)`` (scikit-learn's
+        pairwise kernel of the same convention).
+    kappa : float
+        ``sup_x sqrt(k(x, x)) = sqrt(k(0))``, the bound 000 Prop. 1 needs; 1 for
+        every kernel here, whatever the data, so X needs no clipping.
+    sample_frequencies : callable
+        ``sample_frequencies(gamma, shape, rng)``: frequencies drawn from the
+        kernel's spectral distribution (Bochner, 003 eq. 91), for random features.
+    reference : str
+        Where the kernel and its spectral distribution are stated.
+    """
+
+    name: str
+    formula: str
+    function: Callable
+    kappa: float
+    sample_frequencies: Callable
+    reference: str
+
+
+def _gaussian_frequencies(gamma: float, shape, rng):
+    """Rows ``N(0, 2 gamma I_d)``: the Fourier transform of ``exp(-gamma ||t||_2^2)``."""
+    return rng.normal(loc=0.0, scale=math.sqrt(2.0 * gamma), size=shape)
+
+
+def _cauchy_frequencies(gamma: float, shape, rng):
+    """Entries iid ``Cauchy(0, gamma)``: the Fourier transform of ``prod_k exp(-gamma |t_k|)``."""
+    return gamma * rng.standard_cauchy(size=shape)
+
+
+#: The one kernel table: private prediction (:mod:`dperm.mechanisms.prediction`,
+#: :mod:`dperm.solvers.kernel`), random Fourier features and the private kernel
+#: classifiers all read it (003 Sec. 5.1).
+KERNELS = {
+    "rbf": Kernel(
+        name="rbf", formula="exp(-gamma ||x - x'||_2^2)", function=rbf_kernel, kappa=1.0,
+        sample_frequencies=_gaussian_frequencies,
+        reference="003 eq. 98 and Sec. 5.2 (frequencies N(0, 2 gamma I))",
+    ),
+    "laplacian": Kernel(
+        name="laplacian", formula="exp(-gamma ||x - x'||_1)", function=laplacian_kernel, kappa=1.0,
+        sample_frequencies=_cauchy_frequencies,
+        reference="Rahimi & Recht (2007), Fig. 1 (frequencies iid Cauchy(0, gamma))",
+    ),
+}
+#: The names of :data:`KERNELS`, for messages and parameter constraints.
+KERNEL_NAMES = tuple(KERNELS)
+#: ``sup_x ||z(x)||`` of the cos/sin pair map :func:`random_fourier_pair_map`: the
+#: finite-rank kernel ``z(x) . z(x')`` has ``kappa = 1`` exactly, whatever x.
+PAIR_MAP_KAPPA = 1.0
 
 #: ``max_x ||v(x)||`` for ``v = sqrt(2/D) cos(W x + psi)``: ``sqrt(D * 2/D)``
 #: (shared papers README, note 10; 003 Alg. 3, line 2).
 RFF_NORM_BOUND = math.sqrt(2.0)
+
+
+def get_kernel(name) -> Kernel:
+    """The :class:`Kernel` called ``name``; ValueError naming the choices otherwise."""
+    try:
+        return KERNELS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"kernel must be one of {KERNEL_NAMES}; got {name!r}.") from None
+
+
+def kernel_matrix(kernel: str, A, B, gamma: float) -> np.ndarray:
+    """``k(a_i, b_j)`` for every row ``a_i`` of A and ``b_j`` of B (the conventions of :data:`KERNELS`)."""
+    return get_kernel(kernel).function(A, B, gamma=gamma)
 
 
 def sample_frequencies(kernel: str, gamma: float, n_components: int, n_features: int, rng):
@@ -85,12 +167,7 @@ def sample_frequencies(kernel: str, gamma: float, n_components: int, n_features:
     -------
     W : ndarray of shape (n_components, n_features)
     """
-    shape = (n_components, n_features)
-    if kernel == "rbf":
-        return rng.normal(loc=0.0, scale=math.sqrt(2.0 * gamma), size=shape)
-    if kernel == "laplacian":
-        return gamma * rng.standard_cauchy(size=shape)
-    raise ValueError(f"kernel must be one of {KERNELS}; got {kernel!r}.")
+    return get_kernel(kernel).sample_frequencies(gamma, (n_components, n_features), rng)
 
 
 def sample_phases(n_components: int, rng):
@@ -240,20 +317,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self.n_components = n_components
         self.random_state = random_state
 
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions(set(KERNEL_NAMES))],
+        "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "random_state": "no_validation",  # None, int or Generator: check_random_state
+    }
+
     def _check_params(self):
-        if not isinstance(self.kernel, str) or self.kernel not in KERNELS:
-            raise ValueError(
-                f"kernel must be one of {KERNELS} (translation-invariant kernels with a "
-                f"known spectral distribution); got {self.kernel!r}."
-            )
-        gamma = check_positive(
-            self.gamma,
-            "gamma",
-            "gamma is the kernel parameter in exp(-gamma ||x - x'||^2) or "
-            "exp(-gamma ||x - x'||_1).",
-        )
-        n_components = check_positive_int(self.n_components, "n_components")
-        return gamma, n_components
+        """Check the parameters against :attr:`_parameter_constraints`; return ``(gamma, D)``."""
+        self._validate_params()
+        return float(self.gamma), int(self.n_components)
 
     def fit(self, X, y=None):
         """Draw W and psi for X's number of features; X's values are not used.

@@ -1,84 +1,48 @@
-"""``PrivatePredictor``: an exact kernel model kept secret, answering queries with Laplace noise.
+"""``PrivatePredictor``: a secret kernel model that answers queries, each with fresh noise.
 
-This is the mechanism of Nie & Wang (000 eq. 2, Lemma 1, Prop. 1; 002 eq. 2)
-used for what it really protects (shared papers note 6): **the answers, not a
-released model**. ``fit`` trains the exact kernel minimiser ``f_z`` (kernel
-ridge regression or a kernel SVM, via the representer theorem) and keeps it
-in private attributes; it releases nothing and spends nothing. Each value
-``predict`` returns is ``f_z(x) + b`` (least squares: ``pi(f_z(x)) + b``,
-projected onto ``[-M, M]``) with a fresh Laplace ``b`` of scale
-``B_Delta / epsilon_per_query``, and costs ``epsilon_per_query`` from a budget
-of ``epsilon_total``. A batch of ``k`` rows costs ``k * epsilon_per_query``,
-spent *before* anything is computed; a batch that does not fit raises
-:class:`~dperm.exceptions.BudgetExceededError` and answers nothing. The same
-query asked twice is answered twice with fresh noise and costs twice (the
-two answers average out the noise, so they must be paid for).
+Private prediction of Nie & Wang (000 Lemma 1, Prop. 1; 002 eq. 2), used for
+what it protects (shared papers note 6): **the answers, not a model**. ``fit``
+solves the kernel ERM and keeps the model in private attributes, spending
+nothing; each answered row costs ``epsilon_per_query`` from ``epsilon_total``,
+paid before anything is computed, under a lock shared by all threads. A fitted
+predictor holds the training rows, so it refuses to be pickled or copied.
 
-The fitted object holds the training rows and the representer coefficients:
-**it must never be published or logged.** Only its answers may leave the data
-holder. Pickling or copying a fitted predictor (:mod:`pickle`, :mod:`joblib`,
-:func:`copy.deepcopy`) raises ``TypeError``: the copy would hold the training
-rows and a second, unspent answer budget. To publish a model, use vector
-output perturbation (:class:`dperm.PrivateLeastSquares`,
-:class:`dperm.PrivateKernelSVC`).
-
-Check-and-spend is atomic: concurrent ``predict`` calls from many threads
-spend under one lock, so together they never answer more rows than the
-budget allows.
-
-The calibration (:mod:`dperm.mechanisms.prediction`) is
-``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` (000 Prop. 1 with the noise
-scale of note 5), ``kappa = 1`` for the Gaussian kernel, ``gamma = 2``,
-``lambda = alpha / 2`` (note 7), ``C_L = 1`` (hinge) or
-``2 (M + kappa M / sqrt(lambda))`` (least squares, 000 Sec. 5.1).
-
-Two solver paths (:mod:`dperm.mechanisms.prediction_solvers`): ``"exact"``,
-the Gaussian/Laplacian kernel through the ``m x m`` Gram matrix (memory
-``O(m^2)``, time ``O(m^3)``), and ``"features"``, the finite-rank kernel
-``z(x) . z(x')`` of random Fourier features drawn from a public seed (memory
-``O(m D + D^2)``); 000 Thm 2 and Prop. 1 cover both, each with its own
-``kappa = 1``. ``solver="auto"`` takes the exact path when its estimated
-memory fits ``max_memory_gb`` and the features path otherwise; a path over
-the cap is refused before anything is allocated or spent.
+The estimator only checks parameters and data and stores results: the
+calibration is :mod:`dperm.mechanisms.prediction`, the certified solvers and
+the memory plan :mod:`dperm.solvers.kernel`, the kernels
+:data:`dperm.kernels.KERNELS`, the record
+:mod:`dperm.privacy.prediction_record`. Design notes: ``docs/design/prediction.md``.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 import threading
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
-from dperm.kernels import KERNELS
-from dperm.validation import clip_labels_to_bound, warn_clipped_labels, refuse_dask_input
+from dperm.kernels import KERNEL_NAMES
+from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
 from dperm.privacy.labels import check_classes, resolve_label_set
-from dperm.privacy.prediction_record import PredictionPrivacyRecord
-from dperm.mechanisms.prediction import (
-    KERNEL_KAPPA,
-    PREDICTION_LOSSES,
-    answer_queries,
-    calibrated_prediction_sensitivity,
-    fit_exact_kernel_model,
-    prediction_loss,
-    prediction_noise_calibration,
-    prediction_sensitivity,
-    solution_radius_allowance,
-)
-from dperm.mechanisms.prediction_solvers import (
+from dperm.privacy.prediction_record import prediction_record
+from dperm.solvers.kernel import (
     DEFAULT_MAX_MEMORY_GB,
     DEFAULT_N_COMPONENTS,
     PREDICTION_SOLVERS,
-    feature_frequencies,
-    fit_random_feature_model,
     plan_prediction_solver,
 )
-from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha
-from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+from dperm.validation import (
+    check_random_state,
+    clip_labels_to_bound,
+    refuse_dask_input,
+    warn_clipped_labels,
+)
 
 #: Largest accepted ``feature_seed`` (numpy's SeedSequence takes any non-negative integer;
 #: the bound keeps the recorded value an ordinary JSON integer).
@@ -254,50 +218,47 @@ class PrivatePredictor(BaseEstimator):
         self.feature_seed = feature_seed
         self.max_memory_gb = max_memory_gb
 
+    _parameter_constraints: dict = {
+        "epsilon_total": [Interval(Real, 0, math.inf, closed="neither")],
+        "epsilon_per_query": [Interval(Real, 0, math.inf, closed="neither")],
+        "kernel": [StrOptions(set(KERNEL_NAMES))],
+        "gamma": [Interval(Real, 0, math.inf, closed="neither")],
+        "loss": [StrOptions(set(PREDICTION_LOSSES))],
+        "alpha": [Interval(Real, 0, math.inf, closed="neither")],
+        "y_bound": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "accountant": [BudgetAccountant, None],
+        "random_state": "no_validation",  # None, int or Generator: check_random_state
+        "classes": ["array-like", None],
+        "solver": [StrOptions(set(PREDICTION_SOLVERS))],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "feature_seed": [Interval(Integral, 0, MAX_FEATURE_SEED, closed="both")],
+        "max_memory_gb": [Interval(Real, 0, math.inf, closed="neither")],
+    }
+
     # -- parameter checks -------------------------------------------------
     def _check_params(self) -> dict:
-        epsilon_total = check_epsilon(self.epsilon_total, "epsilon_total")
-        epsilon_per_query = check_epsilon(self.epsilon_per_query, "epsilon_per_query")
-        if epsilon_per_query > epsilon_total:
+        """Each parameter against :attr:`_parameter_constraints`, then the checks across parameters."""
+        self._validate_params()
+        if self.epsilon_per_query > self.epsilon_total:
             raise ValueError(
-                f"epsilon_per_query={epsilon_per_query:g} exceeds epsilon_total={epsilon_total:g}: "
-                "not even one answer fits. Raise epsilon_total or lower epsilon_per_query."
-            )
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}; got {self.kernel!r}.")
-        if self.loss not in PREDICTION_LOSSES:
-            raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {self.loss!r}.")
-        if self.accountant is not None and not isinstance(self.accountant, BudgetAccountant):
-            raise ValueError(
-                f"accountant must be a dperm.privacy.accounting.BudgetAccountant or None; got {self.accountant!r}."
+                f"epsilon_per_query={self.epsilon_per_query:g} exceeds epsilon_total="
+                f"{self.epsilon_total:g}: not even one answer fits. Raise epsilon_total or lower "
+                "epsilon_per_query."
             )
         if self.loss == "squared" and self.classes is not None:
             raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
-        if self.solver not in PREDICTION_SOLVERS:
-            raise ValueError(f"solver must be one of {PREDICTION_SOLVERS}; got {self.solver!r}.")
-        if (isinstance(self.feature_seed, bool) or not isinstance(self.feature_seed, numbers.Integral)
-                or not 0 <= self.feature_seed <= MAX_FEATURE_SEED):
-            raise ValueError(
-                f"feature_seed must be an integer in [0, 2**63 - 1]; got {self.feature_seed!r}. It "
-                "is the public seed of the random frequencies and is recorded in privacy_."
-            )
-        y_bound = None
-        if self.loss == "squared":
-            y_bound = check_positive(self.y_bound, "y_bound", "y_bound is a public bound M on |y|.")
+        if self.loss == "squared" and self.y_bound is None:
+            raise ValueError("loss='squared' needs y_bound, a public bound M on |y|; got None.")
         return {
-            "epsilon_total": epsilon_total,
-            "epsilon_per_query": epsilon_per_query,
-            "gamma": check_positive(self.gamma, "gamma", "gamma is the kernel width parameter."),
-            "alpha": check_positive(
-                self.alpha, "alpha", "alpha is the regularisation strength of alpha/2 ||f||_K^2."
-            ),
-            "y_bound": y_bound,
-            "max_iter": check_positive_int(self.max_iter, "max_iter"),
-            "n_components": check_positive_int(self.n_components, "n_components"),
-            "max_memory_gb": check_positive(
-                self.max_memory_gb, "max_memory_gb", "It caps the estimated peak memory of the fit."
-            ),
-            "loss": prediction_loss(self.loss, y_bound),
+            "epsilon_total": float(self.epsilon_total),
+            "epsilon_per_query": float(self.epsilon_per_query),
+            "gamma": float(self.gamma),
+            "alpha": float(self.alpha),
+            "y_bound": float(self.y_bound) if self.loss == "squared" else None,
+            "max_iter": int(self.max_iter),
+            "n_components": int(self.n_components),
+            "max_memory_gb": float(self.max_memory_gb),
             "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
         }
 
@@ -328,61 +289,33 @@ class PrivatePredictor(BaseEstimator):
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)
-        m = X.shape[0]
         # Before anything m x m is allocated (and nothing is ever spent in fit): the path and
         # its estimated cost, from public inputs only.
-        plan = plan_prediction_solver(self.solver, self.loss, m, X.shape[1], params["n_components"],
-                                      params["max_memory_gb"])
+        plan = plan_prediction_solver(self.solver, self.loss, X.shape[0], X.shape[1],
+                                      params["n_components"], params["max_memory_gb"])
         y = self._prepare_labels(y, params)
-        lam = lambda_from_alpha(params["alpha"])
-        lipschitz = params["loss"].solution_lipschitz(KERNEL_KAPPA, params["alpha"])
-        sensitivity = prediction_sensitivity(KERNEL_KAPPA, lipschitz, lam, m, SQUARED_NORM_GAMMA)
-        radius_allowed = solution_radius_allowance(self.loss, sensitivity, KERNEL_KAPPA)
-        model = self._fit_model(X, y, plan.solver, params, radius_allowed)
-        calibrated = calibrated_prediction_sensitivity(sensitivity, KERNEL_KAPPA, radius_allowed)
-        self._exact_model = model  # secret: the certified model (rows and/or coefficients)
+        fit = fit_private_prediction(
+            X, y, loss=self.loss, kernel=self.kernel, gamma=params["gamma"], alpha=params["alpha"],
+            y_bound=params["y_bound"], max_iter=params["max_iter"],
+            epsilon_per_query=params["epsilon_per_query"], solver=plan.solver,
+            n_components=params["n_components"], feature_seed=self.feature_seed,
+        )
+        self._exact_model = fit.model  # secret: the certified model (rows and/or coefficients)
+        self._noise = fit.calibration.noise
         self._noise_rng = check_random_state(self.random_state)
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
         self._n_answered = 0
-        calibration = prediction_noise_calibration(calibrated, params["epsilon_per_query"])
         # Serialises check-and-spend across both budgets, and the noise generator.
         self._lock = threading.Lock()
-        self.privacy_ = PredictionPrivacyRecord(
-            mechanism="private_prediction", kernel=self.kernel, kernel_gamma=params["gamma"],
-            loss=self.loss, alpha=params["alpha"], lam=lam, strong_convexity=SQUARED_NORM_GAMMA,
-            kappa=KERNEL_KAPPA, lipschitz=lipschitz, y_bound=params["y_bound"], n_samples=m,
-            sensitivity=sensitivity, solution_radius_allowance=radius_allowed,
-            calibrated_sensitivity=calibrated, epsilon_per_query=params["epsilon_per_query"],
-            epsilon_total=params["epsilon_total"], noise_distribution="discrete-laplace",
-            noise_scale=calibration.noise_scale, noise_grid=calibration.step,
+        self.privacy_ = prediction_record(
+            fit.calibration, kernel=self.kernel, kernel_gamma=params["gamma"], loss=self.loss,
+            alpha=params["alpha"], y_bound=params["y_bound"], n_samples=X.shape[0],
+            epsilon_total=params["epsilon_total"],
             label_set_public=self.loss == "squared" or params["classes"] is not None,
-            **self._path_record(plan.solver, params),
+            solver=plan.solver, n_components=params["n_components"],
+            feature_seed=self.feature_seed, max_memory_gb=params["max_memory_gb"],
         )
         return self
-
-    def _fit_model(self, X, y, solver, params, radius_allowed):
-        """The secret certified model of the chosen path (exact kernel or public random features)."""
-        if solver == "exact":
-            model, _ = fit_exact_kernel_model(
-                X, y, self.loss, self.kernel, params["gamma"], params["alpha"], radius_allowed,
-                params["max_iter"], y_bound=params["y_bound"],
-            )
-            return model
-        # Public frequencies: a function of (kernel, gamma, D, d, feature_seed) only.
-        frequencies = feature_frequencies(self.kernel, params["gamma"], params["n_components"],
-                                          X.shape[1], self.feature_seed)
-        return fit_random_feature_model(X, y, self.loss, frequencies, params["alpha"], radius_allowed,
-                                        params["max_iter"], y_bound=params["y_bound"])
-
-    def _path_record(self, solver, params) -> dict:
-        """The record fields of the path: public parameters, and the path chosen from them."""
-        features = solver == "features"
-        return {
-            "solver": solver,
-            "n_components": params["n_components"] if features else None,
-            "feature_seed": int(self.feature_seed) if features else None,
-            "max_memory_gb": params["max_memory_gb"],
-        }
 
     def _prepare_labels(self, y, params):
         """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""
@@ -453,10 +386,8 @@ class PrivatePredictor(BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         self._spend(X.shape[0])  # before anything about the private model is computed
         values = self._exact_model.values(X)
-        calibration = prediction_noise_calibration(self.privacy_.calibrated_sensitivity,
-                                                   self.privacy_.epsilon_per_query)
         with self._lock:  # one thread at a time draws from the noise generator
-            return answer_queries(values, calibration, self._noise_rng)
+            return answer_queries(values, self._noise, self._noise_rng)
 
     def predict(self, X):
         """Answer each row of X privately; costs ``len(X) * epsilon_per_query``.

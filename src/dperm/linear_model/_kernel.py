@@ -38,11 +38,26 @@ def _same_random_stream(a, b) -> bool:
     return a is b
 
 
+#: Parameters passed on to the private linear model, which checks them.
+_LINEAR_PARAMETERS = ("loss", "h", "epsilon", "delta", "alpha", "mechanism", "fit_intercept",
+                      "intercept_scaling", "max_iter", "tol", "random_state", "accountant", "classes")
+
+
 class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
     """Random Fourier features + a private linear classifier; see the public classes."""
 
     def _make_linear_model(self, data_norm):
         raise TypeError(f"{type(self).__name__} does not define a linear model.")
+
+    #: The feature map's parameters are declared here (the choices read
+    #: :data:`dperm.kernels.KERNELS`); the linear model's are checked by the linear model
+    #: itself (:meth:`_check_params`), so each parameter is declared once.
+    _parameter_constraints: dict = {
+        **{name: RandomFourierFeatures._parameter_constraints[name]
+           for name in ("kernel", "gamma", "n_components")},
+        "feature_random_state": "no_validation",  # None, int or Generator: check_random_state
+        **{name: "no_validation" for name in _LINEAR_PARAMETERS},
+    }
 
     def _feature_map(self):
         return RandomFourierFeatures(
@@ -58,7 +73,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
         Runs first in :meth:`fit` (and in :class:`dperm.tuning.PrivateParameterSearch`
         for every candidate), so a configuration error costs no budget.
         """
-        self._feature_map()._check_params()
+        self._validate_params()
         return self._make_linear_model(RFF_NORM_BOUND)._check_params()
 
     def _linear_params(self, data_norm):

@@ -57,7 +57,7 @@ class PredictionPrivacyRecord(RecordBase):
     solver : {"exact", "features"}
         The path taken, chosen from public inputs only (m, the number of
         features, ``n_components``, ``max_memory_gb``;
-        :func:`dperm.mechanisms.prediction_solvers.plan_prediction_solver`).
+        :func:`dperm.solvers.kernel.plan_prediction_solver`).
     n_components, feature_seed : int or None
         Features path: ``D`` random frequencies and the public seed they are
         drawn from (``None`` on the exact path).
@@ -122,3 +122,28 @@ class PredictionPrivacyRecord(RecordBase):
 def _answers_within(epsilon_total: float, epsilon_per_query: float) -> int:
     """How many answers of ``epsilon_per_query`` fit in ``epsilon_total`` (with the accountant's tolerance)."""
     return int(math.floor((epsilon_total + TOLERANCE) / epsilon_per_query))
+
+
+def prediction_record(calibration, *, kernel, kernel_gamma, loss, alpha, y_bound, n_samples,
+                      epsilon_total, label_set_public, solver, n_components=None, feature_seed=None,
+                      max_memory_gb=None) -> PredictionPrivacyRecord:
+    """The :class:`PredictionPrivacyRecord` of a fit from its public calibration and public inputs.
+
+    ``calibration`` is a :class:`dperm.mechanisms.prediction.PredictionCalibration`;
+    only its fields (all functions of public inputs) are copied. ``n_components``
+    and ``feature_seed`` are recorded on the features path only.
+    """
+    features = solver == "features"
+    return PredictionPrivacyRecord(
+        mechanism="private_prediction", kernel=kernel, kernel_gamma=kernel_gamma, loss=loss,
+        alpha=alpha, lam=calibration.lam, strong_convexity=calibration.strong_convexity,
+        kappa=calibration.kappa, lipschitz=calibration.lipschitz, y_bound=y_bound,
+        n_samples=n_samples, sensitivity=calibration.sensitivity,
+        solution_radius_allowance=calibration.radius_allowance,
+        calibrated_sensitivity=calibration.calibrated_sensitivity,
+        epsilon_per_query=calibration.epsilon_per_query, epsilon_total=epsilon_total,
+        noise_distribution="discrete-laplace", noise_scale=calibration.noise.noise_scale,
+        noise_grid=calibration.noise.step, label_set_public=label_set_public, solver=solver,
+        n_components=n_components if features else None,
+        feature_seed=int(feature_seed) if features else None, max_memory_gb=max_memory_gb,
+    )
