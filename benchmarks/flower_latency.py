@@ -53,7 +53,7 @@ from dperm.multiparty.cli import (
     write_loopback_certificates,
     write_party_key,
 )
-from dperm.multiparty.flower_engine import POLL_SECONDS_ENV, configure_flower_environment
+from dperm.multiparty.flower.engine import POLL_SECONDS_ENV, configure_flower_environment
 
 RESULTS = Path(__file__).parent / "results"
 SECAGG_STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")

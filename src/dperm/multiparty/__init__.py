@@ -25,8 +25,8 @@ the private rows.
 Modules: ``secure_sum`` (summation engines), ``privacy`` (calibration and
 composition), ``protocol`` (parties, network, coordinator), ``baselines``
 (local aggregation), ``record`` (``privacy_``), ``estimator`` (front ends),
-``flower_engine`` / ``flower_app`` / ``flower_simulation`` / ``cli`` (Flower SecAgg+,
-optional), ``model_file`` (coordinator model files). Its errors live in
+``flower`` (Flower SecAgg+, optional: engine, apps, simulation, deployment),
+``cli`` (``dperm party`` / ``dperm coordinate``), ``model_file`` (coordinator model files). Its errors live in
 :mod:`dperm.exceptions`.
 """
 

@@ -1,7 +1,7 @@
 """``dperm party serve`` and ``dperm coordinate``: multiparty PSGD across machines on Flower.
 
 Thin: parse, start Flower's processes, print. The protocol is in
-:mod:`dperm.multiparty.flower_app`; Flower is needed only when a command
+:mod:`dperm.multiparty.flower.app`; Flower is needed only when a command
 runs (``pip install 'dperm[multiparty]'``).
 
 - ``dperm party keygen --out party.key`` makes the party's SuperNode key pair
@@ -11,7 +11,7 @@ runs (``pip install 'dperm[multiparty]'``).
   party.key --root-certificates ca.pem --max-epsilon EPS --max-delta DELTA
   --max-rounds T`` runs a Flower SuperNode for one party (004 Proc. 3) with
   the shard's path and the party's own floor in its node config; it runs
-  only dperm's ClientApp (:mod:`dperm.multiparty._flower_party_runtime`),
+  only dperm's ClientApp (:mod:`dperm.multiparty.flower.party_runtime`),
   the data never leave the machine, only SecAgg+-masked replies, and the
   party refuses a set-up weaker than its floor. Each run is charged, by its
   run id, to the party's own ledger (``--ledger``, ``--budget-epsilon``,
@@ -20,7 +20,7 @@ runs (``pip install 'dperm[multiparty]'``).
   (:func:`_supervise_party`).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink
-  (:mod:`dperm.multiparty._flower_superlink`: Control API on 127.0.0.1 only,
+  (:mod:`dperm.multiparty.flower.superlink`: Control API on 127.0.0.1 only,
   Fleet API alone on ``--host:--port``, only the listed keys may connect),
   submits the PSGD ServerApp (004 Alg. 1) as a Flower run from this
   machine, waits for it, writes the model file and stops the SuperLink.
@@ -41,8 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dperm.multiparty._flower_party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
-from dperm.multiparty.flower_engine import INSTALL_HINT, configure_flower_environment
+from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
+from dperm.multiparty.flower.engine import INSTALL_HINT, configure_flower_environment
 from dperm.multiparty.secure_sum import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 
 #: Default port of the SuperLink's Fleet API (the only port the parties reach).
@@ -230,7 +230,7 @@ def _party_keygen(args) -> int:
 
 def _party_serve(args) -> int:
     try:
-        from dperm.multiparty.flower_app import load_shard
+        from dperm.multiparty.flower.app import load_shard
     except ImportError as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
@@ -261,15 +261,15 @@ def _party_serve(args) -> int:
     ])
     runtime_address = f"127.0.0.1:{args.port}"
     supernode_command = [
-        # Flower's flower-supernode with its 3 s wait between pulls shortened (_flower_supernode)
-        sys.executable, "-m", "dperm.multiparty._flower_supernode", "--",
+        # Flower's flower-supernode with its 3 s wait between pulls shortened (flower.supernode)
+        sys.executable, "-m", "dperm.multiparty.flower.supernode", "--",
         "--superlink", args.superlink, "--node-config", node_config,
         "--host", "127.0.0.1", "--port", str(args.port), "--isolation", "process",
         "--root-certificates", str(Path(args.root_certificates).resolve()),
         "--auth-supernode-private-key", str(Path(args.auth_key).resolve()),
         "--max-wait-time", repr(float(args.connect_timeout)),
     ]
-    runtime_command = [sys.executable, "-m", "dperm.multiparty._flower_party_runtime",
+    runtime_command = [sys.executable, "-m", "dperm.multiparty.flower.party_runtime",
                        "--runtime-api-address", runtime_address, "--parent-pid", str(os.getpid())]
     print(f"party {name!r}: {X.shape[0]} rows, {X.shape[1]} features ({', '.join(features)}); "
           f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
@@ -418,7 +418,7 @@ def write_cli_connection(flwr_home: Path, address: str, root_certificates=None) 
 
 
 def _settings_from_args(args):
-    from dperm.multiparty.flower_app import CoordinatorSettings
+    from dperm.multiparty.flower.app import CoordinatorSettings
 
     if args.shards < 2:
         raise ValueError(f"--shards must be at least 2 (the number of parties); got {args.shards}.")
@@ -464,7 +464,7 @@ def _run_id(args) -> str:
 
 def _check_coordinate_files(args) -> list:
     """TLS files and the parties' public keys: present and readable, before anything starts."""
-    from dperm.multiparty._flower_superlink import public_key_bytes
+    from dperm.multiparty.flower.superlink import public_key_bytes
 
     if args.insecure or not (args.ssl_certfile and args.ssl_keyfile and args.ssl_ca_certfile):
         # Flower's SuperLink needs all three for TLS, and its node authentication needs TLS
@@ -505,8 +505,8 @@ def _raise_stopped(signum, frame):
 
 
 def superlink_command(args, tls, keys) -> list:
-    """The locked-down SuperLink: Flower's own, Control API on 127.0.0.1 (:mod:`._flower_superlink`)."""
-    return [sys.executable, "-m", "dperm.multiparty._flower_superlink", "--fleet-host", args.host,
+    """The locked-down SuperLink: Flower's own, Control API on 127.0.0.1 (:mod:`.flower.superlink`)."""
+    return [sys.executable, "-m", "dperm.multiparty.flower.superlink", "--fleet-host", args.host,
             "--fleet-port", str(args.port), "--control-port", str(args.control_port),
             "--parent-pid", str(os.getpid()),
             *[item for key in keys for item in ("--party-key", str(key))], "--",

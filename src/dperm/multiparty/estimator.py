@@ -201,7 +201,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     secure_sum : dperm.multiparty.SecureSum or "flower", optional
         Defaults to an in-process :class:`~dperm.multiparty.MaskedSecureSum`
         whose clipping range is set from public constants. ``"flower"``:
-        :class:`~dperm.multiparty.flower_engine.FlowerSecureSum` (Flower's
+        :class:`~dperm.multiparty.flower.engine.FlowerSecureSum` (Flower's
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
@@ -300,7 +300,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         elif isinstance(secure_sum, str):
             if secure_sum != "flower":
                 raise ValueError(f"secure_sum must be a SecureSum, None or 'flower'; got {secure_sum!r}.")
-            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
 
             secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
         self._check_round_options(calibration)
@@ -553,7 +553,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         if isinstance(self.secure_sum, str):
             if self.secure_sum != "flower":
                 raise ValueError(f"secure_sum must be None, 'flower' or a SecureSum; got {self.secure_sum!r}.")
-            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
 
             return FlowerSecureSum(*encoding)
         engine = self.secure_sum

@@ -1,6 +1,6 @@
 """Model files of the networked PSGD deployment (format ``dperm-multiparty-model``).
 
-``dperm coordinate`` writes one (:func:`dperm.multiparty.flower_app.model_document`);
+``dperm coordinate`` writes one (:func:`dperm.multiparty.flower.app.model_document`);
 ``dperm show`` and ``dperm predict`` read it through
 :func:`dperm.model_io.load_model`, which hands the document to
 :func:`model_from_document`. This module does not import Flower: reading a

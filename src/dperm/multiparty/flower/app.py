@@ -21,14 +21,14 @@ and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
   public sizes (:func:`~dperm.multiparty.privacy.calibrate_psgd`) and runs
   :func:`~dperm.multiparty.protocol.psgd` on a :class:`FlowerGridNetwork`,
   whose every sum is one SecAgg+ round
-  (:func:`~dperm.multiparty._flower_grid.secagg_sum_round`). It writes the
+  (:func:`~dperm.multiparty.flower.grid.secagg_sum_round`). It writes the
   model file and a status file named in its run config.
 
 What crosses the network in the clear: the public sizes, ``d`` and feature
 names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
 masked vectors. No metric is sent. With 004's scheme each party's count of
 clipped coordinates of its noisy reply travels inside the secure sum
-(:func:`~dperm.multiparty.flower_engine.encode_counts`), so only the total
+(:func:`~dperm.multiparty.flower.engine.encode_counts`), so only the total
 is revealed (:func:`~dperm.multiparty.privacy.clipping_count_is_covered`);
 with ``coordinator_dp`` no count is sent. No party sends a count of its
 rows scaled onto ``data_norm``: it warns in its own log. The coordinator is
@@ -53,7 +53,7 @@ import numpy as np
 
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
-from dperm.multiparty.flower_engine import (
+from dperm.multiparty.flower.engine import (
     check_capacity,
     check_flower_encoding,
     count_clipped,
@@ -101,7 +101,7 @@ BUDGET_KEYS = {"budget_epsilon": ("budget-epsilon", "max-epsilon"), "budget_delt
 #: Format of a party's saved state for one run (its own file; never sent anywhere).
 RUN_STATE_FORMAT = "dperm-party-psgd-run"
 ENGINE_NAME = "flower_secaggplus_networked"
-#: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower_simulation`).
+#: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower.simulation`).
 SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
 
 
@@ -142,7 +142,7 @@ _SHARD_CACHE: dict = {}
 def _cached_shard(path, target: str):
     """``load_shard(path, target)[:2]``, read again only when the file changes (size or mtime).
 
-    dperm's party runner (:mod:`dperm.multiparty._flower_party_runtime`)
+    dperm's party runner (:mod:`dperm.multiparty.flower.party_runtime`)
     is one long-lived process, so the shard is parsed once per run rather
     than once per gradient request. Copies are returned: nothing a round
     does can alter the cached rows.
@@ -309,7 +309,7 @@ def party_setup(context, config) -> dict:
         return {"name": _party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
                 "features": list(features)}
     if action == "setup" and config.get("protocol") == "newton":
-        from dperm.multiparty.flower_newton import newton_setup
+        from dperm.multiparty.flower.newton import newton_setup
 
         return newton_setup(context, config)
     if action == "setup":
@@ -356,7 +356,7 @@ def party_reply(context, parameters, config) -> list:
     reply leaves.
     """
     if config.get("protocol") == "newton":
-        from dperm.multiparty.flower_newton import newton_reply
+        from dperm.multiparty.flower.newton import newton_reply
 
         return newton_reply(context, parameters, config)
     run_id = check_run_id(config.get("run-id"))
@@ -583,7 +583,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     """Run the chosen protocol over the connected parties; return ``(result, parties, network, record)``.
 
     ``settings.protocol`` is ``"psgd"`` (004 Alg. 1) or ``"newton"`` (the
-    few-round protocol, :mod:`dperm.multiparty.flower_newton`).
+    few-round protocol, :mod:`dperm.multiparty.flower.newton`).
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
     The run id is ``settings.run_id``, or a fresh one (``network.run_id``).
@@ -616,7 +616,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
 
 def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name):
     from dperm.multiparty.estimator import newton_record
-    from dperm.multiparty.flower_newton import FlowerNewtonNetwork
+    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
     from dperm.multiparty.newton import private_newton
     from dperm.multiparty.newton_privacy import calibrate_newton
 

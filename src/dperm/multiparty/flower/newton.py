@@ -14,7 +14,7 @@ charges the view's guarantee to the party's ledger once per run id; no
 noise is drawn at set-up (each round's noise is fresh), and each answer is
 counted, before it is sent, against the agreed ``n_rounds``.
 
-Imports Flower (through :mod:`dperm.multiparty.flower_app`'s loader).
+Imports Flower (through :mod:`dperm.multiparty.flower.app`'s loader).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ PROTOCOL = "newton"
 
 
 def _flower():
-    from dperm.multiparty import flower_app
+    from dperm.multiparty.flower import app
 
-    return flower_app
+    return app
 
 
 #: Format of the party's saved Newton state (beside its ledger; never sent).
