@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 import dperm
-from dperm.multiparty.cli import (
+from dperm.multiparty.flower.deploy import (
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,

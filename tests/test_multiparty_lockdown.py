@@ -21,7 +21,7 @@ from flwr.cli.build import build_fab_from_disk  # noqa: E402
 from dperm.cli import main as dperm_main  # noqa: E402
 from dperm.multiparty.flower.party_runtime import APP_ID, ForeignAppError, check_dperm_fab  # noqa: E402
 from dperm.multiparty.flower.superlink import public_key_bytes  # noqa: E402
-from dperm.multiparty.cli import (  # noqa: E402
+from dperm.multiparty.flower.deploy import (  # noqa: E402
     check_port_free,
     flower_command,
     flower_environment,
