@@ -45,6 +45,7 @@ from dperm.exceptions import (
     SecureSumClippingWarning,
 )
 from dperm.multiparty.estimator import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
+from dperm.multiparty import model_file  # noqa: F401  (registers the multiparty format with dperm.model_io)
 from dperm.multiparty.newton import InProcessNewtonNetwork, NewtonNetwork, NewtonParty, private_newton
 from dperm.multiparty.newton_privacy import NewtonCalibration, calibrate_newton, check_newton_calibration
 from dperm.multiparty.privacy import (
