@@ -8,6 +8,8 @@ estimators are thin: validate, wire, record.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
@@ -101,6 +103,17 @@ def check_shards(shards, classes=None):
     return arrays, classes, widths[0]
 
 
+class _FitInputs(NamedTuple):
+    """What :meth:`_MultipartyClassifierBase._fit_inputs` hands a fit: checked, nothing spent."""
+
+    budget: tuple
+    arrays: list
+    classes: np.ndarray
+    n_features: int
+    rng: np.random.Generator
+    party_rngs: list
+
+
 class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
     """Shared plumbing; subclasses define ``_fit_protocol``."""
 
@@ -117,6 +130,19 @@ class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
 
     def _spend_label(self):
         return f"{type(self).__name__}(loss={self.loss!r})"
+
+    def _fit_inputs(self, shards, epsilon: float, delta: float) -> _FitInputs:
+        """The start every fit shares, after its parameter checks and before anything is spent.
+
+        Checks that the accountant can pay ``(epsilon, delta)`` and the
+        shards (against the public label set ``classes``), and draws the
+        coordinator's generator and one per party.
+        """
+        budget = (epsilon, delta, self._spend_label())
+        check_budget_left(self.accountant, *budget)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
+        rng = check_random_state(self.random_state)
+        return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
 
     def _make_parties(self, arrays, classes, loss, data_norm, party_rngs, floor: PartyFloor):
         """One :class:`Party` per shard; in process every party gets the same ``floor``."""
@@ -219,8 +245,6 @@ class PSGDClassifier(_MultipartyClassifierBase):
     intercept_ : ndarray of shape (1,), zeros
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
-    n_iter_ : int
-        Rounds run (``n_rounds``, public).
     privacy_ : dperm.privacy.multiparty_record.PSGDPrivacyRecord
         The released model's proven guarantee (the coordinator's view over
         ``n_rounds``, note 13) and the public numbers behind it; no count
@@ -280,11 +304,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         if not isinstance(self.coordinator_dp, (bool, np.bool_)):
             raise ValueError(f"coordinator_dp must be True or False; got {self.coordinator_dp!r}.")
         check_coordinator_accountant(self.coordinator_accountant)
-        budget = (epsilon, delta, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
         sizes = [X.shape[0] for X, _ in arrays]
         calibration = calibrate_psgd(
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
@@ -309,7 +329,6 @@ class PSGDClassifier(_MultipartyClassifierBase):
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         self._set_model(result.coef, classes, n_features)
-        self.n_iter_ = n_rounds
         self.privacy_ = result.record
         return self
 
@@ -418,11 +437,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         epsilon, alpha, data_norm, loss = self._check_common()
         tol = check_positive(self.tol, "tol")
         max_iter = check_positive_int(self.max_iter, "max_iter")
-        budget = (epsilon, 0.0, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, 0.0)
         calibration = calibrate_local_aggregation(
             epsilon=epsilon, alpha=alpha, n_samples_by_party=[X.shape[0] for X, _ in arrays],
             n_features=n_features, loss=loss, data_norm=data_norm, tol=tol,
@@ -523,11 +538,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         epsilon, alpha, data_norm, loss = self._check_common()
         delta = check_open_delta(self.delta)
         n_rounds = check_positive_int(self.n_rounds, "n_rounds")
-        budget = (epsilon, delta, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
         calibration = calibrate_newton(
             epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=n_rounds,
             n_samples_by_party=[X.shape[0] for X, _ in arrays], n_features=n_features, loss=loss,

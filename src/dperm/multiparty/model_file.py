@@ -333,8 +333,6 @@ def model_from_document(document):
     model.intercept_ = intercept
     model.classes_ = np.asarray(CLASSES)
     model.n_features_in_ = len(features)
-    if estimator == "PSGDClassifier":
-        model.n_iter_ = record.n_rounds
     model.privacy_ = record
     return model, PartyPreprocessing(tuple(features), float(data_norm), rule["row_norm"])
 

@@ -316,11 +316,6 @@ class FlowerSecureSum(SecureSum):
         ``InProcessGrid(client_apps)``. Pass a recording grid to audit the
         server's view (tests).
 
-    Attributes
-    ----------
-    last_grid : Grid or None
-        The grid of the latest sum (with its transcript if it records one).
-
     Raises
     ------
     ImportError
@@ -351,7 +346,6 @@ class FlowerSecureSum(SecureSum):
         self.timeout = timeout
         self._flower = load_flower()
         self.grid_factory = grid_factory if grid_factory is not None else self._flower.InProcessGrid
-        self.last_grid = None
 
     def error_bound(self, n_parties: int) -> float:
         """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
@@ -391,7 +385,6 @@ class FlowerSecureSum(SecureSum):
 
         client_app = self._flower.make_party_client_app(reply)
         grid = self.grid_factory({node_id: client_app for node_id in node_names})
-        self.last_grid = grid
         with self._flower.quiet_flower():
             total, *counts = self._flower.secagg_sum_round(
                 grid, node_names, parameters=[], config={}, clipping_range=self.clipping_range,
