@@ -75,11 +75,12 @@ _COMMON_CONSTRAINTS = {
 }
 
 
-def check_shards(shards, classes=None):
+def check_shards(shards, classes=None, stacklevel=4):
     """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
 
     ``classes`` is the checked public label set (:func:`dperm.privacy.labels.check_classes`);
-    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``.
+    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``
+    issued ``stacklevel`` frames up (the caller of ``fit``).
     Raises ValueError naming the problem: fewer than 2 shards, a shard that
     is not a pair, an empty shard, shards with different numbers of features,
     a label outside ``classes``, or without ``classes`` a single class overall
@@ -120,7 +121,7 @@ def check_shards(shards, classes=None):
             f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
             "classifiers are binary and need exactly two classes overall."
         )
-    warn_label_set_from_data(stacklevel=4)
+    warn_label_set_from_data(stacklevel=stacklevel)
     return arrays, classes, widths[0]
 
 
@@ -157,7 +158,8 @@ class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
         """
         budget = (epsilon, delta, self._spend_label())
         check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
+        # the warning of a label set read from the data points at the caller of fit
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2), stacklevel=5)
         rng = check_random_state(self.random_state)
         return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
 
