@@ -47,13 +47,13 @@ from pathlib import Path
 import numpy as np
 
 import dperm
-from dperm.multiparty.cli import (
+from dperm.multiparty.flower.deploy import (
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
 )
-from dperm.multiparty.flower_engine import POLL_SECONDS_ENV, configure_flower_environment
+from dperm.multiparty.flower.engine import POLL_SECONDS_ENV, configure_flower_environment
 
 RESULTS = Path(__file__).parent / "results"
 SECAGG_STAGES = ("setup", "share_keys", "collect_masked_vectors", "unmask")

@@ -4,13 +4,13 @@ Three engines:
 
 - ``masked_in_process``: :class:`dperm.multiparty.MaskedSecureSum` (in-process
   simulation of secure aggregation);
-- ``flower_in_process``: :class:`dperm.multiparty.flower_engine.FlowerSecureSum`
+- ``flower_in_process``: :class:`dperm.multiparty.flower.engine.FlowerSecureSum`
   (Flower 1.41's real SecAgg+ server workflow and client mod on an in-process
   message grid);
 - ``flower_simulation`` (``--simulation-parties``, needs Ray:
   ``pip install 'dperm[multiparty-simulation]'``): the deployment's ServerApp
   and ClientApp under ``flwr.simulation.run_simulation`` with the Ray backend
-  (:func:`dperm.multiparty.flower_simulation.simulate_deployment`), PSGD for a
+  (:func:`dperm.multiparty.flower.simulation.simulate_deployment`), PSGD for a
   few rounds; per-round times from the ServerApp (Ray's start-up excluded);
 - ``flower_loopback``: real processes on 127.0.0.1 -- ``dperm coordinate``
   (SuperLink + ServerApp) and K ``dperm party serve`` SuperNodes -- running
@@ -44,14 +44,14 @@ from pathlib import Path
 import numpy as np
 
 import dperm
-from dperm.multiparty.cli import (
+from dperm.multiparty.flower.deploy import (
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
 )
 from dperm.multiparty import MaskedSecureSum
-from dperm.multiparty.flower_engine import FlowerSecureSum, configure_flower_environment
+from dperm.multiparty.flower.engine import FlowerSecureSum, configure_flower_environment
 
 RESULTS = Path(__file__).parent / "results"
 DIMENSION = 30
@@ -101,8 +101,8 @@ def write_shards(folder: Path, n_parties: int) -> list:
 
 def time_simulation(n_parties: int, rounds: int) -> dict:
     """PSGD with SecAgg+ under Flower's Ray simulation; per-round times from the ServerApp."""
-    from dperm.multiparty.flower_app import CoordinatorSettings
-    from dperm.multiparty.flower_simulation import simulate_deployment
+    from dperm.multiparty.flower.app import CoordinatorSettings
+    from dperm.multiparty.flower.simulation import simulate_deployment
 
     workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-simulation-"))
     settings = CoordinatorSettings(n_parties=n_parties, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=rounds,

@@ -186,7 +186,7 @@ MULTIPARTY_CASES = [
     ("psgd-bad-secure-sum", lambda a: PSGDClassifier(n_rounds=5, secure_sum="tcp", accountant=a),
      (SHARDS,), ValueError, "secure_sum"),
     ("psgd-hinge", lambda a: PSGDClassifier(n_rounds=5, loss="hinge", accountant=a),
-     (SHARDS,), ValueError, "loss must be one of"),
+     (SHARDS,), ValueError, "'loss' parameter of PSGDClassifier must be a str among"),
     ("psgd-delta-zero", lambda a: PSGDClassifier(n_rounds=5, delta=0.0, accountant=a),
      (SHARDS,), ValueError, "delta"),
     ("local-aggregation-one-shard", lambda a: LocalAggregationClassifier(accountant=a),

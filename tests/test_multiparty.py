@@ -455,12 +455,13 @@ def test_local_aggregation_releases_the_average_of_local_minimisers():
 
 
 @pytest.mark.parametrize("params, shards_kind, message", [
-    ({"epsilon": 0.0}, "ok", "epsilon must be a finite number > 0"),
-    ({"epsilon": -1.0}, "ok", "epsilon must be a finite number > 0"),
-    ({"delta": 0.0}, "ok", "delta must be in the open interval"),
-    ({"delta": 1.0}, "ok", r"delta must be a number in \[0, 1\)"),
-    ({"delta": -0.1}, "ok", r"delta must be a number in \[0, 1\)"),
-    ({"loss": "hinge"}, "ok", "loss must be one of"),
+    ({"epsilon": 0.0}, "ok", r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+    ({"epsilon": -1.0}, "ok", r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+    ({"epsilon": float("inf")}, "ok", r"'epsilon' parameter of \w+ must be a float in the range \(0.0, inf\)"),
+    ({"delta": 0.0}, "ok", r"'delta' parameter of PSGDClassifier must be a float in the range \(0.0, 1.0\)"),
+    ({"delta": 1.0}, "ok", r"'delta' parameter of PSGDClassifier must be a float in the range \(0.0, 1.0\)"),
+    ({"delta": -0.1}, "ok", r"'delta' parameter of PSGDClassifier must be a float in the range \(0.0, 1.0\)"),
+    ({"loss": "hinge"}, "ok", r"'loss' parameter of \w+ must be a str among"),
     ({}, "one", "at least 2 parties"),
     ({}, "empty", "shard 1 is empty"),
     ({}, "widths", "different numbers of features"),
@@ -599,9 +600,9 @@ def test_coordinator_dp_learns_and_rejects_conflicting_options(dp_accounting):
     assert model.score(X, y) > 0.8 and model.privacy_.coordinator_composition == "rdp"
     with pytest.raises(ValueError, match="round_epsilon.*coordinator_dp"):
         PSGDClassifier(n_rounds=5, coordinator_dp=True, round_epsilon=0.1, random_state=0).fit(shards)
-    with pytest.raises(ValueError, match="coordinator_accountant must be one of"):
+    with pytest.raises(ValueError, match="'coordinator_accountant' parameter of PSGDClassifier must be a str among"):
         PSGDClassifier(n_rounds=5, coordinator_dp=True, coordinator_accountant="moments").fit(shards)
-    with pytest.raises(ValueError, match="coordinator_dp must be True or False"):
+    with pytest.raises(ValueError, match="'coordinator_dp' parameter of PSGDClassifier must be an instance of 'bool'"):
         PSGDClassifier(n_rounds=5, coordinator_dp="yes").fit(shards)
     with pytest.raises(ValueError, match="composition_slack"):
         PSGDClassifier(n_rounds=5, coordinator_dp=True, composition_slack=1e-6, random_state=0).fit(shards)

@@ -41,9 +41,9 @@ from dperm.multiparty import (  # noqa: E402
     calibrate_psgd,
     psgd,
 )
-from dperm.multiparty import flower_app  # noqa: E402
-from dperm.multiparty._flower_grid import InProcessGrid, server_identity  # noqa: E402
-from dperm.multiparty.cli import (  # noqa: E402
+from dperm.multiparty.flower import app as flower_app  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower.deploy import (  # noqa: E402
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,
@@ -52,7 +52,7 @@ from dperm.multiparty.cli import (  # noqa: E402
 from dperm.multiparty.ledger import PartyLedger  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
-from dperm.multiparty.flower_engine import (  # noqa: E402
+from dperm.multiparty.flower.engine import (  # noqa: E402
     FlowerSecureSum,
     configure_flower_environment,
     decode_counts,
@@ -623,7 +623,7 @@ def test_load_shard_checks_labels_and_columns(tmp_path):
 
 
 def test_simulation_without_ray_names_the_extra(shard_files, tmp_path, monkeypatch):
-    from dperm.multiparty.flower_simulation import simulate_deployment
+    from dperm.multiparty.flower.simulation import simulate_deployment
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2)
@@ -639,7 +639,7 @@ def test_simulation_without_ray_names_the_extra(shard_files, tmp_path, monkeypat
 def test_deployment_apps_run_under_flowers_ray_simulation(shard_files, tmp_path, capsys):
     """`flwr.simulation.run_simulation` with the Ray backend, 3 parties, 3 rounds (~10 s: Ray starts)."""
     ray = pytest.importorskip("ray")
-    from dperm.multiparty.flower_simulation import simulate_deployment
+    from dperm.multiparty.flower.simulation import simulate_deployment
 
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
                                               wait_seconds=60.0)
@@ -950,7 +950,7 @@ def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
 def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budget(shard_files):
     """The Newton set-up charges each party's ledger under the run id; a repeat neither charges nor resets."""
-    from dperm.multiparty.flower_newton import FlowerNewtonNetwork
+    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
     from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
 
     floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 2.5, "budget-delta": 1e-4}

@@ -16,10 +16,11 @@ from flwr.app import Context, RecordDict  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
 
 from _multiparty_data import make_data, split  # noqa: E402
-from dperm.multiparty import _flower_supernode, flower_app  # noqa: E402
-from dperm.multiparty._flower_grid import InProcessGrid, PollingGrid, server_identity  # noqa: E402
-from dperm.multiparty.cli import superlink_environment  # noqa: E402
-from dperm.multiparty.flower_engine import (  # noqa: E402
+from dperm.multiparty.flower import app as flower_app  # noqa: E402
+from dperm.multiparty.flower import supernode as _flower_supernode  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower.deploy import superlink_environment  # noqa: E402
+from dperm.multiparty.flower.engine import (  # noqa: E402
     OBJECT_PULL_INITIAL_BACKOFF,
     POLL_SECONDS_ENV,
     flower_poll_seconds,

@@ -19,9 +19,9 @@ flwr = pytest.importorskip("flwr")
 from flwr.cli.build import build_fab_from_disk  # noqa: E402
 
 from dperm.cli import main as dperm_main  # noqa: E402
-from dperm.multiparty._flower_party_runtime import APP_ID, ForeignAppError, check_dperm_fab  # noqa: E402
-from dperm.multiparty._flower_superlink import public_key_bytes  # noqa: E402
-from dperm.multiparty.cli import (  # noqa: E402
+from dperm.multiparty.flower.party_runtime import APP_ID, ForeignAppError, check_dperm_fab  # noqa: E402
+from dperm.multiparty.flower.superlink import public_key_bytes  # noqa: E402
+from dperm.multiparty.flower.deploy import (  # noqa: E402
     check_port_free,
     flower_command,
     flower_environment,
@@ -34,7 +34,7 @@ from dperm.multiparty.cli import (  # noqa: E402
     write_loopback_certificates,
     write_party_key,
 )
-from dperm.multiparty.flower_app import CoordinatorSettings  # noqa: E402
+from dperm.multiparty.flower.app import CoordinatorSettings  # noqa: E402
 from test_multiparty_flower import FLOOR_ARGS, shard_files  # noqa: E402,F401
 
 RUN_CONFIG = {**CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2).to_run_config(),
@@ -257,7 +257,7 @@ def _stop_superlinks_on(fleet_port: int) -> None:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"dperm.multiparty._flower_superlink" in args and str(fleet_port).encode() in args:
+        if b"dperm.multiparty.flower.superlink" in args and str(fleet_port).encode() in args:
             try:
                 os.killpg(int(cmdline.parent.name), signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -18,8 +18,8 @@ pytest.importorskip("flwr")
 from dperm.cli import main  # noqa: E402
 from dperm.model_io import load_model  # noqa: E402
 from dperm.multiparty import PSGDClassifier  # noqa: E402
-from dperm.multiparty import flower_app  # noqa: E402
-from dperm.multiparty._flower_grid import InProcessGrid  # noqa: E402
+from dperm.multiparty.flower import app as flower_app  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.model_file import PartyPreprocessing  # noqa: E402
 
 FEATURES = ["x0", "x1", "x2", "x3"]

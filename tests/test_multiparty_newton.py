@@ -248,7 +248,7 @@ def test_the_secure_sum_is_exactly_the_sum_of_the_parties_noisy_replies(engine):
         secure_sum = MaskedSecureSum(*encoding, random_state=1)
     else:
         pytest.importorskip("flwr")
-        from dperm.multiparty.flower_engine import FlowerSecureSum
+        from dperm.multiparty.flower.engine import FlowerSecureSum
 
         secure_sum = FlowerSecureSum(*encoding)
     _RecordingParty.replies = []

@@ -1,7 +1,9 @@
 """Model files: JSON with coefficients, the public schema and the privacy record.
 
-:func:`load_model` also reads the multiparty format written by ``dperm coordinate``
-(:mod:`dperm.multiparty.model_file`).
+:func:`load_model` reads every format in :data:`FORMATS`: this module's own
+``dperm-model`` and the multiparty format written by ``dperm coordinate``,
+which :mod:`dperm.multiparty.model_file` registers (:func:`register_format`;
+``import dperm`` imports it), so this module never imports ``dperm.multiparty``.
 
 A model file never contains training rows. Loading checks the schema and the
 shapes, so a malformed, truncated or tampered file gets a clear ValueError
@@ -11,7 +13,9 @@ instead of a model that predicts garbage.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -22,13 +26,43 @@ from dperm.privacy.record import PrivacyRecord
 
 FORMAT = "dperm-model"
 FORMAT_VERSION = 1
-#: Written by ``dperm coordinate`` (:mod:`dperm.multiparty.model_file`); read by :func:`load_model`.
-MULTIPARTY_FORMAT = "dperm-multiparty-model"
 ESTIMATORS = {cls.__name__: cls for cls in (PrivateLogisticRegression, PrivateLinearSVC)}
 REQUIRED_KEYS = {
     "format", "version", "estimator", "params", "classes", "coef", "intercept",
     "target", "spec", "privacy", "schema_from_data",
 }
+
+
+@dataclass(frozen=True)
+class ModelFormat:
+    """A model-file format :func:`load_model` reads.
+
+    Attributes
+    ----------
+    name : str
+        The document's ``"format"`` value.
+    read : callable
+        ``read(document) -> (model, spec)``; raises ValueError, TypeError or
+        KeyError on a malformed document.
+    describe : callable
+        ``describe(document, spec) -> str``, the lines ``dperm show`` prints.
+    kind : str
+        What the file is called in error messages (``"model file"``).
+    """
+
+    name: str
+    read: Callable
+    describe: Callable
+    kind: str = "model file"
+
+
+#: The formats :func:`load_model` reads, by name (filled by :func:`register_format`).
+FORMATS: dict = {}
+
+
+def register_format(model_format: ModelFormat) -> None:
+    """Make :func:`load_model` and :func:`describe_model` read ``model_format``."""
+    FORMATS[model_format.name] = model_format
 
 
 def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) -> dict:
@@ -102,26 +136,26 @@ def load_model(path):
         raise ValueError(f"model file {path} is not valid JSON ({error}); it may be truncated.") from None
     except UnicodeDecodeError:
         raise ValueError(f"model file {path} is not UTF-8 text.") from None
-    multiparty = isinstance(document, dict) and document.get("format") == MULTIPARTY_FORMAT
+    model_format = _format_of(document)
     try:
-        if multiparty:
-            from dperm.multiparty.model_file import model_from_document
-
-            model, spec = model_from_document(document)
-        else:
-            model, spec = model_from_dict(document)
+        model, spec = model_format.read(document)
     except (ValueError, TypeError, KeyError) as error:
-        kind = "multiparty model file" if multiparty else "model file"
-        raise ValueError(f"malformed {kind} {path}: {error}") from None
+        raise ValueError(f"malformed {model_format.kind} {path}: {error}") from None
     return model, spec, document
 
 
-def describe_model(document, spec) -> str:
-    """The line(s) ``dperm show`` prints above the privacy record, for either format."""
-    if document.get("format") == MULTIPARTY_FORMAT:
-        from dperm.multiparty.model_file import describe_document
+def _format_of(document) -> ModelFormat:
+    """The registered format a document names; anything else goes to ``dperm-model``'s reader, which refuses it."""
+    name = document.get("format") if isinstance(document, dict) else None
+    return FORMATS.get(name if isinstance(name, str) else None, FORMATS[FORMAT])
 
-        return describe_document(document, spec)
+
+def describe_model(document, spec) -> str:
+    """The line(s) ``dperm show`` prints above the privacy record, for any registered format."""
+    return _format_of(document).describe(document, spec)
+
+
+def _describe_linear(document, spec) -> str:
     return (f"{document['estimator']} predicting {document['target']!r} from "
             f"{spec.n_features} features; classes {document['classes']}")
 
@@ -136,7 +170,8 @@ def model_from_dict(document):
     if document["format"] != FORMAT or document["version"] != FORMAT_VERSION:
         raise ValueError(
             f"unsupported format {document['format']!r} version {document['version']!r}; "
-            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION} and {MULTIPARTY_FORMAT!r}."
+            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION}"
+            + "".join(f" and {name!r}" for name in sorted(FORMATS) if name != FORMAT) + "."
         )
     cls = ESTIMATORS.get(document["estimator"])
     if cls is None:
@@ -202,3 +237,6 @@ def finite_array(value, name, ndim):
 
 def _json_scalar(value):
     return value.item() if isinstance(value, np.generic) else value
+
+
+register_format(ModelFormat(FORMAT, model_from_dict, _describe_linear))

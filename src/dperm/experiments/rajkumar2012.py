@@ -274,7 +274,7 @@ def masked_engine(calibration, sizes, rng):
 
 def flower_engine(calibration, sizes, rng):
     """Flower SecAgg+ on an in-process grid (``dperm[multiparty]``); about 0.1 s per round."""
-    from dperm.multiparty.flower_engine import FlowerSecureSum
+    from dperm.multiparty.flower.engine import FlowerSecureSum
 
     return FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
 

@@ -25,8 +25,8 @@ the private rows.
 Modules: ``secure_sum`` (summation engines), ``privacy`` (calibration and
 composition), ``protocol`` (parties, network, coordinator), ``baselines``
 (local aggregation), ``record`` (``privacy_``), ``estimator`` (front ends),
-``flower_engine`` / ``flower_app`` / ``flower_simulation`` / ``cli`` (Flower SecAgg+,
-optional), ``model_file`` (coordinator model files). Its errors live in
+``flower`` (Flower SecAgg+, optional: engine, apps, simulation, deployment),
+``cli`` (``dperm party`` / ``dperm coordinate``), ``model_file`` (coordinator model files). Its errors live in
 :mod:`dperm.exceptions`.
 """
 
@@ -45,6 +45,7 @@ from dperm.exceptions import (
     SecureSumClippingWarning,
 )
 from dperm.multiparty.estimator import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
+from dperm.multiparty import model_file  # noqa: F401  (registers the multiparty format with dperm.model_io)
 from dperm.multiparty.newton import InProcessNewtonNetwork, NewtonNetwork, NewtonParty, private_newton
 from dperm.multiparty.newton_privacy import NewtonCalibration, calibrate_newton, check_newton_calibration
 from dperm.multiparty.privacy import (

@@ -8,14 +8,19 @@ estimators are thin: validate, wire, record.
 
 from __future__ import annotations
 
+import math
+from numbers import Integral, Real
+from typing import NamedTuple
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
-from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
+from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
@@ -25,9 +30,8 @@ from dperm.multiparty.baselines import (
 from dperm.multiparty.privacy import (
     PartyFloor,
     accepting_floor,
+    COORDINATOR_ACCOUNTANTS,
     calibrate_psgd,
-    check_coordinator_accountant,
-    check_open_delta,
 )
 from dperm.multiparty.protocol import (
     InProcessNetwork,
@@ -46,17 +50,37 @@ from dperm.multiparty.newton import (
 from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
 from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
-from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
+from dperm.validation import check_random_state
 
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
 MULTIPARTY_LOSSES = ("logistic", "huber")
 
+#: A finite number > 0 (the closed-open ends refuse 0, inf and nan).
+_POSITIVE = Interval(Real, 0, math.inf, closed="neither")
+#: A number in the open interval (0, 1): delta > 0 of an (epsilon, delta) guarantee, a share.
+_OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
+_ROUNDS = Interval(Integral, 1, None, closed="left")
+#: A secure-sum engine (:class:`~dperm.multiparty.secure_sum.SecureSum` or any object with its ``sum``).
+_ENGINE = HasMethods(["sum"])
+#: Parameters every multiparty estimator declares (scikit-learn's ``_parameter_constraints``).
+_COMMON_CONSTRAINTS = {
+    "epsilon": [_POSITIVE],
+    "alpha": [_POSITIVE],
+    "data_norm": [_POSITIVE],
+    "loss": [StrOptions(set(MULTIPARTY_LOSSES))],
+    "h": [_POSITIVE],
+    "random_state": ["random_state", np.random.Generator],
+    "accountant": [None, BudgetAccountant],
+    "classes": ["array-like", None],
+}
 
-def check_shards(shards, classes=None):
+
+def check_shards(shards, classes=None, stacklevel=4):
     """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
 
     ``classes`` is the checked public label set (:func:`dperm.privacy.labels.check_classes`);
-    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``.
+    without it the two classes are read from the labels, with a ``PrivacyLeakWarning``
+    issued ``stacklevel`` frames up (the caller of ``fit``).
     Raises ValueError naming the problem: fewer than 2 shards, a shard that
     is not a pair, an empty shard, shards with different numbers of features,
     a label outside ``classes``, or without ``classes`` a single class overall
@@ -97,26 +121,47 @@ def check_shards(shards, classes=None):
             f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
             "classifiers are binary and need exactly two classes overall."
         )
-    warn_label_set_from_data(stacklevel=4)
+    warn_label_set_from_data(stacklevel=stacklevel)
     return arrays, classes, widths[0]
 
 
-class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
-    """Shared plumbing; subclasses define ``_fit_protocol``."""
+class _FitInputs(NamedTuple):
+    """What :meth:`_MultipartyClassifierBase._fit_inputs` hands a fit: checked, nothing spent."""
 
-    def _check_common(self):
-        epsilon = check_epsilon(self.epsilon)
-        alpha = check_positive(self.alpha, "alpha", "alpha is the L2 regularisation strength (lambda).")
-        data_norm = check_positive(
-            self.data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm."
-        )
-        if self.loss not in MULTIPARTY_LOSSES:
-            raise ValueError(f"loss must be one of {MULTIPARTY_LOSSES}; got {self.loss!r}.")
-        check_accountant(self.accountant)
-        return epsilon, alpha, data_norm, get_loss(self.loss, h=self.h)
+    budget: tuple
+    arrays: list
+    classes: np.ndarray
+    n_features: int
+    rng: np.random.Generator
+    party_rngs: list
+
+
+class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
+    """Shared plumbing: the parameter check, the fit preamble, the parties and the fitted model."""
+
+    _parameter_constraints: dict = _COMMON_CONSTRAINTS
+
+    def _check_params(self):
+        """Every declared constraint (``_validate_params``), first thing in a fit; ``(epsilon, alpha, R, loss)``."""
+        self._validate_params()
+        return float(self.epsilon), float(self.alpha), float(self.data_norm), get_loss(self.loss, h=self.h)
 
     def _spend_label(self):
         return f"{type(self).__name__}(loss={self.loss!r})"
+
+    def _fit_inputs(self, shards, epsilon: float, delta: float) -> _FitInputs:
+        """The start every fit shares, after its parameter checks and before anything is spent.
+
+        Checks that the accountant can pay ``(epsilon, delta)`` and the
+        shards (against the public label set ``classes``), and draws the
+        coordinator's generator and one per party.
+        """
+        budget = (epsilon, delta, self._spend_label())
+        check_budget_left(self.accountant, *budget)
+        # the warning of a label set read from the data points at the caller of fit
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2), stacklevel=5)
+        rng = check_random_state(self.random_state)
+        return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
 
     def _make_parties(self, arrays, classes, loss, data_norm, party_rngs, floor: PartyFloor):
         """One :class:`Party` per shard; in process every party gets the same ``floor``."""
@@ -201,7 +246,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     secure_sum : dperm.multiparty.SecureSum or "flower", optional
         Defaults to an in-process :class:`~dperm.multiparty.MaskedSecureSum`
         whose clipping range is set from public constants. ``"flower"``:
-        :class:`~dperm.multiparty.flower_engine.FlowerSecureSum` (Flower's
+        :class:`~dperm.multiparty.flower.engine.FlowerSecureSum` (Flower's
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
         ``None`` (OS entropy) for real use; a seed for tests only.
@@ -219,8 +264,6 @@ class PSGDClassifier(_MultipartyClassifierBase):
     intercept_ : ndarray of shape (1,), zeros
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
-    n_iter_ : int
-        Rounds run (``n_rounds``, public).
     privacy_ : dperm.privacy.multiparty_record.PSGDPrivacyRecord
         The released model's proven guarantee (the coordinator's view over
         ``n_rounds``, note 13) and the public numbers behind it; no count
@@ -239,6 +282,18 @@ class PSGDClassifier(_MultipartyClassifierBase):
     Rajkumar & Agarwal, "A Differentially Private SGD Algorithm for Multiparty
     Classification", AISTATS 2012, Alg. 1, Procs. 2-3, Thm 4.2.
     """
+
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "delta": [_OPEN_UNIT],
+        "n_rounds": [_ROUNDS],
+        "step_size": [StrOptions({"auto"}), callable],
+        "round_epsilon": [None, _POSITIVE],
+        "composition_slack": [None, _OPEN_UNIT],
+        "coordinator_dp": ["boolean"],
+        "coordinator_accountant": [StrOptions(set(COORDINATOR_ACCOUNTANTS))],
+        "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
+    }
 
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
@@ -274,17 +329,9 @@ class PSGDClassifier(_MultipartyClassifierBase):
         -------
         self
         """
-        epsilon, alpha, data_norm, loss = self._check_common()
-        delta = check_open_delta(self.delta)
-        n_rounds = check_positive_int(self.n_rounds, "n_rounds")
-        if not isinstance(self.coordinator_dp, (bool, np.bool_)):
-            raise ValueError(f"coordinator_dp must be True or False; got {self.coordinator_dp!r}.")
-        check_coordinator_accountant(self.coordinator_accountant)
-        budget = (epsilon, delta, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        epsilon, alpha, data_norm, loss = self._check_params()
+        delta, n_rounds = float(self.delta), int(self.n_rounds)
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
         sizes = [X.shape[0] for X, _ in arrays]
         calibration = calibrate_psgd(
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
@@ -297,10 +344,8 @@ class PSGDClassifier(_MultipartyClassifierBase):
         if secure_sum is None:
             secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
                                          random_state=rng.spawn(1)[0])
-        elif isinstance(secure_sum, str):
-            if secure_sum != "flower":
-                raise ValueError(f"secure_sum must be a SecureSum, None or 'flower'; got {secure_sum!r}.")
-            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+        elif isinstance(secure_sum, str):  # "flower", the only name _parameter_constraints lets through
+            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
 
             secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
         self._check_round_options(calibration)
@@ -309,23 +354,21 @@ class PSGDClassifier(_MultipartyClassifierBase):
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         self._set_model(result.coef, classes, n_features)
-        self.n_iter_ = n_rounds
         self.privacy_ = result.record
         return self
 
     def _check_round_options(self, calibration):
-        """``step_size`` and ``composition_slack``, checked before the budget is spent.
+        """What ``_parameter_constraints`` cannot say about ``step_size`` and ``composition_slack``.
 
-        :func:`~dperm.multiparty.protocol.psgd` checks them again when it runs.
+        Checked before the budget is spent; :func:`~dperm.multiparty.protocol.psgd`
+        checks them again when it runs.
         """
         resolve_step_size(self.step_size, calibration)
-        if self.composition_slack is not None:
-            if calibration.coordinator_dp:
-                raise ValueError(
-                    f"composition_slack={self.composition_slack!r} cannot be combined with "
-                    "coordinator_dp=True (the view is accounted by dp-accounting); leave it None."
-                )
-            check_open_delta(self.composition_slack, "composition_slack")
+        if self.composition_slack is not None and calibration.coordinator_dp:
+            raise ValueError(
+                f"composition_slack={self.composition_slack!r} cannot be combined with "
+                "coordinator_dp=True (the view is accounted by dp-accounting); leave it None."
+            )
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):
@@ -388,6 +431,13 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     Locally Trained Classifiers", NeurIPS 2010; 004 eqs. 4-5.
     """
 
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "tol": [_POSITIVE],
+        "max_iter": [_ROUNDS],
+        "secure_sum": [None, _ENGINE],
+    }
+
     def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
                  tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, accountant=None,
                  classes=None):
@@ -415,14 +465,9 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         -------
         self
         """
-        epsilon, alpha, data_norm, loss = self._check_common()
-        tol = check_positive(self.tol, "tol")
-        max_iter = check_positive_int(self.max_iter, "max_iter")
-        budget = (epsilon, 0.0, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        epsilon, alpha, data_norm, loss = self._check_params()
+        tol, max_iter = float(self.tol), int(self.max_iter)
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, 0.0)
         calibration = calibrate_local_aggregation(
             epsilon=epsilon, alpha=alpha, n_samples_by_party=[X.shape[0] for X, _ in arrays],
             n_features=n_features, loss=loss, data_norm=data_norm, tol=tol,
@@ -491,6 +536,14 @@ class NewtonClassifier(_MultipartyClassifierBase):
     privacy_ : NewtonPrivacyRecord
     """
 
+    _parameter_constraints: dict = {
+        **_COMMON_CONSTRAINTS,
+        "delta": [_OPEN_UNIT],
+        "n_rounds": [_ROUNDS],
+        "gradient_share": [_OPEN_UNIT],
+        "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
+    }
+
     def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=10, *, data_norm=1.0, loss="logistic",
                  h=0.5, gradient_share=DEFAULT_GRADIENT_SHARE, secure_sum=None, random_state=None, accountant=None,
                  classes=None):
@@ -520,14 +573,9 @@ class NewtonClassifier(_MultipartyClassifierBase):
         -------
         self
         """
-        epsilon, alpha, data_norm, loss = self._check_common()
-        delta = check_open_delta(self.delta)
-        n_rounds = check_positive_int(self.n_rounds, "n_rounds")
-        budget = (epsilon, delta, self._spend_label())
-        check_budget_left(self.accountant, *budget)
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        rng = check_random_state(self.random_state)
-        party_rngs = rng.spawn(len(arrays))
+        epsilon, alpha, data_norm, loss = self._check_params()
+        delta, n_rounds = float(self.delta), int(self.n_rounds)
+        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
         calibration = calibrate_newton(
             epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=n_rounds,
             n_samples_by_party=[X.shape[0] for X, _ in arrays], n_features=n_features, loss=loss,
@@ -550,10 +598,8 @@ class NewtonClassifier(_MultipartyClassifierBase):
         encoding = (calibration.clipping_range, calibration.quantization_range, calibration.modulus_range)
         if self.secure_sum is None:
             return MaskedSecureSum(*encoding, random_state=rng.spawn(1)[0])
-        if isinstance(self.secure_sum, str):
-            if self.secure_sum != "flower":
-                raise ValueError(f"secure_sum must be None, 'flower' or a SecureSum; got {self.secure_sum!r}.")
-            from dperm.multiparty.flower_engine import FlowerSecureSum  # optional extra dperm[multiparty]
+        if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
+            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
 
             return FlowerSecureSum(*encoding)
         engine = self.secure_sum

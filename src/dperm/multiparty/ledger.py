@@ -7,7 +7,7 @@ any noise for a run it charges the run's guarantee here, keyed by the run
 identifier the coordinator announced, and refuses once its own total budget
 would be exceeded. A run id already charged is never charged again, and the
 caller must then reuse the noise it saved for that run instead of drawing
-new noise (:mod:`dperm.multiparty.flower_app`).
+new noise (:mod:`dperm.multiparty.flower.app`).
 
 Composition is basic (sequential): the epsilons add up and the deltas add up
 (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Thm 3.16), whatever

@@ -1,9 +1,11 @@
 """Model files of the networked PSGD deployment (format ``dperm-multiparty-model``).
 
-``dperm coordinate`` writes one (:func:`dperm.multiparty.flower_app.model_document`);
+``dperm coordinate`` writes one (:func:`dperm.multiparty.flower.app.model_document`);
 ``dperm show`` and ``dperm predict`` read it through
 :func:`dperm.model_io.load_model`, which hands the document to
-:func:`model_from_document`. This module does not import Flower: reading a
+:func:`model_from_document` (this module registers the format with
+:func:`dperm.model_io.register_format`, so ``model_io`` needs no import of
+``dperm.multiparty``). This module does not import Flower: reading a
 model needs only dperm.
 
 What the file holds: the coefficients (no intercept: PSGD fits none), the
@@ -32,13 +34,14 @@ from dataclasses import MISSING, dataclass, fields
 
 import numpy as np
 
-from dperm.model_io import MULTIPARTY_FORMAT as MODEL_FORMAT
-from dperm.model_io import finite_array
+from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.multiparty_record import SecureSumSummary
 from dperm.validation import clip_rows_to_norm
 
+#: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
+MODEL_FORMAT = "dperm-multiparty-model"
 MODEL_FORMAT_VERSION = 2
 #: Versions :func:`model_from_document` reads (1 through :func:`upgrade_v1_privacy`).
 READABLE_VERSIONS = (1, 2)
@@ -330,8 +333,6 @@ def model_from_document(document):
     model.intercept_ = intercept
     model.classes_ = np.asarray(CLASSES)
     model.n_features_in_ = len(features)
-    if estimator == "PSGDClassifier":
-        model.n_iter_ = record.n_rounds
     model.privacy_ = record
     return model, PartyPreprocessing(tuple(features), float(data_norm), rule["row_norm"])
 
@@ -343,3 +344,6 @@ def describe_document(document, preprocessing: PartyPreprocessing) -> str:
             f"{document.get('engine', 'unknown')}) predicting -1/+1 from {preprocessing.n_features} features "
             f"{list(preprocessing.features)}; no intercept\n"
             f"Rows: {preprocessing.describe()}.")
+
+
+register_format(ModelFormat(MODEL_FORMAT, model_from_document, describe_document, kind="multiparty model file"))

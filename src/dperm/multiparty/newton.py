@@ -8,7 +8,7 @@ needs tens). Three roles, as in :mod:`dperm.multiparty.protocol`:
   its share of discrete Gaussian noise (:func:`party_reply`);
 - a :class:`NewtonNetwork` broadcasts ``w_t`` and returns the secure sum of
   the replies (:class:`InProcessNewtonNetwork` here; the Flower SecAgg+
-  network is in :mod:`dperm.multiparty.flower_app`);
+  network is in :mod:`dperm.multiparty.flower.app`);
 - :func:`private_newton`, the coordinator, turns each sum into a damped
   Newton step (:func:`newton_update`): post-processing of the sums only.
 

@@ -69,7 +69,7 @@ from dperm.exceptions import CalibrationRefusedError
 from dperm.multiparty.privacy import PartyFloor, check_open_delta
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
-#: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower_engine``).
+#: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower.engine``).
 MAX_QUANTIZATION_RANGE = 2**30
 MODULUS_RANGE = 2**32
 #: Share of ``delta`` spent on the secure-sum range event (point 5 above).

@@ -376,11 +376,6 @@ class MaskedSecureSum(SecureSum):
     aggregator_factory : callable, default=MaskedAggregator
         ``factory(roster, dimension, modulus_range)`` builds each round's
         aggregator; pass a recording subclass to audit what it sees.
-
-    Attributes
-    ----------
-    last_aggregator : MaskedAggregator or None
-        The aggregator of the latest round, with its transcript ``received``.
     """
 
     name = "masked_in_process"
@@ -403,7 +398,6 @@ class MaskedSecureSum(SecureSum):
         self.random_state = random_state
         self._rng = check_random_state(random_state)
         self.aggregator_factory = aggregator_factory
-        self.last_aggregator = None
 
     def _check_capacity(self, n_parties: int) -> None:
         if n_parties * self.quantization_range >= self.modulus_range:
@@ -429,7 +423,6 @@ class MaskedSecureSum(SecureSum):
         self._check_capacity(n_parties)
         masks = pairwise_masks(party_ids, dimension, self.modulus_range, self._rng)  # setup stage
         aggregator = self.aggregator_factory(party_ids, dimension, self.modulus_range)
-        self.last_aggregator = aggregator
         modulus = np.uint64(self.modulus_range)
         coordinates_clipped = 0
         for party_id in party_ids:  # each party's side, in turn

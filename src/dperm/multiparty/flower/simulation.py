@@ -1,12 +1,12 @@
 """The networked deployment's ServerApp and ClientApp under Flower's simulation engine (Ray).
 
 The second of the three ways the multiparty PSGD runs (issue 6): (1) in
-process on dperm's message grid (:class:`~dperm.multiparty._flower_grid.InProcessGrid`),
+process on dperm's message grid (:class:`~dperm.multiparty.flower.grid.InProcessGrid`),
 (2) here, with ``flwr.simulation.run_simulation`` and its Ray backend, (3)
 over a network (``dperm party serve`` / ``dperm coordinate``). All three run
-the same party code (:func:`~dperm.multiparty.flower_app.party_setup`,
-:func:`~dperm.multiparty.flower_app.party_reply` inside ``secaggplus_mod``)
-and the same coordinator (:func:`~dperm.multiparty.flower_app.coordinator_main`),
+the same party code (:func:`~dperm.multiparty.flower.app.party_setup`,
+:func:`~dperm.multiparty.flower.app.party_reply` inside ``secaggplus_mod``)
+and the same coordinator (:func:`~dperm.multiparty.flower.app.coordinator_main`),
 which writes the same ``dperm-multiparty-model`` file.
 
 Flower's simulation runs the ServerApp in a thread of this process and each
@@ -74,7 +74,7 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
     shards : sequence of path-like
         One CSV shard per party (the format of ``dperm party serve --data``);
         ``len(shards)`` must equal ``settings.n_parties``.
-    settings : dperm.multiparty.flower_app.CoordinatorSettings
+    settings : dperm.multiparty.flower.app.CoordinatorSettings
         The coordinator's public inputs (as ``dperm coordinate`` takes them).
     out : path-like
         Model file to write (format ``dperm-multiparty-model``).
@@ -105,7 +105,7 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
         A shard is malformed, the names are not distinct, or the number of
         shards is not ``settings.n_parties``.
     """
-    from dperm.multiparty import flower_app  # imports Flower (ImportError naming dperm[multiparty])
+    from dperm.multiparty.flower import app as flower_app  # imports Flower (ImportError naming dperm[multiparty])
 
     check_ray()
     floor = PartyFloor(max_epsilon, max_delta, max_rounds)

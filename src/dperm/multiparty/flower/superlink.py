@@ -23,7 +23,7 @@ OIDC plugin is in the enterprise edition), so this launcher splits the port:
 
 Usage (internal)::
 
-    python -m dperm.multiparty._flower_superlink --fleet-host H --fleet-port P \
+    python -m dperm.multiparty.flower.superlink --fleet-host H --fleet-port P \
         --control-port C --party-key a.pub --party-key b.pub [--parent-pid PID] \
         -- <flower-superlink arguments>
 """

@@ -21,14 +21,14 @@ and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
   public sizes (:func:`~dperm.multiparty.privacy.calibrate_psgd`) and runs
   :func:`~dperm.multiparty.protocol.psgd` on a :class:`FlowerGridNetwork`,
   whose every sum is one SecAgg+ round
-  (:func:`~dperm.multiparty._flower_grid.secagg_sum_round`). It writes the
+  (:func:`~dperm.multiparty.flower.grid.secagg_sum_round`). It writes the
   model file and a status file named in its run config.
 
 What crosses the network in the clear: the public sizes, ``d`` and feature
 names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
 masked vectors. No metric is sent. With 004's scheme each party's count of
 clipped coordinates of its noisy reply travels inside the secure sum
-(:func:`~dperm.multiparty.flower_engine.encode_counts`), so only the total
+(:func:`~dperm.multiparty.flower.engine.encode_counts`), so only the total
 is revealed (:func:`~dperm.multiparty.privacy.clipping_count_is_covered`);
 with ``coordinator_dp`` no count is sent. No party sends a count of its
 rows scaled onto ``data_norm``: it warns in its own log. The coordinator is
@@ -53,7 +53,7 @@ import numpy as np
 
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
-from dperm.multiparty.flower_engine import (
+from dperm.multiparty.flower.engine import (
     check_capacity,
     check_flower_encoding,
     count_clipped,
@@ -101,7 +101,7 @@ BUDGET_KEYS = {"budget_epsilon": ("budget-epsilon", "max-epsilon"), "budget_delt
 #: Format of a party's saved state for one run (its own file; never sent anywhere).
 RUN_STATE_FORMAT = "dperm-party-psgd-run"
 ENGINE_NAME = "flower_secaggplus_networked"
-#: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower_simulation`).
+#: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower.simulation`).
 SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
 
 
@@ -142,7 +142,7 @@ _SHARD_CACHE: dict = {}
 def _cached_shard(path, target: str):
     """``load_shard(path, target)[:2]``, read again only when the file changes (size or mtime).
 
-    dperm's party runner (:mod:`dperm.multiparty._flower_party_runtime`)
+    dperm's party runner (:mod:`dperm.multiparty.flower.party_runtime`)
     is one long-lived process, so the shard is parsed once per run rather
     than once per gradient request. Copies are returned: nothing a round
     does can alter the cached rows.
@@ -309,7 +309,7 @@ def party_setup(context, config) -> dict:
         return {"name": _party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
                 "features": list(features)}
     if action == "setup" and config.get("protocol") == "newton":
-        from dperm.multiparty.flower_newton import newton_setup
+        from dperm.multiparty.flower.newton import newton_setup
 
         return newton_setup(context, config)
     if action == "setup":
@@ -356,7 +356,7 @@ def party_reply(context, parameters, config) -> list:
     reply leaves.
     """
     if config.get("protocol") == "newton":
-        from dperm.multiparty.flower_newton import newton_reply
+        from dperm.multiparty.flower.newton import newton_reply
 
         return newton_reply(context, parameters, config)
     run_id = check_run_id(config.get("run-id"))
@@ -407,8 +407,14 @@ def new_run_id() -> str:
     return secrets.token_hex(16)
 
 
-class FlowerGridNetwork(GradientSumNetwork):
-    """The coordinator's channel to ``K`` parties over a Flower Grid, one SecAgg+ round per sum.
+class GridNetwork:
+    """The coordinator's channel to ``K`` parties over a Flower grid, shared by both protocols.
+
+    Holds the parties, the run id and the grid; sends a set-up query to
+    every party (:meth:`_send_setup`) and runs one SecAgg+ round per secure
+    sum (:meth:`_secure_round`), timing it. :class:`FlowerGridNetwork`
+    (PSGD) and :class:`~dperm.multiparty.flower.newton.FlowerNewtonNetwork`
+    add what each protocol sends.
 
     Parameters
     ----------
@@ -416,8 +422,6 @@ class FlowerGridNetwork(GradientSumNetwork):
         The ServerApp's grid (networked) or an in-process grid (tests).
     parties : sequence of PartyInfo
         From the ``describe`` query.
-    clipping_range, quantization_range, modulus_range
-        SecAgg+'s encoding.
     timeout : float, optional
         Seconds to wait for the parties' replies at each stage.
     server_context : flwr.app.Context, optional
@@ -428,24 +432,18 @@ class FlowerGridNetwork(GradientSumNetwork):
     run_id : str, optional
         The training's public identifier (32 hex digits), sent with the
         set-up and every request; each party keys its ledger charge and its
-        one-time noise by it. Default: a fresh random one
-        (:func:`new_run_id`).
+        run state by it. Default: a fresh random one (:func:`new_run_id`).
     """
 
-    def __init__(self, grid, parties, *, clipping_range, quantization_range=DEFAULT_QUANTIZATION_RANGE,
-                 modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5,
-                 engine_name=ENGINE_NAME, run_id=None):
+    def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=ENGINE_NAME,
+                 run_id=None):
         self.grid = grid
         self.run_id = new_run_id() if run_id is None else check_run_id(run_id)
-        self.engine_name = str(engine_name)
+        self.engine_name = str(engine_name or ENGINE_NAME)
         self.h = float(h)
         self.parties = tuple(parties)
-        self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
-            clipping_range, quantization_range, modulus_range)
-        check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
         self.timeout = timeout
         self.server_context = server_context
-        self._count_clipped = False
         self.round_seconds = []  # wall-clock time of each SecAgg+ round (benchmarks)
         self._node_names = {party.node_id: party.name for party in self.parties}
 
@@ -457,40 +455,74 @@ class FlowerGridNetwork(GradientSumNetwork):
     def n_features(self) -> int:
         return self.parties[0].n_features
 
-    def setup(self, calibration: PSGDCalibration) -> None:
-        """Send the calibration; every party checks it against its own floor (or the set-up fails)."""
-        config = {"action": "setup", "run-id": self.run_id, **calibration_to_config(calibration, self.h)}
+    def _send_setup(self, config: dict) -> None:
+        """Send a set-up query to every party; any refusal fails the set-up."""
         with _flower.server_identity(self.grid.run.run_id):
             _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
+
+    def _secure_round(self, coef, config: dict, round_index: int, encoding) -> list:
+        """One SecAgg+ round broadcasting ``coef``: the unmasked sums (:func:`~.grid.secagg_sum_round`)."""
+        clipping_range, quantization_range, modulus_range = encoding
+        started = time.perf_counter()
+        sums = _flower.secagg_sum_round(
+            self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
+            clipping_range=clipping_range, quantization_range=quantization_range, modulus_range=modulus_range,
+            round_index=round_index, timeout=self.timeout, server_context=self.server_context,
+        )
+        self.round_seconds.append(time.perf_counter() - started)
+        return sums
+
+    def _report(self, dimension: int, encoding, coordinates_clipped=None) -> SecureSumReport:
+        clipping_range, quantization_range, modulus_range = encoding
+        n_parties = len(self.parties)
+        return SecureSumReport(
+            engine=self.engine_name, n_parties=n_parties, dimension=dimension, clipping_range=clipping_range,
+            quantization_range=quantization_range, modulus_range=modulus_range,
+            coordinates_clipped=coordinates_clipped,
+            error_bound=quantization_error_bound(n_parties, clipping_range, quantization_range),
+        )
+
+
+class FlowerGridNetwork(GridNetwork, GradientSumNetwork):
+    """PSGD's network over a Flower grid (004 Alg. 1): one SecAgg+ round per gradient sum.
+
+    Parameters
+    ----------
+    grid, parties, timeout, server_context, h, engine_name, run_id
+        As for :class:`GridNetwork`.
+    clipping_range, quantization_range, modulus_range
+        SecAgg+'s encoding.
+    """
+
+    def __init__(self, grid, parties, *, clipping_range, quantization_range=DEFAULT_QUANTIZATION_RANGE,
+                 modulus_range=DEFAULT_MODULUS_RANGE, timeout=None, server_context=None, h=0.5,
+                 engine_name=ENGINE_NAME, run_id=None):
+        super().__init__(grid, parties, timeout=timeout, server_context=server_context, h=h,
+                         engine_name=engine_name, run_id=run_id)
+        self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
+            clipping_range, quantization_range, modulus_range)
+        check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
+        self._count_clipped = False
+
+    def setup(self, calibration: PSGDCalibration) -> None:
+        """Send the calibration; every party checks it against its own floor (or the set-up fails)."""
+        self._send_setup({"action": "setup", "run-id": self.run_id, **calibration_to_config(calibration, self.h)})
         self._count_clipped = clipping_count_is_covered(calibration)  # the parties decide the same way
 
     def gradient_sum(self, coef, scale: float, round_index: int):
         config = {"scale": float(scale), "round": int(round_index), "run-id": self.run_id,
                   "clipping-range": self.clipping_range,
                   "quantization-range": self.quantization_range}
-        started = time.perf_counter()
-        total, *counts = _flower.secagg_sum_round(
-            self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
-            clipping_range=self.clipping_range, quantization_range=self.quantization_range,
-            modulus_range=self.modulus_range, round_index=round_index, timeout=self.timeout,
-            server_context=self.server_context,
-        )
-        n_parties = len(self.parties)
+        encoding = (self.clipping_range, self.quantization_range, self.modulus_range)
+        total, *counts = self._secure_round(coef, config, round_index, encoding)
         if len(counts) != int(self._count_clipped):
             raise ValueError(f"round {round_index}: the parties sent {len(counts)} count arrays; "
                              f"expected {int(self._count_clipped)}.")
         clipped = None
         if self._count_clipped:
-            (clipped,) = decode_counts(counts[0], [self.n_features], n_parties, self.clipping_range,
+            (clipped,) = decode_counts(counts[0], [self.n_features], len(self.parties), self.clipping_range,
                                        self.quantization_range)
-        self.round_seconds.append(time.perf_counter() - started)
-        report = SecureSumReport(
-            engine=self.engine_name, n_parties=n_parties, dimension=self.n_features,
-            clipping_range=self.clipping_range, quantization_range=self.quantization_range,
-            modulus_range=self.modulus_range, coordinates_clipped=clipped,
-            error_bound=quantization_error_bound(n_parties, self.clipping_range, self.quantization_range),
-        )
-        return total, report
+        return total, self._report(self.n_features, encoding, clipped)
 
 
 @dataclass(frozen=True)
@@ -583,7 +615,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     """Run the chosen protocol over the connected parties; return ``(result, parties, network, record)``.
 
     ``settings.protocol`` is ``"psgd"`` (004 Alg. 1) or ``"newton"`` (the
-    few-round protocol, :mod:`dperm.multiparty.flower_newton`).
+    few-round protocol, :mod:`dperm.multiparty.flower.newton`).
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
     The run id is ``settings.run_id``, or a fresh one (``network.run_id``).
@@ -616,7 +648,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
 
 def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name):
     from dperm.multiparty.estimator import newton_record
-    from dperm.multiparty.flower_newton import FlowerNewtonNetwork
+    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
     from dperm.multiparty.newton import private_newton
     from dperm.multiparty.newton_privacy import calibrate_newton
 

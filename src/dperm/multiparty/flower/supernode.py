@@ -11,14 +11,14 @@ the ``time`` module *that one Flower module* sees sleeps at most
 ``poll_seconds`` at a time, 0.03 s just after the party has answered and
 growing by half at each empty pull (:class:`_CappedTime`), and Flower's
 object-pull backoff is shortened
-(:func:`~dperm.multiparty.flower_engine.shorten_object_pull_backoff`). Nothing else changes:
+(:func:`~dperm.multiparty.flower.engine.shorten_object_pull_backoff`). Nothing else changes:
 the same arguments (TLS, ``--auth-supernode-private-key``, ``--isolation
 process``, ``--max-wait-time``) reach the same code, and every pull is the
 same authenticated Fleet API request, only sooner.
 
 Usage (internal)::
 
-    python -m dperm.multiparty._flower_supernode [--poll-seconds S] -- <flower-supernode arguments>
+    python -m dperm.multiparty.flower.supernode [--poll-seconds S] -- <flower-supernode arguments>
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def cap_supernode_waits(poll_seconds: float) -> None:
 
     loop.time = capped
     loop._push_messages = push_and_reset
-    from dperm.multiparty.flower_engine import shorten_object_pull_backoff
+    from dperm.multiparty.flower.engine import shorten_object_pull_backoff
 
     shorten_object_pull_backoff()
 
@@ -100,7 +100,7 @@ def main(argv=None) -> None:
                         help=f"most seconds between pulls (default: DPERM_FLOWER_POLL_SECONDS or "
                              f"{SUPERNODE_POLL_SECONDS:g})")
     ours = parser.parse_args(argv[:split])
-    from dperm.multiparty.flower_engine import flower_poll_seconds
+    from dperm.multiparty.flower.engine import flower_poll_seconds
 
     cap_supernode_waits(ours.poll_seconds if ours.poll_seconds is not None
                         else flower_poll_seconds(SUPERNODE_POLL_SECONDS))

@@ -1,6 +1,6 @@
 """Flower plumbing shared by the SecAgg+ engine and the networked deployment.
 
-Imported only through :func:`dperm.multiparty.flower_engine.load_flower`,
+Imported only through :func:`dperm.multiparty.flower.engine.load_flower`,
 which sets Flower's environment first; it imports ``flwr`` at the top and so
 is never imported by ``dperm.multiparty`` itself. It leans on Flower internals
 (``SecAggPlusWorkflow``'s stages, ``LegacyContext``, the compat converters),
@@ -219,7 +219,7 @@ class PollingGrid(Grid):
 
     def __init__(self, grid, poll_seconds: float | None = None):
         if poll_seconds is None:
-            from dperm.multiparty.flower_engine import flower_poll_seconds
+            from dperm.multiparty.flower.engine import flower_poll_seconds
 
             poll_seconds = flower_poll_seconds(GRID_POLL_SECONDS)
         if not poll_seconds > 0:

@@ -14,28 +14,19 @@ charges the view's guarantee to the party's ledger once per run id; no
 noise is drawn at set-up (each round's noise is fresh), and each answer is
 counted, before it is sent, against the agreed ``n_rounds``.
 
-Imports Flower (through :mod:`dperm.multiparty.flower_app`'s loader).
+Imports Flower (through :mod:`dperm.multiparty.flower.app`'s loader).
 """
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
-
 from dperm.losses import get_loss
 from dperm.multiparty.newton import NewtonNetwork, party_reply
 from dperm.multiparty.newton_privacy import NewtonCalibration, check_newton_calibration, view_guarantee
-from dperm.multiparty.secure_sum import SecureSumReport, check_contribution, quantization_error_bound
+from dperm.multiparty.secure_sum import check_contribution
+from dperm.multiparty.flower import app as _app  # the party's node config, ledger and run-state helpers
 from dperm.validation import check_random_state, clip_rows_to_norm
 
 PROTOCOL = "newton"
-
-
-def _flower():
-    from dperm.multiparty import flower_app
-
-    return flower_app
 
 
 #: Format of the party's saved Newton state (beside its ledger; never sent).
@@ -45,19 +36,17 @@ LEDGER_MECHANISM = "multiparty-newton"
 
 
 def _state_path(context, run_id):
-    app = _flower()
-    return app.run_state_path(context, run_id).with_suffix(".newton.json")
+    return _app.run_state_path(context, run_id).with_suffix(".newton.json")
 
 
 def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int) -> None:
     import json
 
-    app = _flower()
     path = _state_path(context, run_id)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     document = {"format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
                 "rounds-answered": int(rounds_answered)}
-    app.write_private_atomically(path, json.dumps(document) + "\n")
+    _app.write_private_atomically(path, json.dumps(document) + "\n")
 
 
 def _load_state(context, run_id):
@@ -87,18 +76,17 @@ def newton_setup(context, config) -> dict:
     machine. A repeated set-up of a charged run is accepted only with the
     same calibration and its saved state (its answer count carries on).
     """
-    app = _flower()
-    name = app._party_name(context)
-    run_id = app.check_run_id(config.get("run-id"))
+    name = _app._party_name(context)
+    run_id = _app.check_run_id(config.get("run-id"))
     announced = NewtonCalibration.from_config({key: value for key, value in config.items()
                                                if key in NewtonCalibration.__dataclass_fields__})
     h = float(config.get("h", 0.5))
     loss = get_loss(announced.loss, h=h)
     X, _ = _party_rows(context, announced.data_norm)
-    recomputed = check_newton_calibration(announced, app.party_floor(context), loss=loss,
+    recomputed = check_newton_calibration(announced, _app.party_floor(context), loss=loss,
                                           data_norm=announced.data_norm, n_samples=X.shape[0],
                                           n_features=X.shape[1], party_id=name)
-    ledger, budget = app.party_ledger(context)
+    ledger, budget = _app.party_ledger(context)
     epsilon, delta = view_guarantee(recomputed)
     if not ledger.charge(run_id, LEDGER_MECHANISM, epsilon, delta, **budget):
         saved = _load_state(context, run_id)
@@ -113,11 +101,10 @@ def newton_setup(context, config) -> dict:
 
 def _party_rows(context, data_norm):
     """The party's shard with rows scaled onto ``data_norm`` (the party's own log warns; never sent)."""
-    app = _flower()
     path = context.node_config.get("data-path")
     if not path:
         raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
-    X, y = app._cached_shard(path, str(context.node_config.get("target", "label")))  # parsed once per process
+    X, y = _app._cached_shard(path, str(context.node_config.get("target", "label")))  # parsed once per process
     X, _ = clip_rows_to_norm(X, data_norm)
     return X, y
 
@@ -128,9 +115,8 @@ def newton_reply(context, parameters, config) -> list:
     The answer count of the run id is saved before anything is computed or
     sent, so a run gets at most ``n_rounds`` answers over all its set-ups.
     """
-    app = _flower()
-    name = app._party_name(context)
-    run_id = app.check_run_id(config.get("run-id"))
+    name = _app._party_name(context)
+    run_id = _app.check_run_id(config.get("run-id"))
     saved = _load_state(context, run_id)
     if saved is None:
         raise RuntimeError(f"party {name!r} got a Newton request for run {run_id} before its set-up.")
@@ -146,55 +132,25 @@ def newton_reply(context, parameters, config) -> list:
     return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None))]
 
 
-class FlowerNewtonNetwork(NewtonNetwork):
-    """The coordinator's channel for the Newton protocol over a Flower grid: one SecAgg+ round per sum."""
+class FlowerNewtonNetwork(_app.GridNetwork, NewtonNetwork):
+    """The Newton protocol's network over a Flower grid: one SecAgg+ round per sum, in the calibration's encoding.
+
+    Parameters as for :class:`~dperm.multiparty.flower.app.GridNetwork`.
+    """
 
     def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=None, run_id=None):
-        app = _flower()
-        self.grid = grid
-        self.run_id = app.new_run_id() if run_id is None else app.check_run_id(run_id)
-        self.parties = tuple(parties)
-        self.timeout = timeout
-        self.server_context = server_context
-        self.h = float(h)
-        self.engine_name = engine_name or _flower().ENGINE_NAME
-        self.round_seconds = []
+        super().__init__(grid, parties, timeout=timeout, server_context=server_context, h=h,
+                         engine_name=engine_name, run_id=run_id)
         self._calibration = None
-        self._node_names = {party.node_id: party.name for party in self.parties}
-
-    @property
-    def n_samples_by_party(self) -> tuple:
-        return tuple(party.n_samples for party in self.parties)
-
-    @property
-    def n_features(self) -> int:
-        return self.parties[0].n_features
 
     def setup(self, calibration: NewtonCalibration) -> None:
-        app = _flower()
-        config = {"action": "setup", "protocol": PROTOCOL, "run-id": self.run_id, "h": self.h,
-                  **calibration.to_config()}
-        with app._flower.server_identity(self.grid.run.run_id):
-            app._flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
+        self._send_setup({"action": "setup", "protocol": PROTOCOL, "run-id": self.run_id, "h": self.h,
+                          **calibration.to_config()})
         self._calibration = calibration
 
     def round_sum(self, coef, round_index: int):
-        app = _flower()
         calibration = self._calibration
+        encoding = (calibration.clipping_range, calibration.quantization_range, calibration.modulus_range)
         config = {"protocol": PROTOCOL, "run-id": self.run_id, "round": int(round_index)}
-        started = time.perf_counter()
-        (total,) = app._flower.secagg_sum_round(
-            self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
-            clipping_range=calibration.clipping_range, quantization_range=calibration.quantization_range,
-            modulus_range=calibration.modulus_range, round_index=round_index, timeout=self.timeout,
-            server_context=self.server_context,
-        )
-        self.round_seconds.append(time.perf_counter() - started)
-        report = SecureSumReport(
-            engine=self.engine_name, n_parties=len(self.parties), dimension=calibration.dimension,
-            clipping_range=calibration.clipping_range, quantization_range=calibration.quantization_range,
-            modulus_range=calibration.modulus_range, coordinates_clipped=None,
-            error_bound=quantization_error_bound(len(self.parties), calibration.clipping_range,
-                                                 calibration.quantization_range),
-        )
-        return total, report
+        (total,) = self._secure_round(coef, config, round_index, encoding)
+        return total, self._report(calibration.dimension, encoding)

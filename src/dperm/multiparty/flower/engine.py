@@ -7,9 +7,9 @@ SecAgg+ code: the server side is ``flwr.server.workflow.SecAggPlusWorkflow``
 and every party runs ``flwr.client.mod.secaggplus_mod`` on its ClientApp
 (Bell et al., "Secure Single-Server Aggregation with (Poly)Logarithmic
 Overhead", CCS 2020, on top of Bonawitz et al., CCS 2017). In process the
-messages travel over :class:`~dperm.multiparty._flower_grid.InProcessGrid`
+messages travel over :class:`~dperm.multiparty.flower.grid.InProcessGrid`
 (a Flower ``Grid`` that calls the ClientApps directly, deep-copying every
-message); :mod:`dperm.multiparty.flower_app` runs the same two sides over a
+message); :mod:`dperm.multiparty.flower.app` runs the same two sides over a
 real network (``dperm party serve`` / ``dperm coordinate``).
 
 What one round does (shared note ``flower-secagg.md``):
@@ -158,10 +158,10 @@ def load_flower():
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        from dperm.multiparty import _flower_grid
+        from dperm.multiparty.flower import grid
 
     shorten_object_pull_backoff()
-    return _flower_grid
+    return grid
 
 
 #: First wait (seconds) before a message's object is asked for again when it is
@@ -293,7 +293,7 @@ class FlowerSecureSum(SecureSum):
     Runs Flower 1.41's real ``SecAggPlusWorkflow`` (server) and
     ``secaggplus_mod`` (one ClientApp per party) for every sum; the parties'
     side and the server side exchange only Flower messages through an
-    :class:`~dperm.multiparty._flower_grid.InProcessGrid`. Plugs into the
+    :class:`~dperm.multiparty.flower.grid.InProcessGrid`. Plugs into the
     protocol wherever a :class:`~dperm.multiparty.secure_sum.SecureSum` is
     taken, e.g. ``PSGDClassifier(secure_sum=FlowerSecureSum(...))`` or
     ``PSGDClassifier(secure_sum="flower")`` (clipping range set from public
@@ -315,11 +315,6 @@ class FlowerSecureSum(SecureSum):
         ``factory(client_apps) -> Grid``; defaults to
         ``InProcessGrid(client_apps)``. Pass a recording grid to audit the
         server's view (tests).
-
-    Attributes
-    ----------
-    last_grid : Grid or None
-        The grid of the latest sum (with its transcript if it records one).
 
     Raises
     ------
@@ -351,7 +346,6 @@ class FlowerSecureSum(SecureSum):
         self.timeout = timeout
         self._flower = load_flower()
         self.grid_factory = grid_factory if grid_factory is not None else self._flower.InProcessGrid
-        self.last_grid = None
 
     def error_bound(self, n_parties: int) -> float:
         """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
@@ -391,7 +385,6 @@ class FlowerSecureSum(SecureSum):
 
         client_app = self._flower.make_party_client_app(reply)
         grid = self.grid_factory({node_id: client_app for node_id in node_names})
-        self.last_grid = grid
         with self._flower.quiet_flower():
             total, *counts = self._flower.secagg_sum_round(
                 grid, node_names, parameters=[], config={}, clipping_range=self.clipping_range,

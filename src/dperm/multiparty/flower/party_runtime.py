@@ -13,7 +13,7 @@ API:
 
 - it acquires only ``flwr-clientapp`` tasks;
 - it **never installs or imports the FAB**: the code that answers is the
-  installed :data:`dperm.multiparty.flower_app.client_app`, whatever the run
+  installed :data:`dperm.multiparty.flower.app.client_app`, whatever the run
   says, so a foreign app cannot run its code here;
 - before calling that ClientApp (which is what reads ``data-path``) it checks
   that the run's FAB is dperm's bundle (:func:`check_dperm_fab`: the same
@@ -43,9 +43,9 @@ APP_PUBLISHER = "dperm"
 APP_ID = f"{APP_PUBLISHER}/{APP_NAME}"
 SHIM_TEXT = (
     '"""Flower app bundle of dperm coordinate: the apps live in the installed dperm."""\n'
-    "from dperm.multiparty import flower_app\n\n"
-    "server_app = flower_app.server_app\n"
-    "client_app = flower_app.client_app\n"
+    "from dperm.multiparty.flower import app\n\n"
+    "server_app = app.server_app\n"
+    "client_app = app.client_app\n"
 )
 COMPONENTS = {"serverapp": f"{APP_MODULE}:server_app", "clientapp": f"{APP_MODULE}:client_app"}
 #: Files of the bundle (Flower adds its ``.info/CONTENT`` manifest).
@@ -60,7 +60,7 @@ def dperm_run_config_keys() -> frozenset:
     """The run-config keys of a dperm run: the coordinator's settings, ``out`` and ``status``."""
     from dataclasses import fields
 
-    from dperm.multiparty.flower_app import CoordinatorSettings
+    from dperm.multiparty.flower.app import CoordinatorSettings
 
     return frozenset({field.name.replace("_", "-") for field in fields(CoordinatorSettings)} | {"out", "status"})
 
@@ -163,8 +163,8 @@ def serve(address: str, poll_seconds: float | None = None) -> None:
     from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=no-name-in-module
     from flwr.supercore.constant import TaskType
 
-    from dperm.multiparty.flower_app import client_app
-    from dperm.multiparty.flower_engine import flower_poll_seconds
+    from dperm.multiparty.flower.app import client_app
+    from dperm.multiparty.flower.engine import flower_poll_seconds
 
     if poll_seconds is None:
         poll_seconds = min(flower_poll_seconds(0.05), 0.1)
