@@ -18,7 +18,7 @@ from scipy import stats
 
 from dperm.exceptions import CalibrationRefusedError
 from dperm.losses import get_loss
-from dperm.mechanisms.noise import _to_grid, round_to_grid
+from dperm.mechanisms.noise import to_grid, round_to_grid
 from dperm.multiparty import NewtonClassifier
 from dperm.multiparty.newton import (
     InProcessNewtonNetwork,
@@ -133,8 +133,8 @@ def test_packed_sensitivity_is_at_most_one_on_random_and_adversarial_neighbours(
         y[i], y2[i] = rng.choice([-1.0, 1.0]), rng.choice([-1.0, 1.0])
         change = np.linalg.norm(_packed(X, y, loss, calibration, w) - _packed(X2, y2, loss, calibration, w))
         worst = max(worst, change)
-        centres = np.array(_to_grid(_packed(X, y, loss, calibration, w), calibration.grid_step))
-        centres2 = np.array(_to_grid(_packed(X2, y2, loss, calibration, w), calibration.grid_step))
+        centres = np.array(to_grid(_packed(X, y, loss, calibration, w), calibration.grid_step))
+        centres2 = np.array(to_grid(_packed(X2, y2, loss, calibration, w), calibration.grid_step))
         assert np.linalg.norm(centres - centres2) <= calibration.sensitivity_steps
     assert worst <= 1.0 + 1e-12
     # near the bound: the gradient part alone tends to sqrt(gradient_share) = 0.87 at large margins
@@ -172,7 +172,7 @@ def test_pack_and_unpack_are_inverse_and_pack_keeps_the_frobenius_norm():
 
 
 def _noise_in_steps(reply_fn, calibration, X, y, w, n_draws):
-    centre = np.array(_to_grid(_packed(X, y, LOGISTIC, calibration, w), calibration.grid_step))
+    centre = np.array(to_grid(_packed(X, y, LOGISTIC, calibration, w), calibration.grid_step))
     draws = [np.rint(reply_fn(np.random.default_rng(seed)) / calibration.grid_step) - centre
              for seed in range(n_draws)]
     return np.concatenate(draws) / math.sqrt(calibration.party_sigma_squared)
@@ -196,7 +196,7 @@ def test_a_party_adds_exactly_the_calibrated_discrete_gaussian_and_broken_partie
     assert noise.std() == pytest.approx(1.0, rel=0.05)
 
     def no_noise(rng):
-        return np.array(_to_grid(_packed(X, y, LOGISTIC, calibration, w), calibration.grid_step)) * calibration.grid_step
+        return np.array(to_grid(_packed(X, y, LOGISTIC, calibration, w), calibration.grid_step)) * calibration.grid_step
 
     def flipped(rng):  # the gradient part sign-flipped, with honest noise
         reply = honest(rng)

@@ -100,7 +100,7 @@ def _check_labels(y, classes, args):
 def _train_dask(args) -> int:
     """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
     from dperm.model_io import save_model
-    from dperm.scale._cluster import dask_scheduler
+    from dperm.scale import dask_scheduler
     from dperm.scale._tabular import lazy_design
 
     bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     from dperm.experiments.learning_rates import add_learning_rates_subparser
 
     add_audit_subparser(sub)
-    from dperm.multiparty.cli import add_commands as add_multiparty_commands
+    from dperm.multiparty.flower.cli import add_commands as add_multiparty_commands
 
     add_multiparty_commands(sub)
     experiment = sub.add_parser("experiment", help="run an experiment (learning-rates)")

@@ -250,7 +250,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         How many passes the solve took depends on the data and is not released. The budget
         is spent after the validating scan, before any noise is drawn.
         """
-        from dperm.scale._estimator import check_distributed_loss, fit_classifier_distributed
+        from dperm.scale import check_distributed_loss, fit_classifier_distributed
 
         check_distributed_loss(params.loss)  # before any budget is spent
         outputs, label_set, scan, _ = fit_classifier_distributed(

@@ -218,7 +218,7 @@ def grid_step(sensitivity: float, dimension: int, epsilon: float = 1.0,
     return math.ldexp(1.0, math.floor(math.log2(target)))
 
 
-def _to_grid(values: np.ndarray, step: float) -> list[int]:
+def to_grid(values: np.ndarray, step: float) -> list[int]:
     """``round(values / g)`` as exact Python integers, clamped to ``+-CENTRE_LIMIT``.
 
     Rounding and the clamp are monotone per coordinate, so neighbours' centres
@@ -233,9 +233,9 @@ def _to_grid(values: np.ndarray, step: float) -> list[int]:
 
 
 def round_to_grid(values, step: float) -> np.ndarray:
-    """``g * round(values / g)`` with the clamp of :func:`_to_grid`: no noise (a deterministic, public map)."""
+    """``g * round(values / g)`` with the clamp of :func:`to_grid`: no noise (a deterministic, public map)."""
     values = np.asarray(values, dtype=np.float64)
-    return _from_grid(_to_grid(values.ravel(), step), step).reshape(values.shape)
+    return _from_grid(to_grid(values.ravel(), step), step).reshape(values.shape)
 
 
 def grid_vector(integers, step: float) -> np.ndarray:
@@ -279,7 +279,7 @@ def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
     """
     values = np.asarray(values, dtype=np.float64)
     scale = calibration.scale_in_steps * _audit_factor(rng)
-    centres = _to_grid(values.ravel(), calibration.step)
+    centres = to_grid(values.ravel(), calibration.step)
     bits = BitSource(rng)
     noisy = [c + sample_discrete_laplace(scale, bits) for c in centres]
     return _from_grid(noisy, calibration.step).reshape(values.shape)

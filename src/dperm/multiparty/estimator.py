@@ -48,7 +48,7 @@ from dperm.multiparty.newton import (
     private_newton,
 )
 from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
-from dperm.multiparty.secure_sum import MaskedSecureSum
+from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_random_state
 
@@ -345,9 +345,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
             secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
                                          random_state=rng.spawn(1)[0])
         elif isinstance(secure_sum, str):  # "flower", the only name _parameter_constraints lets through
-            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
-
-            secure_sum = FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
+            secure_sum = secure_sum_engine(secure_sum)(clipping_range=psgd_clipping_range(calibration, sizes))
         self._check_round_options(calibration)
         spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
         parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs, floor)
@@ -599,9 +597,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         if self.secure_sum is None:
             return MaskedSecureSum(*encoding, random_state=rng.spawn(1)[0])
         if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
-            from dperm.multiparty.flower.engine import FlowerSecureSum  # optional extra dperm[multiparty]
-
-            return FlowerSecureSum(*encoding)
+            return secure_sum_engine(self.secure_sum)(*encoding)
         engine = self.secure_sum
         if (engine.clipping_range, engine.quantization_range, engine.modulus_range) != encoding:
             raise ValueError(f"the secure sum's encoding (C, Q, M) must be the calibration's {encoding}; got "

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector
-from dperm.mechanisms.noise import _to_grid  # the clamped nearest-grid rounding of every release
+from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector, to_grid
+
 from dperm.multiparty.newton_privacy import (
     NewtonCalibration,
     check_newton_calibration,
@@ -79,7 +79,7 @@ def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.nda
     """
     coef = np.asarray(coef, dtype=float)
     _, gradient, hessian = loss_sums(loss, X, y, coef, with_hessian=True)
-    centres = _to_grid(pack(gradient, hessian, calibration), calibration.grid_step)
+    centres = to_grid(pack(gradient, hessian, calibration), calibration.grid_step)
     noise = sample_discrete_gaussian_vector(calibration.dimension, party_sigma_squared_fraction(calibration), rng)
     reply = grid_vector([c + z for c, z in zip(centres, noise)], calibration.grid_step)
     return np.clip(reply, -calibration.clipping_range, calibration.clipping_range)

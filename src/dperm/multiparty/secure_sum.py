@@ -457,3 +457,22 @@ def clipping_range_for(value_bound: float) -> float:
     """
     value_bound = check_positive(value_bound, "value_bound")
     return float(2.0 ** math.ceil(math.log2(value_bound)))
+
+
+#: Secure-sum engines by name. Flower's lives in the optional sub-package
+#: :mod:`dperm.multiparty.flower` (extra ``dperm[multiparty]``): it is named by its
+#: import path and loaded only when asked for, so the protocol core never depends on it.
+SECURE_SUM_ENGINES = {
+    "masked": "dperm.multiparty.secure_sum:MaskedSecureSum",
+    "flower": "dperm.multiparty.flower.engine:FlowerSecureSum",
+}
+
+
+def secure_sum_engine(name: str):
+    """The secure-sum class called ``name`` in :data:`SECURE_SUM_ENGINES`."""
+    import importlib
+
+    if name not in SECURE_SUM_ENGINES:
+        raise ValueError(f"secure_sum must be one of {tuple(SECURE_SUM_ENGINES)} or an engine; got {name!r}.")
+    module, _, attribute = SECURE_SUM_ENGINES[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)

@@ -32,6 +32,7 @@ from dperm.scale._chunks import (
 from dperm.scale._cluster import PassRunner, dask_scheduler
 from dperm.scale._data import ChunkedERMData
 from dperm.scale._estimator import (
+    check_distributed_loss,
     fit_classifier_distributed,
     predict_blockwise,
     score_distributed,
@@ -42,6 +43,7 @@ __all__ = [
     "ChunkScan",
     "ChunkSpec",
     "ChunkedERMData",
+    "check_distributed_loss",
     "PassRunner",
     "chunk_pairs",
     "dask_scheduler",

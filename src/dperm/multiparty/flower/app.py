@@ -1,7 +1,7 @@
 """Multiparty PSGD across machines: the party's ClientApp and the coordinator's ServerApp.
 
 The networked deployment of 004 Alg. 1 on Flower 1.41 (``dperm party serve``
-and ``dperm coordinate``, :mod:`dperm.multiparty.cli`):
+and ``dperm coordinate``, :mod:`dperm.multiparty.flower.cli`):
 
 - **party** (004 Proc. 3) -- :data:`client_app`, run by a Flower SuperNode
   whose ``node_config`` holds the path of the party's shard (``data-path``),

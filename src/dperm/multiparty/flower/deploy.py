@@ -1,6 +1,6 @@
 """The processes of a Flower deployment: ``dperm party serve`` and ``dperm coordinate``'s work.
 
-:mod:`dperm.multiparty.cli` parses and prints; this module does the rest:
+:mod:`dperm.multiparty.flower.cli` parses and prints; this module does the rest:
 
 - **party** -- :func:`plan_party` checks the options (floor, ledger and
   budget, shard, TLS files, key) before anything starts and builds the
