@@ -123,7 +123,7 @@ def _train_dask(args) -> int:
 
 def _train(args) -> int:
     from dperm.model_io import save_model
-    from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
+    from dperm.tabular import build_spec, parse_labels, read_csv_columns
 
     args.classes = _parse_classes(args.classes)
     if args.engine == "dask":
@@ -158,7 +158,7 @@ def _train(args) -> int:
 
 def _predict(args) -> int:
     from dperm.model_io import load_model
-    from dperm.preprocessing import read_csv_columns
+    from dperm.tabular import read_csv_columns
 
     model, spec, _ = load_model(args.model)
     columns = read_csv_columns(args.data)

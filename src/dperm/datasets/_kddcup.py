@@ -39,7 +39,7 @@ from dperm.datasets._base import (
     verify_gzip_sha256,
 )
 from dperm.exceptions import DataClippingWarning
-from dperm.preprocessing import CategoricalColumn, NumericColumn, TabularSpec
+from dperm.tabular import CategoricalColumn, NumericColumn, TabularSpec
 
 KDDCUP99 = "kddcup99"
 KDDCUP99_FILES = {"train": "kddcup.data_10_percent.gz", "test": "corrected.gz"}
@@ -205,7 +205,7 @@ _N_FIELDS = len(KDDCUP99_ATTRIBUTES) + 1
 
 
 def kddcup99_spec(encoding: str = "unit_norm") -> TabularSpec:
-    """The public :class:`~dperm.preprocessing.TabularSpec` behind :func:`load_kddcup99`.
+    """The public :class:`~dperm.tabular.TabularSpec` behind :func:`load_kddcup99`.
 
     Parameters
     ----------
@@ -285,7 +285,7 @@ def load_kddcup99(
         ``X_train`` (n x 122 float64), ``y_train`` (int64, 1 for DoS),
         ``X_test`` (311,029 x 122), ``y_test``, ``feature_names`` (list of str,
         e.g. ``"log1p(duration)"``, ``"service=http"``), ``spec`` (the public
-        :class:`~dperm.preprocessing.TabularSpec` used), ``labels_train`` and
+        :class:`~dperm.tabular.TabularSpec` used), ``labels_train`` and
         ``labels_test`` (raw label strings without the trailing period, e.g.
         ``"smurf"``), ``train_rows`` (0-based row numbers of the training rows in
         the 10% file), ``subset``, ``encoding``, ``source`` (the directory read)

@@ -86,7 +86,7 @@ from dperm.multiparty.secure_sum import (
     quantization_error_bound,
     warn_party_clipping,
 )
-from dperm.preprocessing import read_csv_columns
+from dperm.tabular import read_csv_columns
 
 _flower = load_flower()
 

@@ -85,7 +85,7 @@ def load_numeric_columns(columns, names, source) -> np.ndarray:
     Parameters
     ----------
     columns : mapping of str -> sequence of str
-        From :func:`dperm.preprocessing.read_csv_columns`.
+        From :func:`dperm.tabular.read_csv_columns`.
     names : sequence of str
     source : str or path-like
         The file (for messages).
@@ -135,7 +135,7 @@ class PartyPreprocessing:
         Parameters
         ----------
         columns : mapping of str -> sequence of str
-            A parsed CSV file (:func:`dperm.preprocessing.read_csv_columns`).
+            A parsed CSV file (:func:`dperm.tabular.read_csv_columns`).
         source : str or path-like
             Named in error messages.
 
