@@ -15,7 +15,9 @@ from dperm.tabular import (
     TabularSpec,
     build_spec,
     find_missing_rows,
+    finite_numbers,
     parse_labels,
+    parse_numbers,
     read_csv_columns,
 )
 
@@ -303,3 +305,51 @@ def test_read_csv_columns_with_header_only(tmp_path):
     path = tmp_path / "header.csv"
     path.write_text("a,b\n")
     assert {k: v.tolist() for k, v in read_csv_columns(path).items()} == {"a": [], "b": []}
+
+
+# ---------------------------------------------------------------- the one cell parser
+
+
+@pytest.mark.parametrize("cells, expected_missing", [
+    (np.array(["1", " 2.5 ", "-3e2"]), [False, False, False]),
+    (np.array(["1", "?", "", " ? ", "nan"]), [False, True, True, True, True]),
+    (np.array(["4", None, float("nan")], dtype=object), [False, True, True]),
+    (np.array([1.0, np.nan]), [False, True]),
+    (np.array([3, 4]), [False, False]),
+])
+def test_parse_numbers_reads_numbers_and_marks_missing_cells(cells, expected_missing):
+    numbers, missing = parse_numbers(cells, "c")
+    assert missing.tolist() == expected_missing and len(numbers) == len(cells)  # no row dropped
+    assert np.isnan(numbers[missing]).all()
+    present = [float(cell) for cell, gone in zip(cells.tolist(), expected_missing) if not gone]
+    assert numbers[~missing].tolist() == present
+
+
+def test_parse_numbers_names_file_column_and_row():
+    with pytest.raises(TableCellError) as caught:
+        parse_numbers(np.array(["1", "?", "x1"]), "age", source="data.csv", remedy="fix it")
+    assert str(caught.value) == ("data.csv: column 'age', data row 3 (1-based, header not counted): "
+                                 "'x1' is not a number; fix it")
+
+
+@pytest.mark.parametrize("cells, row, problem", [
+    (["1", "2", "?"], 3, "the value is missing"),
+    (["1", "", "2"], 2, "the value is missing"),
+    (["inf", "1"], 1, "'inf' is not a finite number"),
+    (["1", "-inf"], 2, "'-inf' is not a finite number"),
+    (["1", "one"], 2, "'one' is not a number"),
+])
+def test_finite_numbers_refuses_the_first_bad_cell(cells, row, problem):
+    with pytest.raises(TableCellError) as caught:
+        finite_numbers(np.array(cells), "x", source="shard.csv", remedy="fix the cell")
+    assert str(caught.value) == (f"shard.csv: column 'x', data row {row} (1-based, header not counted): "
+                                 f"{problem}; fix the cell")
+    assert isinstance(caught.value, ValueError)
+
+
+def test_finite_numbers_reads_a_csv_column(tmp_path):
+    path = tmp_path / "shard.csv"
+    path.write_text("x,label\n 0.5 ,1\n-2,0\n", encoding="utf-8")
+    columns = read_csv_columns(path)
+    assert finite_numbers(columns["x"], "x", source=path).tolist() == [0.5, -2.0]
+    assert finite_numbers(columns["label"], "label", source=path).tolist() == [1.0, 0.0]

@@ -45,7 +45,9 @@ __all__ = [
     "TabularSpec",
     "build_spec",
     "find_missing_rows",
+    "finite_numbers",
     "parse_labels",
+    "parse_numbers",
     "read_csv_columns",
 ]
 
@@ -204,7 +206,7 @@ class NumericColumn:
             At the first missing cell when the column has no ``fill``, or at
             the first cell that is not a number.
         """
-        numbers, missing = _parse_numbers(values, self.name)
+        numbers, missing = parse_numbers(values, self.name)
         if not missing.any():
             return numbers
         if self.fill is None:
@@ -705,37 +707,95 @@ def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUE
     return np.logical_or.reduce(masks)
 
 
-def _parse_numbers(values: np.ndarray, name: str):
-    """Floats of a numeric column and the mask of its missing cells.
+#: What to do about a numeric cell that is not a number, when the caller says nothing else.
+NOT_A_NUMBER_REMEDY = ("a numeric column holds numbers only; fix the cell, or list the column "
+                       "with --categorical and give its public categories")
+
+
+def parse_numbers(values, column: str, *, source=None, remedy: str = NOT_A_NUMBER_REMEDY):
+    """Floats of a numeric column and the mask of its missing cells: dperm's one cell parser.
 
     A cell is missing if it is a :data:`MISSING_VALUES` marker, None, NaN, or
     text that parses to NaN (``"nan"``); missing cells are NaN in the floats.
-    A cell that is neither missing nor a number raises :class:`TableCellError`.
+    Every row is kept; what a missing cell becomes is the caller's rule.
+
+    Parameters
+    ----------
+    values : 1-D array-like
+        The raw cells (strings from :func:`read_csv_columns`, or a Parquet column).
+    column : str
+        Its name, for the error message.
+    source : str or os.PathLike, optional
+        The file, for the error message.
+    remedy : str, optional
+        What the message tells the user to do about a cell that is not a number.
+
+    Returns
+    -------
+    numbers : ndarray of float64, shape (n_rows,)
+    missing : ndarray of bool, shape (n_rows,)
+
+    Raises
+    ------
+    TableCellError
+        At the first cell that is neither missing nor a number (file, column, row).
     """
-    cells = values
-    missing = _missing_in(values, MISSING_VALUES)
-    if missing.any():
-        cells = values.astype(object)
-        cells[missing] = math.nan
-    try:
+    cells = _as_1d(values, column)
+    try:  # no cell is a text marker: one vectorised conversion (the common case)
         numbers = cells.astype(np.float64)
     except (TypeError, ValueError):
-        raise _first_non_number(cells, name) from None
+        missing = _missing_in(cells, MISSING_VALUES)
+        if missing.any():
+            cells = cells.astype(object)
+            cells[missing] = math.nan
+        try:
+            numbers = cells.astype(np.float64)
+        except (TypeError, ValueError):
+            raise _first_non_number(cells, column, remedy, source) from None
     return numbers, np.isnan(numbers)
 
 
-def _first_non_number(cells: np.ndarray, name: str) -> TableCellError:
+def finite_numbers(values, column: str, *, source=None, remedy: str = "fix the cell") -> np.ndarray:
+    """Floats of a numeric column that has no public fill: every cell a finite number.
+
+    The reader of the multiparty shards and rows to predict
+    (:mod:`dperm.multiparty.model_file`) and of the KDD Cup files
+    (:mod:`dperm.datasets`): :func:`parse_numbers` with a missing or
+    non-finite cell refused instead of passed on.
+
+    Parameters
+    ----------
+    values, column, source, remedy
+        As in :func:`parse_numbers`; ``remedy`` also ends the message about a
+        missing or non-finite cell.
+
+    Returns
+    -------
+    numbers : ndarray of float64, shape (n_rows,)
+
+    Raises
+    ------
+    TableCellError
+        At the first cell that is missing, not a number, or infinite.
+    """
+    numbers, missing = parse_numbers(values, column, source=source, remedy=remedy)
+    if missing.any():
+        raise TableCellError(column, int(np.argmax(missing)), "the value is missing", remedy, source)
+    infinite = np.isinf(numbers)
+    if infinite.any():
+        row = int(np.argmax(infinite))
+        cell = _as_1d(values, column)[row].item()
+        raise TableCellError(column, row, f"{cell!r} is not a finite number", remedy, source)
+    return numbers
+
+
+def _first_non_number(cells: np.ndarray, column: str, remedy: str, source) -> TableCellError:
     for row, value in enumerate(cells.tolist()):
         try:
             float(value)
         except (TypeError, ValueError):
-            return TableCellError(
-                name, row, f"{value!r} is not a number",
-                "a numeric column holds numbers only; fix the cell, or list the column "
-                "with --categorical and give its public categories",
-            )
-    return TableCellError(name, 0, "the column could not be converted to float",
-                          "a numeric column holds numbers only")
+            return TableCellError(column, row, f"{value!r} is not a number", remedy, source)
+    return TableCellError(column, 0, "the column could not be converted to float", remedy, source)
 
 
 def parse_labels(values, column: str, *, source=None) -> np.ndarray:
@@ -890,7 +950,7 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         if is_categorical:
             specs.append(CategoricalColumn(name, tuple(sorted(set(present.tolist())))))
         else:
-            numbers, missing = _parse_numbers(present, name)
+            numbers, missing = parse_numbers(present, name)
             numbers = numbers[~missing]
             if numbers.size == 0:
                 raise ValueError(f"numeric column {name!r} has no value to read bounds from; "
