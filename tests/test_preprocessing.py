@@ -96,7 +96,7 @@ def test_scaler_without_bounds_warns_and_uses_data_range():
         ((0.0, np.inf), "finite"),
         (([0.0, 0.0, 0.0], 1.0), "3 entries|shape"),
         ((0.0,), "pair"),
-        ("0..1", "pair"),
+        ("0..1", r"'bounds' parameter of PublicBoundsScaler must be an array-like or None"),
         ((["a", "b"], 1.0), "numeric"),
     ],
 )
@@ -106,7 +106,7 @@ def test_scaler_rejects_bad_bounds(bounds, message):
 
 
 def test_scaler_rejects_non_boolean_clip():
-    with pytest.raises(ValueError, match="clip"):
+    with pytest.raises(ValueError, match=r"'clip' parameter of PublicBoundsScaler must be an instance of 'bool'"):
         PublicBoundsScaler(bounds=(0, 1), clip="yes").fit(np.zeros((2, 2)))
 
 
@@ -151,11 +151,20 @@ def test_row_normalizer_does_not_modify_its_input(no_warnings):
 
 @pytest.mark.parametrize(
     "params, message",
-    [({"data_norm": 0.0}, "data_norm"), ({"data_norm": -1}, "data_norm"), ({"mode": "l2"}, "mode")],
+    [
+        ({"data_norm": 0.0}, r"'data_norm' parameter of RowNormalizer must be a float in the range \(0.0, inf\)"),
+        ({"data_norm": -1}, "'data_norm' parameter"),
+        ({"data_norm": math.inf}, "'data_norm' parameter"),
+        ({"data_norm": math.nan}, "'data_norm' parameter"),
+        ({"mode": "l2"}, r"'mode' parameter of RowNormalizer must be a str among"),
+    ],
 )
 def test_row_normalizer_rejects_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
         RowNormalizer(**params).fit(np.ones((2, 2)))
+    fitted = RowNormalizer().fit(np.ones((2, 2)))
+    with pytest.raises(ValueError, match=message):  # the parameters act at transform too
+        fitted.set_params(**params).transform(np.ones((2, 2)))
 
 
 def test_normalize_rows_rejects_unknown_mode():
@@ -190,8 +199,8 @@ def test_one_hot_auto_categories_warn():
         ([["a"]], r"1 list\(s\) but X has 2"),
         ([["a"], []], "empty"),
         ([["a", "a"], ["b"]], "duplicate"),
-        ("public", "auto"),
-        (None, "one list of public categories"),
+        ("public", r"'categories' parameter of PublicOneHotEncoder must be a str among \{'auto'\}"),
+        (None, "'categories' parameter"),
     ],
 )
 def test_one_hot_rejects_bad_categories(categories, message):

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import OneHotEncoder
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning
-from dperm.validation import check_positive, clip_rows_to_norm, warn_clipped_rows
+from dperm.validation import clip_rows_to_norm, warn_clipped_rows
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _sklearn_validate_data
@@ -247,6 +249,11 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
            [0.6 , 0.75]])
     """
 
+    _parameter_constraints = {
+        "bounds": ["array-like", None],  # the pair's shape and values are checked against X
+        "clip": ["boolean"],
+    }
+
     def __init__(self, bounds, clip=True):
         self.bounds = bounds
         self.clip = clip
@@ -263,8 +270,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : PublicBoundsScaler
         """
-        if not isinstance(self.clip, (bool, np.bool_)):
-            raise ValueError(f"clip must be True or False; got {self.clip!r}.")
+        self._validate_params()
         X = _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
         labels = _feature_labels(self, X.shape[1])
         if self.bounds is None:
@@ -364,6 +370,11 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
     ['sex=Female', 'sex=Male']
     """
 
+    _parameter_constraints = {
+        "categories": [StrOptions({"auto"}), list, tuple],  # each list is checked in fit
+        "dtype": "no_validation",  # as in sklearn.preprocessing.OneHotEncoder
+    }
+
     def __init__(self, categories, dtype=np.float64):
         self.categories = categories
         self.dtype = dtype
@@ -380,6 +391,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         -------
         self : PublicOneHotEncoder
         """
+        self._validate_params()
         categories = self._checked_categories(X)
         self.encoder_ = OneHotEncoder(
             categories=categories,
@@ -395,12 +407,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
         return self
 
     def _checked_categories(self, X):
-        if isinstance(self.categories, str):
-            if self.categories != "auto":
-                raise ValueError(
-                    'categories must be a list of public category lists or "auto"; '
-                    f"got {self.categories!r}."
-                )
+        if isinstance(self.categories, str):  # "auto", the only string the constraints allow
             warnings.warn(
                 'PublicOneHotEncoder(categories="auto") reads the categories from the '
                 "training data. Which categories occur depends on private records, so "
@@ -410,11 +417,6 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
                 stacklevel=3,
             )
             return "auto"
-        if not isinstance(self.categories, Sequence) or isinstance(self.categories, bytes):
-            raise ValueError(
-                "categories must be a list with one list of public categories per "
-                f"column; got {self.categories!r}."
-            )
         n_columns = np.shape(X)[1] if np.ndim(X) == 2 else None
         if n_columns is not None and len(self.categories) != n_columns:
             raise ValueError(
@@ -498,6 +500,11 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
            [0. , 0. ]])
     """
 
+    _parameter_constraints = {
+        "data_norm": [Interval(Real, 0, None, closed="neither")],  # finite and > 0
+        "mode": [StrOptions(set(ROW_NORMALIZER_MODES))],
+    }
+
     def __init__(self, data_norm=1.0, mode="clip"):
         self.data_norm = data_norm
         self.mode = mode
@@ -509,14 +516,9 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : RowNormalizer
         """
-        self._check_params()
+        self._validate_params()
         _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
         return self
-
-    def _check_params(self) -> None:
-        check_positive(self.data_norm, "data_norm", hint="It is a public bound on the row norm.")
-        if self.mode not in ROW_NORMALIZER_MODES:
-            raise ValueError(f"mode must be one of {ROW_NORMALIZER_MODES}; got {self.mode!r}.")
 
     def transform(self, X):
         """Clip or rescale each row to the public norm bound.
@@ -526,7 +528,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_normalized : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "n_features_in_")
-        self._check_params()
+        self._validate_params()  # the parameters act here, and set_params may follow fit
         X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
         X_out, n_clipped = normalize_rows(X, float(self.data_norm), self.mode)
         warn_clipped_rows(n_clipped, float(self.data_norm))
