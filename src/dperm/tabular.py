@@ -740,19 +740,24 @@ def parse_numbers(values, column: str, *, source=None, remedy: str = NOT_A_NUMBE
     TableCellError
         At the first cell that is neither missing nor a number (file, column, row).
     """
-    cells = _as_1d(values, column)
-    try:  # no cell is a text marker: one vectorised conversion (the common case)
-        numbers = cells.astype(np.float64)
+    try:  # no cell is a text marker: one conversion (the common case)
+        numbers = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        missing = _missing_in(cells, MISSING_VALUES)
-        if missing.any():
-            cells = cells.astype(object)
-            cells[missing] = math.nan
-        try:
-            numbers = cells.astype(np.float64)
-        except (TypeError, ValueError):
-            raise _first_non_number(cells, column, remedy, source) from None
+        numbers = _numbers_with_markers(_as_1d(values, column), column, remedy, source)
+    numbers = _as_1d(numbers, column)
     return numbers, np.isnan(numbers)
+
+
+def _numbers_with_markers(cells: np.ndarray, column: str, remedy: str, source) -> np.ndarray:
+    """Floats of ``cells`` with every missing cell (a marker, None, NaN) as NaN."""
+    missing = _missing_in(cells, MISSING_VALUES)
+    if missing.any():
+        cells = cells.astype(object)
+        cells[missing] = math.nan
+    try:
+        return cells.astype(np.float64)
+    except (TypeError, ValueError):
+        raise _first_non_number(cells, column, remedy, source) from None
 
 
 def finite_numbers(values, column: str, *, source=None, remedy: str = "fix the cell") -> np.ndarray:
