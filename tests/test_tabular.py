@@ -18,6 +18,7 @@ from dperm.tabular import (
     finite_numbers,
     parse_labels,
     parse_numbers,
+    read_bounds_file,
     read_csv_columns,
 )
 
@@ -353,3 +354,15 @@ def test_finite_numbers_reads_a_csv_column(tmp_path):
     columns = read_csv_columns(path)
     assert finite_numbers(columns["x"], "x", source=path).tolist() == [0.5, -2.0]
     assert finite_numbers(columns["label"], "label", source=path).tolist() == [1.0, 0.0]
+
+
+def test_read_bounds_file_names_the_file(tmp_path):
+    path = tmp_path / "bounds.json"
+    path.write_text('{"age": [17, 90], "sex": ["Female", "Male"]}', encoding="utf-8")
+    assert read_bounds_file(path) == {"age": [17, 90], "sex": ["Female", "Male"]}
+    path.write_text("[17, 90]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bounds\.json must hold a JSON object: column -> bounds"):
+        read_bounds_file(path)
+    path.write_text("{age: 1}", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"the bounds file .*bounds\.json is not valid JSON"):
+        read_bounds_file(path)

@@ -48,6 +48,7 @@ __all__ = [
     "finite_numbers",
     "parse_labels",
     "parse_numbers",
+    "read_bounds_file",
     "read_csv_columns",
 ]
 
@@ -905,6 +906,23 @@ def _read_header(reader, path) -> list[str]:
 # --------------------------------------------------------------------------------------
 # Building a schema for a CSV file (used by the command-line tool)
 # --------------------------------------------------------------------------------------
+
+
+def read_bounds_file(path) -> dict:
+    """The public schema in a bounds file: a JSON object, column -> bounds (see :func:`build_spec`).
+
+    Raises
+    ------
+    ValueError
+        Naming the file, if it is not valid JSON or does not hold an object.
+    """
+    try:
+        bounds = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the bounds file {path} is not valid JSON: {error}.") from None
+    if not isinstance(bounds, dict):
+        raise ValueError(f"the bounds file {path} must hold a JSON object: column -> bounds.")
+    return bounds
 
 
 def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None,
