@@ -264,7 +264,7 @@ def test_search_refuses_inconsistent_classes(search, message):
 
 # -- model files --------------------------------------------------------------------------
 def _document(model, tmp_path):
-    from dperm.preprocessing import build_spec
+    from dperm.tabular import build_spec
 
     columns = {f"x{i}": np.array(["0.0", "1.0"]) for i in range(4)}
     spec, _ = build_spec(columns, list(columns), public_bounds={c: [-1, 1] for c in columns},

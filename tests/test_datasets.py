@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dperm.datasets import ADULT_ENCODINGS, DATA_HOME_ENV, adult_spec, load_adult
-from dperm.preprocessing import TabularSpec
+from dperm.tabular import TabularSpec
 
 N_TRAIN, N_TEST, N_FEATURES = 30_162, 15_060, 105
 N_ATTRIBUTES = 14

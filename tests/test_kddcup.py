@@ -430,8 +430,8 @@ def test_parse_names_a_malformed_record():
     short = LINE.replace("0,tcp", "tcp")
     with pytest.raises(ValueError, match=r"record 1 \(line 2\) has 41 fields"):
         _kddcup._parse_kddcup_text("\n".join([LINE, short]), "x")
-    with pytest.raises(ValueError, match="non-numeric value 'abc'"):
-        _kddcup._parse_kddcup_text(LINE.replace("181", "abc"), "x")
+    with pytest.raises(ValueError, match=r"^x: column 'src_bytes', data row 3 .*'abc' is not a number"):
+        _kddcup._parse_kddcup_text("\n".join([LINE, LINE, LINE.replace("181", "abc")]), "x")
 
 
 def test_clipping_is_counted_per_row():

@@ -115,7 +115,7 @@ def test_predict_refuses_missing_and_non_numeric_columns(coordinate_model, tmp_p
     text = write_csv(tmp_path / "text.csv", FEATURES, [["0.1", "?", "0.2", "0.3"]])
     assert main(["predict", "--model", str(path), "--data", str(text)]) == 2
     err = capsys.readouterr().err
-    assert "column 'x1'" in err and "must be numeric" in err
+    assert "text.csv: column 'x1', data row 1 (1-based, header not counted): the value is missing" in err
 
 
 def _set(document, dotted, value):

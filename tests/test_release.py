@@ -136,7 +136,7 @@ def test_dask_fit_releases_nothing_but_noised_outputs():
 
 def test_model_file_fields_are_identical_on_neighbours_but_the_coefficients():
     from dperm.model_io import model_to_dict
-    from dperm.preprocessing import NumericColumn, TabularSpec
+    from dperm.tabular import NumericColumn, TabularSpec
 
     on_d, on_d_prime = _fit_both(ESTIMATORS["logistic-objective"])
     spec = TabularSpec([NumericColumn(f"x{i}", -1.0, 1.0) for i in range(3)])

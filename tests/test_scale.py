@@ -469,7 +469,7 @@ def _lazy(data, bounds, **kwargs):
 
 
 def _in_memory(path, bounds):
-    from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
+    from dperm.tabular import build_spec, parse_labels, read_csv_columns
 
     columns = read_csv_columns(path)
     spec, _ = build_spec(columns, ["age", "color"], categorical=["color"], public_bounds=bounds,
@@ -505,7 +505,7 @@ def test_parquet_missing_cells_follow_the_same_rule(tmp_path):
                                           ("30,red,?", "label")])
 def test_dask_reader_refuses_a_missing_cell_naming_file_column_and_row(tmp_path, line, column):
     # 2 files, several blocks each: the row is counted within its file, across blocks
-    from dperm.preprocessing import TableCellError
+    from dperm.tabular import TableCellError
 
     (tmp_path / "t").mkdir()
     _csv(tmp_path / "t" / "a.csv", _lines(seed=1))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 import warnings
 from pathlib import Path
@@ -102,10 +101,9 @@ def _train_dask(args) -> int:
     from dperm.model_io import save_model
     from dperm.scale import dask_scheduler
     from dperm.scale._tabular import lazy_design
+    from dperm.tabular import read_bounds_file
 
-    bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
-    if bounds is not None and not isinstance(bounds, dict):
-        raise ValueError(f"the bounds file {args.bounds} must hold a JSON object: column -> bounds.")
+    bounds = read_bounds_file(args.bounds) if args.bounds else None
     with dask_scheduler(args.scheduler) as runner:  # one cluster for the check pass and the fit
         scheduler = runner.client if runner.client is not None else runner.scheduler
         X, y, spec = lazy_design(args.data, args.target, features=args.features,
@@ -123,7 +121,7 @@ def _train_dask(args) -> int:
 
 def _train(args) -> int:
     from dperm.model_io import save_model
-    from dperm.preprocessing import build_spec, parse_labels, read_csv_columns
+    from dperm.tabular import build_spec, parse_labels, read_bounds_file, read_csv_columns
 
     args.classes = _parse_classes(args.classes)
     if args.engine == "dask":
@@ -136,9 +134,7 @@ def _train(args) -> int:
     missing_categorical = sorted(set(args.categorical) - set(features))
     if missing_categorical:
         raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
-    bounds = json.loads(Path(args.bounds).read_text(encoding="utf-8")) if args.bounds else None
-    if bounds is not None and not isinstance(bounds, dict):
-        raise ValueError(f"the bounds file {args.bounds} must hold a JSON object: column -> bounds.")
+    bounds = read_bounds_file(args.bounds) if args.bounds else None
     spec, from_data = build_spec(columns, features, categorical=args.categorical,
                                  public_bounds=bounds, row_norm_mode=args.row_norm,
                                  data_norm=args.data_norm)
@@ -158,7 +154,7 @@ def _train(args) -> int:
 
 def _predict(args) -> int:
     from dperm.model_io import load_model
-    from dperm.preprocessing import read_csv_columns
+    from dperm.tabular import read_csv_columns
 
     model, spec, _ = load_model(args.model)
     columns = read_csv_columns(args.data)

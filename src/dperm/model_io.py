@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
-from dperm.preprocessing import TabularSpec
+from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 
@@ -116,7 +116,7 @@ def load_model(path):
     - ``dperm-model`` (``dperm train``): ``model`` is a
       :class:`~dperm.linear_model.PrivateLogisticRegression` or
       :class:`~dperm.linear_model.PrivateLinearSVC` and ``spec`` the
-      :class:`~dperm.preprocessing.TabularSpec` that encodes raw columns;
+      :class:`~dperm.tabular.TabularSpec` that encodes raw columns;
     - ``dperm-multiparty-model`` (``dperm coordinate``): ``model`` is a
       :class:`~dperm.multiparty.PSGDClassifier` and ``spec`` the
       :class:`~dperm.multiparty.model_file.PartyPreprocessing` the parties

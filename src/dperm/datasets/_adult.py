@@ -33,7 +33,7 @@ from dperm.datasets._base import (
     verify_sha256,
 )
 from dperm.exceptions import DataClippingWarning
-from dperm.preprocessing import (
+from dperm.tabular import (
     CategoricalColumn,
     NumericColumn,
     TabularSpec,
@@ -166,7 +166,7 @@ _ENCODING_DESCRIPTIONS = {
 
 
 def adult_spec(encoding: str = "unit_norm") -> TabularSpec:
-    """The public :class:`~dperm.preprocessing.TabularSpec` behind :func:`load_adult`.
+    """The public :class:`~dperm.tabular.TabularSpec` behind :func:`load_adult`.
 
     Parameters
     ----------
@@ -211,7 +211,7 @@ def load_adult(encoding: str = "unit_norm", data_home=None) -> Bunch:
     data: its result, 30,162 training and 15,060 test rows, is itself a public
     dataset, and a guarantee stated for a fit on it treats those rows as the
     dataset and n = 30,162 as public. dperm's training paths on your own data
-    (``dperm train``, the Dask reader, :class:`~dperm.preprocessing.TabularSpec`)
+    (``dperm train``, the Dask reader, :class:`~dperm.tabular.TabularSpec`)
     never drop a row; they use a public fill value or refuse the input.
 
     Parameters
@@ -233,7 +233,7 @@ def load_adult(encoding: str = "unit_norm", data_home=None) -> Bunch:
         ``X_train`` (30,162 x 105 float64), ``y_train`` (int64, 1 for ">50K"),
         ``X_test`` (15,060 x 105), ``y_test``, ``feature_names`` (list of str,
         e.g. ``"age"``, ``"workclass=Private"``), ``spec`` (the public
-        :class:`~dperm.preprocessing.TabularSpec` used), ``encoding``,
+        :class:`~dperm.tabular.TabularSpec` used), ``encoding``,
         ``source`` (``"embedded"`` or the directory read) and ``DESCR``.
 
     Raises

@@ -39,7 +39,7 @@ from dperm.datasets._base import (
     verify_gzip_sha256,
 )
 from dperm.exceptions import DataClippingWarning
-from dperm.preprocessing import CategoricalColumn, NumericColumn, TabularSpec
+from dperm.tabular import CategoricalColumn, NumericColumn, TableCellError, TabularSpec, finite_numbers
 
 KDDCUP99 = "kddcup99"
 KDDCUP99_FILES = {"train": "kddcup.data_10_percent.gz", "test": "corrected.gz"}
@@ -202,10 +202,12 @@ _ENCODING_DESCRIPTIONS = {
 }
 
 _N_FIELDS = len(KDDCUP99_ATTRIBUTES) + 1
+#: A numeric attribute of the checksummed files that is not a finite number.
+_CELL_REMEDY = "the published KDD Cup 99 files hold a finite number here; fetch the file again"
 
 
 def kddcup99_spec(encoding: str = "unit_norm") -> TabularSpec:
-    """The public :class:`~dperm.preprocessing.TabularSpec` behind :func:`load_kddcup99`.
+    """The public :class:`~dperm.tabular.TabularSpec` behind :func:`load_kddcup99`.
 
     Parameters
     ----------
@@ -285,7 +287,7 @@ def load_kddcup99(
         ``X_train`` (n x 122 float64), ``y_train`` (int64, 1 for DoS),
         ``X_test`` (311,029 x 122), ``y_test``, ``feature_names`` (list of str,
         e.g. ``"log1p(duration)"``, ``"service=http"``), ``spec`` (the public
-        :class:`~dperm.preprocessing.TabularSpec` used), ``labels_train`` and
+        :class:`~dperm.tabular.TabularSpec` used), ``labels_train`` and
         ``labels_test`` (raw label strings without the trailing period, e.g.
         ``"smurf"``), ``train_rows`` (0-based row numbers of the training rows in
         the 10% file), ``subset``, ``encoding``, ``source`` (the directory read)
@@ -422,29 +424,14 @@ def _parse_kddcup_text(text: str, where: str) -> _ParsedFile:
     for name, values in zip(KDDCUP99_ATTRIBUTES, fields):
         if name in KDDCUP99_CATEGORIES:
             columns[name] = np.array(values, dtype=str)
-        else:
-            columns[name] = _parse_numbers(values, name, where)
+            continue
+        try:
+            columns[name] = finite_numbers(values, name, source=where, remedy=_CELL_REMEDY)
+        except TableCellError as error:  # its row counts distinct records: name the file's record
+            raise TableCellError(name, int(np.argmax(inverse == error.row)), error.problem,
+                                 error.remedy, where) from None
     labels = np.char.rstrip(np.array(fields[-1], dtype=str), ".")
     return _ParsedFile(columns, labels, inverse, where)
-
-
-def _parse_numbers(values, name: str, where: str) -> np.ndarray:
-    try:
-        numbers_ = np.array(values, dtype=np.float64)
-    except ValueError:
-        bad = next(value for value in values if not _is_number(value))
-        raise ValueError(f"{where}: attribute {name!r} has a non-numeric value {bad!r}.") from None
-    if not np.isfinite(numbers_).all():
-        raise ValueError(f"{where}: attribute {name!r} has a non-finite value.")
-    return numbers_
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------------------

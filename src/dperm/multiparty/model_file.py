@@ -38,6 +38,7 @@ from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.multiparty_record import SecureSumSummary
+from dperm.tabular import finite_numbers
 from dperm.validation import clip_rows_to_norm
 
 #: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
@@ -55,31 +56,9 @@ REQUIRED_KEYS = {"format", "version", "estimator", "params", "classes", "coef", 
                  "parties", "privacy"}
 #: The labels a party trains on (0/1 labels are read as -1/+1 by the party).
 CLASSES = (-1, 1)
-
-
-def numeric_column(values, name, source) -> np.ndarray:
-    """One CSV column as finite floats, or a ValueError naming the column and ``source``.
-
-    Parameters
-    ----------
-    values : sequence of str
-        The column's cells.
-    name : str
-        Column name (for messages).
-    source : str or path-like
-        The file the column came from (for messages).
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    try:
-        array = np.asarray(values, dtype=float)
-    except ValueError:
-        raise ValueError(f"column {name!r} of {source} must be numeric (missing values are not allowed).") from None
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"column {name!r} of {source} has non-finite values.")
-    return array
+#: What to do about a cell of a shard, or of rows to predict, that is not a finite number.
+SHARD_CELL_REMEDY = ("a multiparty shard, and a file of rows to predict with its model, holds a finite number "
+                     "in every feature and label cell; fix the cell")
 
 
 def load_numeric_columns(columns, names, source) -> np.ndarray:
@@ -88,7 +67,7 @@ def load_numeric_columns(columns, names, source) -> np.ndarray:
     Parameters
     ----------
     columns : mapping of str -> sequence of str
-        From :func:`dperm.preprocessing.read_csv_columns`.
+        From :func:`dperm.tabular.read_csv_columns`.
     names : sequence of str
     source : str or path-like
         The file (for messages).
@@ -96,13 +75,16 @@ def load_numeric_columns(columns, names, source) -> np.ndarray:
     Raises
     ------
     ValueError
-        A column is missing, not numeric or not finite.
+        A column is missing; a :class:`~dperm.tabular.TableCellError` names
+        the column and row of the first cell that is missing, not a number or
+        not finite.
     """
     missing = [name for name in names if name not in columns]
     if missing:
         raise ValueError(f"{source} lacks the feature columns {missing}; the model needs {list(names)} "
                          f"and the file has {list(columns)}.")
-    return np.column_stack([numeric_column(columns[name], name, source) for name in names])
+    return np.column_stack([finite_numbers(columns[name], name, source=source, remedy=SHARD_CELL_REMEDY)
+                            for name in names])
 
 
 @dataclass(frozen=True)
@@ -138,7 +120,7 @@ class PartyPreprocessing:
         Parameters
         ----------
         columns : mapping of str -> sequence of str
-            A parsed CSV file (:func:`dperm.preprocessing.read_csv_columns`).
+            A parsed CSV file (:func:`dperm.tabular.read_csv_columns`).
         source : str or path-like
             Named in error messages.
 

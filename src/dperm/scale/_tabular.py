@@ -1,9 +1,9 @@
 """Read a directory of Parquet or CSV files lazily and encode it with a public schema.
 
 The Dask counterpart of the in-memory ``dperm train`` path: the same
-:class:`~dperm.preprocessing.TabularSpec` encodes each partition on a worker
+:class:`~dperm.tabular.TabularSpec` encodes each partition on a worker
 (a per-record step) and the labels go through the same
-:func:`~dperm.preprocessing.parse_labels`, so both paths apply one
+:func:`~dperm.tabular.parse_labels`, so both paths apply one
 missing-value rule and never drop a row: a missing numeric cell takes its
 column's public ``fill`` or the input is refused, a missing categorical cell
 is its own public category or the all-zero block, and a missing label is an
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dperm.preprocessing import TableCellError, build_spec, parse_labels
+from dperm.tabular import TableCellError, build_spec, parse_labels
 
 
 def _table_files(path):
@@ -48,7 +48,7 @@ def read_file(path, kind, blocksize="64MB"):
     """A lazy Dask DataFrame over one Parquet or CSV file.
 
     CSV cells are read as strings exactly as
-    :func:`dperm.preprocessing.read_csv_columns` reads them in memory: no
+    :func:`dperm.tabular.read_csv_columns` reads them in memory: no
     pandas NA conversion (``"NA"`` stays text and an empty cell stays ``""``),
     blank lines skipped, every other line a row.
     """
@@ -132,7 +132,7 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     One validation pass reads every partition before this returns (no
     encoding, nothing kept): a missing numeric cell without a public fill, a
     numeric cell that is not a number, or a missing label raises
-    :class:`~dperm.preprocessing.TableCellError` naming the file, column and
+    :class:`~dperm.tabular.TableCellError` naming the file, column and
     row, before any budget is spent. No row is ever dropped, so ``X`` has one
     row per row of the files.
 
@@ -147,11 +147,11 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     categorical : sequence of str
         Feature columns to one-hot encode.
     public_bounds : dict
-        Public schema for every feature (see :func:`dperm.preprocessing.build_spec`),
+        Public schema for every feature (see :func:`dperm.tabular.build_spec`),
         with the optional public ``fill`` of a numeric column; required, since
         bounds read from the data are not allowed at scale.
     row_norm_mode, data_norm
-        As in :class:`~dperm.preprocessing.TabularSpec`.
+        As in :class:`~dperm.tabular.TabularSpec`.
     scheduler : None, str or distributed.Client
         Where the validation pass runs, as the estimators' ``scheduler``.
     blocksize : str or int, default="64MB"

@@ -65,8 +65,8 @@ from dperm.multiparty.model_file import (
     MODEL_FORMAT,
     MODEL_FORMAT_VERSION,
     PartyPreprocessing,
+    SHARD_CELL_REMEDY,
     load_numeric_columns,
-    numeric_column,
 )
 from dperm.multiparty.ledger import PartyLedger, check_run_id, write_private_atomically
 from dperm.multiparty.privacy import (
@@ -86,7 +86,7 @@ from dperm.multiparty.secure_sum import (
     quantization_error_bound,
     warn_party_clipping,
 )
-from dperm.preprocessing import read_csv_columns
+from dperm.tabular import finite_numbers, read_csv_columns
 
 _flower = load_flower()
 
@@ -128,7 +128,7 @@ def load_shard(path, target: str = "label"):
     if not features:
         raise ValueError(f"{path} has no feature columns besides the label column {target!r}.")
     X = load_numeric_columns(columns, features, path)  # the same reader predict uses (model_file)
-    labels = numeric_column(columns[target], target, path)
+    labels = finite_numbers(columns[target], target, source=path, remedy=SHARD_CELL_REMEDY)
     if not np.all(np.isin(labels, (-1.0, 0.0, 1.0))) or (np.any(labels == 0) and np.any(labels == -1)):
         raise ValueError(
             f"labels in column {target!r} of {path} must be -1/+1 or 0/1; got {np.unique(labels)[:5].tolist()}."
