@@ -100,7 +100,7 @@ def _train_dask(args) -> int:
     """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
     from dperm.model_io import save_model
     from dperm.scale import dask_scheduler
-    from dperm.scale._tabular import lazy_design
+    from dperm.scale import lazy_design
     from dperm.tabular import read_bounds_file
 
     bounds = read_bounds_file(args.bounds) if args.bounds else None

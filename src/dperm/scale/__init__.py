@@ -38,6 +38,7 @@ from dperm.scale._estimator import (
     score_distributed,
 )
 from dperm.scale._newton import newton_certified
+from dperm.scale._tabular import lazy_design
 
 __all__ = [
     "ChunkScan",
@@ -49,6 +50,7 @@ __all__ = [
     "dask_scheduler",
     "fit_classifier_distributed",
     "is_dask_collection",
+    "lazy_design",
     "newton_certified",
     "predict_blockwise",
     "prepare_chunk",
