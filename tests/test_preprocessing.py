@@ -8,7 +8,6 @@ import pytest
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dperm import DataClippingWarning, PrivacyLeakWarning
 from dperm.preprocessing import (
@@ -27,22 +26,6 @@ def no_warnings():
 
 
 # ---------------------------------------------------------------- scikit-learn checks
-
-
-@parametrize_with_checks(
-    [RowNormalizer(), RowNormalizer(data_norm=2.0, mode="scale")]
-)
-def test_row_normalizer_passes_sklearn_checks(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataClippingWarning)
-        check(estimator)
-
-
-@parametrize_with_checks([PublicBoundsScaler(bounds=None)])
-def test_data_dependent_scaler_passes_sklearn_checks(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (PrivacyLeakWarning, DataClippingWarning))
-        check(estimator)
 
 
 # ---------------------------------------------------------------- PublicBoundsScaler

@@ -8,40 +8,13 @@ import pytest
 from scipy import stats
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
-from sklearn.utils.estimator_checks import check_estimator, check_regressors_train
+from sklearn.utils.estimator_checks import check_regressors_train
 
 from dperm.exceptions import DataClippingWarning
 from dperm.linear_model._regression import PrivateLeastSquares, PrivateQuantileRegressor
 from dperm.losses import PinballLoss
 from dperm.privacy.record import PrivacyRecord
 from dperm.solvers import solve_nonsmooth
-
-# Skipped scikit-learn checks, with the reason:
-EXPECTED_FAILED_CHECKS = {
-    "check_non_transformer_estimators_n_iter": (
-        "asks for n_iter_; the number of solver iterations is a function of the private rows "
-        "and is not released (dperm.privacy.release). A solve that misses its certificate "
-        "raises CertificateError instead."
-    ),
-    "check_regressors_train": (
-        "demands R^2 > 0.5 on a small toy data set; at the default epsilon=1, data_norm=1 "
-        "and y_bound=1 the privacy noise and the clipping are larger than that data's "
-        "signal. test_regressors_train_without_noise runs the same check with negligible noise."
-    ),
-}
-
-ESTIMATORS = [
-    PrivateQuantileRegressor(random_state=0),
-    PrivateQuantileRegressor(quantile=0.9, random_state=0),
-    PrivateLeastSquares(random_state=0),
-]
-
-
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
-def test_scikit_learn_estimator_checks(estimator):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataClippingWarning)
-        check_estimator(estimator, expected_failed_checks=EXPECTED_FAILED_CHECKS)
 
 
 @pytest.mark.parametrize(
