@@ -85,7 +85,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
         # The checks vary the labels (ints, strings, 2 or 3 classes), so classifiers run with
-        # classes=None, which warns by design (tests/test_classes.py tests that warning);
+        # classes=None, which warns by design (tests/privacy/test_classes.py tests that warning);
         # PublicBoundsScaler(bounds=None) reads bounds from the data, which also warns by design.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)

@@ -31,7 +31,7 @@ make test fits reproducible. The algorithms of Canonne, Kamath & Steinke are
 short and use only uniform integers, which dperm takes from the numpy
 Generator the estimator built (seeded from OS entropy by default, see
 :func:`dperm.validation.check_random_state`). They are tested against the exact
-probability mass functions (``tests/test_noise.py``).
+probability mass functions (``tests/mechanisms/test_noise.py``).
 
 The continuous samplers :func:`sample_l2_laplace` and :func:`sample_gaussian`
 release nothing on dperm's float-safe paths. :func:`sample_gaussian` draws

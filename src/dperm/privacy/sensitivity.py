@@ -9,7 +9,7 @@ R = L = 1; the general forms are note 2 of the shared papers README.
 
 The last section restates the bounds in Nie & Wang's parameters
 (``lam``, ``gamma``, ``kappa``, ``m``); every bound is checked against
-brute-force measurement in ``tests/test_sensitivity_api.py``.
+brute-force measurement in ``tests/privacy/test_sensitivity_api.py``.
 """
 
 from __future__ import annotations

@@ -179,15 +179,8 @@ def test_env_var_copy_is_used(tmp_path, monkeypatch):
     assert load_adult().source == str(tmp_path / "adult")
 
 
-def shared_data_home():
-    home = os.environ.get(DATA_HOME_ENV)
-    if not home or not (Path(home) / "adult" / "adult.data").is_file():
-        pytest.skip(f"{DATA_HOME_ENV} does not point at a directory with adult/adult.data")
-    return Path(home)
-
-
-def test_shared_data_matches_the_embedded_copy(adult_unit):
-    home = shared_data_home()
+def test_shared_data_matches_the_embedded_copy(adult_unit, adult_home):
+    home = adult_home
     from_env = load_adult("unit_norm")
     from_argument = load_adult("unit_norm", data_home=home)
     sources = {Path(from_env.source).resolve(), Path(from_argument.source).resolve()}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _shared_data import shared_data_home
 
 from dperm.datasets import (
     DATA_HOME_ENV,
@@ -35,17 +36,10 @@ FULL_FILE_ROWS = 4_898_431
 
 
 def kdd_home():
-    home = os.environ.get(DATA_HOME_ENV)
-    if not home or not all(
-        (Path(home) / "kddcup99" / name).is_file() for name in (TRAIN_FILE, TEST_FILE)
-    ):
-        return None
-    return Path(home)
+    return shared_data_home("kddcup99")
 
 
-needs_data = pytest.mark.skipif(
-    kdd_home() is None, reason=f"{DATA_HOME_ENV} does not point at a directory with kddcup99/"
-)
+needs_data = pytest.mark.needs_data("kddcup99")
 
 
 def row_norms(X):

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _shared_data import shared_data_home
 
 from dperm.datasets import DATA_HOME_ENV, download
 from dperm.datasets import _download
@@ -28,10 +29,10 @@ KDD_FILES = ("kddcup.data_10_percent.gz", "corrected.gz")
 
 
 def source_dir(dataset, filenames):
-    home = os.environ.get(DATA_HOME_ENV)
-    if not home or not all((Path(home) / dataset / name).is_file() for name in filenames):
+    home = shared_data_home(dataset)
+    if home is None or not all((home / dataset / name).is_file() for name in filenames):
         pytest.skip(f"{DATA_HOME_ENV} does not point at a directory with {dataset}/")
-    return Path(home) / dataset
+    return home / dataset
 
 
 def sha256(path):

@@ -2,7 +2,7 @@
 (000 Prop. 1), multiparty PSGD (004 Alg. 1, and its coordinator-DP option), local
 aggregation and the few-round Newton protocol.
 
-Same standard as tests/test_audit.py: the real mechanism passes (eps_lower <= claimed
+Same standard as tests/audit/test_audit.py: the real mechanism passes (eps_lower <= claimed
 epsilon at 95 % confidence) and a copy with a quarter of the noise is caught.
 """
 
