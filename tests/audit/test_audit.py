@@ -210,7 +210,7 @@ def test_scaled_noise_generator_scales_the_mechanisms_noise():
     assert 0.2 < spread_quarter / spread_full < 0.3
     assert full[0].noise_scale == quarter[0].noise_scale  # the record states the honest calibration
     wrapped = with_scaled_noise(output_perturbation, 0.25)
-    again = wrapped(problem, 1.0, np.random.default_rng(3), 1e-8, 1000)
+    again = wrapped(problem, 1.0, 0.0, np.random.default_rng(3), 1e-8, 1000)
     np.testing.assert_array_equal(again.coef, quarter[3].coef)
     assert isinstance(ScaledNoiseGenerator(np.random.default_rng(0), 0.5), np.random.Generator)
 

@@ -111,7 +111,12 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
         raise ValueError(f"mechanism must be a name or a callable; got {mechanism!r}.")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    takes_delta = _takes_delta(function)
+    if isinstance(mechanism, str):  # dperm's mechanisms all take delta; the registry says if they use it
+        from dperm.mechanisms.registry import MECHANISMS
+
+        takes_delta, passes_delta = MECHANISMS[mechanism].uses_delta, True
+    else:
+        takes_delta = passes_delta = _takes_delta(function)
     if delta and not takes_delta:
         raise ValueError(
             f"mechanism {name!r} takes no delta (it claims pure epsilon-DP); leave delta=0."
@@ -123,7 +128,7 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
     pair = make_canary_pair(n_samples, n_features, data_norm, alpha=alpha, random_state=seed_pair)
     problem_d = ERMProblem(pair.X, pair.y, loss_function, alpha, pair.data_norm)
     problem_d_prime = ERMProblem(pair.X_prime, pair.y_prime, loss_function, alpha, pair.data_norm)
-    privacy = (delta,) if takes_delta else ()
+    privacy = (delta,) if passes_delta else ()
 
     def runner(problem):
         return lambda rng: function(problem, epsilon, *privacy, noise_generator(rng, noise_factor),
