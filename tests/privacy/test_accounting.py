@@ -129,7 +129,7 @@ def test_bad_accountant_arguments(kwargs, message):
 
 def test_estimator_rejects_a_non_accountant():
     X, y = _data()
-    with pytest.raises(ValueError, match="accountant must be"):
+    with pytest.raises(ValueError, match="'accountant' parameter of PrivateLogisticRegression must be None or an instance"):
         PrivateLogisticRegression(accountant={"epsilon": 1}).fit(X, y)
 
 
