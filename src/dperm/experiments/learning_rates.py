@@ -58,8 +58,6 @@ not, which measured component makes the difference.
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import sys
 import time
@@ -71,7 +69,14 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from dperm.experiments._plotting import pyplot_or_none
+from dperm.experiments._report import (
+    output_dir,
+    pyplot_or_none,
+    report_progress,
+    save_figure,
+    write_csv,
+    write_json,
+)
 from dperm.linear_model import PrivateLeastSquares, PrivateLinearSVC
 from dperm.losses import HuberLoss
 from dperm.solvers import solve_hinge_svm
@@ -499,11 +504,8 @@ def run_learning_rates(sizes=SIZES, n_seeds=N_SEEDS, n_test=N_TEST, dimension=DI
     rows = []
     for done, row in enumerate(jobs, start=1):
         rows.append(row)
-        if progress is not None:
-            print(f"\r[{done}/{len(cells)}] {time.perf_counter() - started:6.1f}s  {row['task']:13s} "
-                  f"m={row['m']:<6d} seed={row['seed']}", end="", file=progress, flush=True)
-    if progress is not None:
-        print(file=progress)
+        report_progress(progress, done, len(cells), started,
+                        f"{row['task']:13s} m={row['m']:<6d} seed={row['seed']}")
     rows.sort(key=lambda r: (r["task"], r["m"], r["seed"]))
     reference = add_excess(rows, test["reference_hinge_risk"])
     return {
@@ -553,16 +555,10 @@ CSV_COLUMNS = ("task", "m", "seed", "epsilon", "lam", "alpha", "risk_private", "
                "projected_fraction", "excess_unprojected", "seconds")
 
 
-def write_csv(rows: list[dict], path) -> Path:
-    """One line per (task, m, seed) cell."""
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow([row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
-                             for c in CSV_COLUMNS])
-    return path
+def write_rows_csv(rows: list[dict], path) -> Path:
+    """One line per (task, m, seed) cell; floats to 5 significant digits."""
+    return write_csv(path, CSV_COLUMNS, ({c: row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
+                                          for c in CSV_COLUMNS} for row in rows))
 
 
 def _plot_task(ax, s: dict) -> None:
@@ -609,11 +605,7 @@ def plot_learning_rates(results: dict, path) -> Path | None:
     fig.suptitle("Excess risk vs m under the theory's epsilon(m), lambda(m) "
                  f"({results['config']['n_seeds']} seeds per m, {results['config']['n_test']} test points)",
                  fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path, dpi=110)
 
 
 def _without_nan(value):
@@ -629,12 +621,10 @@ def _without_nan(value):
 
 def save_results(results: dict, out_dir) -> dict:
     """Write ``learning_rates.csv``, ``learning_rates.json`` and ``learning_rates.png`` under ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = write_csv(results["rows"], out_dir / "learning_rates.csv")
+    out_dir = output_dir(out_dir)
+    csv_path = write_rows_csv(results["rows"], out_dir / "learning_rates.csv")
     document = _without_nan({key: value for key, value in results.items() if key != "rows"})
-    json_path = out_dir / "learning_rates.json"
-    json_path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    json_path = write_json(out_dir / "learning_rates.json", document, allow_nan=False)
     png = plot_learning_rates(results, out_dir / "learning_rates.png")
     return {"csv": csv_path, "json": json_path, "png": png}
 
