@@ -32,7 +32,6 @@ from here; no other module hard-codes them.
 
 from __future__ import annotations
 
-import inspect
 import numbers
 from abc import ABC, abstractmethod
 
@@ -130,7 +129,7 @@ class ConvexLoss(ABC):
         raise ValueError(f"the {self.name} loss has no smoothed version.")
 
     def params(self) -> dict:
-        """Parameters that reconstruct this loss with :func:`get_loss` or :func:`get_residual_loss`."""
+        """Parameters that reconstruct this loss (with :func:`get_loss` for a margin loss)."""
         return {}
 
     def __repr__(self) -> str:
@@ -433,15 +432,6 @@ _LOSSES = {
 #: Margin losses, built by :func:`get_loss` (classification).
 LOSS_NAMES = tuple(_LOSSES)
 
-_RESIDUAL_LOSSES = {
-    "pinball": PinballLoss,
-    "smooth_pinball": SmoothPinballLoss,
-    "squared": SquaredLoss,
-}
-
-#: Residual losses, built by :func:`get_residual_loss` (regression).
-RESIDUAL_LOSS_NAMES = tuple(_RESIDUAL_LOSSES)
-
 
 def get_loss(name: str, **params) -> MarginLoss:
     """Build a margin loss by name: ``"logistic"``, ``"huber"``, ``"smooth_hinge"`` or ``"hinge"``.
@@ -455,17 +445,3 @@ def get_loss(name: str, **params) -> MarginLoss:
     if cls in (HuberLoss, SmoothHingeLoss):
         return cls(**{k: v for k, v in params.items() if k == "h"})
     return cls()
-
-
-def get_residual_loss(name: str, **params) -> ResidualLoss:
-    """Build a residual loss by name from the parameters of its ``params()``.
-
-    ``"pinball"`` (``quantile``), ``"smooth_pinball"`` (``quantile``, ``h``) or
-    ``"squared"`` (``y_bound``); parameters a loss does not take are ignored.
-    """
-    try:
-        cls = _RESIDUAL_LOSSES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"loss must be one of {RESIDUAL_LOSS_NAMES}; got {name!r}.") from None
-    accepted = inspect.signature(cls).parameters
-    return cls(**{k: v for k, v in params.items() if k in accepted})

@@ -106,7 +106,6 @@ MAX_ITER = 2000
 #: Defaults of the full run: noise draws per (data set, split, epsilon) and PSGD rounds T.
 RUNS = 5
 N_ROUNDS = {"1": 2000, "2": 2000}
-METHODS = ("gop", "psgd", "psgd_coordinator_dp", "local_aggregation")
 LABELS = {"gop": "GOP (Alg. 4)", "psgd": "PSGD (Alg. 1)", "psgd_coordinator_dp": "PSGD, coordinator DP (beyond 004)",
           "local_aggregation": "LA (Pathak et al., eq. 5)", "nonprivate": "non-private"}
 ENCODINGS = ("documented_ranges", "per_record")

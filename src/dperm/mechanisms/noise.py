@@ -49,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
-from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, grid_l1_sensitivity
+from dperm.privacy.sensitivity import grid_l1_sensitivity
 
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
@@ -97,11 +97,6 @@ class BitSource:
 
 def _bits(source) -> BitSource:
     return source if isinstance(source, BitSource) else BitSource(source)
-
-
-def _bernoulli(p: Fraction, rng) -> bool:
-    """Exact ``Bernoulli(p)`` for a rational ``0 <= p <= 1``."""
-    return rng.below(p.denominator) < p.numerator
 
 
 def bernoulli_exp_neg(gamma: Fraction, rng) -> bool:
@@ -307,11 +302,6 @@ class GridCalibration:
         self.l1_sensitivity_steps = l1_sensitivity_steps
         self.scale_in_steps = scale_in_steps
         self.noise_scale = float(scale_in_steps * Fraction(step))
-
-    @property
-    def l1_sensitivity(self) -> float:
-        """``k g``: the L1 sensitivity of the grid centres, in the values' units."""
-        return self.l1_sensitivity_steps * self.step
 
 
 def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
