@@ -1,33 +1,13 @@
 """Convex losses for linear ERM, with the constants privacy needs.
 
-Two families share one interface (:class:`ConvexLoss`):
-
-- **margin losses** ``loss(z)`` of ``z = y * w.x`` with ``y in {-1, +1}``, for
-  classification (Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4; paper 003);
-- **residual losses** ``loss(r)`` of ``r = y - w.x``, for regression (Nie & Wang
-  2017, paper 000, Sec. 5: least squares and the pinball loss of quantile regression).
-
-Each exposes, vectorised over numpy arrays:
-
-- ``value(t)``, ``derivative(t)`` and, where it exists, ``second_derivative(t)``
-  in its own argument ``t`` (``z`` or ``r``);
-- ``lipschitz``: a bound ``L`` on ``|loss'(t)|`` (the papers assume ``L = 1``);
-- ``curvature``: a bound ``c`` on ``|loss''(t)|`` (``None`` when the loss is not
-  twice differentiable, which rules out objective perturbation);
-- ``solution_lipschitz(data_norm, alpha)``: the constant ``C_L`` of 000 Thm 2,
-  a Lipschitz bound of the loss in the prediction ``w.x`` over every value a
-  regularised minimiser can predict. It is ``L`` for the globally Lipschitz
-  losses and the 000 Sec. 5.1 constant for least squares;
-- ``score_derivative(y, s)`` / ``score_second_derivative(y, s)``: derivatives
-  in the prediction ``s = w.x``, which is all the solvers need.
-
-Piecewise-linear losses (hinge, pinball) also give their ``slopes`` and ``kink``
-(for a duality-gap certificate) and a Huber-type ``smoothed(h)`` version that
-is above the loss by at most ``smoothing_gap * h`` (for a smoothing certificate);
-see :mod:`dperm.solvers`.
-
-The privacy arithmetic (``dperm.privacy.sensitivity``) reads ``L`` and ``c``
-from here; no other module hard-codes them.
+Margin losses of ``z = y w.x`` for classification (logistic, Huber, smoothed
+hinge, hinge: Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4, eqs. 37-41) and
+residual losses of ``r = y - w.x`` for regression (squared, pinball: Nie & Wang
+2017, Sec. 5) share :class:`ConvexLoss`: value and derivatives, the Lipschitz
+bound ``L``, the curvature bound ``c`` and ``C_L`` of 000 Thm 2
+(``solution_lipschitz``). The privacy arithmetic (``dperm.privacy.sensitivity``)
+reads ``L`` and ``c`` from here; no other module hard-codes them. The interface
+in full: ``docs/design/losses.md``.
 """
 
 from __future__ import annotations

@@ -1,59 +1,14 @@
 """Learning rates of private least squares and the private SVM, measured against Nie & Wang's theory.
 
-The theorems bound the expected excess risk of output-perturbed regularised
-ERM when ``epsilon`` and ``lambda`` shrink with ``m`` as they prescribe:
-
-- **DP least squares** (002 Thm 3; 000 Sec. 5.1): with the regression
-  function in ``L_K^r`` (``r = 1`` here), ``epsilon = m^(-min(1/3, 4r/(3+6r)))``
-  and ``lambda = (m epsilon)^(-2/min(4, 3+2r))`` give
-  ``E(f_z,A) - E(f_rho) <= C m^(-1/3)``
-  (:func:`dperm.theory.least_squares_parameter_choice`).
-- **DP SVM** (000 Thm 4, Sec. 5.2): with ``D(lambda) <= c lambda^beta``
-  (``beta = 1`` here), ``epsilon = 1/sqrt(lambda m)`` and
-  ``lambda = m^(-1/(2 beta + 1))`` give an excess hinge risk
-  ``<= C m^(-beta/(2 beta + 1)) = C m^(-1/3)``
-  (:func:`dperm.theory.nie_wang_parameter_choice`).
-
-dperm's ``alpha`` is ``2 lambda`` (note 7); the parameter choices return both.
-
-The synthetic problem
----------------------
-``x`` is uniform on the unit ball of ``R^d`` (``d = 2``), so the linear
-kernel ``K(x, x') = x.x'`` has ``kappa = 1 = data_norm`` and no row is ever
-clipped. The estimators are linear (output perturbation adds *vector* noise
-in coefficient space, note 6), so the target is put in their hypothesis space:
-
-- regression: ``f*(x) = w*.x`` with ``||w*|| = 1/2`` (so ``|f*| <= 1/2``),
-  ``y = f*(x) + u``, ``u`` uniform on ``[-1/2, 1/2]``: ``|y| <= M = 1``
-  without clipping. ``f*`` lies in the finite-dimensional ``H_K``, so it is in
-  ``L_K^r`` for every ``r`` and 002 Thm 3's exponent is 1/3 (any ``r >= 1/2``).
-  Excess risk ``E(f) - E(f*) = ||f - f*||^2_{L2(rho_X)}``, computed exactly
-  per test point (no label noise enters it).
-- classification: ``P(y = 1 | x) = eta(x) = expit(4 u.x)``, ``u = w*/||w*||``.
-  The hinge risk minimiser over all functions, ``sign(2 eta - 1)``, is not
-  linear, so the excess hinge risk is taken with respect to the best *linear*
-  function ``f_H`` (for which ``D(lambda) <= lambda ||f_H||^2``: ``beta = 1``).
-  Risks are conditional expectations given ``x`` (``eta (1 - f)_+ +
-  (1 - eta)(1 + f)_+``) on a large test sample; ``f_H``'s risk is minimised
-  on that same sample (Huber continuation, then the smallest risk any linear
-  function reached), so every excess is ``>= 0``.
-
-What is measured
-----------------
-For each ``m`` on a geometric grid and many seeds: the excess risk of the
-private estimator (:class:`dperm.PrivateLeastSquares`, output perturbation, and
-:class:`dperm.PrivateLinearSVC` with ``loss="hinge", mechanism="output"``),
-the excess risk of the *non-private* regularised minimiser ``f_z`` with the
-same ``lambda`` (what the sample and approximation errors ``S + D(lambda)`` of
-000 eq. 3 bound), the difference (what the noise costs; 000 bounds it through
-the random errors ``R_1`` and ``R_2``), the mean size of the perturbation
-``|f_priv(x) - f_z(x)|`` (000 Prop. 3 bounds the noise cost by ``C_L`` times
-it), the noise scale, and for least squares the excess risk *without* the
-projection of 002 eq. 2 and the fraction of projected predictions. The slope
-of log(mean excess risk) against log(m) is fitted and compared with ``-1/3``;
-a bootstrap over seeds gives a 95 % interval, over the whole grid and over
-its upper half. The summary states plainly whether the slope matches and, if
-not, which measured component makes the difference.
+With ``epsilon(m)`` and ``lambda(m)`` chosen as the theorems prescribe, the expected excess
+risk of output-perturbed regularised ERM decays like ``m^(-1/3)`` for DP least squares
+(002 Thm 3 with ``r = 1``; :func:`dperm.theory.least_squares_parameter_choice`) and for the
+DP hinge SVM (000 Thm 4 with ``beta = 1``; :func:`dperm.theory.nie_wang_parameter_choice`).
+Both estimators are fitted on a synthetic problem in the unit ball of ``R^2`` over a doubling
+grid of ``m`` and many seeds; the log-log slope of the mean excess risk, with a bootstrap
+interval, is compared with ``-1/3`` and the measured components (noise cost, non-private
+error, projection) explain the verdict. dperm's ``alpha`` is ``2 lambda`` (note 7).
+The synthetic problem and every measured quantity: ``docs/design/experiments.md``.
 """
 
 from __future__ import annotations

@@ -1,53 +1,16 @@
 """Reproduction of Rajkumar & Agarwal (2012), Sec. 6: Figs. 1 and 2 (``dperm reproduce rajkumar2012``).
 
-Protocol (004 Sec. 6). Three algorithms on the pooled objective ``J`` of 004
-eq. 1 with the logistic loss (``L = 1``, ``c = 1/4``), rows in the unit ball:
+On the pooled logistic objective of 004 eq. 1, rows in the unit ball, compares GOP
+(004 Alg. 4, Thm 4.1), multiparty PSGD through the secure sum (004 Alg. 1, Procs. 2-3,
+Thm 4.2), local aggregation (004 eqs. 4-5) and, beyond the paper, PSGD whose coordinator's
+whole view is ``(epsilon, delta)``-DP. Fig. 1: simulated points in the 10-d unit ball;
+Fig. 2: Wisconsin breast cancer, 5 folds. ``K`` in {5, 10, 15} random splits and three
+skewed splits, epsilon in {0.1, 0.2}, ``delta = 0.05``.
 
-- **GOP**, Gaussian objective perturbation (004 Alg. 4, Thm 4.1), single party;
-- **PSGD**, multiparty private SGD (004 Alg. 1, Procs. 2-3, Thm 4.2) through
-  the in-process secure sum (:class:`~dperm.multiparty.MaskedSecureSum`);
-- **LA**, local aggregation of Pathak et al. (004 eqs. 4-5; note 12);
-
-plus one curve beyond the paper, **PSGD (coordinator DP)**: the same loop
-with per-round Gaussian noise calibrated so that the coordinator's whole view
-is ``(epsilon, delta)``-DP (:func:`dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
-GOP and PSGD use ``delta = 0.05`` (as the paper); LA is pure epsilon-DP.
-
-- **Fig. 1** (simulated): 1000 training and 1000 test points uniform in the
-  10-d unit ball, labelled ``sign(w.x)`` for a random ``w``; 5 such data sets.
-- **Fig. 2**: Wisconsin diagnostic breast cancer (569 x 30, scikit-learn's
-  bundled copy), 5 folds: each fold is the test set once (004 Sec. 6.2).
-
-In each figure: ``K`` in {5, 10, 15} parties with split fractions drawn
-uniformly from the ``(K-1)``-simplex (top panels), and ``K = 5`` with the
-skew vectors 1 = [0.2]*5, 2 = [0.1, 0.2, 0.2, 0.25, 0.25], 3 = [0.01, 0.29,
-0.2, 0.25, 0.25] (bottom panels); epsilon in {0.1, 0.2}.
-
-Choices the paper does not state, made here and recorded in the results:
-
-- ``lambda`` (``alpha``): chosen per (figure, epsilon, algorithm) from the
-  public grid :data:`ALPHA_GRID` by the lowest mean test error over all data
-  sets, splits and draws of a first pass (GOP's choice for GOP and PSGD, which
-  minimise the same objective; LA's for LA, over all splits; coordinator-DP
-  PSGD's own, on the K = 5 split, since its noise does not depend on the
-  split). Like the paper's tables, that choice looks at test error and is not
-  private. One value per (figure, epsilon, algorithm), so it cannot create or
-  hide a dependence on ``K`` or skew. LA is reported on the draws of that
-  first pass (a slight optimism in LA's favour); GOP and PSGD on fresh draws.
-- ``T`` (rounds) and the step sizes ``z_t = 1 / ((lambda + Delta)(t + t0))``
-  (Robbins-Monro, :class:`~dperm.multiparty.RobbinsMonroSteps`).
-- **Pairing.** Each PSGD run is compared with GOP computed on the pooled data
-  with the *same* one-time noise ``eta = sum_k eta^k`` the parties drew
-  (:attr:`dperm.multiparty.Party.one_time_noise`). That ``eta`` is
-  ``N(0, sigma^2 I)``, GOP's own noise, so the GOP column is an honest sample
-  of 004 Alg. 4 and the difference PSGD - GOP isolates what 004 Sec. 5 says
-  separates them (the SGD's convergence), free of the large noise-draw variance.
-- **Encodings.** Simulated rows lie in the unit ball by construction. Breast
-  cancer: see :func:`encode_breast_cancer`.
-- Split sizes: :func:`split_sizes` (largest remainder, at least one row per party).
-
-Every random choice comes from ``numpy.random.SeedSequence([seed, ...])``
-with the path recorded in the results (:func:`_rng`).
+The choices the paper leaves open (lambda from a public grid, rounds and step sizes, PSGD
+paired with GOP on the same noise, the encodings, split sizes, seeding by
+``SeedSequence([seed, ...])``) are recorded in the results and explained in
+``docs/design/experiments.md``.
 """
 
 from __future__ import annotations

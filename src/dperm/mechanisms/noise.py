@@ -1,43 +1,13 @@
 """Noise samplers shared by every mechanism (one owner for each distribution).
 
-Float-safe release (issue: release exactly what is proven)
-----------------------------------------------------------
-A mechanism that adds floating-point noise to a floating-point value does not
-have the distribution its proof is about: the floats a sampler can return are
-irregularly spaced, so an output can be *impossible* under one data set and
-possible under its neighbour (Mironov 2012, "On significance of the least
-significant bits for differential privacy"). Every value dperm releases with
-noise is therefore computed on a grid and perturbed by an *exact* integer
-sampler:
-
-1. the value ``a`` (a float vector) is rounded to the grid ``g Z^d``, with
-   ``g`` a power of two, so ``round(a / g)`` is an exact integer vector;
-2. an integer noise vector ``z`` is drawn exactly (Python integers and exact
-   rational arithmetic, no floats) from the discrete Laplace distribution
-   (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for Differential
-   Privacy", Algs. 1-2) or the discrete Gaussian (their Alg. 3);
-3. the release is ``g * (round(a / g) + z)``, computed exactly (integers below
-   ``2**53`` times a power of two).
-
-Rounding moves neighbouring values apart by at most one grid step per
-coordinate, which the calibration adds to the sensitivity in grid units
-(:func:`grid_l1_sensitivity`), so the guarantee of the continuous analysis is
-kept *exactly*, with the epsilon the user asked for; only the noise grows, by
-the factor recorded as ``noise_scale`` in ``privacy_``.
-
-Why dperm samples the integers itself: OpenDP's exact samplers draw only from
-the operating system and cannot be seeded, and dperm's ``random_state`` must
-make test fits reproducible. The algorithms of Canonne, Kamath & Steinke are
-short and use only uniform integers, which dperm takes from the numpy
-Generator the estimator built (seeded from OS entropy by default, see
-:func:`dperm.validation.check_random_state`). They are tested against the exact
-probability mass functions (``tests/test_noise.py``).
-
-The continuous samplers :func:`sample_l2_laplace` and :func:`sample_gaussian`
-release nothing on dperm's float-safe paths. :func:`sample_gaussian` draws
-PSGD's data-independent one-time noise ``eta`` (added after the exact release:
-post-processing) and the per-party noise of ``PSGDClassifier(coordinator_dp=True)``,
-the one option whose released noise is not float-safe (its record says so).
+Float-safe release: a value is rounded to a power-of-two grid ``g Z^d`` and an
+integer noise vector is added, drawn exactly (rational arithmetic, no floats)
+from the discrete Laplace (Canonne, Kamath & Steinke 2020, Algs. 1-2) or the
+discrete Gaussian (their Alg. 3); the calibration adds the rounding step to the
+sensitivity (:func:`grid_l1_sensitivity`), so the guarantee holds exactly and
+only the noise grows (Mironov 2012 explains why float noise does not).
+:func:`sample_l2_laplace` and :func:`sample_gaussian` release nothing on the
+float-safe paths. Why and how: ``docs/design/noise.md``.
 """
 
 from __future__ import annotations
