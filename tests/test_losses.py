@@ -5,7 +5,6 @@ import pytest
 
 from dperm.losses import (
     LOSS_NAMES,
-    RESIDUAL_LOSS_NAMES,
     HingeLoss,
     HuberLoss,
     PinballLoss,
@@ -13,7 +12,6 @@ from dperm.losses import (
     SmoothPinballLoss,
     SquaredLoss,
     get_loss,
-    get_residual_loss,
 )
 from dperm.privacy.sensitivity import least_squares_lipschitz
 
@@ -214,10 +212,3 @@ def test_bad_y_bound_is_rejected(y_bound):
         SquaredLoss(y_bound)
 
 
-def test_residual_losses_by_name():
-    assert set(RESIDUAL_LOSS_NAMES) == {"pinball", "smooth_pinball", "squared"}
-    assert get_residual_loss("pinball", quantile=0.3, h=0.2).params() == {"quantile": 0.3}
-    assert get_residual_loss("smooth_pinball", quantile=0.3, h=0.2).params() == {"quantile": 0.3, "h": 0.2}
-    assert get_residual_loss("squared", y_bound=4.0).y_bound == 4.0
-    with pytest.raises(ValueError, match="loss must be one of"):
-        get_residual_loss("absolute")

@@ -1,38 +1,17 @@
 """Convex losses for linear ERM, with the constants privacy needs.
 
-Two families share one interface (:class:`ConvexLoss`):
-
-- **margin losses** ``loss(z)`` of ``z = y * w.x`` with ``y in {-1, +1}``, for
-  classification (Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4; paper 003);
-- **residual losses** ``loss(r)`` of ``r = y - w.x``, for regression (Nie & Wang
-  2017, paper 000, Sec. 5: least squares and the pinball loss of quantile regression).
-
-Each exposes, vectorised over numpy arrays:
-
-- ``value(t)``, ``derivative(t)`` and, where it exists, ``second_derivative(t)``
-  in its own argument ``t`` (``z`` or ``r``);
-- ``lipschitz``: a bound ``L`` on ``|loss'(t)|`` (the papers assume ``L = 1``);
-- ``curvature``: a bound ``c`` on ``|loss''(t)|`` (``None`` when the loss is not
-  twice differentiable, which rules out objective perturbation);
-- ``solution_lipschitz(data_norm, alpha)``: the constant ``C_L`` of 000 Thm 2,
-  a Lipschitz bound of the loss in the prediction ``w.x`` over every value a
-  regularised minimiser can predict. It is ``L`` for the globally Lipschitz
-  losses and the 000 Sec. 5.1 constant for least squares;
-- ``score_derivative(y, s)`` / ``score_second_derivative(y, s)``: derivatives
-  in the prediction ``s = w.x``, which is all the solvers need.
-
-Piecewise-linear losses (hinge, pinball) also give their ``slopes`` and ``kink``
-(for a duality-gap certificate) and a Huber-type ``smoothed(h)`` version that
-is above the loss by at most ``smoothing_gap * h`` (for a smoothing certificate);
-see :mod:`dperm.solvers`.
-
-The privacy arithmetic (``dperm.privacy.sensitivity``) reads ``L`` and ``c``
-from here; no other module hard-codes them.
+Margin losses of ``z = y w.x`` for classification (logistic, Huber, smoothed
+hinge, hinge: Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4, eqs. 37-41) and
+residual losses of ``r = y - w.x`` for regression (squared, pinball: Nie & Wang
+2017, Sec. 5) share :class:`ConvexLoss`: value and derivatives, the Lipschitz
+bound ``L``, the curvature bound ``c`` and ``C_L`` of 000 Thm 2
+(``solution_lipschitz``). The privacy arithmetic (``dperm.privacy.sensitivity``)
+reads ``L`` and ``c`` from here; no other module hard-codes them. The interface
+in full: ``docs/design/losses.md``.
 """
 
 from __future__ import annotations
 
-import inspect
 import numbers
 from abc import ABC, abstractmethod
 
@@ -130,7 +109,7 @@ class ConvexLoss(ABC):
         raise ValueError(f"the {self.name} loss has no smoothed version.")
 
     def params(self) -> dict:
-        """Parameters that reconstruct this loss with :func:`get_loss` or :func:`get_residual_loss`."""
+        """Parameters that reconstruct this loss (with :func:`get_loss` for a margin loss)."""
         return {}
 
     def __repr__(self) -> str:
@@ -433,15 +412,6 @@ _LOSSES = {
 #: Margin losses, built by :func:`get_loss` (classification).
 LOSS_NAMES = tuple(_LOSSES)
 
-_RESIDUAL_LOSSES = {
-    "pinball": PinballLoss,
-    "smooth_pinball": SmoothPinballLoss,
-    "squared": SquaredLoss,
-}
-
-#: Residual losses, built by :func:`get_residual_loss` (regression).
-RESIDUAL_LOSS_NAMES = tuple(_RESIDUAL_LOSSES)
-
 
 def get_loss(name: str, **params) -> MarginLoss:
     """Build a margin loss by name: ``"logistic"``, ``"huber"``, ``"smooth_hinge"`` or ``"hinge"``.
@@ -455,17 +425,3 @@ def get_loss(name: str, **params) -> MarginLoss:
     if cls in (HuberLoss, SmoothHingeLoss):
         return cls(**{k: v for k, v in params.items() if k == "h"})
     return cls()
-
-
-def get_residual_loss(name: str, **params) -> ResidualLoss:
-    """Build a residual loss by name from the parameters of its ``params()``.
-
-    ``"pinball"`` (``quantile``), ``"smooth_pinball"`` (``quantile``, ``h``) or
-    ``"squared"`` (``y_bound``); parameters a loss does not take are ignored.
-    """
-    try:
-        cls = _RESIDUAL_LOSSES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"loss must be one of {RESIDUAL_LOSS_NAMES}; got {name!r}.") from None
-    accepted = inspect.signature(cls).parameters
-    return cls(**{k: v for k, v in params.items() if k in accepted})

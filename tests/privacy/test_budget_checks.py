@@ -23,7 +23,7 @@ from dperm import (
     PrivateLogisticRegression,
     PrivateQuantileRegressor,
 )
-from dperm.losses import get_loss, get_residual_loss
+from dperm.losses import SquaredLoss, get_loss
 from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 from dperm.prediction import PrivatePredictor
@@ -257,7 +257,7 @@ def test_mechanisms_refuse_a_loss_before_spending():
     accountant = _accountant()
     rng = np.random.default_rng(0)
     labels = np.where(Y == 1, 1.0, -1.0)
-    squared = ERMProblem(X, Y_REAL, get_residual_loss("squared", y_bound=1.0), 0.1, 1.0)
+    squared = ERMProblem(X, Y_REAL, SquaredLoss(y_bound=1.0), 0.1, 1.0)
     hinge = ERMProblem(X, labels, get_loss("hinge"), 0.1, 1.0)
     for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5)):
         with pytest.raises(ValueError, match="globally Lipschitz"):

@@ -11,7 +11,6 @@ from dperm.privacy.sensitivity import (
     erm_l2_sensitivity,
     gaussian_objective_sigma,
     gaussian_sigma_star,
-    objective_noise_scale,
     objective_perturbation_slack,
 )
 from dperm.solvers import RegularizedMarginObjective, minimize_certified, solve_hinge_svm
@@ -66,11 +65,6 @@ def test_slack_uses_squared_data_norm():
     a = objective_perturbation_slack(1.0, 1000, 0.01, 0.25, 2.0)
     b = objective_perturbation_slack(1.0, 1000, 0.01, 0.25 * 4, 1.0)
     assert a == b
-
-
-def test_objective_noise_scale():
-    assert objective_noise_scale(0.5, 1.0, 1.0) == pytest.approx(4.0)  # beta = eps'/2
-    assert objective_noise_scale(0.5, 1.0, 3.0) == pytest.approx(12.0)
 
 
 def _neighbours(rng, n, d, data_norm, adversarial):

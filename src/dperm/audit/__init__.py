@@ -1,42 +1,17 @@
 """Empirical privacy auditing: statistically valid lower bounds on epsilon.
 
-Run a mechanism many times on two neighbouring datasets ``D`` and ``D'`` (``D'``
-replaces one record by a canary), score each output with a statistic,
-choose a threshold test on some of the runs, and turn the test's false-positive
-and false-negative rates on the held-out runs into a lower bound on epsilon
-with Clopper-Pearson intervals (Jagielski, Ullman & Oprea, NeurIPS 2020;
-Nasr, Song, Thakurta, Papernot & Carlini, IEEE S&P 2021):
+Runs a mechanism many times on two neighbouring datasets ``D`` and ``D'`` (``D'``
+holds a canary), separates the outputs with a threshold test and turns the
+test's held-out error rates, with Clopper-Pearson intervals, into a lower bound
+``eps_lower`` (Jagielski, Ullman & Oprea 2020; Nasr et al. 2021). A FAIL
+(``eps_lower`` above the claimed epsilon at 95% confidence) shows a broken
+implementation; a PASS is not a proof of privacy.
 
-    eps_lower = max(log((1 - delta - FNR_upper) / FPR_upper), log((1 - delta - FPR_upper) / FNR_upper)).
-
-What an audit proves: with probability at least ``confidence`` (over the
-audit's own runs), the mechanism is not ``(epsilon, delta)``-DP for any
-``epsilon < eps_lower``. So ``eps_lower > claimed epsilon`` at 95% confidence
-(FAIL) means the implementation is broken; a correct one fails on at most 5%
-of seeds. What it does not prove: a PASS is not a proof of privacy. It covers
-one pair of datasets, one statistic of the released value, and events frequent
-enough to be seen in ``n_runs`` runs; leaks elsewhere (other data, other
-outputs, rare events, floating-point artefacts) go unseen, and the bound can
-never exceed about ``log(n_eval / 3.7)``.
-
-Entry points
-------------
-:func:`audit`
-    Any mechanism: two callables ``run(rng) -> output`` and a statistic.
-:func:`audit_samples`
-    Statistics already computed on runs over ``D`` and ``D'``.
-:func:`audit_mechanism`
-    dperm's ERM mechanisms (by name) or any callable with their signature, on a
-    worst-case canary pair (:func:`make_canary_pair`).
-:func:`audit_estimator`
-    A dperm estimator, refitted on a canary pair.
-:func:`audit_exponential_mechanism`
-    The private selection of parameter tuning (003 Alg. 4).
-``noise_factor=`` / :func:`with_scaled_noise`
-    A deliberately under-noised copy, to check that an audit has power.
-:mod:`dperm.audit.cli`
-    ``add_audit_subparser(subparsers)`` and ``run_audit_command(args)`` for
-    ``dperm audit --estimator ... --epsilon ... --runs N``.
+Entry points: :func:`audit` (any mechanism), :func:`audit_samples`,
+:func:`audit_mechanism`, :func:`audit_estimator`,
+:func:`audit_exponential_mechanism`, :func:`with_scaled_noise` (power check),
+:mod:`dperm.audit.cli` (``dperm audit``). What an audit proves and how the
+canaries are built: ``docs/design/audit.md``.
 """
 
 from dperm.audit._bounds import (

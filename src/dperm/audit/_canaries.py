@@ -1,29 +1,12 @@
 """Worst-case neighbouring datasets for auditing regularised ERM.
 
-The mechanisms of 003 Alg. 1-2 and 004 Alg. 4 are calibrated to the L2
-sensitivity ``2 L R / (n alpha)`` (003 Cor. 1; shared papers note 2). It comes
-from the stationarity condition: replacing record ``r`` by record ``c`` changes
-``n grad J(w)`` by ``g_c(w) - g_r(w)`` with ``g_i(w) = y_i x_i loss'(y_i w.x_i)``, and
-``||g_c - g_r|| <= 2 L R``. An audit is sharpest where that bound is met:
-
-- the canary ``c = (x_c, y_c)`` sits *on* the norm bound, ``||x_c|| = R``, in the
-  direction of least support (the eigenvector of the smallest eigenvalue of the
-  other rows' second-moment matrix, where no other record pulls the minimiser), with
-  the label the model trained without it does *not* predict;
-- the record it replaces is its mirror ``r = (x_c, -y_c)``, so ``y_r x_r = -y_c x_c``
-  and ``g_c - g_r = -y_c x_c (loss'(z) + loss'(-z))`` with ``z = y_c w.x_c``: the
-  two gradients point in opposite directions. For hinge-type losses (Huber,
-  hinge) ``loss' = -1`` on both sides while ``|w.x_c| < 1 - h``, so the
-  difference is exactly ``2 L R``; for the logistic loss ``loss'(z) + loss'(-z) = -1``
-  for every ``z``, so it is ``R``, half the bound (no record can do better in one
-  dimension);
-- the data are few (``n`` around 20) and in low dimension (the noise projected on
-  the canary's direction is then the whole noise: in ``d = 1`` the L2-Laplace
-  noise is Laplace), and the regularisation is strong
-  (``n alpha = STRONG_REGULARIZATION``), which keeps ``|w.x_c|`` small, keeps
-  the other records' curvature negligible next to ``alpha`` (so the minimiser
-  moves by the full ``||g_c - g_r|| / (n alpha)``), and shrinks the Jacobian part
-  ``2 log(1 + c R^2 / (n alpha))`` of objective perturbation's epsilon.
+The ERM mechanisms are calibrated to the L2 sensitivity ``2 L R / (n alpha)``
+(003 Cor. 1; shared papers note 2), which a record replaced by its mirror can
+attain. :func:`make_canary_pair` puts the canary on the norm bound along the
+direction the other rows support least, with the label the model would not
+predict, replaces its mirror ``(x_c, -y_c)``, and uses few rows in low
+dimension with strong regularisation (``n alpha = STRONG_REGULARIZATION``).
+Why each choice sharpens the audit: ``docs/design/audit.md``.
 """
 
 from __future__ import annotations

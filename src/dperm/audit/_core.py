@@ -97,7 +97,6 @@ class AuditResult:
 
     def summary(self) -> str:
         """A readable account: the bound, the claim, the confidence and PASS/FAIL."""
-        verdict = "PASS" if self.passed else "FAIL"
         claim = (f"({self.claimed_epsilon:g}, {self.claimed_delta:g})-DP" if self.claimed_delta
                  else f"{self.claimed_epsilon:g}-DP")
         lines = [f"Privacy audit{': ' + self.label if self.label else ''}"]

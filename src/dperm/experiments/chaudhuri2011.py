@@ -26,7 +26,18 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
-from dperm.experiments._plotting import pyplot_or_none
+from dperm.experiments._report import (
+    misclassification_error,
+    output_dir,
+    pyplot_or_none,
+    report_progress,
+    save_figure,
+    say,
+    signed_labels,
+    summary_stats,
+    write_json,
+    write_lines,
+)
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, objective_perturbation
 from dperm.mechanisms.output import release_output
@@ -69,10 +80,6 @@ PAPER_TABLE2 = {
 }
 
 
-def _error(coef, X, y_signed) -> float:
-    return float(np.mean(np.where(X @ coef > 0, 1.0, -1.0) != y_signed))
-
-
 def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
     """One (fold, loss, Lambda): the non-private error and ``runs`` draws of each mechanism.
 
@@ -87,21 +94,21 @@ def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
     exact = minimize_certified(objective, tol=TOL, max_iter=MAX_ITER)
     rng = np.random.default_rng(seed)
     output_errors = [
-        _error(release_output(problem, exact.coef, epsilon, TOL, rng), X_test, y_test)
+        misclassification_error(release_output(problem, exact.coef, epsilon, TOL, rng), X_test, y_test)
         for _ in range(runs)
     ]
     objective_errors = [
-        _error(objective_perturbation(problem, epsilon, 0.0, rng, TOL, MAX_ITER).coef, X_test, y_test)
+        misclassification_error(objective_perturbation(problem, epsilon, 0.0, rng, TOL, MAX_ITER).coef, X_test, y_test)
         for _ in range(runs)
     ]
-    return {"nonprivate": _error(exact.coef, X_test, y_test), "output": output_errors,
+    return {"nonprivate": misclassification_error(exact.coef, X_test, y_test), "output": output_errors,
             "objective": objective_errors, "certified": bool(exact.certified)}
 
 
 def cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, seed=0, n_jobs=2,
                           progress=sys.stderr) -> dict:
     """All cells of a Table 1/2-style grid: mean, std and standard error of the test error."""
-    y_signed = np.where(np.asarray(y) == 1, 1.0, -1.0)
+    y_signed = signed_labels(y)
     splits = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y_signed))
     tasks = [(f, loss, i) for f in range(folds) for loss in LOSSES for i in range(len(grid))]
     started = time.perf_counter()
@@ -117,26 +124,13 @@ def cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, see
         collected[(loss, "output", i)].extend(cell["output"])
         collected[(loss, "objective", i)].extend(cell["objective"])
         uncertified += not cell["certified"]
-        _progress(progress, done, len(tasks), started, f"fold {f} {loss} Lambda={grid[i]:.0e}")
+        report_progress(progress, done, len(tasks), started, f"fold {f} {loss} Lambda={grid[i]:.0e}")
     cells = {}
     for (loss, row, i), errors in collected.items():
-        errors = np.asarray(errors)
-        std = float(errors.std(ddof=1)) if errors.size > 1 else 0.0
-        cells.setdefault(loss, {}).setdefault(row, []).append(
-            {"alpha": grid[i], "mean": float(errors.mean()), "std": std,
-             "se": std / np.sqrt(errors.size), "n": int(errors.size)})
+        cells.setdefault(loss, {}).setdefault(row, []).append({"alpha": grid[i], **summary_stats(errors)})
     return {"grid": list(grid), "epsilon": epsilon, "runs": runs, "folds": folds, "seed": seed,
             "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]), "cells": cells,
             "uncertified_solves": uncertified, "seconds": time.perf_counter() - started}
-
-
-def _progress(stream, done, total, started, what):
-    if stream is None:
-        return
-    elapsed = time.perf_counter() - started
-    print(f"\r[{done}/{total}] {elapsed:6.1f}s  {what}        ", end="", file=stream, flush=True)
-    if done == total:
-        print(file=stream)
 
 
 def best_alphas(table: dict) -> dict:
@@ -175,11 +169,8 @@ def table_markdown(table: dict, paper: dict, title: str) -> str:
 
 
 def save(results: dict, out_dir, name: str) -> Path:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return path
+    """Write ``results`` to ``<out_dir>/<name>.json``."""
+    return write_json(output_dir(out_dir) / f"{name}.json", results)
 
 
 # ---------------------------------------------------------------------------
@@ -201,14 +192,14 @@ def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, ru
     objective_problem = ERMProblem(X[train], y_signed[train], loss, alphas["objective"], 1.0)
     for eps in epsilons:
         result["output"][eps] = [
-            _error(release_output(output_problem, exact.coef, eps, TOL, rng), X_test, y_test)
+            misclassification_error(release_output(output_problem, exact.coef, eps, TOL, rng), X_test, y_test)
             for _ in range(runs)]
         result["objective"][eps] = [
-            _error(objective_perturbation(objective_problem, eps, 0.0, rng, TOL, MAX_ITER).coef,
+            misclassification_error(objective_perturbation(objective_problem, eps, 0.0, rng, TOL, MAX_ITER).coef,
                    X_test, y_test)
             for _ in range(runs)]
-    result["nonprivate"] = _error(exact.coef, X_test, y_test) if alphas["output"] == alphas["nonprivate"] \
-        else _error(minimize_certified(RegularizedMarginObjective(
+    result["nonprivate"] = misclassification_error(exact.coef, X_test, y_test) if alphas["output"] == alphas["nonprivate"] \
+        else misclassification_error(minimize_certified(RegularizedMarginObjective(
             loss, X[train], y_signed[train], alphas["nonprivate"]), tol=TOL, max_iter=MAX_ITER).coef,
             X_test, y_test)
     return result
@@ -218,7 +209,7 @@ def epsilon_curves(X, y, table: dict, *, epsilons=EPSILON_CURVE, runs=10, folds=
                    n_jobs=2, progress=sys.stderr) -> dict:
     """Figs. 2-3: mean test error against epsilon, each algorithm at its Lambda from ``table``."""
     best = best_alphas(table)
-    y_signed = np.where(np.asarray(y) == 1, 1.0, -1.0)
+    y_signed = signed_labels(y)
     splits = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y_signed))
     tasks = [(f, loss) for f in range(folds) for loss in LOSSES]
     started = time.perf_counter()
@@ -233,12 +224,11 @@ def epsilon_curves(X, y, table: dict, *, epsilons=EPSILON_CURVE, runs=10, folds=
             for eps, errors in cell[row].items():
                 collected.setdefault((loss, row, eps), []).extend(errors)
         collected.setdefault((loss, "nonprivate", None), []).append(cell["nonprivate"])
-        _progress(progress, done, len(tasks), started, f"fold {f} {loss}")
+        report_progress(progress, done, len(tasks), started, f"fold {f} {loss}")
     curves = {}
     for (loss, row, eps), errors in collected.items():
-        errors = np.asarray(errors)
-        entry = {"mean": float(errors.mean()), "se": float(errors.std(ddof=1) / np.sqrt(errors.size))
-                 if errors.size > 1 else 0.0, "alpha": best[(loss, row)]}
+        stats = summary_stats(errors)
+        entry = {"mean": stats["mean"], "se": stats["se"], "alpha": best[(loss, row)]}
         curves.setdefault(loss, {}).setdefault(row, {})[str(eps)] = entry
     return {"epsilons": list(epsilons), "runs": runs, "folds": folds, "seed": seed,
             "curves": curves, "seconds": time.perf_counter() - started}
@@ -289,7 +279,7 @@ def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechani
         index = int(np.argmin(mistakes))
     else:
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)
-    return _error(coefs[index], X_test, y_test)
+    return misclassification_error(coefs[index], X_test, y_test)
 
 
 def learning_curve_cell(X, y_signed, permutation_seed, size, loss_name, epsilons, runs, seed):
@@ -319,7 +309,7 @@ def learning_curve_cell(X, y_signed, permutation_seed, size, loss_name, epsilons
 def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, permutations=3,
                     seed=0, n_jobs=2, progress=sys.stderr) -> dict:
     """Figs. 4-5: test error of the privately tuned model against the training size."""
-    y_signed = np.where(np.asarray(y) == 1, 1.0, -1.0)
+    y_signed = signed_labels(y)
     sizes = learning_curve_sizes(X.shape[0]) if sizes is None else list(sizes)
     tasks = [(p, n, loss) for p in range(permutations) for n in sizes for loss in LOSSES]
     started = time.perf_counter()
@@ -332,13 +322,12 @@ def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, per
         collected.setdefault((loss, "nonprivate", None, n), []).append(cell["nonprivate"])
         for (mechanism, eps), errors in ((k, v) for k, v in cell.items() if k != "nonprivate"):
             collected.setdefault((loss, mechanism, eps, n), []).extend(errors)
-        _progress(progress, done, len(tasks), started, f"permutation {p} n={n} {loss}")
+        report_progress(progress, done, len(tasks), started, f"permutation {p} n={n} {loss}")
     curves = []
     for (loss, row, eps, n), errors in collected.items():
-        errors = np.asarray(errors)
-        curves.append({"loss": loss, "algorithm": row, "epsilon": eps, "n": n,
-                       "mean": float(errors.mean()),
-                       "se": float(errors.std(ddof=1) / np.sqrt(errors.size)) if errors.size > 1 else 0.0})
+        stats = summary_stats(errors)
+        curves.append({"loss": loss, "algorithm": row, "epsilon": eps, "n": n, "mean": stats["mean"],
+                       "se": stats["se"]})
     return {"sizes": sizes, "epsilons": list(epsilons), "grid": list(TUNING_GRID), "runs": runs,
             "permutations": permutations, "seed": seed, "n_available": int(X.shape[0]),
             "curves": curves, "seconds": time.perf_counter() - started}
@@ -366,10 +355,7 @@ def plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     axes[0].set_ylabel("test error (10-fold CV)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(plt, fig, path, dpi=120)
 
 
 def plot_learning_curves(curves: dict, path) -> Path | None:
@@ -393,10 +379,7 @@ def plot_learning_curves(curves: dict, path) -> Path | None:
             ax.set_ylabel("test error")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(plt, fig, path, dpi=120)
 
 
 def known_discrepancies(table: dict, paper: dict) -> list[str]:
@@ -475,8 +458,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
     ``results.json`` in ``out_dir`` made with the same runs, folds and seed).
     """
     figures = _figure_set(figures)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(out_dir)
     started = time.perf_counter()
     previous = _previous_parts(out_dir, runs=runs, folds=folds, seed=seed)
     results = {"seed": seed, "runs": runs, "folds": folds, "encodings": list(encodings), "parts": {}}
@@ -484,12 +466,12 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
     def checkpoint():
         """Save what is done so far, so that an interrupted run keeps its finished parts."""
         save({**results, "parts": {**previous, **results["parts"]}}, out_dir, "results")
-        (out_dir / "report.md").write_text("\n".join(report) + "\n", encoding="utf-8")
+        write_lines(out_dir / "report.md", report)
 
     def table_part(name, compute):
         """Reuse a table computed earlier in ``out_dir`` with the same runs, folds and seed."""
         if name in previous:
-            step(f"  reusing {name} from {out_dir / 'results.json'}")
+            say(progress, f"  reusing {name} from {out_dir / 'results.json'}")
             results["parts"][name] = previous[name]
         else:
             results["parts"][name] = compute()
@@ -500,13 +482,9 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
               "Lambda (alpha in dperm) is chosen per row by the lowest error, as in the paper: "
               "that choice is not private.", ""]
 
-    def step(message):
-        if progress is not None:
-            print(message, file=progress, flush=True)
-
     if table1 or "2" in figures:
         for encoding in encodings:
-            step(f"Table 1: Adult, encoding {encoding}")
+            say(progress, f"Table 1: Adult, encoding {encoding}")
             X, y = _adult_all_rows(encoding, data_home)
             table = table_part(f"table1_{encoding}", lambda: cross_validated_table(
                 X, y, TABLE1_GRID, runs=runs, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress))
@@ -515,7 +493,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
             report += ["Cells more than two standard errors from the paper:", ""]
             report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE1)] + [""]
             if "2" in figures:
-                step(f"Fig. 2: Adult, encoding {encoding}")
+                say(progress, f"Fig. 2: Adult, encoding {encoding}")
                 curves = epsilon_curves(X, y, table, runs=figure_runs, folds=folds, seed=seed,
                                         n_jobs=n_jobs, progress=progress)
                 results["parts"][f"figure2_{encoding}"] = curves
@@ -528,7 +506,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
 
         for subset in subsets:
             for encoding in encodings:
-                step(f"Table 2: KDDCup99, {subset} 70,000-row subset, encoding {encoding}")
+                say(progress, f"Table 2: KDDCup99, {subset} 70,000-row subset, encoding {encoding}")
                 kdd = load_kddcup99(data_home=data_home, subset=subset, n_samples=70_000,
                                     random_state=seed, encoding=encoding)
                 table = table_part(f"table2_{subset}_{encoding}", lambda: cross_validated_table(
@@ -542,7 +520,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                            "", "Cells more than two standard errors from the paper:", ""]
                 report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE2)] + [""]
                 if "3" in figures and subset == "random" and encoding == encodings[0]:
-                    step("Fig. 3: KDDCup99")
+                    say(progress, "Fig. 3: KDDCup99")
                     curves = epsilon_curves(kdd.X_train, kdd.y_train, table, runs=figure_runs,
                                             folds=folds, seed=seed, n_jobs=n_jobs, progress=progress)
                     results["parts"][f"figure3_{encoding}"] = curves
@@ -553,7 +531,7 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
     if "4-5" in figures:
         from dperm.datasets import load_kddcup99
 
-        step("Figs. 4-5: learning curves with private tuning on KDDCup99 (10% file)")
+        say(progress, "Figs. 4-5: learning curves with private tuning on KDDCup99 (10% file)")
         kdd = load_kddcup99(data_home=data_home, encoding=encodings[0])
         curves = learning_curves(kdd.X_train, kdd.y_train, runs=curve_runs, permutations=permutations,
                                  seed=seed, n_jobs=n_jobs, progress=progress)

@@ -12,7 +12,6 @@ so. Private parameter tuning (003 Alg. 4) is separate work.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -21,7 +20,15 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
-from dperm.experiments._plotting import pyplot_or_none
+from dperm.experiments._report import (
+    misclassification_error,
+    output_dir,
+    pyplot_or_none,
+    report_progress,
+    save_figure,
+    signed_labels,
+    write_json,
+)
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
@@ -70,11 +77,9 @@ def _private_errors(task: Task, data, repeats: int, seed: int) -> list[float]:
 def _nonprivate_error(loss: str, alpha: float, data) -> float:
     """Test error of the exact regularised minimiser (no noise)."""
     X_train, y_train, X_test, y_test = data
-    signed = np.where(y_train == 1, 1.0, -1.0)
-    objective = RegularizedMarginObjective(get_loss(loss, h=HUBER_WIDTH), X_train, signed, alpha)
+    objective = RegularizedMarginObjective(get_loss(loss, h=HUBER_WIDTH), X_train, signed_labels(y_train), alpha)
     coef = minimize_certified(objective, tol=1e-8, max_iter=1000).coef
-    predictions = (X_test @ coef > 0).astype(int)
-    return float(np.mean(predictions != y_test))
+    return misclassification_error(coef, X_test, signed_labels(y_test))
 
 
 def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jobs=2,
@@ -109,13 +114,8 @@ def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jo
     grid = []
     for done, (task, errors) in enumerate(zip(tasks, jobs), start=1):
         grid.append({**task.__dict__, "errors": errors})
-        if progress is not None:
-            elapsed = time.perf_counter() - started
-            print(f"\r[{done}/{len(tasks)}] {elapsed:5.1f}s  {task.mechanism:9s} "
-                  f"{task.loss:8s} eps={task.epsilon:<5g} alpha={task.alpha:.2g}   ",
-                  end="", file=progress, flush=True)
-    if progress is not None:
-        print(file=progress)
+        report_progress(progress, done, len(tasks), started, f"{task.mechanism:9s} {task.loss:8s} "
+                        f"eps={task.epsilon:<5g} alpha={task.alpha:.2g}")
     y_test = data[3]
     majority_error = float(min(np.mean(y_test == 1), np.mean(y_test == 0)))
     return {
@@ -201,18 +201,12 @@ def plot_results(results: dict, path) -> Path | None:
     np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.suptitle("dperm demo: privacy vs accuracy (alpha chosen on test error, not private)",
                  fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path, dpi=120)
 
 
 def save_results(results: dict, out_dir) -> dict:
     """Write ``results.json`` and ``privacy_accuracy.png`` under ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "results.json"
-    json_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    out_dir = output_dir(out_dir)
+    json_path = write_json(out_dir / "results.json", results)
     png = plot_results(results, out_dir / "privacy_accuracy.png")
     return {"json": json_path, "png": png}

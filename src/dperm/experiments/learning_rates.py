@@ -1,65 +1,18 @@
 """Learning rates of private least squares and the private SVM, measured against Nie & Wang's theory.
 
-The theorems bound the expected excess risk of output-perturbed regularised
-ERM when ``epsilon`` and ``lambda`` shrink with ``m`` as they prescribe:
-
-- **DP least squares** (002 Thm 3; 000 Sec. 5.1): with the regression
-  function in ``L_K^r`` (``r = 1`` here), ``epsilon = m^(-min(1/3, 4r/(3+6r)))``
-  and ``lambda = (m epsilon)^(-2/min(4, 3+2r))`` give
-  ``E(f_z,A) - E(f_rho) <= C m^(-1/3)``
-  (:func:`dperm.theory.least_squares_parameter_choice`).
-- **DP SVM** (000 Thm 4, Sec. 5.2): with ``D(lambda) <= c lambda^beta``
-  (``beta = 1`` here), ``epsilon = 1/sqrt(lambda m)`` and
-  ``lambda = m^(-1/(2 beta + 1))`` give an excess hinge risk
-  ``<= C m^(-beta/(2 beta + 1)) = C m^(-1/3)``
-  (:func:`dperm.theory.nie_wang_parameter_choice`).
-
-dperm's ``alpha`` is ``2 lambda`` (note 7); the parameter choices return both.
-
-The synthetic problem
----------------------
-``x`` is uniform on the unit ball of ``R^d`` (``d = 2``), so the linear
-kernel ``K(x, x') = x.x'`` has ``kappa = 1 = data_norm`` and no row is ever
-clipped. The estimators are linear (output perturbation adds *vector* noise
-in coefficient space, note 6), so the target is put in their hypothesis space:
-
-- regression: ``f*(x) = w*.x`` with ``||w*|| = 1/2`` (so ``|f*| <= 1/2``),
-  ``y = f*(x) + u``, ``u`` uniform on ``[-1/2, 1/2]``: ``|y| <= M = 1``
-  without clipping. ``f*`` lies in the finite-dimensional ``H_K``, so it is in
-  ``L_K^r`` for every ``r`` and 002 Thm 3's exponent is 1/3 (any ``r >= 1/2``).
-  Excess risk ``E(f) - E(f*) = ||f - f*||^2_{L2(rho_X)}``, computed exactly
-  per test point (no label noise enters it).
-- classification: ``P(y = 1 | x) = eta(x) = expit(4 u.x)``, ``u = w*/||w*||``.
-  The hinge risk minimiser over all functions, ``sign(2 eta - 1)``, is not
-  linear, so the excess hinge risk is taken with respect to the best *linear*
-  function ``f_H`` (for which ``D(lambda) <= lambda ||f_H||^2``: ``beta = 1``).
-  Risks are conditional expectations given ``x`` (``eta (1 - f)_+ +
-  (1 - eta)(1 + f)_+``) on a large test sample; ``f_H``'s risk is minimised
-  on that same sample (Huber continuation, then the smallest risk any linear
-  function reached), so every excess is ``>= 0``.
-
-What is measured
-----------------
-For each ``m`` on a geometric grid and many seeds: the excess risk of the
-private estimator (:class:`dperm.PrivateLeastSquares`, output perturbation, and
-:class:`dperm.PrivateLinearSVC` with ``loss="hinge", mechanism="output"``),
-the excess risk of the *non-private* regularised minimiser ``f_z`` with the
-same ``lambda`` (what the sample and approximation errors ``S + D(lambda)`` of
-000 eq. 3 bound), the difference (what the noise costs; 000 bounds it through
-the random errors ``R_1`` and ``R_2``), the mean size of the perturbation
-``|f_priv(x) - f_z(x)|`` (000 Prop. 3 bounds the noise cost by ``C_L`` times
-it), the noise scale, and for least squares the excess risk *without* the
-projection of 002 eq. 2 and the fraction of projected predictions. The slope
-of log(mean excess risk) against log(m) is fitted and compared with ``-1/3``;
-a bootstrap over seeds gives a 95 % interval, over the whole grid and over
-its upper half. The summary states plainly whether the slope matches and, if
-not, which measured component makes the difference.
+With ``epsilon(m)`` and ``lambda(m)`` chosen as the theorems prescribe, the expected excess
+risk of output-perturbed regularised ERM decays like ``m^(-1/3)`` for DP least squares
+(002 Thm 3 with ``r = 1``; :func:`dperm.theory.least_squares_parameter_choice`) and for the
+DP hinge SVM (000 Thm 4 with ``beta = 1``; :func:`dperm.theory.nie_wang_parameter_choice`).
+Both estimators are fitted on a synthetic problem in the unit ball of ``R^2`` over a doubling
+grid of ``m`` and many seeds; the log-log slope of the mean excess risk, with a bootstrap
+interval, is compared with ``-1/3`` and the measured components (noise cost, non-private
+error, projection) explain the verdict. dperm's ``alpha`` is ``2 lambda`` (note 7).
+The synthetic problem and every measured quantity: ``docs/design/experiments.md``.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import sys
 import time
@@ -71,7 +24,14 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from dperm.experiments._plotting import pyplot_or_none
+from dperm.experiments._report import (
+    output_dir,
+    pyplot_or_none,
+    report_progress,
+    save_figure,
+    write_csv,
+    write_json,
+)
 from dperm.linear_model import PrivateLeastSquares, PrivateLinearSVC
 from dperm.losses import HuberLoss
 from dperm.solvers import solve_hinge_svm
@@ -499,11 +459,8 @@ def run_learning_rates(sizes=SIZES, n_seeds=N_SEEDS, n_test=N_TEST, dimension=DI
     rows = []
     for done, row in enumerate(jobs, start=1):
         rows.append(row)
-        if progress is not None:
-            print(f"\r[{done}/{len(cells)}] {time.perf_counter() - started:6.1f}s  {row['task']:13s} "
-                  f"m={row['m']:<6d} seed={row['seed']}", end="", file=progress, flush=True)
-    if progress is not None:
-        print(file=progress)
+        report_progress(progress, done, len(cells), started,
+                        f"{row['task']:13s} m={row['m']:<6d} seed={row['seed']}")
     rows.sort(key=lambda r: (r["task"], r["m"], r["seed"]))
     reference = add_excess(rows, test["reference_hinge_risk"])
     return {
@@ -553,16 +510,10 @@ CSV_COLUMNS = ("task", "m", "seed", "epsilon", "lam", "alpha", "risk_private", "
                "projected_fraction", "excess_unprojected", "seconds")
 
 
-def write_csv(rows: list[dict], path) -> Path:
-    """One line per (task, m, seed) cell."""
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow([row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
-                             for c in CSV_COLUMNS])
-    return path
+def write_rows_csv(rows: list[dict], path) -> Path:
+    """One line per (task, m, seed) cell; floats to 5 significant digits."""
+    return write_csv(path, CSV_COLUMNS, ({c: row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
+                                          for c in CSV_COLUMNS} for row in rows))
 
 
 def _plot_task(ax, s: dict) -> None:
@@ -609,11 +560,7 @@ def plot_learning_rates(results: dict, path) -> Path | None:
     fig.suptitle("Excess risk vs m under the theory's epsilon(m), lambda(m) "
                  f"({results['config']['n_seeds']} seeds per m, {results['config']['n_test']} test points)",
                  fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(plt, fig, path, dpi=110)
 
 
 def _without_nan(value):
@@ -629,12 +576,10 @@ def _without_nan(value):
 
 def save_results(results: dict, out_dir) -> dict:
     """Write ``learning_rates.csv``, ``learning_rates.json`` and ``learning_rates.png`` under ``out_dir``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = write_csv(results["rows"], out_dir / "learning_rates.csv")
+    out_dir = output_dir(out_dir)
+    csv_path = write_rows_csv(results["rows"], out_dir / "learning_rates.csv")
     document = _without_nan({key: value for key, value in results.items() if key != "rows"})
-    json_path = out_dir / "learning_rates.json"
-    json_path.write_text(json.dumps(document, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    json_path = write_json(out_dir / "learning_rates.json", document, allow_nan=False)
     png = plot_learning_rates(results, out_dir / "learning_rates.png")
     return {"csv": csv_path, "json": json_path, "png": png}
 

@@ -1,59 +1,20 @@
 """Reproduction of Rajkumar & Agarwal (2012), Sec. 6: Figs. 1 and 2 (``dperm reproduce rajkumar2012``).
 
-Protocol (004 Sec. 6). Three algorithms on the pooled objective ``J`` of 004
-eq. 1 with the logistic loss (``L = 1``, ``c = 1/4``), rows in the unit ball:
+On the pooled logistic objective of 004 eq. 1, rows in the unit ball, compares GOP
+(004 Alg. 4, Thm 4.1), multiparty PSGD through the secure sum (004 Alg. 1, Procs. 2-3,
+Thm 4.2), local aggregation (004 eqs. 4-5) and, beyond the paper, PSGD whose coordinator's
+whole view is ``(epsilon, delta)``-DP. Fig. 1: simulated points in the 10-d unit ball;
+Fig. 2: Wisconsin breast cancer, 5 folds. ``K`` in {5, 10, 15} random splits and three
+skewed splits, epsilon in {0.1, 0.2}, ``delta = 0.05``.
 
-- **GOP**, Gaussian objective perturbation (004 Alg. 4, Thm 4.1), single party;
-- **PSGD**, multiparty private SGD (004 Alg. 1, Procs. 2-3, Thm 4.2) through
-  the in-process secure sum (:class:`~dperm.multiparty.MaskedSecureSum`);
-- **LA**, local aggregation of Pathak et al. (004 eqs. 4-5; note 12);
-
-plus one curve beyond the paper, **PSGD (coordinator DP)**: the same loop
-with per-round Gaussian noise calibrated so that the coordinator's whole view
-is ``(epsilon, delta)``-DP (:func:`dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
-GOP and PSGD use ``delta = 0.05`` (as the paper); LA is pure epsilon-DP.
-
-- **Fig. 1** (simulated): 1000 training and 1000 test points uniform in the
-  10-d unit ball, labelled ``sign(w.x)`` for a random ``w``; 5 such data sets.
-- **Fig. 2**: Wisconsin diagnostic breast cancer (569 x 30, scikit-learn's
-  bundled copy), 5 folds: each fold is the test set once (004 Sec. 6.2).
-
-In each figure: ``K`` in {5, 10, 15} parties with split fractions drawn
-uniformly from the ``(K-1)``-simplex (top panels), and ``K = 5`` with the
-skew vectors 1 = [0.2]*5, 2 = [0.1, 0.2, 0.2, 0.25, 0.25], 3 = [0.01, 0.29,
-0.2, 0.25, 0.25] (bottom panels); epsilon in {0.1, 0.2}.
-
-Choices the paper does not state, made here and recorded in the results:
-
-- ``lambda`` (``alpha``): chosen per (figure, epsilon, algorithm) from the
-  public grid :data:`ALPHA_GRID` by the lowest mean test error over all data
-  sets, splits and draws of a first pass (GOP's choice for GOP and PSGD, which
-  minimise the same objective; LA's for LA, over all splits; coordinator-DP
-  PSGD's own, on the K = 5 split, since its noise does not depend on the
-  split). Like the paper's tables, that choice looks at test error and is not
-  private. One value per (figure, epsilon, algorithm), so it cannot create or
-  hide a dependence on ``K`` or skew. LA is reported on the draws of that
-  first pass (a slight optimism in LA's favour); GOP and PSGD on fresh draws.
-- ``T`` (rounds) and the step sizes ``z_t = 1 / ((lambda + Delta)(t + t0))``
-  (Robbins-Monro, :class:`~dperm.multiparty.RobbinsMonroSteps`).
-- **Pairing.** Each PSGD run is compared with GOP computed on the pooled data
-  with the *same* one-time noise ``eta = sum_k eta^k`` the parties drew
-  (:attr:`dperm.multiparty.Party.one_time_noise`). That ``eta`` is
-  ``N(0, sigma^2 I)``, GOP's own noise, so the GOP column is an honest sample
-  of 004 Alg. 4 and the difference PSGD - GOP isolates what 004 Sec. 5 says
-  separates them (the SGD's convergence), free of the large noise-draw variance.
-- **Encodings.** Simulated rows lie in the unit ball by construction. Breast
-  cancer: see :func:`encode_breast_cancer`.
-- Split sizes: :func:`split_sizes` (largest remainder, at least one row per party).
-
-Every random choice comes from ``numpy.random.SeedSequence([seed, ...])``
-with the path recorded in the results (:func:`_rng`).
+The choices the paper leaves open (lambda from a public grid, rounds and step sizes, PSGD
+paired with GOP on the same noise, the encodings, split sizes, seeding by
+``SeedSequence([seed, ...])``) are recorded in the results and explained in
+``docs/design/experiments.md``.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 import time
 import warnings
@@ -63,7 +24,17 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
-from dperm.experiments._plotting import pyplot_or_none
+from dperm.experiments._report import (
+    misclassification_error,
+    output_dir,
+    pyplot_or_none,
+    report_progress,
+    save_figure,
+    summary_stats,
+    write_csv,
+    write_json,
+    write_lines,
+)
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation
@@ -98,7 +69,6 @@ MAX_ITER = 2000
 #: Defaults of the full run: noise draws per (data set, split, epsilon) and PSGD rounds T.
 RUNS = 5
 N_ROUNDS = {"1": 2000, "2": 2000}
-METHODS = ("gop", "psgd", "psgd_coordinator_dp", "local_aggregation")
 LABELS = {"gop": "GOP (Alg. 4)", "psgd": "PSGD (Alg. 1)", "psgd_coordinator_dp": "PSGD, coordinator DP (beyond 004)",
           "local_aggregation": "LA (Pathak et al., eq. 5)", "nonprivate": "non-private"}
 ENCODINGS = ("documented_ranges", "per_record")
@@ -263,10 +233,6 @@ def assign_parties(config: dict, n_rows: int, rng) -> list[np.ndarray]:
 # ---------------------------------------------------------------------------
 # One cell: all algorithms on one (data set, split, epsilon)
 # ---------------------------------------------------------------------------
-def _error(coef, X, y) -> float:
-    return float(np.mean(np.where(X @ coef > 0, 1.0, -1.0) != y))
-
-
 def masked_engine(calibration, sizes, rng):
     """The default engine: in-process masked secure sum, clipping range from public constants."""
     return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng)
@@ -313,14 +279,14 @@ def run_psgd(data, parts, epsilon, alpha, n_rounds, rng, *, coordinator_dp=False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SecureSumClippingWarning)  # counted in the record instead
         result = psgd(InProcessNetwork(parties, secure_sum), calibration)
-    out = {"psgd": _error(result.coef, data["X_test"], data["y_test"])}
+    out = {"psgd": misclassification_error(result.coef, data["X_test"], data["y_test"])}
     if not coordinator_dp:
         out["coordinates_clipped"] = result.record.secure_sum.coordinates_clipped
         eta = sum(party.one_time_noise for party in parties)  # N(0, sigma^2 I): GOP's noise (004 Thm 4.2)
         order = np.concatenate(parts)
         problem = ERMProblem(X[order], y[order], loss, alpha, 1.0)
         gop = solve_perturbed(problem, calibration.extra_regularization, eta, TOL, MAX_ITER).coef
-        out["gop"] = _error(gop, data["X_test"], data["y_test"])
+        out["gop"] = misclassification_error(gop, data["X_test"], data["y_test"])
         out["distance_to_gop"] = float(np.linalg.norm(result.coef - gop) / max(np.linalg.norm(gop), 1e-300))
     return out
 
@@ -339,18 +305,18 @@ def selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine)
     for a, alpha in enumerate(ALPHA_GRID):
         rng = _rng(*path, a)
         out["local_aggregation"][alpha] = [
-            _error(LocalAggregationClassifier(epsilon=epsilon, alpha=alpha, tol=TOL, max_iter=MAX_ITER,
+            misclassification_error(LocalAggregationClassifier(epsilon=epsilon, alpha=alpha, tol=TOL, max_iter=MAX_ITER,
                                               random_state=rng).fit(shards).coef_.ravel(),
                    data["X_test"], data["y_test"])
             for _ in range(runs)]
         if with_gop:
             problem = ERMProblem(X, y, loss, alpha, 1.0)
             out["gop"][alpha] = [
-                _error(gaussian_objective_perturbation(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
+                misclassification_error(gaussian_objective_perturbation(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
                        data["X_test"], data["y_test"])
                 for _ in range(runs)]
             exact = minimize_erm(loss, X, y, alpha, TOL, MAX_ITER).coef
-            out["nonprivate"][alpha] = [_error(exact, data["X_test"], data["y_test"])]
+            out["nonprivate"][alpha] = [misclassification_error(exact, data["X_test"], data["y_test"])]
             out["psgd_coordinator_dp"][alpha] = [
                 run_psgd(data, parts, epsilon, alpha, n_rounds, _rng(*path, a, 1, run), coordinator_dp=True,
                          engine=engine)["psgd"]
@@ -375,21 +341,6 @@ def psgd_cell(data, parts, epsilon, alpha, view_alpha, n_rounds, runs, path, eng
 # ---------------------------------------------------------------------------
 # One figure
 # ---------------------------------------------------------------------------
-def _progress(stream, done, total, started, what):
-    if stream is None:
-        return
-    print(f"\r[{done}/{total}] {time.perf_counter() - started:6.1f}s  {what}        ", end="", file=stream,
-          flush=True)
-    if done == total:
-        print(file=stream)
-
-
-def _stats(values) -> dict:
-    values = np.asarray(values, dtype=float)
-    std = float(values.std(ddof=1)) if values.size > 1 else 0.0
-    return {"mean": float(values.mean()), "std": std, "se": std / np.sqrt(values.size), "n": int(values.size)}
-
-
 def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_jobs=2, engine="masked",
                progress=sys.stderr) -> dict:
     """Both passes of one figure; returns every draw, the alpha choice and the summary per cell."""
@@ -408,7 +359,7 @@ def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_job
     selection = {}
     for done, ((i, c, e), cell) in enumerate(zip(tasks, jobs), start=1):
         selection[(i, c, e)] = cell
-        _progress(progress, done, len(tasks), started, f"Fig. {figure} alpha grid: {datasets[i]['name']}, "
+        report_progress(progress, done, len(tasks), started, f"Fig. {figure} alpha grid: {datasets[i]['name']}, "
                   f"{configs[c]['name']}, eps={EPSILONS[e]}")
     alphas = {}
     grid_means = {}
@@ -444,7 +395,7 @@ def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_job
         for run, error in enumerate(selection[(i, c, e)]["local_aggregation"][la_alpha]):
             draws.append({**common, "method": "local_aggregation", "alpha": la_alpha, "run": run, "error": error,
                           "rounds": 0, "seed_path": [seed, fig, i, c, 2, e, ALPHA_GRID.index(la_alpha)]})
-        _progress(progress, done, len(tasks), started, f"Fig. {figure} PSGD: {datasets[i]['name']}, "
+        report_progress(progress, done, len(tasks), started, f"Fig. {figure} PSGD: {datasets[i]['name']}, "
                   f"{config['name']}, eps={EPSILONS[e]}")
     nonprivate = {str(eps): grid_means[f"nonprivate eps={eps}"][str(alphas[("gop", e)])]
                   for e, eps in enumerate(EPSILONS)}
@@ -468,9 +419,9 @@ def summarise(draws) -> list[dict]:
         rows = cell["rows"]
         entry = {"figure": figure, "config": config, "panel": cell["panel"], "n_parties": cell["n_parties"],
                  "epsilon": eps, "method": method, "alpha": cell["alpha"],
-                 "n_min_mean": float(np.mean([r["n_min"] for r in rows])), **_stats([r["error"] for r in rows])}
+                 "n_min_mean": float(np.mean([r["n_min"] for r in rows])), **summary_stats([r["error"] for r in rows])}
         if method == "psgd":
-            diff = _stats([r["error"] - r["gop_error"] for r in rows])
+            diff = summary_stats([r["error"] - r["gop_error"] for r in rows])
             entry.update({"minus_gop_mean": diff["mean"], "minus_gop_se": diff["se"],
                           "distance_to_gop_mean": float(np.mean([r["distance_to_gop"] for r in rows])),
                           "coordinates_clipped": int(sum(r["coordinates_clipped"] for r in rows))})
@@ -601,30 +552,24 @@ def plot_figure(part: dict, title: str, path) -> Path | None:
         axes[1][col].set_ylabel("test error (mean +- SE)")
     fig.suptitle(f"{title}: delta = {DELTA} for GOP and PSGD; {part['runs']} draws x {part['n_datasets']} "
                  f"data sets per point; T = {part['n_rounds']}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(plt, fig, path, dpi=110)
 
 
-def write_csv(draws, summary, out_dir: Path, stem: str) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    draws_path, summary_path = out_dir / f"{stem}_draws.csv", out_dir / f"{stem}_summary.csv"
-    columns = ["figure", "dataset", "config", "panel", "n_parties", "n_min", "sizes", "epsilon", "method", "alpha",
-               "run", "error", "gop_error", "distance_to_gop", "coordinates_clipped", "rounds", "seed_path"]
-    with open(draws_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in draws:
-            writer.writerow({**row, "sizes": " ".join(map(str, row["sizes"])),
-                             "seed_path": " ".join(map(str, row["seed_path"]))})
-    columns = ["figure", "config", "panel", "n_parties", "n_min_mean", "epsilon", "method", "alpha", "mean", "std",
-               "se", "n", "minus_gop_mean", "minus_gop_se", "distance_to_gop_mean", "coordinates_clipped"]
-    with open(summary_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(summary)
-    return draws_path, summary_path
+#: Columns of ``figure*_draws.csv`` (one line per draw) and ``figure*_summary.csv`` (one per cell).
+DRAWS_COLUMNS = ("figure", "dataset", "config", "panel", "n_parties", "n_min", "sizes", "epsilon", "method",
+                 "alpha", "run", "error", "gop_error", "distance_to_gop", "coordinates_clipped", "rounds",
+                 "seed_path")
+SUMMARY_COLUMNS = ("figure", "config", "panel", "n_parties", "n_min_mean", "epsilon", "method", "alpha", "mean",
+                   "std", "se", "n", "minus_gop_mean", "minus_gop_se", "distance_to_gop_mean", "coordinates_clipped")
+
+
+def write_figure_csv(draws, summary, out_dir, stem: str) -> tuple[Path, Path]:
+    """Write ``<stem>_draws.csv`` (lists space-separated) and ``<stem>_summary.csv`` under ``out_dir``."""
+    out_dir = output_dir(out_dir)
+    draws_path = write_csv(out_dir / f"{stem}_draws.csv", DRAWS_COLUMNS,
+                           ({**row, "sizes": " ".join(map(str, row["sizes"])),
+                             "seed_path": " ".join(map(str, row["seed_path"]))} for row in draws))
+    return draws_path, write_csv(out_dir / f"{stem}_summary.csv", SUMMARY_COLUMNS, summary)
 
 
 def table_markdown(part: dict) -> str:
@@ -683,9 +628,7 @@ def _save_json(results, out_dir: Path) -> Path:
     slim = {**results, "parts": {name: {**{k: v for k, v in part.items() if k != "draws"},
                                         "draws_csv": f"{name}_draws.csv", "n_draws": len(part["draws"])}
                                  for name, part in results["parts"].items()}}
-    path = out_dir / "results.json"
-    path.write_text(json.dumps(slim, indent=1, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_json(out_dir / "results.json", slim, indent=1, default=str)
 
 
 def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_DATASETS,
@@ -716,8 +659,7 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
     dict
         Everything written to ``results.json``.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(out_dir)
     figures = [str(f) for f in figures]
     if not figures or set(figures) - {"1", "2"}:
         raise ValueError(f"figures must be a non-empty subset of ('1', '2'); got {figures}.")
@@ -749,7 +691,7 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
             part["data"] = data_info
         part["claims"] = check_claims(part["summary"], figure)
         part["targets"] = targets(part["summary"], figure)
-        write_csv(part["draws"], part["summary"], out_dir, f"figure{figure}")
+        write_figure_csv(part["draws"], part["summary"], out_dir, f"figure{figure}")
         png = plot_figure(part, title, out_dir / f"figure{figure}.png")
         report += _figure_report(part, title, png)
         results["parts"][f"figure{figure}"] = part
@@ -759,8 +701,8 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
             all_targets["figure2"]["under_2_minutes"] = part["seconds"] < 120.0
         _save_json(results, out_dir)
     results["seconds"] = time.perf_counter() - started
-    (out_dir / "targets.json").write_text(json.dumps(all_targets, indent=1) + "\n", encoding="utf-8")
-    (out_dir / "report.md").write_text("\n".join(report) + "\n", encoding="utf-8")
+    write_json(out_dir / "targets.json", all_targets, indent=1)
+    write_lines(out_dir / "report.md", report)
     _save_json(results, out_dir)
     return results
 

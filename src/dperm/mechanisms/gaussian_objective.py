@@ -7,13 +7,14 @@ from fractions import Fraction
 
 from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.noise import SENSITIVITY_ROUNDING_MARGIN, grid_vector, sample_discrete_gaussian_vector
+from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (
     release_approximate_minimiser,
     require_curvature,
     solve_perturbed,
 )
 from dperm.privacy.sensitivity import (
+    SENSITIVITY_ROUNDING_MARGIN,
     discrete_gaussian_sigma_steps,
     discrete_objective_noise_steps,
     objective_noise_grid,

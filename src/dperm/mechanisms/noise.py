@@ -1,43 +1,13 @@
 """Noise samplers shared by every mechanism (one owner for each distribution).
 
-Float-safe release (issue: release exactly what is proven)
-----------------------------------------------------------
-A mechanism that adds floating-point noise to a floating-point value does not
-have the distribution its proof is about: the floats a sampler can return are
-irregularly spaced, so an output can be *impossible* under one data set and
-possible under its neighbour (Mironov 2012, "On significance of the least
-significant bits for differential privacy"). Every value dperm releases with
-noise is therefore computed on a grid and perturbed by an *exact* integer
-sampler:
-
-1. the value ``a`` (a float vector) is rounded to the grid ``g Z^d``, with
-   ``g`` a power of two, so ``round(a / g)`` is an exact integer vector;
-2. an integer noise vector ``z`` is drawn exactly (Python integers and exact
-   rational arithmetic, no floats) from the discrete Laplace distribution
-   (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for Differential
-   Privacy", Algs. 1-2) or the discrete Gaussian (their Alg. 3);
-3. the release is ``g * (round(a / g) + z)``, computed exactly (integers below
-   ``2**53`` times a power of two).
-
-Rounding moves neighbouring values apart by at most one grid step per
-coordinate, which the calibration adds to the sensitivity in grid units
-(:func:`grid_l1_sensitivity`), so the guarantee of the continuous analysis is
-kept *exactly*, with the epsilon the user asked for; only the noise grows, by
-the factor recorded as ``noise_scale`` in ``privacy_``.
-
-Why dperm samples the integers itself: OpenDP's exact samplers draw only from
-the operating system and cannot be seeded, and dperm's ``random_state`` must
-make test fits reproducible. The algorithms of Canonne, Kamath & Steinke are
-short and use only uniform integers, which dperm takes from the numpy
-Generator the estimator built (seeded from OS entropy by default, see
-:func:`dperm.validation.check_random_state`). They are tested against the exact
-probability mass functions (``tests/mechanisms/test_noise.py``).
-
-The continuous samplers :func:`sample_l2_laplace` and :func:`sample_gaussian`
-release nothing on dperm's float-safe paths. :func:`sample_gaussian` draws
-PSGD's data-independent one-time noise ``eta`` (added after the exact release:
-post-processing) and the per-party noise of ``PSGDClassifier(coordinator_dp=True)``,
-the one option whose released noise is not float-safe (its record says so).
+Float-safe release: a value is rounded to a power-of-two grid ``g Z^d`` and an
+integer noise vector is added, drawn exactly (rational arithmetic, no floats)
+from the discrete Laplace (Canonne, Kamath & Steinke 2020, Algs. 1-2) or the
+discrete Gaussian (their Alg. 3); the calibration adds the rounding step to the
+sensitivity (:func:`grid_l1_sensitivity`), so the guarantee holds exactly and
+only the noise grows (Mironov 2012 explains why float noise does not).
+:func:`sample_l2_laplace` and :func:`sample_gaussian` release nothing on the
+float-safe paths. Why and how: ``docs/design/noise.md``.
 """
 
 from __future__ import annotations
@@ -49,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
-from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, grid_l1_sensitivity
+from dperm.privacy.sensitivity import grid_l1_sensitivity
 
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
@@ -97,11 +67,6 @@ class BitSource:
 
 def _bits(source) -> BitSource:
     return source if isinstance(source, BitSource) else BitSource(source)
-
-
-def _bernoulli(p: Fraction, rng) -> bool:
-    """Exact ``Bernoulli(p)`` for a rational ``0 <= p <= 1``."""
-    return rng.below(p.denominator) < p.numerator
 
 
 def bernoulli_exp_neg(gamma: Fraction, rng) -> bool:
@@ -307,11 +272,6 @@ class GridCalibration:
         self.l1_sensitivity_steps = l1_sensitivity_steps
         self.scale_in_steps = scale_in_steps
         self.noise_scale = float(scale_in_steps * Fraction(step))
-
-    @property
-    def l1_sensitivity(self) -> float:
-        """``k g``: the L1 sensitivity of the grid centres, in the values' units."""
-        return self.l1_sensitivity_steps * self.step
 
 
 def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,

@@ -17,8 +17,6 @@ from dperm.validation import check_epsilon
 #: the public allowance for its error is this fraction of the exact-minimiser
 #: sensitivity (the noise grows by 2x this).
 NONSMOOTH_RADIUS_FRACTION = 0.005
-#: The allowance was first introduced for the hinge loss; same number.
-HINGE_RADIUS_FRACTION = NONSMOOTH_RADIUS_FRACTION
 
 
 def _lipschitz(problem: ERMProblem) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 

@@ -149,17 +149,6 @@ def objective_perturbation_slack(
     return ObjectiveSlack(epsilon_noise=epsilon / 2.0, extra_regularization=max(extra, 0.0))
 
 
-def objective_noise_scale(epsilon_noise: float, lipschitz: float, data_norm: float) -> float:
-    """Scale ``1/beta`` of the noise ``b`` in objective perturbation.
-
-    003 Alg. 2 line 3 draws ``b`` with density ``~ exp(-beta ||b||)``,
-    ``beta = eps'/2``: the 2 is the bound ``||b_D - b_D'|| <= 2`` on the noise that
-    produces the same minimiser on neighbours, which becomes ``2 L R`` for data
-    norm R and Lipschitz constant L (note 2). So ``1/beta = 2 L R / eps'``.
-    """
-    return 2.0 * lipschitz * data_norm / check_epsilon(epsilon_noise, "epsilon_noise")
-
-
 def gaussian_sigma_star(dimension: int, epsilon_tilde: float, delta: float) -> float:
     """``sigma*(d, eps~, delta)`` of 004 Proc. 3 in closed form (note 3).
 

@@ -1,25 +1,12 @@
 """Private ERM on data larger than one machine's memory, on Dask (``pip install 'dperm[dask]'``).
 
-dperm's linear classifiers accept a ``dask.array.Array`` or a
-``dask.dataframe.DataFrame`` for ``X`` (and a Dask or in-memory ``y``) and then
-fit without materialising the data anywhere:
-
-- every data pass is map-reduce over the row chunks: each chunk is
-  validated, clipped to the public ``data_norm`` and given its intercept
-  feature on a worker (:func:`prepare_chunk`), and returns its loss,
-  gradient and ``d x d`` Hessian sums (:func:`dperm.solvers.loss_sums`);
-  the partial sums are added in a tree on the workers (:class:`PassRunner`);
-- the driver runs damped Newton with one pass per trial point to the same
-  gradient certificate as in memory (:func:`newton_certified`), so the
-  released model is the in-memory one to within the solver tolerance;
-- each mechanism's noise is drawn once, on the driver
-  (:class:`ChunkedERMData` only replaces the solve).
-
-Runs on the current ``distributed.Client``, else a ``LocalCluster`` on
-127.0.0.1, or on any scheduler given by address (``scheduler=`` of the
-estimators). Only twice-differentiable losses (logistic, Huber, smoothed
-hinge) are supported; the hinge is refused with a pointer to
-``loss="smooth_hinge"``.
+dperm's linear classifiers accept a Dask array or DataFrame for ``X`` and fit
+without materialising it: every data pass is a map-reduce of per-chunk loss,
+gradient and Hessian sums (:func:`prepare_chunk`, :class:`PassRunner`), the
+driver runs damped Newton to the in-memory gradient certificate
+(:func:`newton_certified`), and the noise is drawn once on the driver
+(:class:`ChunkedERMData`). Twice-differentiable losses only. Design:
+``docs/design/scale.md``.
 """
 
 from dperm.scale._chunks import (
