@@ -27,8 +27,8 @@ Version 3 (this dperm) writes the ``preprocessing`` entry as a
 :func:`preprocessing_from_entry` into the same spec.
 
 Prediction repeats the parties' preprocessing exactly: the party reads its
-shard with :func:`load_numeric_columns` (:func:`~dperm.tabular.finite_numbers`,
-columns by name) and :class:`~dperm.multiparty.protocol.Party` scales every
+shard with :func:`load_numeric_columns` (each feature a
+:class:`~dperm.tabular.RawNumericColumn`, read by name) and :class:`~dperm.multiparty.protocol.Party` scales every
 row longer than ``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
 the spec's ``transform`` calls the same two functions. A file that records a
 row rule this dperm does not know is still shown (:class:`UnknownRowRule`)
@@ -46,7 +46,7 @@ from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.multiparty_record import SecureSumSummary
-from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TabularSpec, finite_numbers
+from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
 #: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
 MODEL_FORMAT = "dperm-multiparty-model"
@@ -64,8 +64,7 @@ REQUIRED_KEYS = {"format", "version", "estimator", "params", "classes", "coef", 
 #: The labels a party trains on (0/1 labels are read as -1/+1 by the party).
 CLASSES = (-1, 1)
 #: What to do about a cell of a shard, or of rows to predict, that is not a finite number.
-SHARD_CELL_REMEDY = ("a multiparty shard, and a file of rows to predict with its model, holds a finite number "
-                     "in every feature and label cell; fix the cell")
+SHARD_CELL_REMEDY = "a multiparty shard holds a label (-1/+1 or 0/1) in every row; fix the cell"
 
 
 def load_numeric_columns(columns, names, source) -> np.ndarray:
@@ -84,14 +83,18 @@ def load_numeric_columns(columns, names, source) -> np.ndarray:
     ValueError
         A column is missing; a :class:`~dperm.tabular.TableCellError` names
         the column and row of the first cell that is missing, not a number or
-        not finite.
+        not finite (each column is a :class:`~dperm.tabular.RawNumericColumn`,
+        as in :func:`party_spec`, so a shard and the rows to predict are
+        parsed alike).
     """
     missing = [name for name in names if name not in columns]
     if missing:
         raise ValueError(f"{source} lacks the feature columns {missing}; the model needs {list(names)} "
                          f"and the file has {list(columns)}.")
-    return np.column_stack([finite_numbers(columns[name], name, source=source, remedy=SHARD_CELL_REMEDY)
-                            for name in names])
+    try:
+        return np.column_stack([RawNumericColumn(name).parse(columns[name]) for name in names])
+    except TableCellError as error:
+        raise error.located(source) from None
 
 
 def party_spec(features, data_norm) -> TabularSpec:
