@@ -28,8 +28,9 @@ Version 3 (this dperm) writes the ``preprocessing`` entry as a
 
 Prediction repeats the parties' preprocessing exactly: the party reads its
 shard with :func:`load_numeric_columns` (each feature a
-:class:`~dperm.tabular.RawNumericColumn`, read by name) and :class:`~dperm.multiparty.protocol.Party` scales every
-row longer than ``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
+:class:`~dperm.tabular.RawNumericColumn`, read by name) and
+:class:`~dperm.multiparty.protocol.Party` scales every row longer than
+``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
 the spec's ``transform`` calls the same two functions. A file that records a
 row rule this dperm does not know is still shown (:class:`UnknownRowRule`)
 and refused at prediction time.
@@ -143,8 +144,7 @@ class UnknownRowRule:
         """Refuse: rows prepared differently from the parties' rows would give wrong predictions."""
         raise ValueError(
             f"the parties preprocessed their rows with rule {self.rule!r}, which this dperm cannot "
-            f"reproduce (it knows {list(TABULAR_ROW_NORM_MODES)}); refusing to predict on rows prepared "
-            "differently."
+            "reproduce from this model file; refusing to predict on rows prepared differently."
         )
 
 
