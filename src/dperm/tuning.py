@@ -39,6 +39,11 @@ infinity is the pure-DP privacy loss) gives: the procedure is
 (geometric stopping) this is Liu & Talwar (STOC 2019) Thm 3.4's ``3 eps``.
 dperm uses this pure-DP form with ``eta >= 0`` (the range dp-accounting's
 ``RepeatAndSelectDpEvent`` implements; tests check the formula against it).
+The RDP route gains nothing here: feeding the RDP curve of a pure ``eps_Q``-DP
+base, ``min(eps_Q, lambda eps_Q^2 / 2)`` (Bun & Steinke 2016, Prop. 1.4), to
+dp-accounting's Thm 2 and converting at ``delta = 1e-5`` allows ``eps_Q =
+0.49998`` for a total of 1 at ``eta = 0``, ``E[K] = 10`` (pure form: 0.5), and
+likewise at ``eta = 1`` and total 0.1 (measured when this was written).
 
 The base algorithm ``Q`` of one repetition: draw a random split of the rows
 into a training part and a validation part of public sizes, draw a candidate
