@@ -154,12 +154,22 @@ def stopping_gamma(mean: float, shape: float) -> float:
 def sample_truncated_negative_binomial(gamma: float, shape: float, rng) -> int:
     """One draw of ``K ~ D_{eta, gamma}`` (``K >= 1``; data-independent, never released).
 
-    ``eta > 0``: a negative binomial count (``eta`` successes, success
-    probability ``gamma``) conditioned on ``K >= 1`` by rejection; ``eta = 0``:
-    the logarithmic series distribution with ``p = 1 - gamma``.
+    ``eta = 1`` (geometric): exact, one Bernoulli(``gamma``) stop per run on
+    the rational value of the float ``gamma`` (the record states that float).
+    Other ``eta > 0``: numpy's negative binomial count (``eta`` successes,
+    success probability ``gamma``) conditioned on ``K >= 1`` by rejection;
+    ``eta = 0``: numpy's logarithmic series with ``p = 1 - gamma``. Those two
+    are floating-point samplers, exact up to rounding of their probabilities.
     """
     gamma, shape = _check_stopping(gamma, shape)
     rng = check_random_state(rng)
+    if shape == 1:
+        stop = Fraction(gamma)
+        bits = BitSource(rng)
+        k = 1
+        while bits.below(stop.denominator) >= stop.numerator:
+            k += 1
+        return k
     if shape == 0:
         return int(rng.logseries(1.0 - gamma))
     while True:
