@@ -91,6 +91,34 @@ def test_dask_fit_equals_in_memory_fit(model):
     np.testing.assert_array_equal(chunked.classes_, memory.classes_)
 
 
+def test_parquet_columns_of_one_frame_are_partitioned_alike(tmp_path):
+    """frame[features] and frame[label] of real Parquet files fit (issue 18's README example).
+
+    Dask's reader fuses small files per projected column set, so the label column alone
+    got fewer partitions than the features ("X has 10 row chunks and y has 3").
+    """
+    X, y = make_data(n=2000, d=3)
+    for part in range(10):
+        rows = slice(200 * part, 200 * (part + 1))
+        frame = pd.DataFrame(X[rows], columns=["a", "b", "c"]).assign(label=y[rows])
+        frame.to_parquet(tmp_path / f"part-{part}.parquet")
+    frame = dd.read_parquet(str(tmp_path))
+    assert frame[["a", "b", "c"]].npartitions != len(frame["label"].to_delayed())
+    model = PrivateLogisticRegression(epsilon=1.0, alpha=1e-2, classes=[0, 1], random_state=5)
+    memory = clone_of(model).fit(X, y)
+    chunked = clone_of(model).set_params(scheduler="threads")
+    chunked.fit(frame[["a", "b", "c"]], frame["label"])
+    alpha = chunked.privacy_.alpha + chunked.privacy_.extra_regularization
+    assert np.linalg.norm(chunked.coef_ - memory.coef_) <= 2 * TOL / alpha
+    assert chunked.privacy_.n_samples == 2000
+
+
+def clone_of(model):
+    from sklearn.base import clone
+
+    return clone(model)
+
+
 def test_multiclass_one_vs_rest_on_chunks_matches_memory():
     X, y = make_data(n_classes=3, seed=4)
     model = PrivateLogisticRegression(epsilon=3.0, alpha=1e-2, random_state=5)

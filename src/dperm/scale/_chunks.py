@@ -143,6 +143,8 @@ def chunk_pairs(X, y):
     import dask.array as da
     import dask.dataframe as dd
 
+    if isinstance(X, dd.DataFrame) and isinstance(y, (dd.Series, dd.DataFrame)):
+        return _frame_pairs(X, y), len(X.columns)
     if isinstance(X, dd.DataFrame):
         n_features = len(X.columns)
         x_blocks = list(X.to_delayed())
@@ -162,6 +164,39 @@ def chunk_pairs(X, y):
         )
     y_blocks = _label_blocks(y, x_rows, len(x_blocks))
     return list(zip(x_blocks, y_blocks)), n_features
+
+
+#: The label's column while X and y travel as one frame (:func:`_frame_pairs`).
+_LABEL_COLUMN = "__dperm_label__"
+
+
+def _frame_pairs(X, y):
+    """Aligned pairs from a Dask DataFrame X and a Dask Series (or one-column frame) y.
+
+    X and y go through one graph (``X.assign``), so Dask partitions them alike: on
+    ``dd.read_parquet`` data, ``frame[features]`` and ``frame[label]`` optimised apart
+    can get different partition counts (the reader fuses small files per projected
+    column set), which made real Parquet fail with "X has 10 row chunks and y has 3".
+    """
+    import dask
+    import dask.dataframe as dd
+
+    if isinstance(y, dd.DataFrame):
+        if len(y.columns) != 1:
+            raise ValueError(f"y must be one column; got a Dask DataFrame with {len(y.columns)}.")
+        y = y[y.columns[0]]
+    if _LABEL_COLUMN in X.columns:
+        raise ValueError(f"X must not have a column named {_LABEL_COLUMN!r} (dperm's label column).")
+    blocks = X.assign(**{_LABEL_COLUMN: y}).to_delayed()
+    return [(dask.delayed(_features_of)(block), dask.delayed(_label_of)(block)) for block in blocks]
+
+
+def _features_of(block):
+    return block.drop(columns=_LABEL_COLUMN)
+
+
+def _label_of(block):
+    return block[_LABEL_COLUMN].rename(None)
 
 
 def _label_blocks(y, x_rows, n_blocks):
