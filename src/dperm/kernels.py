@@ -268,7 +268,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
     Attributes
     ----------
-    frequencies_ : ndarray of shape (n_components, n_features_in_)
+    frequencies_ : ndarray of shape (n_components, n_features)
         W, the frequencies ``omega_j`` of 003 Sec. 5.2, one per row. Public.
     phases_ : ndarray of shape (n_components,)
         psi, drawn from ``U[0, 2 pi)``. Public.
@@ -279,7 +279,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         ``data_norm=output_norm_bound_``.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names seen in :meth:`fit`, when X had string column names.
 
     See Also
@@ -357,7 +357,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
             Any finite values; the output norm is at most ``sqrt(2)`` regardless.
 
         Returns

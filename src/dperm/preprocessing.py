@@ -218,15 +218,15 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    lower_ : ndarray of shape (n_features_in_,)
+    lower_ : ndarray of shape (n_features,)
         Lower bound of each feature.
-    upper_ : ndarray of shape (n_features_in_,)
+    upper_ : ndarray of shape (n_features,)
         Upper bound of each feature.
     data_dependent_bounds_ : bool
         True when ``bounds=None`` and the bounds came from the data.
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names seen in :meth:`fit`, when X had string column names.
 
     See Also
@@ -352,7 +352,7 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
     encoder_ : sklearn.preprocessing.OneHotEncoder
         The fitted wrapped encoder.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Defined when X had string column names.
 
     See Also
@@ -489,7 +489,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Defined when X had string column names.
 
     Examples

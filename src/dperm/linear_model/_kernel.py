@@ -149,7 +149,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -163,7 +163,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
@@ -250,7 +250,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         The fitted feature map (public W and psi).
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Defined when X had string column names.
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee: the record of ``linear_model_`` (same object).
@@ -431,7 +431,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
 
         Returns
         -------
