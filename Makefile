@@ -1,13 +1,14 @@
 # Two commands do all set-up on a fresh machine with only Python and make:
 #   make demo   - create .venv if missing, install dperm, run the main job on embedded Adult
 #   make test   - same set-up, then the whole pytest suite
+#   make docs   - the documentation site (docs/_build/html), warnings as errors
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DPERM_DATA ?= $(abspath ../shared/data)
 export DPERM_DATA
 
-.PHONY: demo test install bench bench-scale clean
+.PHONY: demo test install docs bench bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,15 @@ demo: install
 
 test: install
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q
+
+# The documentation site: API reference from the docstrings, the gallery executed.
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	MPLBACKEND=Agg $(BIN)/python -m sphinx -b html -W --keep-going docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
 
 # Benchmarks need diffprivlib, which needs scikit-learn < 1.9: a separate environment.
 BENCH_VENV := .venv-bench
@@ -49,4 +59,4 @@ bench-scale: $(BENCH_VENV)/.scale-installed
 	cd benchmarks && ../$(BENCH_VENV)/bin/python scale.py --data $(SCALE_DATA)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build src/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build src/*.egg-info docs/_build docs/generated docs/auto_examples
