@@ -24,8 +24,8 @@ from dperm.exceptions import PrivacyLeakWarning
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          *sorted((ROOT / "docs" / "design").glob("*.md"))]
-#: Pages whose examples run Flower, a Dask fit or thousands of protocol rounds.
-SLOW_PAGES = {"multiparty.md", "dask.md", "reproductions.md", "regression.md"}
+#: Pages whose examples run Flower or thousands of protocol rounds (tens of seconds).
+SLOW_PAGES = {"multiparty.md", "reproductions.md"}
 #: make targets added by a branch merged separately (the test/test-slow split); remove an
 #: entry once the Makefile has it.
 PENDING_MAKE_TARGETS = {"test-slow"}
