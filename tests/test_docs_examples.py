@@ -3,7 +3,7 @@
 ``python`` blocks of one page run in order in one namespace, in a temporary directory, as a
 reader would paste them: each page defines its own data (no hidden set-up). A
 ``PrivacyLeakWarning`` is an error: the examples show the private usage. Pages whose
-examples take long (Flower, Dask, the reproductions' 2000-round example) are marked
+examples take long (Flower, the reproductions' 2000-round example) are marked
 ``slow``. ``sh`` blocks are checked where it is cheap: every ``dperm`` subcommand and
 ``--option`` they use exists in the CLI's parser, every ``make`` target exists in the
 Makefile, and every ``pip install -e ".[extra]"`` names an extra of pyproject.toml.
