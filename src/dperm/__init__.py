@@ -1,6 +1,8 @@
 """dperm: differentially private empirical risk minimisation.
 
 Public names only; see the submodules for the mechanisms and their papers.
+Comments and docstrings cite the papers by number (003, 004, 000, 002) and the
+notes on them as "paper note N": section N of docs/paper_notes.md.
 """
 
 from dperm.privacy.accounting import BudgetAccountant

@@ -9,7 +9,7 @@ class PrivacyLeakWarning(UserWarning):
     """A step used private data in a way the privacy guarantee does not cover.
 
     Raised, for example, when feature bounds are computed from the data instead
-    of being given as public input (shared papers README, note 9).
+    of being given as public input (paper note 9).
     """
 
 
@@ -72,7 +72,7 @@ class SecureSumClippingWarning(UserWarning):
     """Some coordinates of the parties' noisy vectors were clipped by the secure sum.
 
     Secure summation works on fixed-point numbers in ``[-clipping_range,
-    clipping_range]`` (shared papers note 14). In PSGD's 004 scheme the DP
+    clipping_range]`` (paper note 14). In PSGD's 004 scheme the DP
     noise of each reply is added before, so clipping is post-processing and
     keeps the guarantee of what the coordinator sees, but the revealed sum is
     then no longer the sum the algorithm assumes: PSGD's equivalence with GOP

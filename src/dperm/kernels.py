@@ -20,15 +20,15 @@ carries over unchanged (003 Sec. 5.3, Thm 5). The frequencies ``frequencies_``
 (W) and phases ``phases_`` (psi) are therefore **public**: they are released
 with the model, and anyone may see them.
 
-The norm bound (shared papers README, note 10)
+The norm bound (paper note 10)
 ----------------------------------------------
 Each coordinate is at most ``sqrt(2 / D)`` in absolute value, so
 ``||v(x)||^2 = (2 / D) sum_j cos^2(.) <= 2``: the features have norm up to
 ``sqrt(2)``, not 1 as 003 Thm 5 assumes. dperm keeps the map of Alg. 3 exactly
 (so ``v(x) . v(x')`` estimates ``k(x, x')`` without a factor) and exposes the
 bound as ``output_norm_bound_ = sqrt(2)``; a private linear model on these
-features must be calibrated with ``data_norm=output_norm_bound_`` (shared
-papers note 2), which :class:`dperm.PrivateKernelSVC` and
+features must be calibrated with ``data_norm=output_norm_bound_`` (paper
+note 2), which :class:`dperm.PrivateKernelSVC` and
 :class:`dperm.PrivateKernelLogisticRegression` do. The bound holds for every
 input ``x``, however large, so no clipping of X is needed.
 """
@@ -126,7 +126,7 @@ KERNEL_NAMES = tuple(KERNELS)
 PAIR_MAP_KAPPA = 1.0
 
 #: ``max_x ||v(x)||`` for ``v = sqrt(2/D) cos(W x + psi)``: ``sqrt(D * 2/D)``
-#: (shared papers README, note 10; 003 Alg. 3, line 2).
+#: (paper note 10; 003 Alg. 3, line 2).
 RFF_NORM_BOUND = math.sqrt(2.0)
 
 
@@ -274,7 +274,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         psi, drawn from ``U[0, 2 pi)``. Public.
     output_norm_bound_ : float
         ``sqrt(2)``, the largest L2 norm of ``transform(x)`` for any ``x``
-        (shared papers README, note 10). dperm does not rescale the features
+        (paper note 10). dperm does not rescale the features
         to norm 1; a private linear model on them must use
         ``data_norm=output_norm_bound_``.
     n_features_in_ : int

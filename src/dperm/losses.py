@@ -366,7 +366,7 @@ class SquaredLoss(ResidualLoss):
     a regularised minimiser can make it is: see :meth:`solution_lipschitz`.
     ``c = 2``. The loss is the papers' ``(f(x) - y)^2`` without a factor 1/2, so
     dperm's ``(1/n) sum r_i^2 + alpha/2 ||w||^2`` is 000's objective with
-    ``lambda = alpha / 2`` (shared papers note 7).
+    ``lambda = alpha / 2`` (paper note 7).
 
     Parameters
     ----------

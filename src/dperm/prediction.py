@@ -1,7 +1,7 @@
 """``PrivatePredictor``: a secret kernel model that answers queries, each with fresh noise.
 
 Private prediction of Nie & Wang (000 Lemma 1, Prop. 1; 002 eq. 2), used for
-what it protects (shared papers note 6): **the answers, not a model**. ``fit``
+what it protects (paper note 6): **the answers, not a model**. ``fit``
 solves the kernel ERM and keeps the model in private attributes, spending
 nothing; each answered row costs ``epsilon_per_query`` from ``epsilon_total``,
 paid before anything is computed, under a lock shared by all threads. A fitted
@@ -61,7 +61,7 @@ class PrivatePredictor(BaseEstimator):
     with respect to replacing one training record; ``k`` answers are
     ``k * epsilon_per_query``-DP (sequential composition), and answering stops
     at ``epsilon_total``. This protects the answers, **not a released model**
-    (shared papers note 6): the object itself holds the training rows and the
+    (paper note 6): the object itself holds the training rows and the
     exact model in private attributes and must never be published.
 
     Parameters
@@ -83,7 +83,7 @@ class PrivatePredictor(BaseEstimator):
         ``f_z(x) + b``, :meth:`decision_function` the noisy value itself.
     alpha : float, default=0.1
         Regularisation strength of ``alpha/2 ||f||_K^2`` (Nie & Wang's
-        ``lambda = alpha / 2``, note 7). The noise shrinks like ``1 / (alpha m)``
+        ``lambda = alpha / 2``, paper note 7). The noise shrinks like ``1 / (alpha m)``
         (hinge) or ``alpha^(-3/2) / m`` (least squares).
     y_bound : float, default=1.0
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).

@@ -7,8 +7,8 @@
 
 Each changes one record using only that record and public constants, so a
 differentially private learner that follows keeps its guarantee. They replace
-the data-dependent column maxima of Chaudhuri et al. (2011), Sec. 7.1 (shared
-papers README, note 9). The per-record formulas here (:func:`clip_to_bounds`,
+the data-dependent column maxima of Chaudhuri et al. (2011), Sec. 7.1 (paper
+note 9). The per-record formulas here (:func:`clip_to_bounds`,
 :func:`scale_to_unit_interval`, :func:`normalize_rows`) are also what
 :class:`dperm.tabular.TabularSpec` applies to a whole table. See
 ``docs/design/tabular.md``.
@@ -150,7 +150,7 @@ def normalize_rows(X, data_norm: float = 1.0, mode: str = "clip"):
     ----------
     X : ndarray of shape (n_samples, n_features)
     data_norm : float
-        Public bound R on the L2 norm of a row (shared papers README, note 2).
+        Public bound R on the L2 norm of a row (paper note 2).
     mode : {"clip", "scale"}
         ``"clip"`` scales rows whose norm exceeds ``data_norm`` onto it
         (:func:`dperm.validation.clip_rows_to_norm`); ``"scale"`` maps every
@@ -197,7 +197,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Replaces the data-dependent column scaling of Chaudhuri et al. (2011),
     Sec. 7.1 ("each column was normalized to ensure that the maximum value is
-    1"), which uses the private column maximum (shared papers README, note 9).
+    1"), which uses the private column maximum (paper note 9).
     Each value becomes ``(x - lower) / (upper - lower)``; values outside the
     bounds are first clipped to them. Both steps use one record and public
     constants only, so they keep the privacy guarantee of what follows.
@@ -471,7 +471,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Bound every row's L2 norm by a public ``data_norm`` (a per-record step).
 
     The sensitivity analysis of Chaudhuri et al. (2011), Thms 1-2 and Sec. 7.1,
-    needs ``||x_i|| <= 1`` (or ``<= R``, shared papers README note 2) for every
+    needs ``||x_i|| <= 1`` (or ``<= R``, paper note 2) for every
     record. Both modes change one record using only that record and the public
     ``data_norm``, so neither leaks anything.
 

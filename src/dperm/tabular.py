@@ -428,8 +428,8 @@ class TabularSpec:
     step and its norm) is stored here and must be chosen without looking at the
     private data; applying the spec is then a per-record transformation. It
     reproduces the preprocessing of Chaudhuri et al. (2011), Sec. 7.1, with the
-    data-dependent column maxima replaced by public bounds (shared papers
-    README, note 9).
+    data-dependent column maxima replaced by public bounds (paper
+    note 9).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ Advisory only: nothing here touches data or spends privacy budget. The
 theorems hold up to constants the papers leave unnamed ("for some constant C");
 each function says which constants it sets to 1, so the numbers are
 *shapes* (how things scale with ``m``, ``d``, ``epsilon``) rather than
-guarantees. Regularisation conventions follow the shared papers note 7:
+guarantees. Regularisation conventions follow the paper note 7:
 003/004 regularise with ``Lambda/2 ||w||^2`` (dperm's ``alpha``), Nie & Wang
 (000, 002) with ``lambda ||f||^2``, so ``alpha = 2 lambda``.
 """
@@ -34,7 +34,7 @@ class ParameterChoice:
     lam : float
         Nie & Wang's ``lambda`` (regulariser ``lambda ||f||^2``).
     alpha : float
-        The same strength in dperm's convention, ``2 lambda`` (note 7).
+        The same strength in dperm's convention, ``2 lambda`` (paper note 7).
     rate : float
         The theorem's error bound with its constant set to 1: ``m^(-exponent)``.
     rate_exponent : float
@@ -228,7 +228,7 @@ def gop_excess_risk_bound(
     Assumes ``Delta = 0`` (no extra regularisation), ``|phi'| <= 1``,
     ``phi'' <= c``, ``||x|| <= 1``; 004's ``lambda`` is dperm's ``alpha``
     (004 eq. 1 regularises with ``lambda/2 ||w||^2``). No constant is dropped.
-    With data norm ``R`` and Lipschitz constant ``L`` (note 2) the noise has
+    With data norm ``R`` and Lipschitz constant ``L`` (paper note 2) the noise has
     ``sigma = L R sigma*`` and the Hessian norm is at most ``c R^2 + lambda``,
     so the bound becomes ``(c R^2 + lambda) (L R)^2 T-hat / (2 N^2 lambda^2)``;
     the defaults ``R = L = 1`` give the theorem as printed.
@@ -244,7 +244,7 @@ def gop_excess_risk_bound(
     dimension, epsilon_tilde, delta, delta_prime
         As in :func:`gop_noise_norm_quantile`.
     data_norm, lipschitz : float, default=1
-        ``R`` and ``L`` of note 2.
+        ``R`` and ``L`` of paper note 2.
     """
     n_samples = check_positive_int(n_samples, "n_samples")
     alpha = check_positive(alpha, "alpha")

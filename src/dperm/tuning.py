@@ -10,7 +10,7 @@ release model ``i`` with probability proportional to ``exp(-epsilon z_i / 2)``
 (the exponential mechanism; a count of mistakes changes by at most 1 when one
 record changes). Each record lies in exactly one part and is touched by
 exactly one epsilon-DP step, so the whole procedure is epsilon-DP by parallel
-composition (003 Thm 8; shared papers note 11).
+composition (003 Thm 8; paper note 11).
 
 ``method="random_stopping"`` (Papernot & Steinke, ICLR 2022, "Hyperparameter
 Tuning with Renyi Differential Privacy", Thm 2): repeat a private base

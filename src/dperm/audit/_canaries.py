@@ -1,7 +1,7 @@
 """Worst-case neighbouring datasets for auditing regularised ERM.
 
 The ERM mechanisms are calibrated to the L2 sensitivity ``2 L R / (n alpha)``
-(003 Cor. 1; shared papers note 2), which a record replaced by its mirror can
+(003 Cor. 1; paper note 2), which a record replaced by its mirror can
 attain. :func:`make_canary_pair` puts the canary on the norm bound along the
 direction the other rows support least, with the label the model would not
 predict, replaces its mirror ``(x_c, -y_c)``, and uses few rows in low

@@ -75,7 +75,7 @@ def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confiden
 
 def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_factor=1.0,
                             random_state=None):
-    """Audit one answer of :class:`dperm.PrivatePredictor` (000 Prop. 1, note 6).
+    """Audit one answer of :class:`dperm.PrivatePredictor` (000 Prop. 1, paper note 6).
 
     Hinge loss with strong regularisation: flipping the canary's label moves the
     exact kernel model's value at the canary by the full ``B_Delta``.

@@ -12,7 +12,7 @@ dperm embeds the original ``adult.data`` and ``adult.test`` files gzipped
 The encoding follows Chaudhuri, Monteleoni & Sarwate (2011), Sec. 7.1 (drop
 rows with missing values, one-hot the categorical attributes, scale the
 columns, bound the row norm by 1), except that every column constant is public
-(shared papers README, note 9): the category lists are those published in
+(paper note 9): the category lists are those published in
 ``adult.names`` and the numeric ranges are the constants below, not the
 column maxima of the private data.
 """
@@ -203,7 +203,7 @@ def load_adult(encoding: str = "unit_norm", data_home=None) -> Bunch:
     the 6 numeric ones scaled to [0, 1], giving 105 features, and every row has
     L2 norm at most 1. Unlike the paper, the column scaling uses the public
     ranges in ``ADULT_NUMERIC_BOUNDS`` and the public category lists of
-    ``adult.names``, never the private column maxima (shared papers README,
+    ``adult.names``, never the private column maxima (paper
     note 9); every encoding step is per-record.
 
     Dropping rows is a fixed, public preprocessing of the published UCI files

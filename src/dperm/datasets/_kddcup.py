@@ -17,7 +17,7 @@ are checked against pinned SHA-256 digests before they are parsed.
 The task is that of Chaudhuri, Monteleoni & Sarwate (2011), Sec. 7: predict
 whether a connection is a denial-of-service (DoS) attack. The encoding follows
 their Sec. 7.1 (one-hot the categorical attributes, scale the columns, bound the
-row norm by 1), except that every constant is public (shared papers README,
+row norm by 1), except that every constant is public (paper
 note 9): the category lists are those of the published KDD99 schema and the
 numeric ranges are the constants below, not column maxima of the private data.
 """
@@ -250,7 +250,7 @@ def load_kddcup99(
     denial-of-service attack (labels ``KDDCUP99_DOS_LABELS``), else 0. The
     encoding follows their Sec. 7.1 (categorical attributes one-hot, columns
     scaled to [0, 1], row norm at most 1) with public bounds and category lists
-    only (shared papers README, note 9); every step is per-record. The result
+    only (paper note 9); every step is per-record. The result
     has 122 features where the paper reports 119: the public schema lists all
     70 services, whereas the paper's one-hot blocks were presumably built from
     the values present in its data (the 10% file has 66 services).

@@ -7,7 +7,7 @@ DP hinge SVM (000 Thm 4 with ``beta = 1``; :func:`dperm.theory.nie_wang_paramete
 Both estimators are fitted on a synthetic problem in the unit ball of ``R^2`` over a doubling
 grid of ``m`` and many seeds; the log-log slope of the mean excess risk, with a bootstrap
 interval, is compared with ``-1/3`` and the measured components (noise cost, non-private
-error, projection) explain the verdict. dperm's ``alpha`` is ``2 lambda`` (note 7).
+error, projection) explain the verdict. dperm's ``alpha`` is ``2 lambda`` (paper note 7).
 The synthetic problem and every measured quantity: ``docs/design/experiments.md``.
 """
 
@@ -182,7 +182,7 @@ def best_linear_hinge_risk(X: np.ndarray, eta: np.ndarray) -> float:
 # One cell: a size, a seed, a task
 # ---------------------------------------------------------------------------
 def parameter_choice(task: str, m: int):
-    """The theorem's ``(epsilon, lambda, alpha = 2 lambda)`` for ``m`` (note 7)."""
+    """The theorem's ``(epsilon, lambda, alpha = 2 lambda)`` for ``m`` (paper note 7)."""
     if task == "least_squares":
         return least_squares_parameter_choice(m, REGULARITY)
     return nie_wang_parameter_choice(m, BETA)

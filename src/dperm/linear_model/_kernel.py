@@ -129,7 +129,7 @@ class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
         # X's number of features (data-independent, 003 Sec. 5.3).
         features = self._feature_map().fit(X)
         # 003 Alg. 3, lines 2-3: map, then the private linear learner (Alg. 1 or 2, or
-        # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (shared papers note 10).
+        # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (paper note 10).
         # The linear model checks the labels before it spends the budget.
         linear_model = self._make_linear_model(features.output_norm_bound_)
         linear_model.fit(features.transform(X), y)
@@ -266,7 +266,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     Thms 1-2 for Algs. 1-2). ``privacy_`` is the linear model's record.
 
     No clipping of X is needed or done: every feature vector has norm at most
-    ``sqrt(2)`` (shared papers README, note 10) whatever ``x`` is, and the
+    ``sqrt(2)`` (paper note 10) whatever ``x`` is, and the
     linear model is calibrated with ``data_norm=sqrt(2)``
     (``features_.output_norm_bound_``), so ``privacy_.data_norm == sqrt(2)``.
 
@@ -362,7 +362,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
     ``(W, psi, coefficients)`` and holds no training row; W and psi are public
     and data-independent, so ``privacy_`` (the linear model's record) is the
     whole guarantee (003 Sec. 5.3, Thm 5). X is never clipped: the features
-    have norm at most ``sqrt(2)`` (shared papers note 10), the ``data_norm``
+    have norm at most ``sqrt(2)`` (paper note 10), the ``data_norm``
     of the linear model.
 
     See Also

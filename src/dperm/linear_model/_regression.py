@@ -6,7 +6,7 @@ sensitivity of Nie & Wang (paper 000) Thm 2, which needs only a convex loss,
 Lipschitz in the prediction, and the strongly convex regulariser: no
 derivative, so the pinball loss qualifies (000 Sec. 5). The noise is a vector
 in coefficient space: the scalar shift of 000 eq. 2 would not make the released
-model private (shared papers note 6).
+model private (paper note 6).
 
 The estimators are thin: check parameters and data, clip rows (and, for least
 squares, labels) to public bounds, hand the problem to
@@ -167,7 +167,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float, default=0.01
         L2 regularisation strength, the papers' Lambda (Nie & Wang's
-        ``lambda = alpha / 2``, shared papers note 7). Larger alpha, less noise.
+        ``lambda = alpha / 2``, paper note 7). Larger alpha, less noise.
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto
         it (per record, so the guarantee holds) with a ``DataClippingWarning``.
@@ -259,7 +259,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     **Calibration (derived in dperm's convention).** The papers (000 Sec. 5.1,
     002 eq. 1) minimise ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||^2``; this is
     the same objective with ``lambda = alpha / 2`` and ``gamma = 2``
-    (note 7). Write ``kappa = R`` for the row-norm bound (with the intercept
+    (paper note 7). Write ``kappa = R`` for the row-norm bound (with the intercept
     feature: ``sqrt(data_norm^2 + intercept_scaling^2)``).
 
     1. Norm of every minimiser (002 Thm 3's ``R``):

@@ -31,7 +31,7 @@ def gaussian_objective_perturbation(
     """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with Gaussian-type ``eta`` and release it.
 
     1. split ``epsilon`` between the objective stage and AMP's output stage;
-    2. ``eps~, Delta`` from computeSlack (004 Proc. 2, typo fixed per note 4;
+    2. ``eps~, Delta`` from computeSlack (004 Proc. 2, typo fixed per paper note 4;
        the same rule as 003 Alg. 2);
     3. ``eta = h z`` with ``z`` exact per-coordinate discrete Gaussian
        (Canonne, Kamath & Steinke 2020) of std ``sigma`` steps from

@@ -311,7 +311,7 @@ def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) ->
     This is 003 eq. 7 (and 004 eq. 2) with ``beta = 1 / scale``. In polar
     coordinates the density of the norm is ``r^(d-1) exp(-r / scale)``, so
     ``||b|| ~ Gamma(shape=d, scale=scale)``, and the direction is uniform on
-    the sphere: a normalised standard Gaussian vector (shared papers note 1).
+    the sphere: a normalised standard Gaussian vector (paper note 1).
     Floating point: not float-safe; dperm does not release its draws directly.
     """
     if dimension < 1:

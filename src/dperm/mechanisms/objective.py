@@ -53,7 +53,7 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     """Minimise ``J(w) + b.w/n + Delta/2 ||w||^2`` to ``||grad|| <= tol``, or release nothing.
 
     The privacy proofs (003 Thm 2, 004 Thm 4.1) are about the exact minimiser
-    (shared papers note 8); :func:`release_approximate_minimiser` covers the
+    (paper note 8); :func:`release_approximate_minimiser` covers the
     distance to it. Without the certificate it raises :class:`CertificateError`.
     """
     solve = minimize_erm(
@@ -88,7 +88,7 @@ def release_approximate_minimiser(problem: ERMProblem, solve, regularization: fl
 def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
                         max_iter: int, 
                            accountant=None):
-    """Objective perturbation of 003 Alg. 2 with data norm R (note 2), float-safe and for an inexact solve.
+    """Objective perturbation of 003 Alg. 2 with data norm R (paper note 2), float-safe and for an inexact solve.
 
     1. split ``epsilon`` into the objective stage and AMP's output stage
        (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`);

@@ -96,14 +96,14 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     logistic, Huber, hinge and pinball losses, 000 Sec. 5.1's constant for
     least squares). ``S`` is the L2 sensitivity of the released vector. The
     exact minimiser has sensitivity ``2 C_L R / (n alpha)`` (003 Cor. 1;
-    000 Thm 2; note 2). A solver returns a point within a certified radius
+    000 Thm 2; paper note 2). A solver returns a point within a certified radius
     ``r`` of it, so two neighbouring outputs differ by at most
     ``2 C_L R / (n alpha) + 2 r`` (:func:`output_sensitivity`, from
     :func:`~dperm.privacy.sensitivity.output_perturbation_sensitivity`);
     dperm calibrates to that, with ``r`` fixed in advance
     (:func:`solution_radius_allowance`). If the solve cannot certify ``r``,
     nothing is released (:class:`CertificateError`). The noise is a vector in
-    coefficient space, never the scalar shift of 000 eq. 2 (note 6).
+    coefficient space, never the scalar shift of 000 eq. 2 (paper note 6).
 
     Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
     per-coordinate discrete Laplace noise calibrated to the L1 bound

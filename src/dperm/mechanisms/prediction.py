@@ -2,13 +2,13 @@
 
 The calibration of :class:`dperm.PrivatePredictor`, as functions of public
 inputs only: ``B_Delta = 2 kappa^2 C_L / (lambda gamma m)`` (000 Prop. 1, with
-the noise scale of note 5 and ``lambda = alpha / 2``, note 7), the RKHS radius
+the noise scale of paper note 5 and ``lambda = alpha / 2``, paper note 7), the RKHS radius
 ``r`` the solve must certify, the noise calibrated to ``B_Delta + 2 kappa r``
-(note 8), and exact discrete Laplace noise on a grid for every answer
+(paper note 8), and exact discrete Laplace noise on a grid for every answer
 (float-safe, Mironov 2012). :func:`fit_private_prediction` runs the certified
 kernel solve (:mod:`dperm.solvers.kernel`) and returns the secret model with
 its calibration; :func:`answer_queries` perturbs each value afresh.
-Only answers may leave, never the model (note 6). The derivation and why the
+Only answers may leave, never the model (paper note 6). The derivation and why the
 scalar shift protects answers but not a released function:
 ``docs/design/prediction.md``.
 """
@@ -77,7 +77,7 @@ def prediction_sensitivity(
     C_L : float
         Lipschitz constant of the loss in the prediction (000 Sec. 5).
     lam : float
-        Nie & Wang's ``lambda`` (dperm: ``alpha / 2``, note 7).
+        Nie & Wang's ``lambda`` (dperm: ``alpha / 2``, paper note 7).
     m : int
         Number of training records.
     gamma : float, default=2
@@ -109,7 +109,7 @@ def calibrated_prediction_sensitivity(sensitivity: float, kappa: float, radius: 
 
     Each fitted function is within ``r`` (RKHS norm) of the exact one, so its
     values are within ``kappa r`` of the exact values (reproducing property);
-    the triangle inequality adds that on both neighbouring sides (note 8).
+    the triangle inequality adds that on both neighbouring sides (paper note 8).
     """
     return sensitivity + 2.0 * kappa * radius
 
@@ -117,7 +117,7 @@ def calibrated_prediction_sensitivity(sensitivity: float, kappa: float, radius: 
 def prediction_noise_calibration(sensitivity: float, epsilon: float) -> GridCalibration:
     """Grid and discrete Laplace scale of one answer (000 Lemma 1, made float-safe).
 
-    000 Lemma 1 needs noise with density ``~ exp(-epsilon |b| / B)`` (note 5).
+    000 Lemma 1 needs noise with density ``~ exp(-epsilon |b| / B)`` (paper note 5).
     dperm rounds the answer to a power-of-two grid ``g`` and adds exact
     discrete Laplace noise of scale ``k / epsilon`` steps, where ``k = ceil(B / g)``
     bounds how far two neighbouring answers can be apart on the grid
@@ -180,7 +180,7 @@ def path_kappa(kernel: str, solver: str) -> float:
 
 def calibrate_prediction(loss_name: str, y_bound, alpha: float, m: int, epsilon_per_query: float,
                          kappa: float) -> PredictionCalibration:
-    """The whole calibration of 000 Prop. 1 and Lemma 1 for ``m`` training rows (notes 5, 7, 8)."""
+    """The whole calibration of 000 Prop. 1 and Lemma 1 for ``m`` training rows (paper notes 5, 7, 8)."""
     lam = lambda_from_alpha(alpha)
     lipschitz = prediction_loss(loss_name, y_bound).solution_lipschitz(kappa, alpha)
     sensitivity = prediction_sensitivity(kappa, lipschitz, lam, m, SQUARED_NORM_GAMMA)

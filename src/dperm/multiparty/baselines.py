@@ -3,7 +3,7 @@
 Each party ``P_k`` minimises its own regularised objective ``J_k`` (004
 eq. 4) and the released classifier is ``w_priv = (1/K) sum_k w_k + eta``
 (004 eq. 5). The average has L2 sensitivity ``2 L R / (K n_min lambda)``
-(note 12; :func:`~dperm.privacy.sensitivity.local_aggregation_sensitivity`),
+(paper note 12; :func:`~dperm.privacy.sensitivity.local_aggregation_sensitivity`),
 so ``eta`` is drawn with density ``~ exp(-||eta|| / scale)``, ``scale =
 sensitivity / epsilon`` (004 eq. 2; pure epsilon-DP). The dependence on
 the smallest party, ``n_min``, is what PSGD avoids (004 Sec. 5-6).
@@ -11,7 +11,7 @@ the smallest party, ``n_min``, is what PSGD avoids (004 Sec. 5-6).
 Engine-free protocol: every party sends ``w_k / K`` through the same
 :class:`~dperm.multiparty.secure_sum.SecureSum` as PSGD, and one party,
 picked uniformly at random, adds ``eta`` to its vector *before* encoding
-(note 14), so the coordinator sees only ``w_priv``. Pathak et al. hide the
+(paper note 14), so the coordinator sees only ``w_priv``. Pathak et al. hide the
 noise from every party (blind selection under homomorphic encryption); here
 the noise party knows ``eta`` and could recover the noiseless average from
 the public ``w_priv``, so the guarantee holds against the coordinator and
@@ -47,7 +47,7 @@ CLIPPING_TAIL_PROBABILITY = 1e-9
 
 @dataclass(frozen=True)
 class LocalAggregationCalibration:
-    """Public numbers of one local-aggregation release (004 eq. 5, note 12).
+    """Public numbers of one local-aggregation release (004 eq. 5, paper note 12).
 
     Attributes
     ----------
@@ -97,7 +97,7 @@ class LocalAggregationCalibration:
 def calibrate_local_aggregation(
     *, epsilon, alpha, n_samples_by_party, n_features, loss, data_norm, tol
 ) -> LocalAggregationCalibration:
-    """Sensitivity and noise scale of 004 eq. 5 from public inputs (note 12)."""
+    """Sensitivity and noise scale of 004 eq. 5 from public inputs (paper note 12)."""
     epsilon = check_epsilon(epsilon)
     alpha = check_positive(alpha, "alpha", "alpha is the L2 regularisation strength (lambda).")
     data_norm = check_positive(data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm.")

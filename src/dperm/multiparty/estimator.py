@@ -196,7 +196,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     What is proven for the released ``coef_`` (``privacy_.epsilon``,
     ``privacy_.delta``, the headline of ``privacy_``): it is computed from the
     coordinator's view (the ``n_rounds`` secure sums) and public constants,
-    so it has the view's guarantee for the rounds run (shared papers note 13).
+    so it has the view's guarantee for the rounds run (paper note 13).
     With 004's scheme that is the composition of ``n_rounds`` rounds of
     ``round_epsilon`` (basic or advanced), which grows with ``n_rounds``;
     004 Thm 4.2's ``(epsilon, delta)`` is proven only for the point PSGD
@@ -230,7 +230,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         ``delta'`` of the advanced composition of the coordinator's view;
         defaults to ``delta``.
     coordinator_dp : bool, default=False
-        Beyond 004 (note 13). False: the paper's scheme, whose released model
+        Beyond 004 (paper note 13). False: the paper's scheme, whose released model
         is proven ``n_rounds * round_epsilon``-DP (or the advanced-composition
         bound) for a finite ``n_rounds``; Thm 4.2's (epsilon, delta) holds for
         the limit point only.
@@ -266,7 +266,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     n_features_in_ : int
     privacy_ : dperm.privacy.multiparty_record.PSGDPrivacyRecord
         The released model's proven guarantee (the coordinator's view over
-        ``n_rounds``, note 13) and the public numbers behind it; no count
+        ``n_rounds``, paper note 13) and the public numbers behind it; no count
         computed from the rows.
 
     Notes
@@ -391,7 +391,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
 
     Each party minimises its own ``J_k`` (004 eq. 4); the average
     ``(1/K) sum_k w_k`` is released with l2-Laplace noise calibrated to the
-    sensitivity ``2 L R / (K n_min alpha)`` (note 12): pure epsilon-DP. The
+    sensitivity ``2 L R / (K n_min alpha)`` (paper note 12): pure epsilon-DP. The
     baseline PSGD is compared with in 004 Sec. 6. No intercept is fitted.
 
     Parameters
@@ -403,7 +403,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
     h : float, default=0.5
     tol : float, default=1e-8
         Gradient-norm tolerance of each local solve; the sensitivity includes
-        ``2 tol / alpha`` per party (shared papers note 8).
+        ``2 tol / alpha`` per party (paper note 8).
     max_iter : int, default=1000
     secure_sum : dperm.multiparty.SecureSum, optional
         Defaults to an in-process masked secure sum with a clipping range set

@@ -11,7 +11,7 @@ model needs only dperm.
 What the file holds: the coefficients (no intercept: PSGD fits none), the
 feature names the parties agreed on, the party names, the public training
 parameters, the privacy record (headline: the guarantee proven for the
-released ``w_T``, the coordinator's view over the rounds run, note 13) and
+released ``w_T``, the coordinator's view over the rounds run, paper note 13) and
 the per-row preprocessing the parties applied, as a
 :class:`~dperm.tabular.TabularSpec` (:func:`party_spec`: every feature a
 :class:`~dperm.tabular.RawNumericColumn`, row step ``"clip"`` to
@@ -247,7 +247,7 @@ def upgrade_v1_privacy(data):
     Drops ``rows_clipped`` (an un-noised count of private rows), keeps 004
     Thm 4.2's ``epsilon``/``delta`` as ``target_epsilon``/``target_delta`` and
     makes the coordinator-view guarantee the headline, which is what a
-    version-1 file's numbers prove for its ``w_T`` (note 13).
+    version-1 file's numbers prove for its ``w_T`` (paper note 13).
     """
     if not isinstance(data, dict):
         return data

@@ -5,13 +5,13 @@ Everything single-party is reused from :mod:`dperm.privacy.sensitivity`
 (composition); this module adds only what the multiparty setting needs:
 
 - the per-round sensitivity of a party's summed gradient and the scale of the
-  per-round noise ``rho`` (004 Prop. 3.1, eq. 2, Proc. 3; notes 2 and 13);
+  per-round noise ``rho`` (004 Prop. 3.1, eq. 2, Proc. 3; paper notes 2 and 13);
 - the calibration of PSGD (004 Alg. 1, Procs. 2-3) as one record;
-- the guarantee of the coordinator's whole view over ``T`` rounds (note 13);
-- the option beyond the paper (note 13): per-round Gaussian noise calibrated
+- the guarantee of the coordinator's whole view over ``T`` rounds (paper note 13);
+- the option beyond the paper (paper note 13): per-round Gaussian noise calibrated
   with Google's ``dp-accounting`` (PLD or RDP) so that the coordinator's whole
   view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`);
-- the sensitivity of the local-aggregation baseline (004 eq. 5; note 12);
+- the sensitivity of the local-aggregation baseline (004 eq. 5; paper note 12);
 - a party's own floor (:class:`PartyFloor`) and its check of a coordinator's
   set-up, recomputed from the public inputs (:func:`check_psgd_calibration`);
 - which secure-sum clipping counts may be revealed (:func:`clipping_count_is_covered`).
@@ -51,14 +51,14 @@ def round_noise_calibration(round_epsilon: float, lipschitz: float, data_norm: f
 
     004 Proc. 3 (eq. 2) adds ``rho ~ exp(-beta ||rho||)`` with ``beta = eps / C``
     and ``C = 2 L R`` the sensitivity of :func:`gradient_sum_sensitivity`
-    (004 prints ``eps / (2L)`` for ``R = 1``, note 2), drawn in floating point.
+    (004 prints ``eps / (2L)`` for ``R = 1``, paper note 2), drawn in floating point.
     dperm releases each party's gradient sum instead as
     :func:`~dperm.mechanisms.noise.release_on_grid` does: rounded to a
     power-of-two grid with exact discrete Laplace noise per coordinate,
     calibrated to the L1 bound ``sqrt(d) C`` plus one step per coordinate
     (Canonne, Kamath & Steinke 2020). Each party's reply, hence each round's
     sum, is then exactly ``eps_round``-DP with respect to one of its records
-    (note 13), and nothing in it depends on floating-point noise.
+    (paper note 13), and nothing in it depends on floating-point noise.
     """
     return discrete_laplace_calibration(gradient_sum_sensitivity(lipschitz, data_norm),
                                         check_positive_int(n_features, "n_features"),
@@ -98,12 +98,12 @@ class PSGDCalibration:
         (:func:`psgd_coordinator_view`). ``coordinator_dp``: the target of the
         coordinator's whole view, hence of ``w_T``.
     epsilon_tilde : float
-        ``eps~`` of computeSlack (004 Proc. 2, note 4's fix).
+        ``eps~`` of computeSlack (004 Proc. 2, paper note 4's fix).
     extra_regularization : float
         ``Delta`` of computeSlack.
     noise_sigma : float
         ``sigma = L R sigma*(d, eps~, delta)``: std of each coordinate of the
-        total one-time noise ``eta = sum_k eta^k`` (004 Proc. 3; notes 2-3).
+        total one-time noise ``eta = sum_k eta^k`` (004 Proc. 3; paper notes 2-3).
     party_noise_sigma : float
         ``sigma / sqrt(K)``: std of each coordinate of one party's ``eta^k``.
     round_epsilon : float
@@ -203,9 +203,9 @@ def calibrate_psgd(
     """Calibrate PSGD from public inputs: 004 Alg. 1 line 1 and Proc. 3's constants.
 
     1. ``[Delta, eps~] = computeSlack(eps, lambda, N, c)`` (004 Proc. 2 with
-       note 4's fix ``exp(eps/4)``; data norm per note 2):
+       paper note 4's fix ``exp(eps/4)``; data norm per paper note 2):
        :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`;
-    2. ``sigma = L R sigma*(d, eps~, delta)`` (004 Proc. 3; notes 2-3):
+    2. ``sigma = L R sigma*(d, eps~, delta)`` (004 Proc. 3; paper notes 2-3):
        :func:`~dperm.privacy.sensitivity.gaussian_objective_sigma`; each
        party's ``eta^k`` has per-coordinate variance ``sigma^2 / K`` so that
        ``sum_k eta^k ~ N(0, sigma^2 I)``, GOP's noise (004 Thm 4.2, proof);
@@ -231,7 +231,7 @@ def calibrate_psgd(
         Replace steps 1-3 by :func:`calibrate_coordinator_gaussian`: no
         one-time noise, Gaussian ``rho_t^k`` such that the coordinator's whole
         view over ``n_rounds`` rounds is ``(epsilon, delta)``-DP (beyond 004;
-        note 13). ``round_epsilon`` must then be None.
+        paper note 13). ``round_epsilon`` must then be None.
     coordinator_accountant : {"pld", "rdp"}, default="pld"
         dp-accounting's accountant for ``coordinator_dp``.
 
@@ -298,7 +298,7 @@ def calibrate_psgd(
 
 @dataclass(frozen=True)
 class CoordinatorView:
-    """Guarantee of everything the coordinator sees over ``T`` rounds (note 13).
+    """Guarantee of everything the coordinator sees over ``T`` rounds (paper note 13).
 
     Attributes
     ----------
@@ -323,7 +323,7 @@ class CoordinatorView:
 
 
 def coordinator_view_guarantee(round_epsilon: float, n_rounds: int, slack: float) -> CoordinatorView:
-    """Compose the ``T`` per-round guarantees of the coordinator's view (note 13).
+    """Compose the ``T`` per-round guarantees of the coordinator's view (paper note 13).
 
     Each round reveals one sum that is ``eps_round``-DP with respect to one
     record (the record's party adds ``rho_t^k``; the other parties' vectors,
@@ -432,7 +432,7 @@ class GaussianRounds:
 def calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant="pld") -> GaussianRounds:
     """The smallest per-round Gaussian noise that makes the coordinator's whole view ``(eps, delta)``-DP.
 
-    Beyond 004 (shared papers note 13). Each party answers round ``t`` with
+    Beyond 004 (paper note 13). Each party answers round ``t`` with
     ``grad G_k(w_t) + rho_t^k`` (004 eq. 10 without ``eta^k``), ``rho_t^k ~
     N(0, sigma^2 / K I)``, so the secure sum the coordinator sees is
     ``sum_k grad G_k(w_t) + N(0, sigma^2 I)``.
@@ -442,7 +442,7 @@ def calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant="pld") -
     1. **Sensitivity.** Replacing one record changes one term ``phi'(y w.x) y x``
        of one party's ``grad G_k(w_t)`` (004 eq. 8), each of norm ``<= L R``, so the
        sum over parties moves by at most ``s = 2 L R`` in L2 (004 Prop. 3.1 with
-       note 2; :func:`gradient_sum_sensitivity`), whatever ``w_t`` is.
+       paper note 2; :func:`gradient_sum_sensitivity`), whatever ``w_t`` is.
     2. **Composition over T rounds.** ``w_t`` is a function of the earlier sums
        (004 Alg. 1), so the view is an adaptive composition of ``T`` Gaussian
        mechanisms, each with noise multiplier ``z = sigma / s``. PLD and RDP
@@ -543,7 +543,7 @@ def psgd_coordinator_view(calibration: PSGDCalibration, composition_slack=None) 
     ``w_T`` is computed from the ``T`` secure sums, the public ``w_0``,
     ``lambda + Delta`` and step sizes only (004 Alg. 1), so it is a
     post-processing of the coordinator's view and has its guarantee for the
-    finite ``T`` that was run (note 13). 004's scheme: the ``T`` rounds of
+    finite ``T`` that was run (paper note 13). 004's scheme: the ``T`` rounds of
     ``round_epsilon`` composed by :func:`coordinator_view_guarantee` with slack
     ``composition_slack`` (default ``delta``). ``coordinator_dp``: the PLD / RDP
     account of :func:`coordinator_view_gaussian` (``composition_slack`` must
@@ -563,7 +563,7 @@ def psgd_coordinator_view(calibration: PSGDCalibration, composition_slack=None) 
 
 
 def clipping_count_is_covered(calibration: PSGDCalibration) -> bool:
-    """Whether a round's count of secure-sum clipped coordinates may be revealed (note 14).
+    """Whether a round's count of secure-sum clipped coordinates may be revealed (paper note 14).
 
     The count is computed by each party on its own reply as it enters the
     secure sum: after the party's DP noise, before quantisation (no
@@ -710,7 +710,7 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
        and every derived number (computeSlack's ``eps~`` and ``Delta``,
        ``2 L R``, ...) equal to it;
     4. the guarantee proven for what it sends, the coordinator's view over
-       ``T`` rounds (note 13; 004's scheme at slack ``max_delta``, so that
+       ``T`` rounds (paper note 13; 004's scheme at slack ``max_delta``, so that
        ``round_epsilon`` cannot be raised unseen), is within its floor.
 
     ``K`` and ``N`` are taken from the announcement: a party cannot verify

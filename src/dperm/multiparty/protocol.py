@@ -446,14 +446,14 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
 
     ``calibration`` (from :func:`~dperm.multiparty.privacy.calibrate_psgd`)
     holds computeSlack's ``[Delta, eps~]`` (Alg. 1 line 1; 004 Proc. 2 with
-    note 4's fix). Then, for ``t = 0 .. T-1``::
+    paper note 4's fix). Then, for ``t = 0 .. T-1``::
 
         S_t = (1/N) sum_k grad^G_k(w_t)              # one secure sum (Thm 4.2)
         w_{t+1} = w_t - z_t (S_t + (lambda + Delta) w_t)
 
     ``grad^G_k = grad G_k + rho_t^k + eta^k`` is party ``k``'s reply (004
     Proc. 3); the parties scale it by the public ``1/N`` before the secure sum
-    so that it fits a fixed clipping range (the noise is added before: note 14).
+    so that it fits a fixed clipping range (the noise is added before: paper note 14).
     The released ``w_T`` is a post-processing of the coordinator's view, so it
     has the view's guarantee for the ``T`` rounds run
     (:func:`~dperm.multiparty.privacy.psgd_coordinator_view`): that is the
@@ -476,7 +476,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     coef_init : array-like of shape (d,), optional
         ``w_0`` (public); zeros by default.
 
-    With ``calibration.coordinator_dp`` (beyond 004, note 13) the same loop
+    With ``calibration.coordinator_dp`` (beyond 004, paper note 13) the same loop
     runs with ``eta^k = 0``, Gaussian ``rho_t^k`` and ``Delta = 0``: noisy
     gradient descent whose whole transcript, hence ``w_psgd``, is
     ``(epsilon, delta)``-DP (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
@@ -485,7 +485,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     -------
     PSGDResult
         ``coef`` is ``w_psgd``; ``record`` states the guarantee proven for it
-        (the coordinator's view over ``T`` rounds, note 13).
+        (the coordinator's view over ``T`` rounds, paper note 13).
     """
     _check_network(network, calibration)
     view = psgd_coordinator_view(calibration, composition_slack)

@@ -18,7 +18,7 @@ place with the same parameters:
 3. the sum is decoded (:func:`dequantize_sum`) and revealed with a
    :class:`SecureSumReport`.
 
-The DP noise is added by the parties *before* step 1 (shared papers note 14),
+The DP noise is added by the parties *before* step 1 (paper note 14),
 so clipping and rounding are post-processing of each party's noisy vector.
 
 Accuracy (derived for this encoding). With ``C = clipping_range``,
@@ -169,7 +169,7 @@ class SecureSum(ABC):
     An implementation receives every party's vector on the parties' side and
     must reveal only ``(sum, SecureSumReport)``; the in-process engine is
     :class:`MaskedSecureSum`, a Flower SecAgg+ engine is later work. The
-    vectors are expected to carry their DP noise already (note 14).
+    vectors are expected to carry their DP noise already (paper note 14).
     """
 
     #: Engine name recorded in :class:`SecureSumReport`.

@@ -53,7 +53,7 @@ class PSGDPrivacyRecord(RecordBase):
     proven for the released ``w_T`` after the ``n_rounds`` that were run:
     ``w_T`` is computed from the coordinator's view (the secure sums) and
     public constants only, so it is a post-processing of that view and has
-    its guarantee (shared papers note 13;
+    its guarantee (paper note 13;
     :func:`~dperm.multiparty.privacy.psgd_coordinator_view`):
 
     - ``coordinator_dp=False`` (004's scheme): each round's sum is
@@ -79,16 +79,16 @@ class PSGDPrivacyRecord(RecordBase):
         estimator's ``epsilon`` and ``delta``): 004 Thm 4.2's guarantee of the
         limit point, or the coordinator-DP target.
     epsilon_tilde : float
-        ``eps~`` of computeSlack (004 Proc. 2, note 4).
+        ``eps~`` of computeSlack (004 Proc. 2, paper note 4).
     extra_regularization : float
         ``Delta`` of computeSlack; PSGD minimises with ``alpha + Delta``.
     noise_sigma, party_noise_sigma : float
         ``sigma = L R sigma*`` of the total one-time noise, and ``sigma/sqrt(K)``
-        of each party's ``eta^k`` (004 Proc. 3; notes 2-3).
+        of each party's ``eta^k`` (004 Proc. 3; paper notes 2-3).
     round_epsilon : float
         Guarantee of one round's sum with respect to one record.
     round_sensitivity : float
-        ``2 L R`` (004 Prop. 3.1, note 2).
+        ``2 L R`` (004 Prop. 3.1, paper note 2).
     round_noise_scale : float
         Per-coordinate discrete Laplace scale of each ``rho_t^k`` (the float-safe form of 004 eq. 2's
         ``1/beta = 2 L R / round_epsilon``: L1 bound ``sqrt(d) 2 L R`` on a power-of-two grid).
@@ -113,7 +113,7 @@ class PSGDPrivacyRecord(RecordBase):
         encoding clipped: each party counts on its own reply after its DP
         noise and before quantisation, so with 004's scheme the total is
         post-processing of the rounds' DP replies and covered by the headline
-        (note 14). With ``coordinator_dp`` they are ``None``: not revealed.
+        (paper note 14). With ``coordinator_dp`` they are ``None``: not revealed.
     gop_equivalent : bool
         False when the secure sum clipped a coordinate in some round (then
         the iterates do not follow Alg. 1 and Thm 4.2's equivalence with GOP
@@ -258,7 +258,7 @@ class LocalAggregationPrivacyRecord(RecordBase):
     epsilon, delta : float
         Pure ``epsilon``-DP (``delta = 0``) for the released average.
     sensitivity : float
-        ``(2 L R / (n_min alpha) + 2 r) / K`` (note 12).
+        ``(2 L R / (n_min alpha) + 2 r) / K`` (paper note 12).
     noise_distribution : str
         ``"discrete-laplace"``: float-safe, on the grid ``noise_grid``.
     noise_scale : float

@@ -29,7 +29,7 @@ class PredictionPrivacyRecord(RecordBase):
         ``"private_prediction"``.
     kernel, kernel_gamma, loss, alpha : as given
     lam : float
-        ``lambda = alpha / 2`` of 000 (note 7).
+        ``lambda = alpha / 2`` of 000 (paper note 7).
     strong_convexity : float
         ``gamma = 2`` of ``Omega(f) = ||f||_K^2``.
     kappa : float

@@ -2,10 +2,10 @@
 
 Notation: ``n`` training rows, ``alpha`` the regularisation strength of
 ``J(w) = (1/n) sum_i loss(y_i w.x_i) + alpha/2 ||w||^2`` (the papers' Lambda;
-note 7 of the shared papers README relates it to Nie & Wang's lambda),
+paper note 7 relates it to Nie & Wang's lambda),
 ``data_norm`` R a public bound on ``||x_i||``, ``lipschitz`` L a bound on
 ``|loss'|`` and ``curvature`` c a bound on ``|loss''|``. The papers take
-R = L = 1; the general forms are note 2 of the shared papers README.
+R = L = 1; the general forms are paper note 2.
 
 The last section restates the bounds in Nie & Wang's parameters
 (``lam``, ``gamma``, ``kappa``, ``m``); every bound is checked against
@@ -44,9 +44,9 @@ def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> i
 def erm_l2_sensitivity(n_samples: int, alpha: float, lipschitz: float, data_norm: float) -> float:
     """L2 sensitivity ``2 L R / (n alpha)`` of the regularised ERM minimiser.
 
-    003 Corollary 1 (``L = R = 1``: ``2 / (n Lambda)``), generalised in note 2;
+    003 Corollary 1 (``L = R = 1``: ``2 / (n Lambda)``), generalised in paper note 2;
     the same bound is Nie & Wang (000) Thm 2 with ``kappa = R``, ``C_L = L`` and
-    ``lambda gamma = alpha`` (note 7). It needs only a convex loss that is
+    ``lambda gamma = alpha`` (paper note 7). It needs only a convex loss that is
     L-Lipschitz in the prediction ``w.x`` (over the predictions the minimisers
     can make) and the 1-strongly convex regulariser ``alpha/2 ||w||^2``: no
     differentiability. This is the one owner of the formula.
@@ -81,7 +81,7 @@ def least_squares_solution_norm(y_bound: float, alpha: float) -> float:
     ``(1/n) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2`` satisfies
     ``alpha/2 ||w||^2 <= J(w) <= J(0) = (1/n) sum y_i^2 <= M^2``, i.e.
     ``||w|| <= M sqrt(2/alpha) = M / sqrt(lambda)`` with the papers'
-    ``lambda = alpha / 2`` (note 7). This is the papers' ``R = M / sqrt(lambda)``.
+    ``lambda = alpha / 2`` (paper note 7). This is the papers' ``R = M / sqrt(lambda)``.
     """
     y_bound = check_positive(y_bound, "y_bound", "y_bound is a public bound M on |y|.")
     alpha = check_positive(alpha, "alpha")
@@ -110,7 +110,7 @@ def least_squares_lipschitz(y_bound: float, data_norm: float, alpha: float) -> f
 
 @dataclass(frozen=True)
 class ObjectiveSlack:
-    """Result of 003 Alg. 2 lines 1-2 (004 Proc. 2, typo fixed per note 4).
+    """Result of 003 Alg. 2 lines 1-2 (004 Proc. 2, typo fixed per paper note 4).
 
     Attributes
     ----------
@@ -130,10 +130,10 @@ def objective_perturbation_slack(
     """Split epsilon between the Jacobian term and the noise (003 Alg. 2).
 
     ``eps' = eps - 2 log(1 + c R^2 / (n alpha))`` (003 Alg. 2 line 1 writes
-    ``log(1 + 2c/(n L) + c^2/(n L)^2)``, the same number for ``R = 1``; note 2).
+    ``log(1 + 2c/(n L) + c^2/(n L)^2)``, the same number for ``R = 1``; paper note 2).
     If ``eps' > 0`` then ``Delta = 0``; otherwise
     ``Delta = c R^2 / (n (e^(eps/4) - 1)) - alpha`` and ``eps' = eps / 2``
-    (003 Alg. 2 line 2; 004 Proc. 2 prints ``exp(c/4)``, a typo: note 4).
+    (003 Alg. 2 line 2; 004 Proc. 2 prints ``exp(c/4)``, a typo: paper note 4).
     With ``alpha + Delta`` the Jacobian ratio is at most
     ``(1 + c R^2 / (n (alpha + Delta)))^2 = e^(eps/2)``, and the noise spends
     the other ``eps / 2``.
@@ -150,7 +150,7 @@ def objective_perturbation_slack(
 
 
 def gaussian_sigma_star(dimension: int, epsilon_tilde: float, delta: float) -> float:
-    """``sigma*(d, eps~, delta)`` of 004 Proc. 3 in closed form (note 3).
+    """``sigma*(d, eps~, delta)`` of 004 Proc. 3 in closed form (paper note 3).
 
     ``sigma*`` solves ``P(U <= ((sigma^2 eps~ - 2) / (2 sigma))^2) = 1 - delta``
     for ``U ~ chi^2_d``. With ``q = sqrt(chi2.ppf(1 - delta, d))`` this is the
@@ -172,7 +172,7 @@ def gaussian_sigma_star(dimension: int, epsilon_tilde: float, delta: float) -> f
 def gaussian_objective_sigma(
     dimension: int, epsilon_tilde: float, delta: float, lipschitz: float, data_norm: float
 ) -> float:
-    """Standard deviation ``L R sigma*`` of each coordinate of GOP's noise (004 Alg. 4, note 2).
+    """Standard deviation ``L R sigma*`` of each coordinate of GOP's noise (004 Alg. 4, paper note 2).
 
     004's proof bounds ``||eta_D - eta_D'|| <= 2``; with sensitivity ``s = 2 L R``
     the condition ``||eta|| <= (2 sigma^2 eps~ - s^2) / (2 s)`` holds with
@@ -242,7 +242,7 @@ def subgaussian_norm_quantile(dimension: int, delta: float) -> float:
     ``P(||z||^2 > sigma^2 (d + 2 sqrt(d t) + 2 t)) <= e^-t``, ``t = ln(1/delta)``.
     The discrete Gaussian ``N_Z(0, sigma^2)`` is ``sigma``-subgaussian
     (Canonne, Kamath & Steinke 2020, Cor. 9), so this replaces the chi-square
-    quantile of note 3 for the discrete noise.
+    quantile of paper note 3 for the discrete noise.
     """
     t = math.log(1.0 / delta)
     return math.sqrt(dimension + 2.0 * math.sqrt(dimension * t) + 2.0 * t)
@@ -253,7 +253,7 @@ def discrete_objective_noise_steps(lipschitz: float, data_norm: float, dimension
     """Bounds on how far the noise must move on the grid to give a neighbour the same minimiser.
 
     003 Thm 2's proof needs noises ``b, b'`` with ``||b - b'||_2 <= 2 L R``
-    (note 2). On the grid ``h`` the cells ``z = round(b/h)`` and
+    (paper note 2). On the grid ``h`` the cells ``z = round(b/h)`` and
     ``z' = round(b'/h)`` differ per coordinate by at most ``|b_i - b'_i| / h + 1``, so
 
     - in L1 by at most ``floor(sqrt(d) 2 L R / h) + d`` (an integer, returned first);
@@ -274,7 +274,7 @@ def discrete_gaussian_sigma_steps(l2_steps: float, dimension: int, epsilon_tilde
     (:func:`discrete_objective_noise_steps`); it is at most ``eps~`` when
     ``||z|| <= q sigma``, which fails with probability ``<= delta``
     (:func:`subgaussian_norm_quantile`). The smallest such sigma is
-    ``s (q + sqrt(q^2 + 2 eps~)) / (2 eps~)``: 004 Proc. 3's rule (note 3)
+    ``s (q + sqrt(q^2 + 2 eps~)) / (2 eps~)``: 004 Proc. 3's rule (paper note 3)
     with the subgaussian quantile for the chi-square one.
     """
     epsilon_tilde = check_epsilon(epsilon_tilde, "epsilon_tilde")
@@ -291,7 +291,7 @@ def gradient_sum_sensitivity(lipschitz: float, data_norm: float) -> float:
 
     004 Prop. 3.1 proves ``2 L`` for rows in the unit ball: replacing one
     record changes one term ``phi'(y w.x) y x``, of norm at most ``L R``, on
-    each side. With data norm ``R`` it is ``2 L R`` (note 2; note 13).
+    each side. With data norm ``R`` it is ``2 L R`` (paper note 2; paper note 13).
     """
     lipschitz = check_positive(lipschitz, "lipschitz")
     data_norm = check_positive(data_norm, "data_norm")
@@ -304,9 +304,9 @@ def local_aggregation_sensitivity(
     """L2 sensitivity ``(2 L R / (n_min lambda) + 2 r) / K`` of the averaged classifier (004 eq. 5).
 
     Replacing one record changes one party's local minimiser ``w_k`` by at
-    most ``2 L R / (N_k lambda)`` (003 Cor. 1, note 2), at most
+    most ``2 L R / (N_k lambda)`` (003 Cor. 1, paper note 2), at most
     ``2 L R / (n_min lambda)`` whichever party holds it, and the average
-    ``(1/K) sum_k w_k`` by ``1/K`` of that (note 12: Pathak et al. 2010). A
+    ``(1/K) sum_k w_k`` by ``1/K`` of that (paper note 12: Pathak et al. 2010). A
     certified solve within radius ``r`` of each exact minimiser adds ``2 r``
     before averaging (:func:`~dperm.privacy.sensitivity.output_perturbation_sensitivity`).
     """
@@ -317,7 +317,7 @@ def local_aggregation_sensitivity(
     return per_party / len(sizes)
 
 # --- The same bounds in Nie & Wang's parameters (000, 002) ---------------------------
-# Conventions (note 7): 003/004 regularise with Lambda/2 ||f||^2 and dperm's alpha is that
+# Conventions (paper note 7): 003/004 regularise with Lambda/2 ||f||^2 and dperm's alpha is that
 # Lambda; 000/002 regularise with lambda Omega(f), Omega gamma-strongly convex (gamma = 2 for
 # ||f||_K^2), so lambda gamma = Lambda and lambda = alpha / 2. m (000/002) and n (003) both
 # count records; kappa = sup sqrt(K(x, x)) is R for a linear model. These functions use the
@@ -331,7 +331,7 @@ SQUARED_NORM_GAMMA = 2.0
 
 
 def lambda_from_alpha(alpha: float) -> float:
-    """Nie & Wang's ``lambda`` for dperm's ``alpha``: ``lambda = alpha / 2`` (note 7).
+    """Nie & Wang's ``lambda`` for dperm's ``alpha``: ``lambda = alpha / 2`` (paper note 7).
 
     ``alpha/2 ||w||^2 = lambda ||w||^2`` with ``Omega = ||.||^2`` (``gamma = 2``).
     """
@@ -393,7 +393,7 @@ def lipschitz_loss_sensitivity(
     model: the bound on ``||x||``). No differentiability is needed, which is
     what lets output perturbation release a hinge SVM or a quantile regression.
     With ``lambda gamma = Lambda`` and ``kappa = R``, ``C_L = L`` it is 003
-    Corollary 1 with note 2, ``2 L R / (n Lambda)``
+    Corollary 1 with paper note 2, ``2 L R / (n Lambda)``
     (:func:`~dperm.privacy.sensitivity.erm_l2_sensitivity`, which computes it).
 
     Parameters

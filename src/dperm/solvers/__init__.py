@@ -2,7 +2,7 @@
 
 - :mod:`dperm.solvers.erm`: the (perturbed) regularised linear ERM objective,
   L-BFGS + Newton with a gradient-norm certificate, and the duality-gap /
-  smoothing certificates of piecewise-linear losses (note 8).
+  smoothing certificates of piecewise-linear losses (paper note 8).
 - :mod:`dperm.solvers.kernel`: the kernel ERM of :class:`dperm.PrivatePredictor`,
   exact (Gram matrix) or on public random features, and the memory plan that
   chooses between them.

@@ -8,7 +8,7 @@ and a fixed linear term ``b`` (the objective-perturbation noise, zero otherwise)
 
 003 eq. 9 plus the ``Delta/2 ||w||^2`` of Alg. 2 folded into ``alpha``.
 
-Objective perturbation's proof assumes the exact minimiser (shared papers
+Objective perturbation's proof assumes the exact minimiser (paper
 note 8). ``minimize_certified`` therefore solves to a gradient-norm tolerance
 and returns the final ``||grad J(w)||`` as a certificate: since ``J`` is
 ``alpha``-strongly convex, ``||w - w*|| <= ||grad J(w)|| / alpha``.

@@ -1,4 +1,4 @@
-"""Certified kernel ERM solvers behind :class:`dperm.PrivatePredictor` (000 Thm 2, note 8).
+"""Certified kernel ERM solvers behind :class:`dperm.PrivatePredictor` (000 Thm 2, paper note 8).
 
 Two paths. ``"exact"``: the Gaussian or Laplacian kernel through the ``m x m``
 Gram matrix (least squares in closed form, the hinge SVM in its dual with a
@@ -219,7 +219,7 @@ def solve_kernel_least_squares(
     """Exact kernel least squares (000 Sec. 5.1; 002 eq. 1) by the representer theorem.
 
     Minimises ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||_K^2``, ``lambda = alpha/2``
-    (note 7). With ``f = sum_i c_i K(x_i, .)`` the optimality condition is
+    (paper note 7). With ``f = sum_i c_i K(x_i, .)`` the optimality condition is
     ``K (K c - y) + lambda m K c = 0``, solved by ``c = (K + lambda m I)^(-1) y``
     (kernel ridge regression; scikit-learn's ``KernelRidge(alpha=lambda m)``).
     ``K + lambda m I`` has eigenvalues ``>= lambda m``, so its Cholesky factor
@@ -345,7 +345,7 @@ class ExactKernelModel:
 
     It holds the training rows and the representer coefficients. Only
     :func:`answer_queries` applied to its :meth:`values` may leave the
-    data holder, one answer at a time and at ``epsilon`` each (note 6).
+    data holder, one answer at a time and at ``epsilon`` each (paper note 6).
 
     Parameters
     ----------

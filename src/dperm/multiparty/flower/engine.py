@@ -14,8 +14,8 @@ real network (``dperm party serve`` / ``dperm coordinate``).
 
 What one round does (shared note ``flower-secagg.md``):
 
-1. **party side** -- the reply, which already carries its DP noise (shared
-   papers note 14), is checked (:func:`~dperm.multiparty.secure_sum.check_contribution`),
+1. **party side** -- the reply, which already carries its DP noise (paper
+   note 14), is checked (:func:`~dperm.multiparty.secure_sum.check_contribution`),
    its coordinates outside ``[-C, C]`` are counted, and it is handed to
    ``secaggplus_mod``, which clips it to ``[-C, C]``, stochastically rounds it
    onto ``{0, ..., Q}`` and adds its self-mask and pairwise masks mod ``M``;
@@ -333,7 +333,7 @@ class FlowerSecureSum(SecureSum):
     References
     ----------
     Rajkumar & Agarwal (2012), Thm 4.2 (the sum is all the coordinator may
-    see); Bell et al. (2020) SecAgg+; shared papers note 14.
+    see); Bell et al. (2020) SecAgg+; paper note 14.
     """
 
     name = "flower_secaggplus"
