@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from dperm.mechanisms.gaussian_objective import gaussian_objective_perturbation
+from dperm.mechanisms.gaussian_objective import (
+    gaussian_objective_perturbation,
+    gaussian_objective_perturbation_004,
+)
 from dperm.mechanisms.objective import objective_perturbation, require_curvature
 from dperm.mechanisms.output import output_perturbation
 from dperm.privacy.references import REFERENCES
@@ -74,8 +77,12 @@ MECHANISMS: dict[str, Mechanism] = {
                   "convex Lipschitz loss"),
         Mechanism("gaussian_objective", gaussian_objective_perturbation, uses_delta=True,
                   needs_curvature=True,
-                  summary="Gaussian objective perturbation, (epsilon, delta)-DP (004 Alg. 4); "
-                  "smooth losses"),
+                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, tight GLM "
+                  "calibration (Redberg, Koskela & Wang 2023); smooth losses"),
+        Mechanism("gaussian_objective_004", gaussian_objective_perturbation_004, uses_delta=True,
+                  needs_curvature=True,
+                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, 004 Alg. 4's "
+                  "sigma* (for the reproduction); smooth losses"),
     )
 }
 
