@@ -111,3 +111,10 @@ def test_jacobian_term_is_one_factor_and_slack_rule():
 def test_delta_zero_is_refused():
     with pytest.raises(ValueError, match="delta must be > 0"):
         tight_discrete_gaussian_sigma_steps(100.0, 5, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("eps", [50.0, 1e3, 1e9])
+def test_huge_epsilon_calibrates_a_small_sigma(eps):
+    sigma, norm_delta = tight_gaussian_objective_calibration(200.0, 6, eps, 1e-5)
+    assert tight_gaussian_objective_delta(sigma, 200.0, 6, eps, norm_delta) <= 1e-5
+    assert sigma < 200.0

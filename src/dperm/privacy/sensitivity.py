@@ -396,6 +396,8 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
 
         low = math.log(span_steps * 1e-3)
         high = math.log(span_steps * 1e3 / epsilon_tilde + dimension)
+        while excess(low) <= 0:  # a very large eps~ allows a very small sigma
+            low -= 2.0
         while excess(high) > 0:
             high += 2.0
         # the upper end of brentq's bracket, so that the bound holds at the returned sigma
