@@ -15,6 +15,7 @@ from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (
+    ObjectiveCalibration,
     release_approximate_minimiser,
     require_curvature,
     solve_perturbed,
@@ -70,27 +71,10 @@ def gaussian_objective_perturbation(
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    loss = problem.loss
-    if calibration not in GAUSSIAN_OBJECTIVE_CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
-    curvature = require_curvature(loss, "gaussian_objective")
-    if delta == 0:
-        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
     spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
-    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
-    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
-    if calibration == "tight":
-        slack = tight_gaussian_objective_slack(
-            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
-        span_steps = 2.0 * loss.lipschitz * problem.data_norm * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid
-        sigma_steps = tight_discrete_gaussian_sigma_steps(
-            span_steps, problem.n_features, slack.epsilon_noise, delta)
-    else:
-        slack = objective_perturbation_slack(
-            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
-        _, l2_steps = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm,
-                                                     problem.n_features, grid)
-        sigma_steps = discrete_gaussian_sigma_steps(l2_steps, problem.n_features, slack.epsilon_noise, delta)
+    loss, slack, grid, sigma_steps = problem.loss, plan.slack, plan.grid, plan.scale_steps
+    epsilon_output = plan.epsilon_output
     sigma_squared = Fraction(sigma_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
     noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), grid)
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
@@ -114,6 +98,37 @@ def gaussian_objective_perturbation(
         output_grid=calibration.step,
         output_sensitivity=sensitivity,
     )
+
+
+def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: float,
+                                 calibration: str = "tight") -> ObjectiveCalibration:
+    """Steps 1-3's calibration (``"tight"`` or ``"004"``) from public quantities of ``problem`` only.
+
+    Refuses a loss without a curvature bound, ``delta == 0`` or an unknown
+    calibration before anything is spent.
+    """
+    if calibration not in GAUSSIAN_OBJECTIVE_CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
+    loss = problem.loss
+    curvature = require_curvature(loss, "gaussian_objective")
+    if delta == 0:
+        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
+    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
+    if calibration == "tight":
+        slack = tight_gaussian_objective_slack(
+            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
+        span_steps = 2.0 * loss.lipschitz * problem.data_norm * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid
+        sigma_steps = tight_discrete_gaussian_sigma_steps(
+            span_steps, problem.n_features, slack.epsilon_noise, delta)
+    else:
+        slack = objective_perturbation_slack(
+            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
+        _, l2_steps = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm,
+                                                     problem.n_features, grid)
+        sigma_steps = discrete_gaussian_sigma_steps(l2_steps, problem.n_features, slack.epsilon_noise, delta)
+    return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,
+                                "discrete-gaussian", sigma_steps)
 
 
 def gaussian_objective_perturbation_004(
