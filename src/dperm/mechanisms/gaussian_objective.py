@@ -78,7 +78,7 @@ def gaussian_objective_perturbation(
     sigma_squared = Fraction(sigma_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
     noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), grid)
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, calibration, radius, sensitivity = release_approximate_minimiser(
+    coef, output_calibration, radius, sensitivity = release_approximate_minimiser(
         problem, solve, problem.alpha + slack.extra_regularization, grid, tol, epsilon_output, rng)
     return MechanismOutput(
         coef=coef,
@@ -94,8 +94,8 @@ def gaussian_objective_perturbation(
         solve=solve,
         lipschitz=loss.lipschitz,
         output_epsilon=epsilon_output,
-        output_noise_scale=calibration.noise_scale,
-        output_grid=calibration.step,
+        output_noise_scale=output_calibration.noise_scale,
+        output_grid=output_calibration.step,
         output_sensitivity=sensitivity,
     )
 

@@ -325,7 +325,9 @@ def tight_gaussian_objective_slack(epsilon: float, n_samples: int, alpha: float,
     jacobian = glm_jacobian_epsilon(n_samples, alpha, curvature, data_norm)
     if epsilon - jacobian >= epsilon / 2.0:
         return ObjectiveSlack(epsilon_noise=epsilon - jacobian, extra_regularization=0.0)
-    extra = curvature * data_norm**2 / (n_samples * math.expm1(epsilon / 2.0)) - alpha
+    # the margin keeps the Jacobian term at most eps / 2 after floating-point rounding
+    extra = (curvature * data_norm**2 * (1 + SENSITIVITY_ROUNDING_MARGIN)
+             / (n_samples * math.expm1(epsilon / 2.0)) - alpha)
     return ObjectiveSlack(epsilon_noise=epsilon / 2.0, extra_regularization=max(extra, 0.0))
 
 
@@ -400,7 +402,7 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
             low -= 2.0
         while excess(high) > 0:
             high += 2.0
-        # the upper end of brentq's bracket, so that the bound holds at the returned sigma
+        # the root is multiplied by (1 + 1e-9) below, so that the bound holds at the returned sigma
         root = brentq(excess, low, high, xtol=1e-13, rtol=1e-13)
         return math.exp(root) * (1 + 1e-9)
 
