@@ -58,15 +58,15 @@ ERM_CASES = [
     ("objective-logistic", "objective", "logistic", 1.0, 0.0, 1000, 0.0),
     ("gaussian-huber", "gaussian_objective", "huber", 1.0, 1e-3, 2000, 0.0),
     ("gaussian-logistic", "gaussian_objective", "logistic", 3.0, 0.05, 6000, 0.0),
+    ("gaussian004-huber", "gaussian_objective_004", "huber", 1.0, 1e-3, 2000, 0.0),
 ]
 ERM_IDS = [case[0] for case in ERM_CASES]
 UNDER_NOISED = 0.25
-#: Float-safe Gaussian objective perturbation calibrates with the subgaussian norm
-#: quantile (Hsu, Kakade & Zhang 2012), ~1.4x the chi-square sigma at d = 1, and
-#: its analysis is loose on the canary pair: measured at eps 3, delta 0.05, 6000
-#: runs, the honest copy reaches eps_lower 0.22 and the quarter-noise copy 2.31
-#: (under the claim), the 0.15 copy 4.48. The caught copy is the 0.15 one.
-UNDER_NOISED_BY_CASE = {"gaussian-logistic": 0.15}
+#: With 004's calibration (``gaussian_objective_004``) the quarter-noise logistic copy
+#: was not caught (eps_lower 2.31 at eps 3, delta 0.05, 6000 runs; the 0.15 copy 4.48).
+#: The tight default (docs/design/gaussian_objective.md) is caught at a quarter: at seed
+#: 0 the quarter-noise copy reaches eps_lower 3.81 (the 0.15 copy 5.35).
+UNDER_NOISED_BY_CASE: dict[str, float] = {}
 SEED = 0
 
 

@@ -69,7 +69,7 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
 
     Parameters
     ----------
-    mechanism : {"output", "objective", "gaussian_objective"} or callable
+    mechanism : {"output", "objective", "gaussian_objective", "gaussian_objective_004"} or callable
         A name from :mod:`dperm.mechanisms`, or any callable with their call
         signature ``f(problem, epsilon, [delta,] rng, tol, max_iter)`` returning an
         object with ``.coef`` (or the coefficient array). ``delta`` is passed when

@@ -37,7 +37,7 @@ from dperm.experiments._report import (
 )
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
-from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation
+from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation_004
 from dperm.mechanisms.objective import solve_perturbed
 from dperm.multiparty import (
     InProcessNetwork,
@@ -312,7 +312,7 @@ def selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine)
         if with_gop:
             problem = ERMProblem(X, y, loss, alpha, 1.0)
             out["gop"][alpha] = [
-                misclassification_error(gaussian_objective_perturbation(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
+                misclassification_error(gaussian_objective_perturbation_004(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
                        data["X_test"], data["y_test"])
                 for _ in range(runs)]
             exact = minimize_erm(loss, X, y, alpha, TOL, MAX_ITER).coef

@@ -205,12 +205,14 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0).
     delta : float, default=0.0
-        In [0, 1); only ``mechanism="gaussian_objective"`` uses it (and needs it > 0).
+        In [0, 1); only the Gaussian objective mechanisms use it (and need it > 0).
     alpha : float, default=0.01
         L2 regularisation strength (the papers' Lambda) of the linear problem.
-    mechanism : {"objective", "output", "gaussian_objective"}, default="objective"
+    mechanism : {"objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="objective"
         Objective perturbation (003 Alg. 2), output perturbation (003 Alg. 1)
-        or Gaussian objective perturbation (004 Alg. 4), run on the features.
+        or Gaussian objective perturbation (tight GLM calibration,
+        docs/design/gaussian_objective.md; ``"gaussian_objective_004"``: 004 Alg. 4),
+        run on the features.
     fit_intercept : bool, default=False
         Off by default. The linear model fits an intercept by appending a
         constant feature ``intercept_scaling`` to every row, and that feature

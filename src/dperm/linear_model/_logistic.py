@@ -17,15 +17,16 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0).
     delta : float, default=0.0
-        Failure probability, in [0, 1). Only ``mechanism="gaussian_objective"``
-        uses it (and needs it > 0); the other two are pure epsilon-DP.
+        Failure probability, in [0, 1). Only the Gaussian objective mechanisms
+        use it (and need it > 0); the other two are pure epsilon-DP.
     alpha : float, default=0.01
         L2 regularisation strength, the papers' Lambda (scikit-learn's
         ``C = 1 / (alpha * n_samples)``). Larger alpha means less noise.
-    mechanism : {"objective", "output", "gaussian_objective"}, default="objective"
+    mechanism : {"objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="objective"
         Objective perturbation (Chaudhuri et al. 2011, Alg. 2, c = 1/4), output
-        perturbation (Alg. 1) or Gaussian objective perturbation (Rajkumar &
-        Agarwal 2012, Alg. 4).
+        perturbation (Alg. 1) or Gaussian objective perturbation ((epsilon, delta)-DP,
+        tight GLM calibration, docs/design/gaussian_objective.md; ``"gaussian_objective_004"``
+        keeps Rajkumar & Agarwal 2012, Alg. 4's sigma*).
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto
         it (per record, so the guarantee holds) with a ``DataClippingWarning``.

@@ -2,13 +2,16 @@
 
 - :func:`output_perturbation` (003 Alg. 1; 000 Thm 2 for non-smooth losses)
 - :func:`objective_perturbation` (003 Alg. 2)
-- :func:`gaussian_objective_perturbation` (004 Alg. 4)
+- :func:`gaussian_objective_perturbation` (tight GLM calibration; `_004`: 004 Alg. 4)
 
 :data:`MECHANISMS` is the table of them (:mod:`dperm.mechanisms.registry`).
 """
 
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.gaussian_objective import gaussian_objective_perturbation
+from dperm.mechanisms.gaussian_objective import (
+    gaussian_objective_perturbation,
+    gaussian_objective_perturbation_004,
+)
 from dperm.mechanisms.noise import (
     release_on_grid,
     sample_discrete_gaussian,
@@ -27,6 +30,7 @@ __all__ = [
     "MechanismOutput",
     "get_mechanism",
     "gaussian_objective_perturbation",
+    "gaussian_objective_perturbation_004",
     "objective_perturbation",
     "output_perturbation",
     "release_on_grid",

@@ -57,6 +57,21 @@ class ERMProblem:
 
 
 @dataclass(frozen=True)
+class PublicProblem:
+    """The public part of an :class:`ERMProblem`: sizes, loss, ``alpha`` and the norm bound.
+
+    Everything a mechanism's calibration reads; :mod:`dperm.mechanisms.choice`
+    compares mechanisms on it before any row is seen.
+    """
+
+    n_samples: int
+    n_features: int
+    loss: ConvexLoss
+    alpha: float
+    data_norm: float
+
+
+@dataclass(frozen=True)
 class MechanismOutput:
     """What a mechanism releases (``coef``) and how it was calibrated.
 

@@ -1,5 +1,11 @@
-"""Gaussian objective perturbation: 004 Alg. 4 ((epsilon, delta)-DP), float-safe and for an
-inexact solve by approximate minima perturbation (Iyengar et al. 2019)."""
+"""Gaussian objective perturbation ((epsilon, delta)-DP), float-safe and for an inexact solve by
+approximate minima perturbation (Iyengar et al. 2019).
+
+Two calibrations of the noise: ``"tight"`` (the default, mechanism ``"gaussian_objective"``)
+uses the GLM structure of the loss (the neighbours' noises differ in a fixed two-dimensional
+span; Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
+docs/design/gaussian_objective.md; ``"004"`` (mechanism ``"gaussian_objective_004"``) is 004
+Alg. 4's sigma* rule, kept for the reproduction of 004's experiments."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (
+    ObjectiveCalibration,
     release_approximate_minimiser,
     require_curvature,
     solve_perturbed,
@@ -17,57 +24,61 @@ from dperm.privacy.sensitivity import (
     SENSITIVITY_ROUNDING_MARGIN,
     discrete_gaussian_sigma_steps,
     discrete_objective_noise_steps,
+    GAUSSIAN_OBJECTIVE_CALIBRATIONS,
     objective_noise_grid,
     objective_perturbation_slack,
     split_epsilon_for_amp,
+    tight_discrete_gaussian_sigma_steps,
+    tight_gaussian_objective_slack,
 )
 from dperm.validation import check_delta, check_epsilon
 
 
 def gaussian_objective_perturbation(
     problem: ERMProblem, epsilon: float, delta: float, rng, tol: float, max_iter: int,
-    accountant=None,
+    accountant=None, calibration: str = "tight",
 ):
     """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with Gaussian-type ``eta`` and release it.
 
     1. split ``epsilon`` between the objective stage and AMP's output stage;
-    2. ``eps~, Delta`` from computeSlack (004 Proc. 2, typo fixed per paper note 4;
-       the same rule as 003 Alg. 2);
+    2. ``eps~, Delta``: ``"tight"``: :func:`~dperm.privacy.sensitivity.tight_gaussian_objective_slack`
+       (one Jacobian factor, matrix determinant lemma); ``"004"``: computeSlack
+       (004 Proc. 2, typo fixed per paper note 4; the same rule as 003 Alg. 2);
     3. ``eta = h z`` with ``z`` exact per-coordinate discrete Gaussian
-       (Canonne, Kamath & Steinke 2020) of std ``sigma`` steps from
-       :func:`~dperm.privacy.sensitivity.discrete_gaussian_sigma_steps`: 004
-       Proc. 3's rule with the L2 bound on the grid and a subgaussian norm
-       quantile (Hsu, Kakade & Zhang 2012) in place of the chi-square one. The
-       ideal noise ``h (z + u)``, ``u`` uniform in the unit cube, meets 004 Thm
-       4.1's condition (privacy loss of the noise ``<= eps~`` except with
-       probability ``delta``);
+       (Canonne, Kamath & Steinke 2020) of std ``sigma`` steps:
+
+       - ``"tight"``: :func:`~dperm.privacy.sensitivity.tight_discrete_gaussian_sigma_steps`,
+         the smallest sigma whose privacy-profile bound
+         (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_delta`) is at most
+         ``delta`` at ``eps~``: for a GLM loss the neighbours' noises that give the same
+         minimiser differ by a vector in the span of the two differing rows (norm
+         ``<= 2 L R``) plus the grid's rounding (``<= 1`` step per coordinate), so only
+         the noise's projections on two fixed directions matter (Redberg, Koskela &
+         Wang 2023's argument for add/remove neighbours, extended in
+         docs/design/gaussian_objective.md);
+       - ``"004"``: :func:`~dperm.privacy.sensitivity.discrete_gaussian_sigma_steps`, 004
+         Proc. 3's rule with the L2 bound on the grid and a subgaussian norm quantile
+         (Hsu, Kakade & Zhang 2012) in place of the chi-square one (004 Thm 4.1's
+         condition: privacy loss ``<= eps~`` except with probability ``delta``);
     4. minimise to ``||grad|| <= tol`` and release with AMP's output noise
        (:func:`~dperm.mechanisms.objective.release_approximate_minimiser`).
 
     Returns
     -------
     MechanismOutput
-        ``(epsilon, delta)``-DP for the released ``coef`` (004 Thm 4.1;
-        Iyengar et al. 2019, Thm 1; basic composition).
+        ``(epsilon, delta)``-DP for the released ``coef`` (docs/design/gaussian_objective.md
+        or 004 Thm 4.1; Iyengar et al. 2019, Thm 1; basic composition).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    loss = problem.loss
-    curvature = require_curvature(loss, "gaussian_objective")
-    if delta == 0:
-        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
     spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
-    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
-    slack = objective_perturbation_slack(
-        epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
-    )
-    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
-    _, l2_steps = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm, problem.n_features, grid)
-    sigma_steps = discrete_gaussian_sigma_steps(l2_steps, problem.n_features, slack.epsilon_noise, delta)
+    loss, slack, grid, sigma_steps = problem.loss, plan.slack, plan.grid, plan.scale_steps
+    epsilon_output = plan.epsilon_output
     sigma_squared = Fraction(sigma_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
     noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), grid)
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, calibration, radius, sensitivity = release_approximate_minimiser(
+    coef, output_calibration, radius, sensitivity = release_approximate_minimiser(
         problem, solve, problem.alpha + slack.extra_regularization, grid, tol, epsilon_output, rng)
     return MechanismOutput(
         coef=coef,
@@ -83,7 +94,51 @@ def gaussian_objective_perturbation(
         solve=solve,
         lipschitz=loss.lipschitz,
         output_epsilon=epsilon_output,
-        output_noise_scale=calibration.noise_scale,
-        output_grid=calibration.step,
+        output_noise_scale=output_calibration.noise_scale,
+        output_grid=output_calibration.step,
         output_sensitivity=sensitivity,
     )
+
+
+def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: float,
+                                 calibration: str = "tight") -> ObjectiveCalibration:
+    """Steps 1-3's calibration (``"tight"`` or ``"004"``) from public quantities of ``problem`` only.
+
+    Refuses a loss without a curvature bound, ``delta == 0`` or an unknown
+    calibration before anything is spent.
+    """
+    if calibration not in GAUSSIAN_OBJECTIVE_CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
+    loss = problem.loss
+    curvature = require_curvature(loss, "gaussian_objective")
+    if delta == 0:
+        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
+    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
+    if calibration == "tight":
+        slack = tight_gaussian_objective_slack(
+            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
+        span_steps = 2.0 * loss.lipschitz * problem.data_norm * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid
+        sigma_steps = tight_discrete_gaussian_sigma_steps(
+            span_steps, problem.n_features, slack.epsilon_noise, delta)
+    else:
+        slack = objective_perturbation_slack(
+            epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
+        _, l2_steps = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm,
+                                                     problem.n_features, grid)
+        sigma_steps = discrete_gaussian_sigma_steps(l2_steps, problem.n_features, slack.epsilon_noise, delta)
+    return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,
+                                "discrete-gaussian", sigma_steps)
+
+
+def gaussian_objective_perturbation_004(
+    problem: ERMProblem, epsilon: float, delta: float, rng, tol: float, max_iter: int,
+    accountant=None,
+):
+    """:func:`gaussian_objective_perturbation` with 004's calibration (Alg. 4, Procs. 2-3).
+
+    For the reproduction of Rajkumar & Agarwal (2012); the tight default needs about a
+    third of its sigma at Adult's size (docs/design/gaussian_objective.md).
+    """
+    return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter,
+                                           accountant, calibration="004")

@@ -4,6 +4,7 @@ for an inexact solve by approximate minima perturbation (Iyengar et al. 2019).""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 
 from dperm.exceptions import CertificateError
@@ -79,10 +80,92 @@ def release_approximate_minimiser(problem: ERMProblem, solve, regularization: fl
     releasing it with noise for sensitivity ``2 r`` is ``epsilon_output``-DP;
     the objective stage's guarantee for ``w*`` and this one compose.
     """
+    calibration, radius, sensitivity = amp_output_calibration(
+        problem, regularization, noise_grid, tol, epsilon_output)
+    return release_on_grid(solve.coef, calibration, rng), calibration, radius, sensitivity
+
+
+def amp_output_calibration(problem, regularization: float, noise_grid: float, tol: float,
+                           epsilon_output: float):
+    """AMP's output-stage grid calibration, its radius ``r`` and sensitivity ``2 r``.
+
+    Reads only public quantities of ``problem`` (``n``, ``d``), so
+    :mod:`dperm.mechanisms.choice` can compute it before any data is solved.
+    """
     radius = amp_solution_radius(tol, noise_grid, problem.n_samples, problem.n_features, regularization)
     sensitivity = amp_output_sensitivity(radius)
     calibration = discrete_laplace_calibration(sensitivity, problem.n_features, epsilon_output)
-    return release_on_grid(solve.coef, calibration, rng), calibration, radius, sensitivity
+    return calibration, radius, sensitivity
+
+
+@dataclass(frozen=True)
+class ObjectiveCalibration:
+    """How an objective mechanism's noise is calibrated, from public quantities only.
+
+    Attributes
+    ----------
+    epsilon_objective, epsilon_output : float
+        The split of epsilon between the objective stage and AMP's output stage.
+    slack : ObjectiveSlack
+        ``eps'`` (or ``eps~``) and ``Delta``.
+    grid : float
+        The grid ``h`` of the noise ``b = h z``.
+    noise_distribution : str
+        ``"discrete-laplace"`` (scale in steps) or ``"discrete-gaussian"`` (sigma in steps).
+    scale_steps : float or Fraction
+        The per-coordinate discrete Laplace scale or discrete Gaussian sigma, in steps.
+    """
+
+    epsilon_objective: float
+    epsilon_output: float
+    slack: object
+    grid: float
+    noise_distribution: str
+    scale_steps: object
+
+    @property
+    def noise_scale(self) -> float:
+        """The per-coordinate scale (Laplace) or sigma (Gaussian) of ``b`` in its units."""
+        return float(Fraction(self.scale_steps) * Fraction(self.grid))
+
+    def rms_noise_norm(self, dimension: int) -> float:
+        """``sqrt(E ||b||^2)``: ``sqrt(2 d) s`` for Laplace-type noise, ``sqrt(d) sigma`` for Gaussian.
+
+        Of the continuous law of the same scale; the discrete laws' variances are
+        within a rounding of it (Canonne, Kamath & Steinke 2020, Prop. 5 and Cor. 9).
+        """
+        factor = 2.0 if self.noise_distribution == "discrete-laplace" else 1.0
+        return math.sqrt(factor * dimension) * self.noise_scale
+
+
+def calibrate_objective(problem, epsilon: float, tol: float) -> ObjectiveCalibration:
+    """003 Alg. 2's calibration with the float-safe grid (public quantities of ``problem`` only)."""
+    curvature = require_curvature(problem.loss, "objective")
+    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
+    slack = objective_perturbation_slack(
+        epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
+    )
+    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
+    l1_steps, _ = discrete_objective_noise_steps(problem.loss.lipschitz, problem.data_norm,
+                                                 problem.n_features, grid)
+    scale_steps = Fraction(l1_steps) / Fraction(slack.epsilon_noise)
+    return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,
+                                "discrete-laplace", scale_steps)
+
+
+def expected_objective_perturbation(problem, calibration: ObjectiveCalibration, tol: float) -> float:
+    """A public bound on the RMS distance the noise moves the released point.
+
+    The objective stage moves the minimiser by at most ``||b|| / (n (alpha + Delta))``
+    (strong convexity of the perturbed objective); AMP's output noise adds its own
+    RMS norm ``sqrt(2 d)`` times its scale. Used by :mod:`dperm.mechanisms.choice`.
+    """
+    regularization = problem.alpha + calibration.slack.extra_regularization
+    output, _, _ = amp_output_calibration(problem, regularization, calibration.grid, tol,
+                                          calibration.epsilon_output)
+    d = problem.n_features
+    objective_stage = calibration.rms_noise_norm(d) / (problem.n_samples * regularization)
+    return objective_stage + math.sqrt(2.0 * d) * output.noise_scale
 
 
 def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
@@ -125,15 +208,10 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     """
     epsilon = check_epsilon(epsilon)
     loss = problem.loss
-    curvature = require_curvature(loss, "objective")
+    calibration = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
-    epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
-    slack = objective_perturbation_slack(
-        epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
-    )
-    grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
-    l1_steps, _ = discrete_objective_noise_steps(loss.lipschitz, problem.data_norm, problem.n_features, grid)
-    scale_steps = Fraction(l1_steps) / Fraction(slack.epsilon_noise)
+    slack, grid, scale_steps = calibration.slack, calibration.grid, calibration.scale_steps
+    epsilon_output = calibration.epsilon_output
     noise = grid_vector(sample_discrete_laplace_vector(problem.n_features, scale_steps, rng), grid)
     regularization = problem.alpha + slack.extra_regularization
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dperm.exceptions import CertificateError
@@ -64,6 +66,14 @@ def output_noise_calibration(problem: ERMProblem, epsilon: float, tol: float):
 def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
     """Per-coordinate scale ``g k / epsilon`` of the output noise (:func:`output_noise_calibration`)."""
     return output_noise_calibration(problem, epsilon, tol).noise_scale
+
+
+def expected_output_perturbation(problem, epsilon: float, tol: float) -> float:
+    """``sqrt(E ||noise||^2) = sqrt(2 d)`` times the output noise's per-coordinate scale.
+
+    Public quantities of ``problem`` only; used by :mod:`dperm.mechanisms.choice`.
+    """
+    return math.sqrt(2.0 * problem.n_features) * output_noise_scale(problem, epsilon, tol)
 
 
 def release_output(problem: ERMProblem, coef, epsilon: float, tol: float, rng) -> np.ndarray:

@@ -12,9 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from dperm.mechanisms.gaussian_objective import gaussian_objective_perturbation
-from dperm.mechanisms.objective import objective_perturbation, require_curvature
-from dperm.mechanisms.output import output_perturbation
+from dperm.mechanisms.gaussian_objective import (
+    calibrate_gaussian_objective,
+    gaussian_objective_perturbation,
+    gaussian_objective_perturbation_004,
+)
+from dperm.mechanisms.objective import (
+    calibrate_objective,
+    expected_objective_perturbation,
+    objective_perturbation,
+    require_curvature,
+)
+from dperm.mechanisms.output import expected_output_perturbation, output_perturbation
 from dperm.privacy.references import REFERENCES
 
 
@@ -36,6 +45,14 @@ class Mechanism:
         bound ``c`` on ``loss''`` (003 Thm 2, 004 Thm 4.1).
     summary : str
         One line for ``--help`` and the docs.
+    expected_perturbation : callable
+        ``f(problem, epsilon, delta, tol) -> float``: a bound on the RMS distance the
+        noise moves the released point, from public quantities of ``problem`` only
+        (a :class:`~dperm.mechanisms._problem.PublicProblem`); read by
+        :func:`dperm.mechanisms.choice.choose_mechanism`.
+    auto_candidate : bool
+        Whether ``mechanism="auto"`` may choose it (``False`` for calibrations kept
+        only to reproduce a paper).
     """
 
     name: str
@@ -43,6 +60,8 @@ class Mechanism:
     uses_delta: bool
     needs_curvature: bool
     summary: str
+    expected_perturbation: Callable
+    auto_candidate: bool = True
 
     @property
     def reference(self) -> str:
@@ -52,6 +71,14 @@ class Mechanism:
     def delta_spent(self, delta: float) -> float:
         """The delta this mechanism's guarantee uses: ``delta`` or 0 for a pure mechanism."""
         return delta if self.uses_delta else 0.0
+
+    def accepts(self, loss, delta: float) -> bool:
+        """Whether :meth:`check` passes: the theorem covers ``loss`` and ``delta``."""
+        try:
+            self.check(loss, delta)
+        except ValueError:
+            return False
+        return True
 
     def check(self, loss, delta: float) -> None:
         """Refuse a loss or a delta this mechanism's theorem does not cover (before any budget)."""
@@ -64,18 +91,40 @@ class Mechanism:
             require_curvature(loss, self.name)
 
 
+def _objective_perturbation_size(problem, epsilon, delta, tol):
+    return expected_objective_perturbation(problem, calibrate_objective(problem, epsilon, tol), tol)
+
+
+def _gaussian_perturbation_size(calibration):
+    def size(problem, epsilon, delta, tol):
+        plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
+        return expected_objective_perturbation(problem, plan, tol)
+    return size
+
+
+def _output_perturbation_size(problem, epsilon, delta, tol):
+    return expected_output_perturbation(problem, epsilon, tol)
+
+
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
     for m in (
         Mechanism("objective", objective_perturbation, uses_delta=False, needs_curvature=True,
-                  summary="objective perturbation, pure epsilon-DP (003 Alg. 2); smooth losses"),
+                  summary="objective perturbation, pure epsilon-DP (003 Alg. 2); smooth losses",
+                  expected_perturbation=_objective_perturbation_size),
         Mechanism("output", output_perturbation, uses_delta=False, needs_curvature=False,
                   summary="output perturbation, pure epsilon-DP (003 Alg. 1; 000 Thm 2); any "
-                  "convex Lipschitz loss"),
+                  "convex Lipschitz loss", expected_perturbation=_output_perturbation_size),
         Mechanism("gaussian_objective", gaussian_objective_perturbation, uses_delta=True,
                   needs_curvature=True,
-                  summary="Gaussian objective perturbation, (epsilon, delta)-DP (004 Alg. 4); "
-                  "smooth losses"),
+                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, tight GLM "
+                  "calibration (Redberg, Koskela & Wang 2023); smooth losses",
+                  expected_perturbation=_gaussian_perturbation_size("tight")),
+        Mechanism("gaussian_objective_004", gaussian_objective_perturbation_004, uses_delta=True,
+                  needs_curvature=True,
+                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, 004 Alg. 4's "
+                  "sigma* (for the reproduction); smooth losses",
+                  expected_perturbation=_gaussian_perturbation_size("004"), auto_candidate=False),
     )
 }
 

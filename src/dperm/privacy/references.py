@@ -11,7 +11,11 @@ REFERENCES = {
     "Thm 2 for non-differentiable Lipschitz losses",
     "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber); "
     "approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
-    "gaussian_objective": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
+    "gaussian_objective": "dperm's derivation (docs/design/gaussian_objective.md) after Redberg, "
+    "Koskela & Wang (2023), objective perturbation's privacy profile for GLMs with Gaussian noise, "
+    "for replace-one neighbours and the noise grid; Canonne, Kamath & Steinke (2020), Cor. 9; approximate "
+    "minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "gaussian_objective_004": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
     "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
     # private prediction (dperm.mechanisms.prediction)
     "private_prediction": (
