@@ -105,8 +105,9 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     params = model.get_params()
     params["random_state"] = None  # a seed would let anyone subtract the noise
     # Where the fit ran and which budget paid for it are not part of the model.
-    params["scheduler"] = None
-    params["accountant"] = None
+    for name in ("scheduler", "accountant"):
+        if name in params:
+            params[name] = None
     if "feature_random_state" in params:  # the features themselves are stored below
         params["feature_random_state"] = None
     if params.get("classes") is not None:  # the public label set, as JSON scalars
