@@ -415,7 +415,7 @@ def test_train_maps_public_bounds_to_a_centred_range_by_default(table):
     # age at its lower/upper bound -> -1/+1 before the row step; score at its midpoint -> 0
     np.testing.assert_allclose(X[:, 0], [-1.0, 1.0])
     np.testing.assert_allclose(X[:, -1], [0.0, 0.0], atol=1e-12)
-    assert document["params"]["fit_intercept"] is True
+    assert document["params"]["fit_intercept"] is False  # the recipe: no intercept
 
 
 def test_feature_range_unit_keeps_the_old_encoding(table):

@@ -144,10 +144,10 @@ def _make_model(args):
     from dperm import linear_model
 
     family, loss = MODELS[args.model]
-    fit_intercept = args.intercept
-    common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state)
-    if fit_intercept is not None:
-        common["fit_intercept"] = fit_intercept
+    # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
+    # measured worse once the public ranges are centred); --intercept asks for one.
+    common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
+                  fit_intercept=bool(args.intercept))
     if family == "regressor":
         common["data_norm"] = args.data_norm
         if args.model == "least_squares":
@@ -512,9 +512,9 @@ def _train_options(train) -> None:
                        help="kernel_* models: number of random Fourier features (default 100)")
     model.add_argument("--alpha", type=float, default=0.01,
                        help="L2 regularisation strength lambda (> 0)")
-    model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=None,
-                       help="fit an intercept (default: yes for linear models, costing part of "
-                            "the norm budget; no for kernel models)")
+    model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
+                       help="fit an intercept (default: no; it costs part of the norm budget and "
+                            "measured worse with centred features, benchmarks/cli_recipe.py)")
 
     privacy = train.add_argument_group("privacy")
     privacy.add_argument("--epsilon", type=float, required=True,
@@ -610,8 +610,8 @@ COMMANDS = {
         "Fit a differentially private model on a CSV file and write a JSON model file. The "
         "default recipe: public bounds map every numeric column to [-1, 1], categorical columns "
         "are one-hot encoded with their public categories, every row is scaled to norm "
-        "--data-norm, and an intercept is fitted (linear models). No row is ever dropped: n is "
-        "public.",
+        "--data-norm, and no intercept is fitted (as dperm.preprocessing.make_private_pipeline; "
+        "measured in benchmarks/cli_recipe.py). No row is ever dropped: n is public.",
         "examples:\n"
         "  dperm train --data train.csv --target income --categorical sex --bounds bounds.json "
         "--classes no,yes --epsilon 1 --out model.json\n"
