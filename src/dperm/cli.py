@@ -227,7 +227,7 @@ def _train_dask(args) -> int:
         X, y, spec = lazy_design(args.data, args.target, features=args.features,
                                  categorical=args.categorical, public_bounds=bounds,
                                  row_norm_mode=args.row_norm, data_norm=args.data_norm,
-                                 scheduler=scheduler)
+                                 scheduler=scheduler, numeric_range=args.feature_range)
         model = _make_model(args).set_params(scheduler=scheduler).fit(X, y)
     save_model(args.out, model, spec, args.target, [])
     print(f"trained on {model.privacy_.n_samples} rows (every row of the files; none is dropped), "
