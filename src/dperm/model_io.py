@@ -1,9 +1,12 @@
 """Model files: JSON with coefficients, the public schema and the privacy record.
 
 :func:`load_model` reads every format in :data:`FORMATS`: this module's own
-``dperm-model`` and the multiparty format written by ``dperm coordinate``,
-which :mod:`dperm.multiparty.model_file` registers (:func:`register_format`;
-``import dperm`` imports it), so this module never imports ``dperm.multiparty``.
+``dperm-model`` (every estimator family ``dperm train`` fits: linear
+classifiers, linear regressors and random-Fourier-feature classifiers) and the
+multiparty format written by ``dperm coordinate``, which
+:mod:`dperm.multiparty.model_file` registers (:func:`register_format`); the
+first file of that format imports it by name (:data:`FORMAT_MODULES`), so this
+module never imports ``dperm.multiparty``.
 
 A model file never contains training rows. Loading checks the schema and the
 shapes, so a malformed, truncated or tampered file gets a clear ValueError
@@ -92,7 +95,7 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
 
     Parameters
     ----------
-    model : PrivateLogisticRegression or PrivateLinearSVC
+    model : one of :data:`ESTIMATORS`
         A fitted estimator.
     spec : TabularSpec
         The public schema that encodes raw columns into the model's features.
@@ -145,10 +148,11 @@ def load_model(path):
 
     Two formats are read:
 
-    - ``dperm-model`` (``dperm train``): ``model`` is a
-      :class:`~dperm.linear_model.PrivateLogisticRegression` or
-      :class:`~dperm.linear_model.PrivateLinearSVC` and ``spec`` the
-      :class:`~dperm.tabular.TabularSpec` that encodes raw columns;
+    - ``dperm-model`` (``dperm train``): ``model`` is one of
+      :data:`ESTIMATORS` (a linear classifier, a linear regressor, or a
+      random-Fourier-feature classifier with its public features) and
+      ``spec`` the :class:`~dperm.tabular.TabularSpec` that encodes raw
+      columns;
     - ``dperm-multiparty-model`` (``dperm coordinate``): ``model`` is a
       :class:`~dperm.multiparty.PSGDClassifier` and ``spec`` the
       :class:`~dperm.tabular.TabularSpec` of the preprocessing the parties
@@ -163,7 +167,9 @@ def load_model(path):
     Raises
     ------
     ValueError
-        If the file is not valid JSON or does not follow its format's schema.
+        If the file is not valid JSON or does not follow its format's schema,
+        or (``dperm-model``) its ``privacy.epsilon`` or ``privacy.delta``
+        differs from ``params``: the record of an edited file is not trusted.
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
