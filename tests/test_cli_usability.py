@@ -24,6 +24,21 @@ def test_version_prints_the_installed_version(capsys):
     assert cli._version().count(".") >= 1
 
 
+def test_python_dash_m_runs_the_cli():
+    result = subprocess.run([sys.executable, "-m", "dperm.cli", "--version"], capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.startswith("dperm ")
+
+
+def test_dask_engine_refuses_other_families_and_honours_strict(tmp_path, capsys):
+    base = ["train", "--data", str(tmp_path), "--target", "y", "--engine", "dask", "--epsilon",
+            "1", "--out", str(tmp_path / "m.json")]
+    assert main([*base, "--model", "quantile"]) == 2
+    assert "--engine dask fits the linear classifiers only" in _error(capsys)
+    assert main([*base, "--strict"]) == 2
+    assert "--strict: the label set would be read from the data" in _error(capsys)
+
+
 def _modules_after(code):
     program = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,

@@ -221,6 +221,7 @@ def _train_dask(args) -> int:
     if MODELS[args.model][0] != "classifier":
         raise ValueError(f"--engine dask fits the linear classifiers only; --model {args.model} "
                          "needs --engine memory.")
+    _check_strict(args, [])  # the Dask reader itself refuses features without public bounds
     bounds = read_bounds_file(args.bounds) if args.bounds else None
     with dask_scheduler(args.scheduler) as runner:  # one cluster for the check pass and the fit
         scheduler = runner.client if runner.client is not None else runner.scheduler
