@@ -452,12 +452,6 @@ def _reproduce_options(reproduce) -> None:
     reproduce.set_defaults(func=_reproduce)
 
 
-def _feature_range(text):
-    if text not in ("centred", "unit"):
-        raise argparse.ArgumentTypeError(f"{text!r}: use centred ([-1, 1]) or unit ([0, 1])")
-    return text
-
-
 def _train_options(train) -> None:
     from dperm.mechanisms.registry import MECHANISMS
 
@@ -483,8 +477,7 @@ def _train_options(train) -> None:
     data.add_argument("--strict", action="store_true",
                       help="refuse to read any schema from the data: every feature needs a "
                            "--bounds entry and a classifier needs --classes")
-    data.add_argument("--feature-range", type=_feature_range, default="centred",
-                      metavar="{centred,unit}",
+    data.add_argument("--feature-range", choices=("centred", "unit"), default="centred",
                       help="where public bounds map numeric columns: centred = [-1, 1] "
                            "(measured better, benchmarks/cli_recipe.py), unit = [0, 1]")
     data.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
