@@ -40,9 +40,6 @@ MODELS = {
     "kernel_hinge": ("kernel", "hinge"),
 }
 
-#: Mechanism names (the keys of ``dperm.mechanisms.registry.MECHANISMS``; a test checks they agree).
-MECHANISM_NAMES = ("objective", "output", "gaussian_objective")
-
 #: ``demo --encoding`` values (the keys of ``dperm.datasets.ADULT_ENCODINGS``; a test checks).
 ADULT_ENCODING_NAMES = ("unit_norm", "constant", "unit_norm_log")
 
@@ -515,7 +512,7 @@ def _train_options(train) -> None:
                          help=f"the privacy budget epsilon (>= {MIN_EPSILON:g})")
     privacy.add_argument("--delta", type=float, default=0.0,
                          help="delta in [0, 1); > 0 only with --mechanism gaussian_objective")
-    privacy.add_argument("--mechanism", choices=MECHANISM_NAMES, default=None,
+    privacy.add_argument("--mechanism", choices=tuple(MECHANISMS), default=None,
                          help="default: objective for classifiers, output for regressors; "
                               + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
     privacy.add_argument("--random-state", type=int, default=None,
