@@ -220,7 +220,7 @@ def test_missing_numeric_cell_is_a_one_line_error_naming_file_column_and_row(csv
     data = _replace_line(train, 7, "?,red,50,yes", folder / "holey.csv")
     assert _train(data, bounds, folder / "m.json") == 2
     err = _one_line_error(capsys)
-    assert f"{data}: column 'age', data row 7 (1-based, header not counted)" in err
+    assert f"{data}: line 8, column 'age'" in err  # data row 7 is line 8 (the header is line 1)
     assert '"fill"' in err and "--bounds" in err
     assert not (folder / "m.json").exists()
 
@@ -260,14 +260,14 @@ def test_missing_target_cell_is_a_one_line_error(csv_files, capsys, label):
     data = _replace_line(train, 12, f"40,red,50,{label}", folder / "unlabelled.csv")
     assert _train(data, bounds, folder / "m.json") == 2
     err = _one_line_error(capsys)
-    assert f"{data}: column 'label', data row 12 (1-based" in err and "not a class" in err
+    assert f"{data}: line 13, column 'label'" in err and "not a class" in err
 
 
 def test_a_row_of_empty_cells_is_refused_not_skipped(csv_files, capsys):
     folder, train, _, bounds = csv_files
     data = _replace_line(train, 5, ",,,", folder / "empty_row.csv")
     assert _train(data, bounds, folder / "m.json") == 2
-    assert "data row 5" in _one_line_error(capsys)
+    assert "line 6, column 'age'" in _one_line_error(capsys)
 
 
 def test_predict_names_the_file_of_a_missing_cell(csv_files, capsys):
@@ -276,7 +276,7 @@ def test_predict_names_the_file_of_a_missing_cell(csv_files, capsys):
     holey = folder / "holey_new.csv"
     holey.write_text("age,color,score\n30,red,60\n70,blue,\n")
     assert main(["predict", "--model", str(folder / "m.json"), "--data", str(holey)]) == 2
-    assert f"{holey}: column 'score', data row 2" in _one_line_error(capsys)
+    assert f"{holey}: line 3, column 'score'" in _one_line_error(capsys)
 
 
 def test_demo_smoke_run(tmp_path, capsys):

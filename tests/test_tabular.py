@@ -337,7 +337,7 @@ def test_read_csv_columns_then_missing_value_is_reported(tmp_path):
     path = tmp_path / "people.csv"
     path.write_text("age,gain,sex\n20,0,Male\n?,0,Female\n")
     columns = read_csv_columns(path)
-    with pytest.raises(TableCellError, match=r"people.csv: column 'age', data row 2 "):
+    with pytest.raises(TableCellError, match=r"people.csv: line 3, column 'age': "):
         small_spec().transform(columns, source=path)
 
 

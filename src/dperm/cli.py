@@ -2,34 +2,86 @@
 
 Subcommands
 -----------
-demo      The main job: privacy vs accuracy on the embedded Adult data.
-train     Fit a private model on a CSV file and write a JSON model file.
-predict   Predict with a model file on a CSV file.
-show      Print a model file's privacy guarantee.
-reproduce Reproduce a paper's experiments (chaudhuri2011, rajkumar2012).
-audit     Empirically audit a mechanism: a statistical lower bound on epsilon.
+demo       The main job: privacy vs accuracy on the embedded Adult data.
+train      Fit a private model (classifier, regressor or kernel model) on a CSV file.
+predict    Predict with a model file on a CSV file.
+show       Print a model file's privacy guarantee.
+reproduce  Reproduce a paper's experiments (chaudhuri2011, rajkumar2012).
+audit      Empirically audit a mechanism: a statistical lower bound on epsilon.
 experiment learning-rates: excess risk against m under the theory's parameter choice.
-party     party keygen / party serve: one party's key pair; its shard as a Flower SuperNode (multiparty PSGD, SecAgg+).
-coordinate Multiparty private SGD (004) over Flower SecAgg+: SuperLink + ServerApp.
+party      party keygen / party serve: one party of a multiparty training (Flower SuperNode).
+coordinate Multiparty private training over Flower SecAgg+: SuperLink + ServerApp.
+
+Imports are lazy: this module imports only the standard library, and a
+subcommand's options (and the modules they need) are built only when that
+subcommand is run, so ``dperm --help`` starts at once. The handlers import
+numpy, scikit-learn and dperm's subpackages when they run.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import warnings
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Callable
 
-import numpy as np
+#: ``train --model`` values and what each fits: (estimator family, loss).
+MODELS = {
+    "logistic": ("classifier", "logistic"),
+    "huber": ("classifier", "huber"),
+    "smooth_hinge": ("classifier", "smooth_hinge"),
+    "hinge": ("classifier", "hinge"),
+    "least_squares": ("regressor", "squared"),
+    "quantile": ("regressor", "pinball"),
+    "kernel_logistic": ("kernel", "logistic"),
+    "kernel_huber": ("kernel", "huber"),
+    "kernel_smooth_hinge": ("kernel", "smooth_hinge"),
+    "kernel_hinge": ("kernel", "hinge"),
+}
 
-from dperm.exceptions import CertificateError
-from dperm.mechanisms.registry import MECHANISMS
+#: ``demo --encoding`` values (the keys of ``dperm.datasets.ADULT_ENCODINGS``; a test checks).
+ADULT_ENCODING_NAMES = ("unit_norm", "constant", "unit_norm_log")
 
-MODELS = ("logistic", "huber", "smooth_hinge", "hinge")
+#: The smallest epsilon ``dperm train`` accepts. The released noise is an exact integer
+#: number of grid steps below 2**53 (``dperm.mechanisms.noise.EXACT_INTEGER_LIMIT``), and
+#: the grid is at most ``S / (1024 sqrt(d))`` for the noise scale ``S / epsilon``, so the
+#: noise needs about ``1024 sqrt(d) / epsilon`` steps: with d <= 10**4 and 40 scales of
+#: tail that stays below 2**53 for epsilon >= 4.6e-10. Below it, the output mechanism's
+#: noise is measured clamped (it was at epsilon = 1e-14 with d = 4).
+MIN_EPSILON = 1e-9
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's line breaks and appends the default to an option's help."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (action.option_strings and "default" not in text and action.default not in
+                (None, False, argparse.SUPPRESS) and not isinstance(action.default, list)):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dperm")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        import dperm
+
+        return dperm.__version__
+
+
+# ======================================================================================
+# Handlers (heavy imports inside)
+# ======================================================================================
 
 
 def _demo(args) -> int:
+    import numpy as np
+
     from dperm.datasets import load_adult
     from dperm.experiments.demo import format_table, run_demo, save_results
 
@@ -55,16 +107,61 @@ def _demo(args) -> int:
     return 0
 
 
-def _make_model(args):
-    from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+def _check_model_options(args) -> None:
+    """Refuse option combinations the chosen ``--model`` cannot use, before any data is read."""
+    family, _ = MODELS[args.model]
+    if 0 < args.epsilon < MIN_EPSILON:  # epsilon <= 0 is refused by the estimator
+        raise ValueError(
+            f"--epsilon {args.epsilon!r} is below {MIN_EPSILON:g}, the smallest epsilon whose "
+            "noise dperm can release exactly (the noise would need more than 2**53 grid steps); "
+            "use a larger epsilon.")
+    if family == "regressor":
+        if args.mechanism not in (None, "output"):
+            raise ValueError(f"--model {args.model} is fitted by output perturbation only "
+                             f"(Nie & Wang 2017, Thm 2); drop --mechanism {args.mechanism}.")
+        if args.delta:
+            raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
+        if args.classes is not None:
+            raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
+        if args.model == "least_squares" and args.y_bound is None:
+            raise ValueError(
+                "--model least_squares needs --y-bound M, a PUBLIC bound on |target| (targets "
+                "beyond it are clipped to it; predictions lie in [-M, M]); choose it without "
+                "looking at the data, e.g. from the target's documented range.")
+    elif args.y_bound is not None:
+        raise ValueError("--y-bound is for --model least_squares only.")
+    if args.model != "quantile" and args.quantile is not None:
+        raise ValueError("--quantile is for --model quantile only.")
+    if family != "kernel" and (args.gamma is not None or args.n_components is not None):
+        raise ValueError("--gamma and --n-components are for the kernel_* models only.")
 
-    common = dict(epsilon=args.epsilon, delta=args.delta, alpha=args.alpha,
-                  mechanism=args.mechanism, data_norm=args.data_norm,
-                  fit_intercept=not args.no_intercept, random_state=args.random_state,
-                  classes=args.classes)
-    if args.model == "logistic":
-        return PrivateLogisticRegression(**common)
-    return PrivateLinearSVC(loss=args.model, h=args.h, **common)
+
+def _make_model(args):
+    """The estimator ``--model`` names, with the options given."""
+    from dperm import linear_model
+
+    family, loss = MODELS[args.model]
+    # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
+    # measured worse once the public ranges are centred); --intercept asks for one.
+    common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
+                  fit_intercept=bool(args.intercept))
+    if family == "regressor":
+        common["data_norm"] = args.data_norm
+        if args.model == "least_squares":
+            return linear_model.PrivateLeastSquares(y_bound=args.y_bound, **common)
+        quantile = 0.5 if args.quantile is None else args.quantile
+        return linear_model.PrivateQuantileRegressor(quantile=quantile, **common)
+    common.update(delta=args.delta, mechanism=args.mechanism or "objective", classes=args.classes)
+    if family == "kernel":
+        kernel = dict(gamma=1.0 if args.gamma is None else args.gamma,
+                      n_components=100 if args.n_components is None else args.n_components)
+        if loss == "logistic":
+            return linear_model.PrivateKernelLogisticRegression(**kernel, **common)
+        return linear_model.PrivateKernelSVC(loss=loss, h=args.h, **kernel, **common)
+    common["data_norm"] = args.data_norm
+    if loss == "logistic":
+        return linear_model.PrivateLogisticRegression(**common)
+    return linear_model.PrivateLinearSVC(loss=loss, h=args.h, **common)
 
 
 def _parse_classes(text):
@@ -88,6 +185,8 @@ def _check_labels(y, classes, args):
     """Every target value lies in ``--classes`` (before anything is fitted or spent)."""
     if classes is None:
         return
+    import numpy as np
+
     from dperm.privacy.labels import resolve_label_set
 
     try:
@@ -96,20 +195,37 @@ def _check_labels(y, classes, args):
         raise ValueError(f"target column {args.target!r} of {args.data}: {error}") from None
 
 
+def _check_strict(args, from_data) -> None:
+    """``--strict``: every schema item (bounds, categories, label set) must be given by the user."""
+    if not args.strict:
+        return
+    problems = []
+    if from_data:
+        problems.append(f"bounds/categories of {from_data} would be read from the data (give "
+                        "them in the --bounds file)")
+    if MODELS[args.model][0] != "regressor" and args.classes is None:
+        problems.append("the label set would be read from the data (give --classes)")
+    if problems:
+        raise ValueError(f"--strict: {'; and '.join(problems)}.")
+
+
 def _train_dask(args) -> int:
     """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
     from dperm.model_io import save_model
-    from dperm.scale import dask_scheduler
-    from dperm.scale import lazy_design
+    from dperm.scale import dask_scheduler, lazy_design
     from dperm.tabular import read_bounds_file
 
+    if MODELS[args.model][0] != "classifier":
+        raise ValueError(f"--engine dask fits the linear classifiers only; --model {args.model} "
+                         "needs --engine memory.")
+    _check_strict(args, [])  # the Dask reader itself refuses features without public bounds
     bounds = read_bounds_file(args.bounds) if args.bounds else None
     with dask_scheduler(args.scheduler) as runner:  # one cluster for the check pass and the fit
         scheduler = runner.client if runner.client is not None else runner.scheduler
         X, y, spec = lazy_design(args.data, args.target, features=args.features,
                                  categorical=args.categorical, public_bounds=bounds,
                                  row_norm_mode=args.row_norm, data_norm=args.data_norm,
-                                 scheduler=scheduler)
+                                 scheduler=scheduler, numeric_range=args.feature_range)
         model = _make_model(args).set_params(scheduler=scheduler).fit(X, y)
     save_model(args.out, model, spec, args.target, [])
     print(f"trained on {model.privacy_.n_samples} rows (every row of the files; none is dropped), "
@@ -119,32 +235,71 @@ def _train_dask(args) -> int:
     return 0
 
 
-def _train(args) -> int:
-    from dperm.model_io import save_model
-    from dperm.tabular import build_spec, parse_labels, read_bounds_file, read_csv_columns
+def _read_rows(path):
+    """The CSV file's columns; a file with a header and no data row is refused by name."""
+    from dperm.tabular import read_csv_columns
 
-    args.classes = _parse_classes(args.classes)
-    if args.engine == "dask":
-        return _train_dask(args)
+    columns = read_csv_columns(path)
+    if not columns.line_numbers:
+        raise ValueError(f"no data rows in {path}: the file has a header but no rows; add the "
+                         "rows below the header.")
+    return columns
 
-    columns = read_csv_columns(args.data)
+
+def _read_table(args):
+    """``(columns, spec, from_data)`` for ``--data``: the raw columns and the public schema."""
+    from dperm.tabular import build_spec, read_bounds_file
+
+    columns = _read_rows(args.data)
     if args.target not in columns:
-        raise ValueError(f"target column {args.target!r} is not in {args.data}; columns are {list(columns)}.")
+        raise ValueError(f"target column {args.target!r} is not in {args.data}; columns are "
+                         f"{list(columns)}.")
     features = args.features or [name for name in columns if name != args.target]
     missing_categorical = sorted(set(args.categorical) - set(features))
     if missing_categorical:
         raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
     bounds = read_bounds_file(args.bounds) if args.bounds else None
+    if args.strict:  # nothing may be read from the data: check before build_spec reads it
+        unbounded = [name for name in features if name not in (bounds or {})]
+        _check_strict(args, unbounded)
     spec, from_data = build_spec(columns, features, categorical=args.categorical,
                                  public_bounds=bounds, row_norm_mode=args.row_norm,
-                                 data_norm=args.data_norm)
+                                 data_norm=args.data_norm, numeric_range=args.feature_range,
+                                 source=args.data)
+    return columns, spec, from_data
+
+
+def _targets(columns, args):
+    """The target column: labels for a classifier, finite numbers for a regressor."""
+    from dperm.tabular import TableCellError, finite_numbers, parse_labels
+
+    try:
+        if MODELS[args.model][0] == "regressor":
+            return finite_numbers(columns[args.target], args.target, source=args.data,
+                                  remedy="a regressor's target holds finite numbers only; fix "
+                                         "the cell (dperm never drops a row, since n is public)")
+        return parse_labels(columns[args.target], args.target, source=args.data)
+    except TableCellError as error:
+        raise error.on_lines(columns) from None
+
+
+def _train(args) -> int:
+    args.classes = _parse_classes(args.classes)
+    _check_model_options(args)
+    if args.engine == "dask":
+        return _train_dask(args)
+    from dperm.model_io import save_model
+
+    columns, spec, from_data = _read_table(args)
     X = spec.transform(columns, source=args.data)  # one row per row of the file: n is public
-    y = parse_labels(columns[args.target], args.target, source=args.data)
+    y = _targets(columns, args)
     _check_labels(y, args.classes, args)
     model = _make_model(args).fit(X, y)
     save_model(args.out, model, spec, args.target, from_data)
+    what = (f"classes {model.classes_.tolist()}" if hasattr(model, "classes_")
+            else f"numeric target {args.target!r}")
     print(f"trained on {X.shape[0]} rows (every row of the file; none is dropped), "
-          f"{X.shape[1]} features; classes {model.classes_.tolist()}")
+          f"{X.shape[1]} features; {what} ({type(model).__name__})")
     print(model.privacy_.summary())
     if from_data:
         print(f"WARNING: bounds/categories of {from_data} came from the data and are NOT covered.")
@@ -153,18 +308,21 @@ def _train(args) -> int:
 
 
 def _predict(args) -> int:
+    import csv
+
     from dperm.model_io import load_model
-    from dperm.tabular import read_csv_columns
 
     model, spec, _ = load_model(args.model)
-    columns = read_csv_columns(args.data)
+    columns = _read_rows(args.data)
     X = spec.transform(columns, source=args.data)
     predictions = model.predict(X)
     header = ["prediction"]
-    rows = [[str(p)] for p in predictions]
+    is_regressor = not hasattr(model, "classes_")
+    rows = [[f"{p:.10g}" if is_regressor else str(p)] for p in predictions]
     if args.proba:
         if not hasattr(model, "predict_proba"):
-            raise ValueError("--proba needs a logistic model; this model has no probabilities.")
+            raise ValueError(f"--proba needs a logistic model; {args.model} holds a "
+                             f"{type(model).__name__}, which has no probabilities.")
         proba = model.predict_proba(X)
         header += [f"proba_{c}" for c in model.classes_]
         rows = [row + [f"{p:.6g}" for p in prob] for row, prob in zip(rows, proba)]
@@ -191,11 +349,15 @@ def _show(args) -> int:
 
 
 def _reproduce(args) -> int:
+    from pathlib import Path
+
     from dperm.experiments import chaudhuri2011
 
     if args.paper == "rajkumar2012":
         from dperm.experiments import rajkumar2012
 
+        if args.datasets is None:
+            args.datasets = rajkumar2012.N_DATASETS
         return rajkumar2012.main_from_args(args)
     everything = not (args.table1 or args.table2 or args.figures is not None)
     # --figures alone means every figure; --figures 4-5 only the learning curves
@@ -210,110 +372,346 @@ def _reproduce(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dperm", description="Differentially private ERM.")
-    sub = parser.add_subparsers(dest="command", required=True)
+# ======================================================================================
+# Options of each subcommand (built only for the subcommand that runs)
+# ======================================================================================
 
-    demo = sub.add_parser("demo", help="privacy vs accuracy on the embedded Adult data")
-    demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0])
-    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
-    demo.add_argument("--subset", type=int, default=0, help="use this many training rows (smoke runs)")
-    demo.add_argument("--encoding", default="unit_norm", help="load_adult encoding (default unit_norm)")
-    demo.add_argument("--data-home", default=None, help="directory with adult/ (default: embedded copy)")
-    demo.add_argument("--jobs", type=int, default=2, help="parallel workers (default 2)")
+
+def _demo_options(demo) -> None:
+    demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0],
+                      metavar="EPS", help="privacy budgets to run (default 0.01 0.05 0.1 0.5 1)")
+    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell")
+    demo.add_argument("--subset", type=int, default=0,
+                      help="use this many training rows, drawn at random (0: all; for smoke runs)")
+    demo.add_argument("--encoding", default="unit_norm", choices=ADULT_ENCODING_NAMES,
+                      help="how Adult's rows are encoded: unit_norm scales every row to norm 1, "
+                           "constant divides by the worst-case norm (the paper's), unit_norm_log "
+                           "also takes log1p of the skewed numeric columns")
+    demo.add_argument("--data-home", default=None,
+                      help="directory with adult/ (default: the embedded copy)")
+    demo.add_argument("--jobs", type=int, default=2, help="parallel workers")
     demo.add_argument("--seed", type=int, default=0, help="base seed of the noise (reproducible runs)")
-    demo.add_argument("--out", default="dperm-demo", help="output directory (default dperm-demo)")
+    demo.add_argument("--out", default="dperm-demo", help="output directory")
     demo.set_defaults(func=_demo)
 
-    reproduce = sub.add_parser("reproduce", help="reproduce a paper's experiments")
-    reproduce.add_argument("paper", choices=("chaudhuri2011", "rajkumar2012"))
-    reproduce.add_argument("--table1", action="store_true", help="Table 1 (Adult)")
-    reproduce.add_argument("--table2", action="store_true", help="Table 2 (KDDCup99)")
-    reproduce.add_argument("--figures", nargs="*", choices=("2", "3", "4-5"), default=None,
-                           help="chaudhuri2011 figures: alone, Figs. 2-5; or a list, e.g. "
-                                "'--figures 4-5' for the learning curves without the tables")
-    reproduce.add_argument("--runs", type=int, default=None,
-                           help="noise draws per fold and cell (chaudhuri2011: 50; rajkumar2012: 5)")
-    reproduce.add_argument("--folds", type=int, default=10, help="cross-validation folds (10)")
-    reproduce.add_argument("--figure-runs", type=int, default=10, help="draws per fold in Figs. 2-3")
-    reproduce.add_argument("--curve-runs", type=int, default=5, help="runs per point in Figs. 4-5")
-    reproduce.add_argument("--permutations", type=int, default=3, help="permutations in Figs. 4-5")
-    reproduce.add_argument("--encodings", nargs="+", default=["constant", "unit_norm"],
-                           help="row encodings to run (constant = the paper's; unit_norm = dperm's)")
-    reproduce.add_argument("--subsets", nargs="+", choices=("random", "stratified"),
-                           default=["random", "stratified"],
-                           help="chaudhuri2011 Table 2: which 70,000-row KDD subsets (default both)")
-    reproduce.add_argument("--data-home", default=None, help="directory with adult/ and kddcup99/")
-    reproduce.add_argument("--jobs", type=int, default=2)
-    reproduce.add_argument("--seed", type=int, default=0)
-    reproduce.add_argument("--out", default="dperm-reproduce", help="output directory")
-    from dperm.experiments.rajkumar2012 import add_reproduce_arguments
 
-    add_reproduce_arguments(reproduce)
+def _reproduce_options(reproduce) -> None:
+    from dperm.experiments import rajkumar2012
+
+    reproduce.add_argument("paper", choices=("chaudhuri2011", "rajkumar2012"),
+                           help="the paper: chaudhuri2011 (Chaudhuri, Monteleoni & Sarwate 2011) or "
+                                "rajkumar2012 (Rajkumar & Agarwal 2012)")
+    both = reproduce.add_argument_group("options of both papers")
+    both.add_argument("--runs", type=int, default=None,
+                      help="noise draws per fold and cell (default: chaudhuri2011 50, "
+                           f"rajkumar2012 {rajkumar2012.RUNS})")
+    both.add_argument("--jobs", type=int, default=2, help="parallel workers")
+    both.add_argument("--seed", type=int, default=0, help="base seed of the noise")
+    both.add_argument("--out", default="dperm-reproduce", help="output directory")
+
+    chaudhuri = reproduce.add_argument_group("chaudhuri2011 options (Tables 1-2, Figs. 2-5)")
+    chaudhuri.add_argument("--table1", action="store_true", help="Table 1 (Adult)")
+    chaudhuri.add_argument("--table2", action="store_true", help="Table 2 (KDDCup99)")
+    chaudhuri.add_argument("--figures", nargs="*", choices=("2", "3", "4-5"), default=None,
+                           help="alone, Figs. 2-5; or a list, e.g. '--figures 4-5' for the "
+                                "learning curves without the tables (default: with no part "
+                                "named, everything)")
+    chaudhuri.add_argument("--folds", type=int, default=10, help="cross-validation folds")
+    chaudhuri.add_argument("--figure-runs", type=int, default=10, help="draws per fold in Figs. 2-3")
+    chaudhuri.add_argument("--curve-runs", type=int, default=5, help="runs per point in Figs. 4-5")
+    chaudhuri.add_argument("--permutations", type=int, default=3, help="permutations in Figs. 4-5")
+    chaudhuri.add_argument("--encodings", nargs="+", choices=("constant", "unit_norm"),
+                           default=["constant", "unit_norm"],
+                           help="row encodings to run: constant = the paper's, unit_norm = "
+                                "dperm's (default both)")
+    chaudhuri.add_argument("--subsets", nargs="+", choices=("random", "stratified"),
+                           default=["random", "stratified"],
+                           help="Table 2: which 70,000-row KDD subsets (default both)")
+    chaudhuri.add_argument("--data-home", default=None,
+                           help="directory with adult/ and kddcup99/ (default: DPERM_DATA or the "
+                                "embedded copy)")
+
+    rounds = rajkumar2012.N_ROUNDS
+    same = len(set(rounds.values())) == 1
+    rounds_default = (f"{rounds['1']} for both figures" if same
+                      else f"{rounds['1']} for Fig. 1, {rounds['2']} for Fig. 2")
+    rajkumar = reproduce.add_argument_group("rajkumar2012 options (Figs. 1-2)")
+    rajkumar.add_argument("--figure1", action="store_true", help="Fig. 1 (simulated data)")
+    rajkumar.add_argument("--figure2", action="store_true", help="Fig. 2 (breast cancer)")
+    rajkumar.add_argument("--rounds", type=int, default=None,
+                          help=f"PSGD rounds T (default {rounds_default})")
+    rajkumar.add_argument("--datasets", type=int, default=None,
+                          help=f"simulated data sets / folds (default {rajkumar2012.N_DATASETS})")
+    rajkumar.add_argument("--cancer-encoding", choices=rajkumar2012.ENCODINGS,
+                          default="documented_ranges", help="how the breast-cancer rows are encoded")
+    rajkumar.add_argument("--engine", choices=rajkumar2012.ENGINES, default="masked",
+                          help="secure sum: masked runs in process; flower needs dperm[multiparty]")
     reproduce.set_defaults(func=_reproduce)
 
-    train = sub.add_parser("train", help="fit a private model on a CSV file")
-    train.add_argument("--data", required=True,
-                       help="CSV file with a header row (--engine dask: Parquet/CSV file or directory)")
-    train.add_argument("--target", required=True, help="label column")
-    train.add_argument("--features", nargs="+", default=None, help="feature columns (default: all others)")
-    train.add_argument("--categorical", nargs="+", default=[], help="columns to one-hot encode")
-    train.add_argument("--bounds", default=None,
-                       help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories];"
-                            " {\"lower\": .., \"upper\": .., \"fill\": ..} gives a numeric column a"
-                            " public value for missing cells (else a missing cell is an error)")
-    train.add_argument("--classes", default=None, metavar="A,B,...",
-                       help="the PUBLIC label set, comma-separated (e.g. no,yes): it sets the "
-                            "classes and the one-vs-rest split of epsilon; a label outside it is "
-                            "an error. Without it the labels are read from the data, which the "
-                            "guarantee does not cover (warned)")
-    train.add_argument("--model", choices=MODELS, default="logistic")
-    train.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
-    train.add_argument("--epsilon", type=float, required=True)
-    train.add_argument("--delta", type=float, default=0.0)
-    train.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective",
-                       help="; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
-    train.add_argument("--alpha", type=float, default=0.01, help="L2 strength (default 0.01)")
-    train.add_argument("--data-norm", type=float, default=1.0, help="row norm bound (default 1)")
-    train.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
-                       help="per-record row step (default scale: every row to norm data-norm)")
-    train.add_argument("--no-intercept", action="store_true")
-    train.add_argument("--random-state", type=int, default=None, help="seed: for testing only")
-    train.add_argument("--out", required=True, help="model file to write (JSON)")
-    train.add_argument("--engine", choices=("memory", "dask"), default="memory",
-                       help="dask: read --data (a Parquet/CSV file or directory) lazily and fit "
-                            "on a Dask cluster without loading it (needs dperm[dask] and a "
-                            "--bounds entry for every feature)")
-    train.add_argument("--scheduler", default=None,
-                       help="with --engine dask: scheduler address tcp://host:port, or "
-                            "threads/synchronous (default: a LocalCluster on 127.0.0.1)")
+
+def _train_options(train) -> None:
+    from dperm.mechanisms.registry import MECHANISMS
+
+    data = train.add_argument_group("data and public schema")
+    data.add_argument("--data", required=True,
+                      help="CSV file with a header row (--engine dask: Parquet/CSV file or directory)")
+    data.add_argument("--target", required=True,
+                      help="the column to predict: labels (classifiers) or numbers (regressors)")
+    data.add_argument("--features", nargs="+", default=None, metavar="NAME",
+                      help="feature columns (default: every column but the target)")
+    data.add_argument("--categorical", nargs="+", default=[], metavar="NAME",
+                      help="columns to one-hot encode (default: none; every feature is numeric)")
+    data.add_argument("--bounds", default=None, metavar="FILE",
+                      help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories];"
+                           " {\"lower\": .., \"upper\": .., \"fill\": ..} gives a numeric column a"
+                           " public value for missing cells (else a missing cell is an error)."
+                           " Without it the bounds are read from the data (warned, NOT covered)")
+    data.add_argument("--classes", default=None, metavar="A,B,...",
+                      help="the PUBLIC label set, comma-separated (e.g. no,yes): it sets the "
+                           "classes and the one-vs-rest split of epsilon; a label outside it is "
+                           "an error. Without it the labels are read from the data, which the "
+                           "guarantee does not cover (warned)")
+    data.add_argument("--strict", action="store_true",
+                      help="refuse to read any schema from the data: every feature needs a "
+                           "--bounds entry and a classifier needs --classes")
+    data.add_argument("--feature-range", choices=("centred", "unit"), default="centred",
+                      help="where public bounds map numeric columns: centred = [-1, 1] "
+                           "(measured better, benchmarks/cli_recipe.py), unit = [0, 1]")
+    data.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
+                      help="per-record row step: scale maps every row to norm --data-norm, clip "
+                           "only shortens longer rows, constant divides by the worst-case norm")
+    data.add_argument("--data-norm", type=float, default=1.0,
+                      help="public bound R on every row's L2 norm")
+
+    model = train.add_argument_group("model")
+    model.add_argument("--model", choices=tuple(MODELS), default="logistic",
+                       help="classifiers: logistic, huber, smooth_hinge, hinge (linear SVMs); "
+                            "regressors: least_squares (needs --y-bound), quantile; kernel "
+                            "classifiers by random Fourier features: kernel_logistic, "
+                            "kernel_huber, kernel_smooth_hinge, kernel_hinge")
+    model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
+                       help="huber/smooth_hinge models: width h of the smoothed part of the loss")
+    model.add_argument("--y-bound", type=float, default=None, metavar="M",
+                       help="least_squares: PUBLIC bound on |target| (required; targets beyond "
+                            "are clipped)")
+    model.add_argument("--quantile", type=float, default=None, metavar="TAU",
+                       help="quantile: the quantile to estimate, in (0, 1) (default 0.5, the median)")
+    model.add_argument("--gamma", type=float, default=None,
+                       help="kernel_* models: RBF kernel width, k(x, z) = exp(-gamma ||x - z||^2) "
+                            "(default 1)")
+    model.add_argument("--n-components", type=int, default=None,
+                       help="kernel_* models: number of random Fourier features (default 100)")
+    model.add_argument("--alpha", type=float, default=0.01,
+                       help="L2 regularisation strength lambda (> 0)")
+    model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
+                       help="fit an intercept (default: no; it costs part of the norm budget and "
+                            "measured worse with centred features, benchmarks/cli_recipe.py)")
+
+    privacy = train.add_argument_group("privacy")
+    privacy.add_argument("--epsilon", type=float, required=True,
+                         help=f"the privacy budget epsilon (>= {MIN_EPSILON:g})")
+    privacy.add_argument("--delta", type=float, default=0.0,
+                         help="delta in [0, 1); > 0 only with --mechanism gaussian_objective")
+    privacy.add_argument("--mechanism", choices=tuple(MECHANISMS), default=None,
+                         help="default: objective for classifiers, output for regressors; "
+                              + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
+    privacy.add_argument("--random-state", type=int, default=None,
+                         help="seed of the noise: for testing only, never stored (default: fresh)")
+
+    run = train.add_argument_group("output and engine")
+    run.add_argument("--out", required=True, metavar="FILE", help="model file to write (JSON)")
+    run.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                     help="dask: read --data (a Parquet/CSV file or directory) lazily and fit "
+                          "a linear classifier on a Dask cluster without loading it (needs "
+                          "dperm[dask] and a --bounds entry for every feature)")
+    run.add_argument("--scheduler", default=None,
+                     help="with --engine dask: scheduler address tcp://host:port, or "
+                          "threads/synchronous (default: a LocalCluster on 127.0.0.1)")
     train.set_defaults(func=_train)
 
-    predict = sub.add_parser("predict", help="predict with a model file")
-    predict.add_argument("--model", required=True)
-    predict.add_argument("--data", required=True)
-    predict.add_argument("--proba", action="store_true", help="add class probabilities (logistic)")
-    predict.add_argument("--out", default=None, help="CSV to write (default: standard output)")
+
+def _predict_options(predict) -> None:
+    predict.add_argument("--model", required=True, metavar="FILE",
+                         help="model file written by dperm train or dperm coordinate")
+    predict.add_argument("--data", required=True, metavar="FILE",
+                         help="CSV file with a header row holding the model's feature columns "
+                              "(other columns are ignored)")
+    predict.add_argument("--proba", action="store_true",
+                         help="add class probabilities (logistic models only)")
+    predict.add_argument("--out", default=None, metavar="FILE",
+                         help="CSV to write (default: standard output)")
     predict.set_defaults(func=_predict)
 
+
+def _show_options(show) -> None:
+    show.add_argument("--model", required=True, metavar="FILE",
+                      help="model file written by dperm train or dperm coordinate")
+    show.set_defaults(func=_show)
+
+
+def _audit_options(sub) -> None:
     from dperm.audit.cli import add_audit_subparser
-    from dperm.experiments.learning_rates import add_learning_rates_subparser
 
     add_audit_subparser(sub)
-    from dperm.multiparty.flower.cli import add_commands as add_multiparty_commands
 
-    add_multiparty_commands(sub)
-    experiment = sub.add_parser("experiment", help="run an experiment (learning-rates)")
-    add_learning_rates_subparser(experiment.add_subparsers(dest="experiment", required=True))
 
-    show = sub.add_parser("show", help="print a model file's privacy guarantee")
-    show.add_argument("--model", required=True)
-    show.set_defaults(func=_show)
+def _experiment_options(sub) -> None:
+    from dperm.experiments.learning_rates import add_learning_rates_subparser
+
+    experiment = sub.add_parser("experiment", help=COMMANDS["experiment"].help,
+                                description=COMMANDS["experiment"].description,
+                                epilog=COMMANDS["experiment"].epilog)
+    inner = experiment.add_subparsers(dest="experiment", required=True, metavar="{learning-rates}")
+    rates = add_learning_rates_subparser(inner)
+    rates.epilog = "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5"
+
+
+def _multiparty_options(sub) -> None:
+    from dperm.multiparty.flower.cli import add_commands
+
+    add_commands(sub)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its one-line help, description, example epilog and option builder.
+
+    ``options(parser)`` fills the subcommand's own parser; with ``external=True``
+    it is ``options(subparsers)`` and adds the parser itself (a module outside
+    this one owns it).
+    """
+
+    help: str
+    description: str
+    epilog: str
+    options: Callable
+    external: bool = False
+
+
+COMMANDS = {
+    "demo": Command(
+        "privacy vs accuracy on the embedded Adult data",
+        "Train dperm's private classifiers on the UCI Adult data at several epsilons, print the "
+        "test error of each beside the majority-class and non-private baselines, and write "
+        "results.json and a plot.",
+        "examples:\n  dperm demo\n  dperm demo --subset 2000 --epsilons 0.1 1 --repeats 2",
+        _demo_options),
+    "train": Command(
+        "fit a private model on a CSV file",
+        "Fit a differentially private model on a CSV file and write a JSON model file. The "
+        "default recipe: public bounds map every numeric column to [-1, 1], categorical columns "
+        "are one-hot encoded with their public categories, every row is scaled to norm "
+        "--data-norm, and no intercept is fitted (as dperm.preprocessing.make_private_pipeline; "
+        "measured in benchmarks/cli_recipe.py). No row is ever dropped: n is public.",
+        "examples:\n"
+        "  dperm train --data train.csv --target income --categorical sex --bounds bounds.json "
+        "--classes no,yes --epsilon 1 --out model.json\n"
+        "  dperm train --data houses.csv --target price --model least_squares --y-bound 1 "
+        "--bounds bounds.json --epsilon 1 --out model.json\n"
+        "  dperm train --data train.csv --target label --model kernel_logistic --gamma 0.5 "
+        "--bounds bounds.json --classes 0,1 --strict --epsilon 1 --out model.json",
+        _train_options),
+    "predict": Command(
+        "predict with a model file",
+        "Encode a CSV file with the model file's public schema and write one prediction per "
+        "row (a label, or a number for a regressor).",
+        "example:\n  dperm predict --model model.json --data new.csv --proba --out predictions.csv",
+        _predict_options),
+    "show": Command(
+        "print a model file's privacy guarantee",
+        "Print what a model file predicts, from which features, and its privacy record: the "
+        "guarantee, the mechanism and every number behind its calibration.",
+        "example:\n  dperm show --model model.json",
+        _show_options),
+    "reproduce": Command(
+        "reproduce a paper's experiments",
+        "Re-run the experiments of Chaudhuri, Monteleoni & Sarwate (2011) or Rajkumar & "
+        "Agarwal (2012) and write a report with the paper's numbers beside ours. Each paper has "
+        "its own group of options below.",
+        "examples:\n  dperm reproduce chaudhuri2011 --table1 --runs 5\n"
+        "  dperm reproduce rajkumar2012 --figure2 --runs 2",
+        _reproduce_options),
+    "audit": Command(
+        "empirical lower bound on epsilon (privacy audit)", "", "", _audit_options, external=True),
+    "experiment": Command(
+        "run an experiment (learning-rates)",
+        "Experiments beyond the papers' tables: learning-rates measures excess risk against the "
+        "training size m under the theory's choice of epsilon(m) and lambda(m).",
+        "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5",
+        _experiment_options, external=True),
+    "party": Command(
+        "take part in multiparty training (Flower SuperNode)", "", "", _multiparty_options,
+        external=True),
+    "coordinate": Command(
+        "train one private classifier over K parties' SecAgg+ sums", "", "", _multiparty_options,
+        external=True),
+}
+
+
+def _set_formatter(parser) -> None:
+    """Give ``parser`` and its subcommands' parsers :class:`_HelpFormatter`."""
+    parser.formatter_class = _HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _set_formatter(child)
+
+
+def _command_of(argv) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), or None."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``dperm`` parser; with ``command``, only that subcommand's options are built.
+
+    ``command=""`` builds no subcommand's options (enough for ``--help`` and ``--version``).
+
+    Every subcommand is listed either way (``dperm --help`` needs only their
+    one-line help); building one's options imports what it needs, so
+    ``build_parser("train")`` imports the mechanism registry and
+    ``build_parser()`` everything.
+    """
+    parser = argparse.ArgumentParser(
+        prog="dperm",
+        description="Differentially private empirical risk minimisation: train, use and audit "
+                    "private models, and reproduce the papers behind them.",
+        epilog="examples:\n  dperm demo --subset 2000\n"
+               "  dperm train --data train.csv --target label --bounds bounds.json "
+               "--classes no,yes --epsilon 1 --out model.json\n"
+               "  dperm show --model model.json\n\n"
+               "Run dperm COMMAND --help for a command's options.",
+        formatter_class=_HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"dperm {_version()}",
+                        help="print dperm's version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = {name for name in COMMANDS if command is None or command == name}
+    # an external builder adds every command it owns (party and coordinate come together)
+    external = {COMMANDS[name].options for name in wanted if COMMANDS[name].external}
+    done = set()
+    for name, spec in COMMANDS.items():
+        if spec.external and spec.options in external:
+            if spec.options not in done:
+                spec.options(sub)
+                done.add(spec.options)
+            continue
+        child = sub.add_parser(name, help=spec.help, description=spec.description or spec.help,
+                               epilog=spec.epilog, formatter_class=_HelpFormatter)
+        if name in wanted:
+            spec.options(child)
+    _set_formatter(parser)
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # no subcommand named (dperm --help, --version, a typo): build none of their options
+    args = build_parser(_command_of(argv) or "").parse_args(argv)
+    from dperm.exceptions import CertificateError
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")

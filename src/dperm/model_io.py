@@ -1,9 +1,12 @@
 """Model files: JSON with coefficients, the public schema and the privacy record.
 
 :func:`load_model` reads every format in :data:`FORMATS`: this module's own
-``dperm-model`` and the multiparty format written by ``dperm coordinate``,
-which :mod:`dperm.multiparty.model_file` registers (:func:`register_format`;
-``import dperm`` imports it), so this module never imports ``dperm.multiparty``.
+``dperm-model`` (every estimator family ``dperm train`` fits: linear
+classifiers, linear regressors and random-Fourier-feature classifiers) and the
+multiparty format written by ``dperm coordinate``, which
+:mod:`dperm.multiparty.model_file` registers (:func:`register_format`); the
+first file of that format imports it by name (:data:`FORMAT_MODULES`), so this
+module never imports ``dperm.multiparty``.
 
 A model file never contains training rows. Loading checks the schema and the
 shapes, so a malformed, truncated or tampered file gets a clear ValueError
@@ -12,6 +15,7 @@ instead of a model that predicts garbage.
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,18 +23,39 @@ from typing import Callable
 
 import numpy as np
 
-from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
+from dperm.linear_model import (
+    PrivateKernelLogisticRegression,
+    PrivateKernelSVC,
+    PrivateLeastSquares,
+    PrivateLinearSVC,
+    PrivateLogisticRegression,
+    PrivateQuantileRegressor,
+)
 from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 
 FORMAT = "dperm-model"
 FORMAT_VERSION = 1
-ESTIMATORS = {cls.__name__: cls for cls in (PrivateLogisticRegression, PrivateLinearSVC)}
+#: Linear classifiers: ``coef`` is (n_problems, n_features), ``classes`` the labels.
+CLASSIFIERS = (PrivateLogisticRegression, PrivateLinearSVC)
+#: Linear regressors: ``coef`` is (n_features,), ``intercept`` one number, ``classes`` null.
+REGRESSORS = (PrivateLeastSquares, PrivateQuantileRegressor)
+#: Random-Fourier-feature classifiers: ``coef`` is (n_problems, n_components) on the
+#: features, and the public feature map (``"features"``: frequencies and phases) is stored.
+KERNEL_CLASSIFIERS = (PrivateKernelLogisticRegression, PrivateKernelSVC)
+ESTIMATORS = {cls.__name__: cls for cls in CLASSIFIERS + REGRESSORS + KERNEL_CLASSIFIERS}
 REQUIRED_KEYS = {
     "format", "version", "estimator", "params", "classes", "coef", "intercept",
     "target", "spec", "privacy", "schema_from_data",
 }
+#: Modules that register further formats, imported on first need: ``import dperm``
+#: is lazy, so ``load_model`` must not rely on it having imported them.
+FORMAT_MODULES = {"dperm-multiparty-model": "dperm.multiparty.model_file"}
+#: Parameters that must agree with the privacy record: a file whose record claims
+#: another guarantee than its parameters was edited, and is refused.
+_RECORD_PARAMS = ("epsilon", "delta")
 
 
 @dataclass(frozen=True)
@@ -70,7 +95,7 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
 
     Parameters
     ----------
-    model : PrivateLogisticRegression or PrivateLinearSVC
+    model : one of :data:`ESTIMATORS`
         A fitted estimator.
     spec : TabularSpec
         The public schema that encodes raw columns into the model's features.
@@ -83,23 +108,33 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     params = model.get_params()
     params["random_state"] = None  # a seed would let anyone subtract the noise
     # Where the fit ran and which budget paid for it are not part of the model.
-    params["scheduler"] = None
-    params["accountant"] = None
+    for name in ("scheduler", "accountant"):
+        if name in params:
+            params[name] = None
+    if "feature_random_state" in params:  # the features themselves are stored below
+        params["feature_random_state"] = None
     if params.get("classes") is not None:  # the public label set, as JSON scalars
         params["classes"] = [_json_scalar(c) for c in check_classes(params["classes"])]
-    return {
+    document = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "estimator": type(model).__name__,
         "params": params,
-        "classes": [_json_scalar(c) for c in model.classes_],
-        "coef": model.coef_.tolist(),
-        "intercept": model.intercept_.tolist(),
         "target": target,
         "spec": spec.to_dict(),
         "privacy": model.privacy_.to_dict(),
         "schema_from_data": list(schema_from_data),
     }
+    if isinstance(model, REGRESSORS):
+        document.update(classes=None, coef=model.coef_.tolist(), intercept=float(model.intercept_))
+        return document
+    linear = model.linear_model_ if isinstance(model, KERNEL_CLASSIFIERS) else model
+    document.update(classes=[_json_scalar(c) for c in model.classes_], coef=linear.coef_.tolist(),
+                    intercept=linear.intercept_.tolist())
+    if isinstance(model, KERNEL_CLASSIFIERS):  # public, drawn without the data (003 Sec. 5.3)
+        document["features"] = {"frequencies": model.features_.frequencies_.tolist(),
+                                "phases": model.features_.phases_.tolist()}
+    return document
 
 
 def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=()) -> None:
@@ -113,10 +148,11 @@ def load_model(path):
 
     Two formats are read:
 
-    - ``dperm-model`` (``dperm train``): ``model`` is a
-      :class:`~dperm.linear_model.PrivateLogisticRegression` or
-      :class:`~dperm.linear_model.PrivateLinearSVC` and ``spec`` the
-      :class:`~dperm.tabular.TabularSpec` that encodes raw columns;
+    - ``dperm-model`` (``dperm train``): ``model`` is one of
+      :data:`ESTIMATORS` (a linear classifier, a linear regressor, or a
+      random-Fourier-feature classifier with its public features) and
+      ``spec`` the :class:`~dperm.tabular.TabularSpec` that encodes raw
+      columns;
     - ``dperm-multiparty-model`` (``dperm coordinate``): ``model`` is a
       :class:`~dperm.multiparty.PSGDClassifier` and ``spec`` the
       :class:`~dperm.tabular.TabularSpec` of the preprocessing the parties
@@ -131,7 +167,9 @@ def load_model(path):
     Raises
     ------
     ValueError
-        If the file is not valid JSON or does not follow its format's schema.
+        If the file is not valid JSON or does not follow its format's schema,
+        or (``dperm-model``) its ``privacy.epsilon`` or ``privacy.delta``
+        differs from ``params``: the record of an edited file is not trusted.
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -147,10 +185,31 @@ def load_model(path):
     return model, spec, document
 
 
+def _check_record_agrees(document) -> None:
+    """Refuse a file whose ``privacy`` epsilon/delta differ from its ``params``: one was edited.
+
+    A ``dperm-model`` file's record states the guarantee of exactly the
+    parameters it was fitted with (one fit, no composition), so the two agree
+    in every file ``dperm train`` writes.
+    """
+    params, record = document["params"], document["privacy"]
+    if not isinstance(record, dict):
+        raise ValueError("'privacy' must be an object.")
+    for name in _RECORD_PARAMS:
+        if name in params and name in record and params[name] != record[name]:
+            raise ValueError(
+                f"'privacy.{name}' is {record[name]!r} but 'params.{name}' is {params[name]!r}; "
+                "the file was edited and its guarantee cannot be trusted: retrain, or restore "
+                "the file as written.")
+
+
 def _format_of(document) -> ModelFormat:
     """The registered format a document names; anything else goes to ``dperm-model``'s reader, which refuses it."""
     name = document.get("format") if isinstance(document, dict) else None
-    return FORMATS.get(name if isinstance(name, str) else None, FORMATS[FORMAT])
+    name = name if isinstance(name, str) else None
+    if name not in FORMATS and name in FORMAT_MODULES:
+        importlib.import_module(FORMAT_MODULES[name])  # registers the format
+    return FORMATS.get(name, FORMATS[FORMAT])
 
 
 def describe_model(document, spec) -> str:
@@ -159,8 +218,11 @@ def describe_model(document, spec) -> str:
 
 
 def _describe_linear(document, spec) -> str:
-    return (f"{document['estimator']} predicting {document['target']!r} from "
-            f"{spec.n_features} features; classes {document['classes']}")
+    what = (f"{document['estimator']} predicting {document['target']!r} from "
+            f"{spec.n_features} features")
+    if document["classes"] is None:
+        return f"{what}; a regressor (numeric target)"
+    return f"{what}; classes {document['classes']}"
 
 
 def model_from_dict(document):
@@ -181,18 +243,30 @@ def model_from_dict(document):
         raise ValueError(f"unknown estimator {document['estimator']!r}; expected one of {sorted(ESTIMATORS)}.")
     if not isinstance(document["params"], dict):
         raise ValueError("'params' must be an object.")
+    _check_record_agrees(document)
     model = cls().set_params(**document["params"])
     spec = TabularSpec.from_dict(document["spec"])
+    if issubclass(cls, REGRESSORS):
+        return _regressor_from_dict(model, document, spec), spec
+    if issubclass(cls, KERNEL_CLASSIFIERS):
+        return _kernel_from_dict(model, document, spec), spec
+    _set_classifier(model, document, spec.n_features)
+    model.n_features_in_ = spec.n_features
+    return model, spec
+
+
+def _set_classifier(model, document, n_features):
+    """Set a linear classifier's fitted attributes from the document, checking their shapes."""
     coef = finite_array(document["coef"], "coef", ndim=2)
     intercept = finite_array(document["intercept"], "intercept", ndim=1)
     classes = document["classes"]
     if not isinstance(classes, list) or len(classes) < 2:
         raise ValueError("'classes' must list at least two labels.")
     n_problems = 1 if len(classes) == 2 else len(classes)
-    if coef.shape != (n_problems, spec.n_features):
+    if coef.shape != (n_problems, n_features):
         raise ValueError(
-            f"'coef' has shape {coef.shape}; {len(classes)} classes and a schema of "
-            f"{spec.n_features} features need ({n_problems}, {spec.n_features})."
+            f"'coef' has shape {coef.shape}; {len(classes)} classes and "
+            f"{n_features} features need ({n_problems}, {n_features})."
         )
     if intercept.shape != (n_problems,):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected ({n_problems},).")
@@ -200,9 +274,49 @@ def model_from_dict(document):
     model.intercept_ = intercept
     _check_public_classes(model, classes)
     model.classes_ = np.asarray(classes)
-    model.n_features_in_ = spec.n_features
     model.privacy_ = _classifier_record(document["privacy"], model)
-    return model, spec
+
+
+def _regressor_from_dict(model, document, spec):
+    """A linear regressor: ``coef`` of shape (n_features,), one finite ``intercept``."""
+    if document["classes"] is not None:
+        raise ValueError(f"'classes' must be null for the regressor {document['estimator']}.")
+    coef = finite_array(document["coef"], "coef", ndim=1)
+    if coef.shape != (spec.n_features,):
+        raise ValueError(f"'coef' has shape {coef.shape}; a schema of {spec.n_features} features "
+                         f"needs ({spec.n_features},).")
+    intercept = finite_array([document["intercept"]], "intercept", ndim=1)
+    model.coef_, model.intercept_ = coef, float(intercept[0])
+    model.n_features_in_ = spec.n_features
+    model.privacy_ = PrivacyRecord.from_dict(document["privacy"])
+    return model
+
+
+def _kernel_from_dict(model, document, spec):
+    """A random-Fourier-feature classifier: the stored public features and the linear model on them."""
+    features = document.get("features")
+    if not isinstance(features, dict):
+        raise ValueError("a kernel model needs 'features' with its 'frequencies' and 'phases'.")
+    frequencies = finite_array(features.get("frequencies"), "features.frequencies", ndim=2)
+    phases = finite_array(features.get("phases"), "features.phases", ndim=1)
+    n_components = int(model.n_components)
+    if frequencies.shape != (n_components, spec.n_features) or phases.shape != (n_components,):
+        raise ValueError(
+            f"'features' has frequencies {frequencies.shape} and phases {phases.shape}; "
+            f"n_components = {n_components} and {spec.n_features} input features need "
+            f"({n_components}, {spec.n_features}) and ({n_components},).")
+    feature_map = RandomFourierFeatures(kernel=model.kernel, gamma=model.gamma,
+                                        n_components=model.n_components)
+    feature_map.frequencies_, feature_map.phases_ = frequencies, phases
+    feature_map.output_norm_bound_ = RFF_NORM_BOUND
+    feature_map.n_features_in_ = spec.n_features
+    linear = model._make_linear_model(RFF_NORM_BOUND)
+    _set_classifier(linear, document, n_components)
+    linear.n_features_in_ = n_components
+    model.features_, model.linear_model_ = feature_map, linear
+    model.classes_, model.privacy_ = linear.classes_, linear.privacy_
+    model.n_features_in_ = spec.n_features
+    return model
 
 
 def _check_public_classes(model, classes):

@@ -20,6 +20,7 @@ import csv
 import json
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,10 @@ from dperm.validation import check_positive, clip_rows_to_norm, warn_clipped_row
 
 __all__ = [
     "MISSING_VALUES",
+    "BoundsFile",
     "CategoricalColumn",
+    "CsvColumns",
+    "NUMERIC_RANGES",
     "NumericColumn",
     "RawNumericColumn",
     "TableCellError",
@@ -53,9 +57,10 @@ __all__ = [
     "read_csv_columns",
 ]
 
-#: Cell values that mean "missing" in text input (UCI files write ``?``); NaN,
-#: None and a numeric cell that parses to NaN (``"nan"``) are missing too.
-MISSING_VALUES = ("?", "")
+#: Cell values that mean "missing" in text input (UCI files write ``?``, R and
+#: pandas ``NA``); NaN, None and a numeric cell that parses to NaN (``"nan"``)
+#: are missing too.
+MISSING_VALUES = ("?", "", "NA", "N/A")
 
 
 class TableCellError(ValueError):
@@ -75,25 +80,59 @@ class TableCellError(ValueError):
         What is wrong with the cell, and what to do about it.
     source : str, optional
         The file the rows come from.
+    line : int, optional
+        The row's line number in that file (1-based, the header is line 1 of
+        a file without blank lines); named instead of the data row when known.
     """
 
-    def __init__(self, column: str, row: int, problem: str, remedy: str, source=None):
+    def __init__(self, column: str, row: int, problem: str, remedy: str, source=None, line=None):
         super().__init__(column, row, problem, remedy, source)
         self.column, self.row, self.problem, self.remedy = column, int(row), problem, remedy
         self.source = None if source is None else str(source)
+        self.line = None if line is None else int(line)
 
     def __str__(self) -> str:
         where = f"{self.source}: " if self.source else ""
+        if self.line is not None:
+            return f"{where}line {self.line}, column {self.column!r}: {self.problem}; {self.remedy}"
         return (f"{where}column {self.column!r}, data row {self.row + 1} (1-based, header not "
                 f"counted): {self.problem}; {self.remedy}")
 
     def located(self, source, first_row: int = 0) -> TableCellError:
         """The same error in ``source``, whose first given row is data row ``first_row``."""
-        return TableCellError(self.column, self.row + first_row, self.problem, self.remedy, source)
+        return TableCellError(self.column, self.row + first_row, self.problem, self.remedy, source,
+                              self.line)
+
+    def on_lines(self, columns, source=None) -> TableCellError:
+        """The same error naming the file's line, if ``columns`` came from :func:`read_csv_columns`."""
+        lines = getattr(columns, "line_numbers", None)
+        line = None if lines is None or not 0 <= self.row < len(lines) else lines[self.row]
+        return TableCellError(self.column, self.row, self.problem, self.remedy,
+                              self.source if source is None else source, line)
+
+
+class CsvColumns(dict):
+    """``{column name: ndarray of str}`` read from a CSV file, with each row's line number.
+
+    Attributes
+    ----------
+    line_numbers : list of int
+        The 1-based line of the file each data row starts on, so an error
+        names the line a user sees in an editor even after skipped blank lines.
+    """
+
+    def __init__(self, columns, line_numbers):
+        super().__init__(columns)
+        self.line_numbers = list(line_numbers)
 
 
 #: Row steps of :class:`TabularSpec`; "constant" divides by the schema's worst-case norm.
 TABULAR_ROW_NORM_MODES = ("clip", "scale", "constant")
+
+#: Where a :class:`TabularSpec` maps a bounded numeric column: "unit" is [0, 1], "centred"
+#: is [-1, 1] (the public bounds' midpoint goes to 0; see
+#: :func:`dperm.preprocessing.make_private_pipeline` for the measurement behind it).
+NUMERIC_RANGES = ("unit", "centred")
 
 #: Public per-record transforms a numeric column may apply before scaling.
 NUMERIC_TRANSFORMS = {"log1p": np.log1p}
@@ -384,7 +423,7 @@ _COLUMN_KEYS = {
 }
 #: Columns parsed as numbers before encoding (the others are one-hot encoded strings).
 _NUMERIC_KINDS = (NumericColumn, RawNumericColumn)
-_SPEC_KEYS = ({"columns"}, {"row_norm_mode", "data_norm", "format", "version"})
+_SPEC_KEYS = ({"columns"}, {"row_norm_mode", "data_norm", "numeric_range", "format", "version"})
 _SPEC_FORMAT = "dperm.TabularSpec"
 _SPEC_VERSION = 1
 
@@ -447,6 +486,10 @@ class TabularSpec:
         ``"constant"``.
     data_norm : float, default=1.0
         Public bound on the row norm.
+    numeric_range : {"unit", "centred"}, default="unit"
+        Where a :class:`NumericColumn` is mapped: ``[0, 1]``, or ``[-1, 1]``
+        (``2 u - 1``), which centres the public range on 0. Either way a
+        numeric feature contributes at most 1 to the squared row norm.
 
     Notes
     -----
@@ -474,6 +517,7 @@ class TabularSpec:
     columns: tuple
     row_norm_mode: str = "clip"
     data_norm: float = 1.0
+    numeric_range: str = "unit"
     _names: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -507,6 +551,9 @@ class TabularSpec:
         data_norm = check_positive(
             self.data_norm, "data_norm", hint="It is a public bound on the row norm."
         )
+        if self.numeric_range not in NUMERIC_RANGES:
+            raise ValueError(f"numeric_range must be one of {NUMERIC_RANGES}; got "
+                             f"{self.numeric_range!r}.")
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "data_norm", data_norm)
         object.__setattr__(self, "_names", names)
@@ -530,7 +577,7 @@ class TabularSpec:
     def max_row_norm(self) -> float:
         """Worst-case L2 norm of an encoded row before the row step.
 
-        Each numeric feature lies in [0, 1] and each one-hot block has at most
+        Each numeric feature lies in [0, 1] (or [-1, 1]) and each one-hot block has at most
         one 1, so the squared norm is at most the number of columns; a
         :class:`RawNumericColumn` is unbounded, and the norm then infinite.
         """
@@ -542,13 +589,16 @@ class TabularSpec:
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict; :meth:`from_dict` inverts it."""
-        return {
+        spec = {
             "format": _SPEC_FORMAT,
             "version": _SPEC_VERSION,
             "columns": [column.to_dict() for column in self.columns],
             "row_norm_mode": self.row_norm_mode,
             "data_norm": self.data_norm,
         }
+        if self.numeric_range != "unit":  # files of the default stay as older dperm wrote them
+            spec["numeric_range"] = self.numeric_range
+        return spec
 
     @classmethod
     def from_dict(cls, spec: Mapping) -> TabularSpec:
@@ -576,6 +626,7 @@ class TabularSpec:
             columns,
             row_norm_mode=spec.get("row_norm_mode", "clip"),
             data_norm=spec.get("data_norm", 1.0),
+            numeric_range=spec.get("numeric_range", "unit"),
         )
 
     def to_json(self, **kwargs) -> str:
@@ -655,7 +706,7 @@ class TabularSpec:
                 if isinstance(column, _NUMERIC_KINDS):
                     parsed[column.name] = column.parse(raw[column.name])
         except TableCellError as error:
-            raise error.located(source) from None
+            raise error.located(source).on_lines(raw) from None
         return parsed
 
     def _raw_columns(self, columns: Mapping, source=None) -> dict:
@@ -672,6 +723,8 @@ class TabularSpec:
                 f"{sorted(map(str, columns))}."
             )
         raw = {name: _as_1d(columns[name], name) for name in self._names}
+        if isinstance(columns, CsvColumns):
+            raw = CsvColumns(raw, columns.line_numbers)
         lengths = {name: values.shape[0] for name, values in raw.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"columns must all have the same length; got {lengths}.")
@@ -687,6 +740,8 @@ class TabularSpec:
             values = parsed[column.name]
             if isinstance(column, _NUMERIC_KINDS):
                 X[:, start], n_clipped[position] = column.encode(values)
+                if self.numeric_range == "centred" and isinstance(column, NumericColumn):
+                    X[:, start] = 2.0 * X[:, start] - 1.0
             else:
                 X[:, start:stop] = column.encode(_as_stripped_str(values))
             start = stop
@@ -871,8 +926,19 @@ def _first_non_number(cells: np.ndarray, column: str, remedy: str, source) -> Ta
         try:
             float(value)
         except (TypeError, ValueError):
-            return TableCellError(column, row, f"{value!r} is not a number", remedy, source)
+            problem = f"{value!r} is not a number"
+            if isinstance(value, str) and _DECIMAL_COMMA.match(value.strip()):
+                problem += " (it looks like a decimal comma: write the number with a point, e.g. " \
+                           f"{value.strip().replace(',', '.')})"
+            if remedy == NOT_A_NUMBER_REMEDY:
+                remedy = (f"if {column!r} is categorical, pass --categorical {column} and list its "
+                          "public categories in the --bounds file; else fix the cell")
+            return TableCellError(column, row, problem, remedy, source)
     return TableCellError(column, 0, "the column could not be converted to float", remedy, source)
+
+
+#: A number written with a decimal comma, such as ``1,5`` or ``-0,25``.
+_DECIMAL_COMMA = re.compile(r"^[-+]?\d+,\d+$")
 
 
 def parse_labels(values, column: str, *, source=None) -> np.ndarray:
@@ -938,20 +1004,36 @@ def read_csv_columns(path, *, delimiter: str = ",", encoding: str = "utf-8") -> 
     """
     with Path(path).open(newline="", encoding=encoding) as handle:
         reader = csv.reader(handle, delimiter=delimiter)
-        header = _read_header(reader, path)
-        rows = []
-        for row in reader:
+        header = _read_header(reader, path, delimiter)
+        rows, lines = [], []
+        while True:
+            line = reader.line_num + 1  # where the next record starts
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
             if _is_blank_line(row):
                 continue
             if len(row) != len(header):
                 raise ValueError(
-                    f"{path}: line {reader.line_num} has {len(row)} field(s) but the "
-                    f"header has {len(header)}."
+                    f"{path}: line {line} has {len(row)} field(s) but the header has "
+                    f"{len(header)}; {_field_count_hint(row, header, delimiter)}"
                 )
             rows.append([cell.strip() for cell in row])
+            lines.append(line)
     if not rows:
-        return {name: np.array([], dtype=str) for name in header}
-    return {name: np.array(values, dtype=str) for name, values in zip(header, zip(*rows))}
+        return CsvColumns({name: np.array([], dtype=str) for name in header}, [])
+    return CsvColumns({name: np.array(values, dtype=str) for name, values in zip(header, zip(*rows))},
+                      lines)
+
+
+def _field_count_hint(row, header, delimiter) -> str:
+    """What to do about a record with the wrong number of fields."""
+    if delimiter == "," and len(row) > len(header) and any(
+            cell.strip().isdigit() for cell in row):
+        return ("a decimal comma (1,5) splits a number into two fields: write 1.5, or quote "
+                "text that holds commas")
+    return "every line needs one field per header column (quote text that holds the delimiter)"
 
 
 def _is_blank_line(row: list) -> bool:
@@ -959,13 +1041,20 @@ def _is_blank_line(row: list) -> bool:
     return len(row) == 0 or (len(row) == 1 and not row[0].strip())
 
 
-def _read_header(reader, path) -> list[str]:
+def _read_header(reader, path, delimiter=",") -> list[str]:
     for row in reader:
         if any(cell.strip() for cell in row):
             header = [cell.strip() for cell in row]
             break
     else:
         raise ValueError(f"{path}: the CSV file is empty; it needs a header row.")
+    for other in (";", "\t"):
+        if len(header) == 1 and other != delimiter and other in header[0]:
+            name = "tab" if other == "\t" else repr(other)
+            raise ValueError(
+                f"{path}: the header is one column {header[0]!r}: the file looks {name}-"
+                f"separated, and dperm reads {delimiter!r}-separated CSV; save it with "
+                f"{delimiter!r} between fields (and a decimal point, not a comma).")
     if not all(header):
         raise ValueError(f"{path}: the header has an empty column name: {header!r}.")
     duplicates = sorted({name for name in header if header.count(name) > 1})
@@ -979,25 +1068,47 @@ def _read_header(reader, path) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
+class BoundsFile(dict):
+    """The JSON object of a bounds file, with the file's name for error messages."""
+
+    def __init__(self, bounds, path):
+        super().__init__(bounds)
+        self.path = str(path)
+
+
 def read_bounds_file(path) -> dict:
     """The public schema in a bounds file: a JSON object, column -> bounds (see :func:`build_spec`).
+
+    Returns
+    -------
+    bounds : BoundsFile
+        A dict that remembers ``path``, so that :func:`build_spec` names the
+        file in an error about one of its entries.
 
     Raises
     ------
     ValueError
-        Naming the file, if it is not valid JSON or does not hold an object.
+        Naming the file, if it is missing, not UTF-8, not valid JSON or does
+        not hold an object.
     """
     try:
         bounds = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"the bounds file {path} does not exist.") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"the bounds file {path} is not UTF-8 text; it must hold a JSON "
+                         "object: column -> bounds.") from None
     except json.JSONDecodeError as error:
-        raise ValueError(f"the bounds file {path} is not valid JSON: {error}.") from None
+        raise ValueError(f"the bounds file {path} is not valid JSON ({error}); it must hold a "
+                         "JSON object such as {\"age\": [0, 120]}.") from None
     if not isinstance(bounds, dict):
         raise ValueError(f"the bounds file {path} must hold a JSON object: column -> bounds.")
-    return bounds
+    return BoundsFile(bounds, path)
 
 
 def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None,
-               row_norm_mode: str = "clip", data_norm: float = 1.0):
+               row_norm_mode: str = "clip", data_norm: float = 1.0,
+               numeric_range: str = "unit", source=None):
     """Build a :class:`TabularSpec` from public bounds, falling back to the data with a warning.
 
     Parameters
@@ -1015,8 +1126,10 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         cells (both keys optional; see :class:`NumericColumn`), or a list of
         category strings for a categorical column (list ``"?"`` or ``""`` to
         give missing cells their own category; see :class:`CategoricalColumn`).
-    row_norm_mode, data_norm
+    row_norm_mode, data_norm, numeric_range
         As in :class:`TabularSpec`.
+    source : str or os.PathLike, optional
+        The file ``columns`` came from, named in error messages.
 
     Returns
     -------
@@ -1025,10 +1138,12 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         Columns whose bounds or categories were read from the data. Those are
         outside the privacy guarantee; a :class:`PrivacyLeakWarning` names them.
     """
+    where = f"the bounds file {public_bounds.path}" if isinstance(public_bounds, BoundsFile) \
+        else "the bounds"
     public_bounds = {} if public_bounds is None else dict(public_bounds)
     unknown = sorted(set(public_bounds) - set(features))
     if unknown:
-        raise ValueError(f"the bounds name columns that are not features: {unknown}.")
+        raise ValueError(f"{where} names columns that are not features: {unknown}.")
     absent = [name for name in features if name not in columns]
     if absent:
         raise ValueError(f"feature column(s) {absent} are not in the data.")
@@ -1036,15 +1151,21 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
     for name in features:
         is_categorical = name in categorical
         if name in public_bounds:
-            specs.append(_column_from_public_bounds(name, public_bounds[name], is_categorical))
+            try:
+                specs.append(_column_from_public_bounds(name, public_bounds[name], is_categorical))
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
             continue
         from_data.append(name)
         values = _as_stripped_str(_as_1d(columns[name], name))
-        present = values[~_missing_in(values, MISSING_VALUES)]
+        missing = _missing_in(values, MISSING_VALUES)
         if is_categorical:
-            specs.append(CategoricalColumn(name, tuple(sorted(set(present.tolist())))))
+            specs.append(CategoricalColumn(name, tuple(sorted(set(values[~missing].tolist())))))
         else:
-            numbers, missing = parse_numbers(present, name)
+            try:  # the whole column, so an error names the cell's own row
+                numbers, missing = parse_numbers(values, name, source=source)
+            except TableCellError as error:
+                raise error.on_lines(columns) from None
             numbers = numbers[~missing]
             if numbers.size == 0:
                 raise ValueError(f"numeric column {name!r} has no value to read bounds from; "
@@ -1059,7 +1180,9 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
             PrivacyLeakWarning,
             stacklevel=2,
         )
-    return TabularSpec(specs, row_norm_mode=row_norm_mode, data_norm=data_norm), from_data
+    spec = TabularSpec(specs, row_norm_mode=row_norm_mode, data_norm=data_norm,
+                       numeric_range=numeric_range)
+    return spec, from_data
 
 
 def _column_from_public_bounds(name, entry, is_categorical):

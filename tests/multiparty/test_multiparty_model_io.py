@@ -118,7 +118,7 @@ def test_predict_refuses_missing_and_non_numeric_columns(coordinate_model, tmp_p
     text = write_csv(tmp_path / "text.csv", FEATURES, [["0.1", "?", "0.2", "0.3"]])
     assert main(["predict", "--model", str(path), "--data", str(text)]) == 2
     err = capsys.readouterr().err
-    assert "text.csv: column 'x1', data row 1 (1-based, header not counted): the value is missing" in err
+    assert "text.csv: line 2, column 'x1': the value is missing" in err  # the header is line 1
 
 
 def _set(document, dotted, value):

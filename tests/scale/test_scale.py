@@ -545,8 +545,13 @@ def test_dask_reader_refuses_a_missing_cell_naming_file_column_and_row(tmp_path,
         _lazy(tmp_path / "t", bounds)
     with pytest.raises(TableCellError) as memory_error:
         _in_memory(second, bounds)
-    assert str(dask_error.value) == str(memory_error.value)
-    assert str(dask_error.value).startswith(f"{second}: column '{column}', data row 48 ")
+    dask_error, memory_error = dask_error.value, memory_error.value
+    assert (dask_error.column, dask_error.row, dask_error.problem, dask_error.remedy) == (
+        memory_error.column, memory_error.row, memory_error.problem, memory_error.remedy)
+    assert str(dask_error).startswith(f"{second}: column '{column}', data row 48 ")
+    # the in-memory reader knows the file's lines: data row 48 is line 49 (after the header)
+    if column == "age":
+        assert str(memory_error).startswith(f"{second}: line 49, column 'age': ")
 
 
 def test_cli_engine_dask_keeps_n_for_a_neighbour_with_missing_values(tmp_path, capsys):

@@ -39,27 +39,43 @@ def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
             "lower bound on epsilon that holds with the given confidence. FAIL (exit code 1) "
             "means the implementation breaks its claimed epsilon; PASS is not a proof of privacy."
         ),
+        epilog=(
+            "examples:\n"
+            "  dperm audit --estimator logistic --mechanism output --epsilon 1 --runs 2000\n"
+            "  dperm audit --estimator huber --mechanism output --epsilon 1 --noise-factor 0.25"
+            "   (a quarter of the noise: should FAIL)"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--estimator", choices=AUDIT_TARGETS, default="logistic",
                         help="logistic regression, a linear SVC by loss, or the tuning "
                              "selection (exponential mechanism); default logistic")
-    parser.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective")
+    parser.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective",
+                        help="the mechanism to audit (default objective); "
+                             + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
     parser.add_argument("--epsilon", type=float, required=True, help="the claimed epsilon")
     parser.add_argument("--delta", type=float, default=0.0,
                         help="claimed delta (gaussian_objective only; default 0)")
     parser.add_argument("--runs", type=int, default=1000,
                         help="runs per dataset (default 1000; tuning: use 10000+)")
-    parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--n-samples", type=int, default=20, help="rows of the canary pair")
-    parser.add_argument("--n-features", type=int, default=1)
+    parser.add_argument("--confidence", type=float, default=0.95,
+                        help="confidence of the lower bound, in (0, 1) (default 0.95)")
+    parser.add_argument("--n-samples", type=int, default=20,
+                        help="rows of each of the two neighbouring datasets (default 20)")
+    parser.add_argument("--n-features", type=int, default=1,
+                        help="features of the audit data (default 1: the sharpest audit)")
     parser.add_argument("--alpha", type=float, default=None,
                         help="L2 strength (default 100 / n-samples: strong, nearly tight)")
     parser.add_argument("--data-norm", type=float, default=1.0, help="row norm bound (default 1)")
-    parser.add_argument("--h", type=float, default=0.5, help="width of huber/smooth_hinge")
+    parser.add_argument("--smoothing-width", dest="h", type=float, default=0.5,
+                        help="huber/smooth_hinge: the width h of the smoothed part of the loss "
+                             "(default 0.5)")
     parser.add_argument("--intercept", action="store_true",
                         help="fit an intercept (default off: with --n-features 1 the problem is "
                              "then 1-D, the sharpest audit; the guarantee must hold either way)")
-    parser.add_argument("--statistic", choices=("margin", "loss"), default="margin")
+    parser.add_argument("--statistic", choices=("margin", "loss"), default="margin",
+                        help="what the threshold test reads from each fitted model: the canary's "
+                             "margin or its loss (default margin)")
     parser.add_argument("--candidates", type=int, default=None,
                         help="tuning only: number of candidates (default from epsilon)")
     parser.add_argument("--noise-factor", type=float, default=1.0,

@@ -126,7 +126,8 @@ def _validated_sizes(parts, spec, target, scheduler):
 
 
 def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
-                row_norm_mode="scale", data_norm=1.0, scheduler=None, blocksize="64MB"):
+                row_norm_mode="scale", data_norm=1.0, scheduler=None, blocksize="64MB",
+                numeric_range="unit"):
     """Lazy ``(X, y, spec)`` for a private fit of the table at ``path``.
 
     One validation pass reads every partition before this returns (no
@@ -150,7 +151,7 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
         Public schema for every feature (see :func:`dperm.tabular.build_spec`),
         with the optional public ``fill`` of a numeric column; required, since
         bounds read from the data are not allowed at scale.
-    row_norm_mode, data_norm
+    row_norm_mode, data_norm, numeric_range
         As in :class:`~dperm.tabular.TabularSpec`.
     scheduler : None, str or distributed.Client
         Where the validation pass runs, as the estimators' ``scheduler``.
@@ -184,7 +185,8 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
         )
     empty = {name: np.array([], dtype=str) for name in names}
     spec, _ = build_spec(empty, features, categorical=categorical, public_bounds=bounds,
-                         row_norm_mode=row_norm_mode, data_norm=data_norm)
+                         row_norm_mode=row_norm_mode, data_norm=data_norm,
+                         numeric_range=numeric_range)
     parts = _file_partitions(files, kind, features + [target], blocksize)
     sizes = _validated_sizes(parts, spec, target, scheduler)
     xs, ys = [], []

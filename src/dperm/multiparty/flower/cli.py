@@ -116,9 +116,24 @@ def _coordinate(args) -> int:
 
 def add_commands(subparsers) -> None:
     """Add ``party`` (``party serve``) and ``coordinate`` to ``dperm``'s subcommands."""
-    party = subparsers.add_parser("party", help="take part in multiparty training (Flower SuperNode)")
-    party_sub = party.add_subparsers(dest="party_command", required=True)
-    serve = party_sub.add_parser("serve", help="serve one party's shard to a coordinator (SecAgg+)")
+    party = subparsers.add_parser(
+        "party", help="take part in multiparty training (Flower SuperNode)",
+        description="One party of a multiparty training: make its key pair (keygen), then serve its "
+                    "shard to a coordinator (serve). The rows never leave this machine; only "
+                    "SecAgg+-masked sums do.",
+        epilog="example:\n  dperm party keygen --out party.key\n"
+               "  dperm party serve --data shard.csv --superlink coord.example:9092 --auth-key party.key "
+               "--root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 --max-rounds 20")
+    party_sub = party.add_subparsers(dest="party_command", required=True, metavar="{serve,keygen}")
+    serve = party_sub.add_parser(
+        "serve", help="serve one party's shard to a coordinator (SecAgg+)",
+        description="Run a Flower SuperNode that answers a coordinator's secure-sum rounds over this "
+                    "party's shard (004 Proc. 3). The party refuses a set-up weaker than its floor "
+                    "(--max-epsilon, --max-delta, --max-rounds) and charges every run to its own ledger "
+                    "before any noise is drawn. Needs dperm[multiparty].",
+        epilog="example:\n  dperm party serve --data shard.csv --superlink coord.example:9092 "
+               "--auth-key party.key --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 "
+               "--max-rounds 20")
     serve.add_argument("--data", required=True, help="CSV shard: header, numeric features, label column")
     serve.add_argument("--superlink", required=True, help="the coordinator's SuperLink as HOST:PORT")
     serve.add_argument("--target", default="label", help="label column, -1/+1 or 0/1 (default label)")
@@ -151,17 +166,31 @@ def add_commands(subparsers) -> None:
                             "party on a machine)")
     serve.add_argument("--insecure", action="store_true", help=argparse.SUPPRESS)  # refused: TLS only
     serve.set_defaults(func=_party_serve)
-    keygen = party_sub.add_parser("keygen", help="make this party's SuperNode key pair (ECDSA P-384, OpenSSH)")
+    keygen = party_sub.add_parser(
+        "keygen", help="make this party's SuperNode key pair (ECDSA P-384, OpenSSH)",
+        description="Write this party's private key to OUT and its public key to OUT.pub (the format "
+                    "Flower's node authentication needs). Keep OUT on this machine; give OUT.pub to "
+                    "the coordinator.",
+        epilog="example:\n  dperm party keygen --out party.key")
     keygen.add_argument("--out", required=True, help="private key file to write; the public key goes to OUT.pub")
     keygen.set_defaults(func=_party_keygen)
 
-    coordinate = subparsers.add_parser("coordinate", help="train one private classifier over K parties' SecAgg+ sums")
+    coordinate = subparsers.add_parser(
+        "coordinate", help="train one private classifier over K parties' SecAgg+ sums",
+        description="Start a locked-down Flower SuperLink (only the listed party keys may connect), "
+                    "run the multiparty training (damped Newton by default, or 004's PSGD) over the "
+                    "parties' SecAgg+ sums, write the model file and stop. Needs dperm[multiparty].",
+        epilog="example:\n  dperm coordinate --shards 2 --party-keys a.key.pub b.key.pub --epsilon 1 "
+               "--ssl-certfile server.pem --ssl-keyfile server.key --ssl-ca-certfile ca.pem "
+               "--out model.json")
     coordinate.add_argument("--shards", type=int, required=True, help="K, the number of parties")
     coordinate.add_argument("--party-keys", nargs="+", default=None, metavar="PUB",
                             help="the K parties' public keys (dperm party keygen's .pub files); only they "
                                  "may connect")
-    coordinate.add_argument("--epsilon", type=float, required=True)
-    coordinate.add_argument("--delta", type=float, default=1e-5)
+    coordinate.add_argument("--epsilon", type=float, required=True,
+                            help="the model's privacy budget epsilon (> 0)")
+    coordinate.add_argument("--delta", type=float, default=1e-5,
+                            help="the model's delta, in [0, 1) (default 1e-5)")
     coordinate.add_argument("--alpha", type=float, default=0.01, help="L2 strength lambda (default 0.01)")
     coordinate.add_argument("--protocol", choices=("newton", "psgd"), default="newton",
                             help="newton: few-round damped Newton on noisy gradient and Hessian sums (default); "
@@ -171,8 +200,10 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--gradient-share", type=float, default=0.75,
                             help="newton: share of each round's privacy loss spent on the gradient (default 0.75)")
     coordinate.add_argument("--data-norm", type=float, default=1.0, help="public row norm bound R (default 1)")
-    coordinate.add_argument("--loss", choices=("logistic", "huber"), default="logistic")
-    coordinate.add_argument("--h", type=float, default=0.5, help="Huber width (default 0.5)")
+    coordinate.add_argument("--loss", choices=("logistic", "huber"), default="logistic",
+                            help="the loss of the classifier (default logistic)")
+    coordinate.add_argument("--huber-width", dest="h", type=float, default=0.5,
+                            help="huber loss: the width h of its quadratic part (default 0.5)")
     coordinate.add_argument("--round-epsilon", type=float, default=None,
                             help="per-round epsilon of the coordinator's view (default: --epsilon)")
     coordinate.add_argument("--composition-slack", type=float, default=None,
@@ -182,8 +213,12 @@ def add_commands(subparsers) -> None:
                                  "coordinator's whole view is (epsilon, delta)-DP (beyond 004; see README)")
     coordinate.add_argument("--coordinator-accountant", choices=("pld", "rdp"), default="pld",
                             help="dp-accounting's accountant for --coordinator-dp (default pld)")
-    coordinate.add_argument("--quantization-range", type=int, default=DEFAULT_QUANTIZATION_RANGE)
-    coordinate.add_argument("--modulus-range", type=int, default=DEFAULT_MODULUS_RANGE)
+    coordinate.add_argument("--quantization-range", type=int, default=DEFAULT_QUANTIZATION_RANGE,
+                            help="SecAgg+ quantization range: integer levels a party's value is "
+                                 f"rounded to (default {DEFAULT_QUANTIZATION_RANGE})")
+    coordinate.add_argument("--modulus-range", type=int, default=DEFAULT_MODULUS_RANGE,
+                            help="SecAgg+ modulus of the masked sums; must exceed K x the "
+                                 f"quantization range (default {DEFAULT_MODULUS_RANGE})")
     coordinate.add_argument("--host", default="127.0.0.1",
                             help="address of the Fleet API, the parties' only entry (0.0.0.0: all interfaces)")
     coordinate.add_argument("--port", type=int, default=DEFAULT_SUPERLINK_PORT,

@@ -1,0 +1,438 @@
+"""The ``dperm`` command line as a new user meets it: help, version, every model family, CSV errors."""
+
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dperm import cli
+from dperm.cli import main
+from dperm.model_io import load_model
+
+
+# -- help, version, lazy imports -------------------------------------------------------
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dperm {cli._version()}"
+    assert cli._version().count(".") >= 1
+
+
+def test_python_dash_m_runs_the_cli():
+    result = subprocess.run([sys.executable, "-m", "dperm.cli", "--version"], capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.startswith("dperm ")
+
+
+def test_dask_engine_refuses_other_families_and_honours_strict(tmp_path, capsys):
+    base = ["train", "--data", str(tmp_path), "--target", "y", "--engine", "dask", "--epsilon",
+            "1", "--out", str(tmp_path / "m.json")]
+    assert main([*base, "--model", "quantile"]) == 2
+    assert "--engine dask fits the linear classifiers only" in _error(capsys)
+    assert main([*base, "--strict"]) == 2
+    assert "--strict: the label set would be read from the data" in _error(capsys)
+
+
+def _modules_after(code):
+    program = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                            check=True)
+    return set(result.stdout.split())
+
+
+@pytest.mark.parametrize("code", [
+    "import dperm.cli",
+    "import dperm.cli\ntry:\n    dperm.cli.main(['--help'])\nexcept SystemExit:\n    pass",
+])
+def test_import_and_top_level_help_import_no_heavy_package(code):
+    modules = _modules_after(code)
+    heavy = {"sklearn", "scipy", "flwr", "numpy", "dask"} & {name.split(".")[0] for name in modules}
+    assert not heavy, heavy
+    assert not [name for name in modules if name.startswith("dperm.") and name != "dperm.cli"]
+
+
+def test_a_subcommand_builds_only_its_own_options():
+    modules = _modules_after("import dperm.cli\ndperm.cli.build_parser('show')")
+    assert "sklearn" not in modules and "dperm.audit" not in modules
+
+
+def _parsers(parser, path=("dperm",)):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _parsers(child, path + (name,))
+
+
+def _leaf_parsers():
+    parser = cli.build_parser()
+    for path, child in _parsers(parser):
+        has_sub = any(isinstance(a, argparse._SubParsersAction) for a in child._actions)
+        if len(path) > 1 and not has_sub:
+            yield path, child
+
+
+def test_every_subcommand_has_a_description_and_an_example():
+    seen = set()
+    for path, parser in _leaf_parsers():
+        seen.add(" ".join(path[1:]))
+        assert parser.description, path
+        assert parser.epilog and f"dperm {path[1]}" in parser.epilog, path
+    assert {"train", "predict", "show", "demo", "reproduce", "audit", "experiment learning-rates",
+            "party serve", "party keygen", "coordinate"} <= seen
+
+
+def test_every_option_has_help_text():
+    for path, parser in _leaf_parsers():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            assert action.help and action.help.strip(), (path, action.option_strings or action.dest)
+
+
+def test_the_static_choices_agree_with_the_library():
+    from dperm.datasets import ADULT_ENCODINGS
+
+    assert set(cli.ADULT_ENCODING_NAMES) == set(ADULT_ENCODINGS)
+
+
+def test_help_texts_list_values_and_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = capsys.readouterr().out
+    assert "--encoding {unit_norm,constant,unit_norm_log}" in out
+    assert "(default: 5)" in out  # --repeats
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "--smoothing-width H" in out and "--h " not in out
+    assert "least_squares" in out and "kernel_logistic" in out and "--strict" in out
+
+
+def test_reproduce_help_separates_the_papers(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    chaudhuri, rajkumar = out.index("chaudhuri2011 options"), out.index("rajkumar2012 options")
+    assert chaudhuri < out.index("\n  --table1") < rajkumar < out.index("\n  --figure1")
+    assert "2000 for Fig. 1, 2000 for Fig. 2" not in out
+    assert "default 2000 for both figures" in " ".join(out.split())
+
+
+# -- a small table ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def table(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    age = rng.integers(18, 80, n)
+    color = rng.choice(["red", "green", "blue"], n)
+    score = rng.normal(50, 10, n)
+    signal = 0.08 * (age - 50) + 1.5 * (color == "red") + 0.1 * (score - 50)
+    label = np.where(signal + 0.5 * rng.normal(size=n) > 0.3, "yes", "no")
+    value = np.clip(0.01 * (age - 50) + 0.3 * (color == "red"), -1, 1)
+    data = tmp_path / "train.csv"
+    rows = [f"{a},{c},{s:.3f},{l},{v:.4f}" for a, c, s, l, v in zip(age, color, score, label, value)]
+    data.write_text("\n".join(["age,color,score,label,value"] + rows) + "\n")
+    bounds = tmp_path / "bounds.json"
+    bounds.write_text(json.dumps({"age": [0, 120], "color": ["red", "green", "blue"],
+                                  "score": [0, 100]}))
+    new = tmp_path / "new.csv"
+    new.write_text("age,color,score\n30,red,60\n70,blue,40\n")
+    return tmp_path, data, bounds, new
+
+
+def _train(table, *extra, target="label"):
+    folder, data, bounds, _ = table
+    features = ["age", "color", "score"]
+    return main(["train", "--data", str(data), "--target", target, "--features", *features,
+                 "--categorical", "color", "--bounds", str(bounds), "--random-state", "0",
+                 "--out", str(folder / "m.json"), *extra])
+
+
+def _error(capsys):
+    err = capsys.readouterr().err
+    assert err.startswith("dperm: error: ") and err.count("\n") == 1, err
+    return err
+
+
+# -- every estimator family, one model-file format ---------------------------------------
+
+
+@pytest.mark.parametrize("model,extra,estimator", [
+    ("logistic", [], "PrivateLogisticRegression"),
+    ("huber", ["--smoothing-width", "0.1"], "PrivateLinearSVC"),
+    ("hinge", ["--mechanism", "output"], "PrivateLinearSVC"),
+    ("kernel_logistic", ["--gamma", "0.5", "--n-components", "20"],
+     "PrivateKernelLogisticRegression"),
+    ("kernel_huber", ["--n-components", "20"], "PrivateKernelSVC"),
+])
+def test_train_each_classifier_family_then_predict_and_show(table, capsys, model, extra, estimator):
+    folder, _, _, new = table
+    assert _train(table, "--model", model, "--epsilon", "1", "--classes", "no,yes", *extra) == 0
+    assert f"({estimator})" in capsys.readouterr().out
+    loaded, spec, document = load_model(folder / "m.json")
+    assert type(loaded).__name__ == estimator == document["estimator"]
+    assert document["params"]["random_state"] is None
+    columns = {"age": ["30", "70"], "color": ["red", "blue"], "score": ["60", "40"]}
+    expected = loaded.predict(spec.transform(columns)).tolist()
+    assert main(["predict", "--model", str(folder / "m.json"), "--data", str(new)]) == 0
+    assert capsys.readouterr().out.split() == ["prediction", *expected]
+    assert main(["show", "--model", str(folder / "m.json")]) == 0
+    out = capsys.readouterr().out
+    assert estimator in out and "1-DP" in out
+
+
+def test_a_kernel_model_file_keeps_its_random_features(table):
+    folder = table[0]
+    assert _train(table, "--model", "kernel_logistic", "--n-components", "8", "--epsilon", "1",
+                  "--classes", "no,yes") == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert np.array(document["features"]["frequencies"]).shape == (8, 5)
+    assert document["params"]["feature_random_state"] is None
+    model, _, _ = load_model(folder / "m.json")
+    np.testing.assert_array_equal(model.features_.phases_, document["features"]["phases"])
+
+
+@pytest.mark.parametrize("model,extra", [
+    ("least_squares", ["--y-bound", "1"]),
+    ("quantile", ["--quantile", "0.3"]),
+])
+def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra):
+    folder, _, _, new = table
+    assert _train(table, "--model", model, "--epsilon", "2", *extra, target="value") == 0
+    assert "numeric target 'value'" in capsys.readouterr().out
+    document = json.loads((folder / "m.json").read_text())
+    assert document["classes"] is None and document["privacy"]["mechanism"] == "output"
+    model_, spec, _ = load_model(folder / "m.json")
+    assert main(["predict", "--model", str(folder / "m.json"), "--data", str(new)]) == 0
+    predictions = [float(v) for v in capsys.readouterr().out.split()[1:]]
+    columns = {"age": ["30", "70"], "color": ["red", "blue"], "score": ["60", "40"]}
+    np.testing.assert_allclose(predictions, model_.predict(spec.transform(columns)), rtol=1e-9)
+    assert main(["show", "--model", str(folder / "m.json")]) == 0
+    assert "a regressor" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--model", "least_squares"], "--model least_squares needs --y-bound M, a PUBLIC bound"),
+    (["--model", "quantile", "--delta", "1e-5"], "pure epsilon-DP"),
+    (["--model", "quantile", "--mechanism", "objective"], "output perturbation only"),
+    (["--model", "quantile", "--classes", "a,b"], "--classes is for classifiers"),
+    (["--model", "logistic", "--y-bound", "2"], "--y-bound is for --model least_squares only"),
+    (["--model", "logistic", "--gamma", "2"], "kernel_* models only"),
+])
+def test_regressor_options_are_checked_up_front(table, capsys, extra, message):
+    assert _train(table, "--epsilon", "1", *extra, target="value") == 2
+    assert message in _error(capsys)
+    assert not (table[0] / "m.json").exists()
+
+
+def test_a_label_target_is_not_a_regression_target(table, capsys):
+    assert _train(table, "--model", "quantile", "--epsilon", "1", target="label") == 2
+    assert "line 2, column 'label'" in _error(capsys)
+
+
+# -- --strict ---------------------------------------------------------------------------
+
+
+def test_strict_refuses_bounds_read_from_the_data(table, capsys):
+    folder, data, _, _ = table
+    partial = folder / "partial.json"
+    partial.write_text(json.dumps({"age": [0, 120], "color": ["red", "green", "blue"]}))
+    code = main(["train", "--data", str(data), "--target", "label", "--features", "age", "color",
+                 "score", "--categorical", "color", "--bounds", str(partial), "--classes",
+                 "no,yes", "--epsilon", "1", "--strict", "--out", str(folder / "m.json")])
+    assert code == 2
+    err = _error(capsys)
+    assert "--strict" in err and "['score']" in err and "--bounds" in err
+
+
+def test_strict_refuses_a_label_set_read_from_the_data(table, capsys):
+    assert _train(table, "--epsilon", "1", "--strict") == 2
+    assert "--strict: the label set would be read from the data (give --classes)" in _error(capsys)
+
+
+def test_strict_accepts_a_fully_public_schema(table, capsys, recwarn):
+    assert _train(table, "--epsilon", "1", "--strict", "--classes", "no,yes") == 0
+    assert "NOT covered" not in capsys.readouterr().out
+    from dperm.exceptions import PrivacyLeakWarning
+
+    assert not [w for w in recwarn if issubclass(w.category, PrivacyLeakWarning)]
+
+
+# -- CSV errors: one line naming file, line, column and what to do ------------------------
+
+
+def _write(folder, name, text):
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def _train_file(folder, data, bounds, *extra):
+    return main(["train", "--data", str(data), "--target", "y", "--bounds", str(bounds),
+                 "--epsilon", "1", "--classes", "0,1", "--out", str(folder / "m.json"), *extra])
+
+
+@pytest.mark.parametrize("marker", ["NA", "N/A", ""])
+def test_na_is_missing_and_takes_the_public_fill(tmp_path, capsys, marker):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": {"lower": 0, "upper": 10, "fill": 5}}))
+    data = _write(tmp_path, "d.csv", f"x,y\n1,0\n{marker},1\n9,1\n")
+    assert _train_file(tmp_path, data, bounds) == 0
+    assert "trained on 3 rows" in capsys.readouterr().out
+
+
+def test_na_without_a_fill_names_file_line_and_column(tmp_path, capsys):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\nNA,1\n9,1\n")
+    assert _train_file(tmp_path, data, bounds) == 2
+    err = _error(capsys)
+    assert f"{data}: line 3, column 'x': the value is missing" in err and '"fill"' in err
+
+
+def test_a_text_column_suggests_categorical(tmp_path, capsys):
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\nred,1\n")
+    code = main(["train", "--data", str(data), "--target", "y", "--epsilon", "1",
+                 "--classes", "0,1", "--out", str(tmp_path / "m.json")])
+    assert code == 2
+    err = _error(capsys)
+    assert f"{data}: line 3, column 'x': 'red' is not a number" in err
+    assert "--categorical x" in err
+
+
+def test_line_numbers_count_the_skipped_blank_lines(tmp_path, capsys):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\n\n\n2,1\n?,1\n")
+    assert _train_file(tmp_path, data, bounds) == 2
+    assert f"{data}: line 6, column 'x'" in _error(capsys)
+
+
+def test_line_numbers_with_bounds_read_from_the_data(tmp_path, capsys):
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\n?,1\n\n2,1\nabc,0\n")
+    code = main(["train", "--data", str(data), "--target", "y", "--epsilon", "1",
+                 "--classes", "0,1", "--out", str(tmp_path / "m.json")])
+    assert code == 2
+    assert f"{data}: line 6, column 'x': 'abc' is not a number" in _error(capsys)
+
+
+def test_a_quoted_decimal_comma_gets_a_hint(tmp_path, capsys):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", 'x,y\n1.5,0\n"2,5",1\n')
+    assert _train_file(tmp_path, data, bounds) == 2
+    err = _error(capsys)
+    assert "line 3, column 'x': '2,5' is not a number (it looks like a decimal comma" in err
+    assert "2.5" in err
+
+
+def test_an_unquoted_decimal_comma_gets_a_hint(tmp_path, capsys):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", "x,y\n1,5,0\n")
+    assert _train_file(tmp_path, data, bounds) == 2
+    err = _error(capsys)
+    assert f"{data}: line 2 has 3 field(s) but the header has 2" in err and "decimal comma" in err
+
+
+@pytest.mark.parametrize("separator,name", [(";", "';'"), ("\t", "tab")])
+def test_a_semicolon_or_tab_file_gets_a_hint(tmp_path, capsys, separator, name):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", f"x{separator}y\n1,5{separator}0\n")
+    assert _train_file(tmp_path, data, bounds) == 2
+    err = _error(capsys)
+    assert f"{data}: the header is one column" in err and f"looks {name}-separated" in err
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "is not valid JSON"),
+    ("[1, 2]", "must hold a JSON object"),
+    ('{"x": [10, 0]}', "lower < upper"),
+    ('{"x": "wide"}', "must be [lower, upper]"),
+    ('{"z": [0, 1]}', "names columns that are not features: ['z']"),
+])
+def test_an_invalid_bounds_file_is_named(tmp_path, capsys, content, message):
+    bounds = _write(tmp_path, "bad_bounds.json", content)
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\n2,1\n")
+    assert _train_file(tmp_path, data, bounds) == 2
+    err = _error(capsys)
+    assert f"bounds file {bounds}" in err and message in err
+
+
+def test_a_missing_bounds_file_is_named(tmp_path, capsys):
+    data = _write(tmp_path, "d.csv", "x,y\n1,0\n2,1\n")
+    assert _train_file(tmp_path, data, tmp_path / "nowhere.json") == 2
+    assert f"the bounds file {tmp_path / 'nowhere.json'} does not exist" in _error(capsys)
+
+
+@pytest.mark.parametrize("command", ["train", "predict"])
+def test_a_header_only_file_has_no_data_rows(table, tmp_path, capsys, command):
+    data = _write(tmp_path, "empty.csv", "age,color,score,label\n")
+    if command == "train":
+        folder, _, bounds, _ = table
+        code = main(["train", "--data", str(data), "--target", "label", "--categorical", "color",
+                     "--bounds", str(bounds), "--epsilon", "1", "--out", str(folder / "m.json")])
+    else:
+        assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+        capsys.readouterr()
+        code = main(["predict", "--model", str(table[0] / "m.json"), "--data", str(data)])
+    assert code == 2
+    assert f"no data rows in {data}" in _error(capsys)
+
+
+@pytest.mark.parametrize("epsilon", ["1e-300", "1e-12"])
+def test_a_vanishing_epsilon_is_refused_up_front(table, capsys, recwarn, epsilon):
+    assert _train(table, "--epsilon", epsilon, "--classes", "no,yes") == 2
+    err = _error(capsys)
+    assert f"--epsilon {float(epsilon)!r} is below 1e-09" in err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_smallest_epsilon_still_trains(table, capsys):
+    assert _train(table, "--epsilon", str(cli.MIN_EPSILON), "--classes", "no,yes",
+                  "--mechanism", "output") == 0
+
+
+# -- model files whose record was edited --------------------------------------------------
+
+
+@pytest.mark.parametrize("key,value", [("epsilon", 0.01), ("delta", 1e-9)])
+@pytest.mark.parametrize("command", ["show", "predict"])
+def test_an_edited_privacy_record_is_refused(table, capsys, key, value, command):
+    folder, _, _, new = table
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    capsys.readouterr()
+    path = folder / "m.json"
+    document = json.loads(path.read_text())
+    document["privacy"][key] = value
+    path.write_text(json.dumps(document))
+    argv = ["--model", str(path)] + (["--data", str(new)] if command == "predict" else [])
+    assert main([command, *argv]) == 2
+    err = _error(capsys)
+    assert str(path) in err and f"'privacy.{key}' is {value!r} but 'params.{key}' is" in err
+
+
+# -- the default preprocessing recipe --------------------------------------------------------
+
+
+def test_train_maps_public_bounds_to_a_centred_range_by_default(table):
+    folder = table[0]
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    _, spec, document = load_model(folder / "m.json")
+    assert document["spec"]["numeric_range"] == "centred"
+    X = spec.transform({"age": ["0", "120"], "color": ["x", "x"], "score": ["50", "50"]})
+    # age at its lower/upper bound -> -1/+1 before the row step; score at its midpoint -> 0
+    np.testing.assert_allclose(X[:, 0], [-1.0, 1.0])
+    np.testing.assert_allclose(X[:, -1], [0.0, 0.0], atol=1e-12)
+    assert document["params"]["fit_intercept"] is False  # the recipe: no intercept
+
+
+def test_feature_range_unit_keeps_the_old_encoding(table):
+    folder = table[0]
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes", "--feature-range", "unit") == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert "numeric_range" not in document["spec"]
