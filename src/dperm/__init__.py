@@ -6,6 +6,7 @@ Public names only; see the submodules for the mechanisms and their papers.
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.exceptions import (
     BudgetExceededError,
+    BudgetWarning,
     CertificateError,
     DataClippingWarning,
     PrivacyLeakWarning,
@@ -31,6 +32,7 @@ __all__ = [
     "LocalAggregationClassifier",
     "PSGDClassifier",
     "BudgetExceededError",
+    "BudgetWarning",
     "CertificateError",
     "DataClippingWarning",
     "PrivacyLeakWarning",
