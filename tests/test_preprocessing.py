@@ -47,12 +47,19 @@ def test_scaler_broadcasts_scalar_bounds(no_warnings):
     np.testing.assert_allclose(stacked, [[0.25, 0.5]])
 
 
-def test_scaler_clips_and_counts_out_of_bounds_values():
+def test_scaler_clips_and_counts_out_of_bounds_values_once_at_fit():
     X = np.array([[-5.0, 0.5], [0.5, 7.0], [2.0, 0.5]])
-    scaler = PublicBoundsScaler(bounds=(0.0, 1.0)).fit(X)
     with pytest.warns(DataClippingWarning, match=r"3 value\(s\).*2 in 'x0', 1 in 'x1'"):
+        scaler = PublicBoundsScaler(bounds=(0.0, 1.0)).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # transform clips silently
         scaled = scaler.transform(X)
     np.testing.assert_allclose(scaled, [[0.0, 0.5], [0.5, 1.0], [1.0, 0.5]])
+
+
+def test_scaler_without_clip_raises_at_fit_naming_the_feature():
+    with pytest.raises(ValueError, match=r"feature 'x0'.*1 value\(s\) outside"):
+        PublicBoundsScaler(bounds=(0.0, 1.0), clip=False).fit(np.array([[2.0, 0.5]]))
 
 
 def test_scaler_without_clip_raises_naming_the_feature():
@@ -113,7 +120,7 @@ def test_scaler_clone_and_pipeline(no_warnings):
 
 def test_row_normalizer_clip_mode_only_changes_long_rows():
     X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
-    with pytest.warns(DataClippingWarning, match="some rows"):
+    with pytest.warns(DataClippingWarning, match="some training rows"):
         out = RowNormalizer(data_norm=1.0, mode="clip").fit_transform(X)
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
 

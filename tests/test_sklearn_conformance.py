@@ -12,6 +12,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dperm import (
+    BudgetWarning,
     DataClippingWarning,
     PrivacyLeakWarning,
     PrivateKernelLogisticRegression,
@@ -88,4 +89,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
         # classes=None, which warns by design (tests/privacy/test_classes.py tests that warning);
         # PublicBoundsScaler(bounds=None) reads bounds from the data, which also warns by design.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
+        # The checks clone every estimator many times on purpose (dperm.cloning warns a
+        # user who does that to private data once); nothing private is spent here.
+        warnings.simplefilter("ignore", BudgetWarning)
         check(estimator)

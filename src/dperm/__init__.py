@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "BudgetAccountant": "dperm.privacy.accounting",
     "BudgetExceededError": "dperm.exceptions",
+    "BudgetWarning": "dperm.exceptions",
     "CertificateError": "dperm.exceptions",
     "DataClippingWarning": "dperm.exceptions",
     "PrivacyLeakWarning": "dperm.exceptions",

@@ -1,8 +1,64 @@
-"""Warnings and errors that dperm raises.
+"""Warnings and errors that dperm raises, and :func:`warn_at_caller` that issues the warnings.
 
 Modelled on diffprivlib's ``utils.py``: a privacy-specific warning category lets
 users promote it to an error with :func:`warnings.simplefilter`.
 """
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+
+def _package_prefix(module_name: str) -> str | None:
+    """The directory of an imported package, with a trailing separator (None if not imported)."""
+    module = sys.modules.get(module_name)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+
+
+#: Libraries whose frames a warning skips to reach the user's line: dperm itself,
+#: and scikit-learn and joblib, through which pipelines, cross-validation and
+#: searches call dperm.
+_LIBRARY_PACKAGES = ("sklearn", "joblib")
+_DPERM_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def library_prefixes() -> tuple[str, ...]:
+    """Directory prefixes of dperm, scikit-learn and joblib (those imported)."""
+    others = (_package_prefix(name) for name in _LIBRARY_PACKAGES)
+    return (_DPERM_PREFIX, *(prefix for prefix in others if prefix))
+
+
+def user_stacklevel(frame=None) -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside the libraries.
+
+    Counted as :func:`warnings.warn` counts it: ``frame`` (default: the
+    function calling this one, which then calls :func:`warnings.warn`) is
+    level 1. If every frame is a library's (for example under the ``dperm``
+    CLI), the outermost frame is used.
+    """
+    frame = sys._getframe(1) if frame is None else frame
+    prefixes = library_prefixes()
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """Issue ``message`` attributed to the user's line, not dperm's or scikit-learn's.
+
+    A warning raised inside ``Pipeline.fit``, ``cross_val_score`` or
+    ``GridSearchCV.fit`` would otherwise point into scikit-learn. This walks
+    the stack past every frame of dperm, scikit-learn and joblib (what
+    ``warnings.warn(..., skip_file_prefixes=...)`` does on Python >= 3.12; the
+    walk serves 3.11 as well). Python's default filter then shows each message
+    once per line of user code.
+    """
+    warnings.warn(message, category, stacklevel=1 + user_stacklevel(sys._getframe(1)))
 
 
 class PrivacyLeakWarning(UserWarning):
@@ -14,10 +70,28 @@ class PrivacyLeakWarning(UserWarning):
 
 
 class DataClippingWarning(UserWarning):
-    """Rows or labels were clipped to a public bound before training.
+    """Rows, values or labels of the training data were clipped to a public bound.
 
-    Clipping is a per-record step, so it keeps the privacy guarantee; the
-    warning says how many records it changed.
+    Issued once per fit (never by ``transform``, ``predict`` or ``score``) and
+    attributed to the user's call (:func:`warn_at_caller`). Clipping is a
+    per-record step, so it changes nothing about the privacy guarantee, only the
+    rows the model learns from. What the text may say: how many rows were
+    clipped to ``data_norm`` is not said (a function of the private rows,
+    :mod:`dperm.privacy.release`); :class:`~dperm.preprocessing.PublicBoundsScaler`
+    and :class:`~dperm.tabular.TabularSpec` list how many values of each feature
+    were outside its bounds, a message to the analyst's own console about the
+    analyst's own data. No count is ever stored in a fitted attribute, a
+    record or a model file.
+    """
+
+
+class BudgetWarning(UserWarning):
+    """Privacy budget is spent in a way the user may not have planned.
+
+    Issued once per estimator (and its clones) when scikit-learn clones a
+    private estimator, as ``cross_val_score`` and ``GridSearchCV`` do: every
+    fit of a clone spends the estimator's epsilon again, and fits on the same
+    data compose. :class:`dperm.PrivateParameterSearch` tunes under one budget.
     """
 
 

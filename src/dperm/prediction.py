@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNEL_NAMES
 from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
@@ -51,7 +52,7 @@ MAX_FEATURE_SEED = 2**63 - 1
 __all__ = ["PrivatePredictor"]
 
 
-class PrivatePredictor(BaseEstimator):
+class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
     """Differentially private *prediction* with an exact kernel model (Nie & Wang 2017, Lemma 1).
 
     Trains ``f_z = argmin_{f in H_K} (1/m) sum L(f(x_i), y_i) + alpha/2 ||f||_K^2``

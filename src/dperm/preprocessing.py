@@ -16,7 +16,6 @@ note 9). The per-record formulas here (:func:`clip_to_bounds`,
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from numbers import Real
 
@@ -26,8 +25,8 @@ from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning
-from dperm.validation import clip_rows_to_norm, warn_clipped_rows
+from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning, warn_at_caller
+from dperm.validation import clip_rows_to_norm
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _sklearn_validate_data
@@ -125,7 +124,12 @@ def scale_to_unit_interval(X, lower, upper):
 
 
 def warn_clipped_values(n_clipped, feature_labels: Sequence[str], n_rows: int) -> None:
-    """Issue one :class:`DataClippingWarning` listing the clipped count per feature."""
+    """Issue one :class:`DataClippingWarning` at the user's call, counting clipped values per feature.
+
+    The counts go to the analyst's own console only (the warning text); they
+    are never stored in a fitted attribute, a record or a model file
+    (:class:`~dperm.exceptions.DataClippingWarning` states the policy).
+    """
     n_clipped = np.asarray(n_clipped)
     if not n_clipped.any():
         return
@@ -134,12 +138,13 @@ def warn_clipped_values(n_clipped, feature_labels: Sequence[str], n_rows: int) -
         for count, label in zip(n_clipped, feature_labels)
         if count
     ]
-    warnings.warn(
+    warn_at_caller(
         f"{int(n_clipped.sum())} value(s) in {n_rows} rows were outside the public "
-        f"bounds and were clipped to them ({', '.join(parts)}). Clipping is a "
-        "per-record step that keeps the privacy guarantee.",
+        f"bounds and were clipped to them ({', '.join(parts)}). Clipping is a per-record step: "
+        "the privacy guarantee is the same either way, only the values the model sees change. "
+        "If that many values are outside, check that the bounds are the intended public "
+        "ranges (chosen without looking at the data).",
         DataClippingWarning,
-        stacklevel=3,
     )
 
 
@@ -212,9 +217,12 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         issues a :class:`~dperm.exceptions.PrivacyLeakWarning`: the privacy
         guarantee then does not cover the scaling.
     clip : bool, default=True
-        Clip values outside the bounds and issue a
-        :class:`~dperm.exceptions.DataClippingWarning` counting them. With
-        ``False``, an out-of-bounds value raises ValueError naming the feature.
+        Clip values outside the bounds. :meth:`fit` issues one
+        :class:`~dperm.exceptions.DataClippingWarning` counting the training
+        values outside, per feature (printed to your console only, never
+        stored); :meth:`transform` clips silently, so predicting and scoring a
+        pipeline warn nothing. With ``False``, an out-of-bounds value raises
+        ValueError naming the feature, in :meth:`fit` or :meth:`transform`.
 
     Attributes
     ----------
@@ -279,18 +287,21 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:
             self.lower_, self.upper_ = _check_bounds(self.bounds, X.shape[1], labels)
             self.data_dependent_bounds_ = False
+            # once per fit: the training values outside the bounds (transform is silent)
+            _, n_clipped = clip_to_bounds(X, self.lower_, self.upper_, clip=self.clip,
+                                          feature_labels=labels)
+            warn_clipped_values(n_clipped, labels, X.shape[0])
         return self
 
     @staticmethod
     def _bounds_from_data(X):
-        warnings.warn(
+        warn_at_caller(
             "PublicBoundsScaler(bounds=None) takes each feature's minimum and maximum "
             "from the training data. Those values depend on private records, so the "
             "differential privacy guarantee does not cover this scaling (shared papers "
             "README, note 9). Pass public bounds=(lower, upper), one entry per feature, "
             "chosen without looking at the data.",
             PrivacyLeakWarning,
-            stacklevel=3,
         )
         lower, upper = X.min(axis=0), X.max(axis=0)
         # A constant column has no range; map it to 0 instead of dividing by zero.
@@ -298,7 +309,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return lower, upper
 
     def transform(self, X):
-        """Clip X to the bounds and scale each feature to [0, 1].
+        """Clip X to the bounds and scale each feature to [0, 1], without a warning.
 
         Parameters
         ----------
@@ -311,10 +322,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "lower_")
         X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
         labels = _feature_labels(self, X.shape[1])
-        X, n_clipped = clip_to_bounds(
-            X, self.lower_, self.upper_, clip=self.clip, feature_labels=labels
-        )
-        warn_clipped_values(n_clipped, labels, X.shape[0])
+        X, _ = clip_to_bounds(X, self.lower_, self.upper_, clip=self.clip, feature_labels=labels)
         return scale_to_unit_interval(X, self.lower_, self.upper_)
 
     def inverse_transform(self, X):
@@ -408,13 +416,12 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
 
     def _checked_categories(self, X):
         if isinstance(self.categories, str):  # "auto", the only string the constraints allow
-            warnings.warn(
+            warn_at_caller(
                 'PublicOneHotEncoder(categories="auto") reads the categories from the '
                 "training data. Which categories occur depends on private records, so "
                 "the differential privacy guarantee does not cover the encoding (shared "
                 "papers README, note 9). Pass the public category list of every column.",
                 PrivacyLeakWarning,
-                stacklevel=3,
             )
             return "auto"
         n_columns = np.shape(X)[1] if np.ndim(X) == 2 else None
@@ -480,9 +487,11 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     data_norm : float, default=1.0
         Public bound R on the row norm.
     mode : {"clip", "scale"}, default="clip"
-        ``"clip"``: rows with norm above ``data_norm`` are scaled onto it and a
-        :class:`~dperm.exceptions.DataClippingWarning` counts them; shorter rows
-        are unchanged. ``"scale"``: every nonzero row is scaled to norm exactly
+        ``"clip"``: rows with norm above ``data_norm`` are scaled onto it;
+        shorter rows are unchanged. :meth:`fit` issues one
+        :class:`~dperm.exceptions.DataClippingWarning` if any training row is
+        clipped (without the count, a function of the private rows);
+        :meth:`transform` never warns. ``"scale"``: every nonzero row is scaled to norm exactly
         ``data_norm`` (``x * data_norm / ||x||``), which spends the whole norm
         budget on every record. Zero rows stay zero in both modes.
 
@@ -512,16 +521,32 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         """Check the parameters and record X's width; nothing is learned from the data.
 
+        With ``mode="clip"``, warns once if any training row is longer than ``data_norm``.
+
         Returns
         -------
         self : RowNormalizer
         """
         self._validate_params()
-        _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        if self.mode == "clip" and normalize_rows(X, float(self.data_norm), "clip")[1]:
+            self._warn_clipped_rows()
         return self
 
+    def _warn_clipped_rows(self):
+        data_norm = float(self.data_norm)
+        warn_at_caller(
+            f"RowNormalizer(data_norm={data_norm:g}, mode='clip'): some training rows have an "
+            "L2 norm above data_norm and are scaled down onto it (here and at every "
+            "transform, silently). Clipping is a per-record step: the privacy guarantee is "
+            "the same either way, only the rows the model learns from change. mode='scale' "
+            "puts every row on the norm instead, treating all rows alike. A larger data_norm is not a fix: the noise of the estimator that follows grows "
+            "with it.",
+            DataClippingWarning,
+        )
+
     def transform(self, X):
-        """Clip or rescale each row to the public norm bound.
+        """Clip or rescale each row to the public norm bound, without a warning.
 
         Returns
         -------
@@ -530,8 +555,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "n_features_in_")
         self._validate_params()  # the parameters act here, and set_params may follow fit
         X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
-        X_out, n_clipped = normalize_rows(X, float(self.data_norm), self.mode)
-        warn_clipped_rows(n_clipped, float(self.data_norm))
+        X_out, _ = normalize_rows(X, float(self.data_norm), self.mode)
         return X_out if X_out is not X else X.copy()
 
 # --------------------------------------------------------------------------------------

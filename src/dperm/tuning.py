@@ -68,6 +68,7 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete_laplace
 from dperm.mechanisms.registry import MECHANISMS
@@ -231,7 +232,7 @@ def noisy_mistake_count(mistakes: int, epsilon: float, bits) -> int:
     return int(mistakes) + sample_discrete_laplace(scale, bits)
 
 
-class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
+class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator):
     """Choose parameters of a private estimator privately (003 Alg. 4 or random stopping).
 
     Parameters

@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 import numbers
 import secrets
-import warnings
 
 import numpy as np
 
-from dperm.exceptions import DataClippingWarning
+from dperm.exceptions import DataClippingWarning, warn_at_caller
 
 
 def _is_real_scalar(value) -> bool:
@@ -111,18 +110,23 @@ def clip_rows_to_norm(X: np.ndarray, data_norm: float, copy: bool = True) -> tup
 
 
 def warn_clipped_rows(n_clipped: int, data_norm: float) -> None:
-    """Issue a :class:`DataClippingWarning` if any row was clipped.
+    """Issue a :class:`DataClippingWarning` at the user's call if any row was clipped.
 
-    The warning does not say how many: that count is a function of the private
-    rows and is not released (:mod:`dperm.privacy.release`).
+    Called once per fit, on the training rows. The warning does not say how
+    many: that count is a function of the private rows and is not released
+    (:mod:`dperm.privacy.release`). It does not advise a larger ``data_norm``
+    (the noise grows with it) but scaling the rows before the fit.
     """
     if n_clipped:
-        warnings.warn(
-            f"some rows had an L2 norm above data_norm={data_norm:g} and were scaled down to "
-            "it (a per-record step that keeps the privacy guarantee). Set data_norm to a "
-            "public bound on the row norm to avoid this.",
+        warn_at_caller(
+            f"some rows had an L2 norm above data_norm={data_norm:g} and were scaled down onto "
+            "it. Clipping is a per-record step: the "
+            "privacy guarantee is the same either way, only the rows the model learns from "
+            "change. To decide how rows meet the bound, scale them before the estimator: "
+            "dperm.preprocessing.PublicBoundsScaler with public feature bounds, then "
+            f"RowNormalizer(data_norm={data_norm:g}, mode='scale'), which puts every row on the "
+            "norm. A larger data_norm is not a fix: the noise grows with it.",
             DataClippingWarning,
-            stacklevel=3,
         )
 
 
@@ -176,12 +180,13 @@ def clip_labels_to_bound(y, y_bound: float):
 def warn_clipped_labels(n_clipped: int, y_bound: float) -> None:
     """Issue a :class:`DataClippingWarning` if any label was clipped (without the count)."""
     if n_clipped:
-        warnings.warn(
+        warn_at_caller(
             f"some labels were outside [-y_bound, y_bound] = [-{y_bound:g}, {y_bound:g}] and "
-            "were clipped to it (a per-record step that keeps the privacy guarantee). Set "
-            "y_bound to a public bound on |y| to avoid this.",
+            "were clipped to it before fitting. Clipping is a per-record step: the privacy "
+            "guarantee is the same either way, only the targets the model learns from change. "
+            "y_bound should be a public bound on |y| (a published range), not one read from "
+            "the data; a larger one adds noise.",
             DataClippingWarning,
-            stacklevel=4,  # the caller of fit
         )
 
 

@@ -18,6 +18,11 @@ from dperm import (
     PrivateLogisticRegression,
 )
 
+# These tests clone private estimators on purpose (scikit-learn checks, repeated fits);
+# dperm.cloning's BudgetWarning is for users and is tested in tests/test_cloning.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.BudgetWarning")
+
+
 ESTIMATORS = [
     PrivateLogisticRegression(random_state=0),
     PrivateLogisticRegression(mechanism="output", random_state=0),

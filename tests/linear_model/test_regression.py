@@ -16,6 +16,10 @@ from dperm.losses import PinballLoss
 from dperm.privacy.record import PrivacyRecord
 from dperm.solvers import solve_nonsmooth
 
+# These tests clone private estimators on purpose (scikit-learn checks, repeated fits);
+# dperm.cloning's BudgetWarning is for users and is tested in tests/test_cloning.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.BudgetWarning")
+
 
 @pytest.mark.parametrize(
     "estimator",

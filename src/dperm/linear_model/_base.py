@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.mechanisms import MECHANISMS, ERMProblem, get_mechanism, run_mechanism
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
@@ -60,7 +61,7 @@ class Targets(NamedTuple):
     label_set: object = None
 
 
-class PrivateLinearModelBase(BaseEstimator):
+class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
     """The fit skeleton every private linear model shares. Subclasses define
     ``_make_loss``, ``_mechanism_name``, ``_check_targets``, ``_solve``,
     ``_store`` and ``_record``."""

@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.validation import refuse_dask_input
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
@@ -43,7 +44,7 @@ _LINEAR_PARAMETERS = ("loss", "h", "epsilon", "delta", "alpha", "mechanism", "fi
                       "intercept_scaling", "max_iter", "tol", "random_state", "accountant", "classes")
 
 
-class _PrivateKernelClassifierBase(ClassifierMixin, BaseEstimator):
+class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator):
     """Random Fourier features + a private linear classifier; see the public classes."""
 
     def _make_linear_model(self, data_norm):

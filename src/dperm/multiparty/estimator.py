@@ -20,6 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
@@ -136,7 +137,7 @@ class _FitInputs(NamedTuple):
     party_rngs: list
 
 
-class _MultipartyClassifierBase(LinearClassifierMixin, BaseEstimator):
+class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseEstimator):
     """Shared plumbing: the parameter check, the fit preamble, the parties and the fitted model."""
 
     _parameter_constraints: dict = _COMMON_CONSTRAINTS

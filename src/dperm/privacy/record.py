@@ -165,10 +165,16 @@ class PrivacyRecord(RecordBase):
         lines.append(
             f"Public inputs: n = {self.n_samples}, row norm bound {self.data_norm:g} "
             f"(effective {self.effective_data_norm:.4g}), alpha = {self.alpha:g}, "
-            f"L = {self.lipschitz:g}, c = {self.curvature}, tol = {self.tol:g}"
+            f"L = {self.lipschitz:g}, {self._curvature_text()}, tol = {self.tol:g}"
             + (", fitted on Dask" if self.engine == "dask" else "") + "."
         )
         return "\n".join(lines)
+
+    def _curvature_text(self) -> str:
+        """``c = ...``, or why the calibration has no ``c`` (output perturbation never uses it)."""
+        if self.curvature is None:
+            return "c not used (output perturbation: no bound on the loss's second derivative needed)"
+        return f"c = {self.curvature:g}"
 
 
 def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha, tol,
