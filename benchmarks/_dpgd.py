@@ -141,10 +141,14 @@ def _design(X, data_norm, fit_intercept, intercept_scaling):
     return X
 
 
-def clipped_mean_gradient(Z, signs, w, clip):
-    """Mean over rows of the per-example logistic gradients, each clipped to L2 norm ``clip``."""
+def clipped_mean_gradient(Z, signs, w, clip, row_norms=None):
+    """Mean over rows of the per-example logistic gradients, each clipped to L2 norm ``clip``.
+
+    ``row_norms`` (the rows' L2 norms) may be passed to save recomputing them every step.
+    """
     weights = -signs * expit(-signs * (Z @ w))  # g_i = weights_i * z_i
-    norms = np.abs(weights) * np.linalg.norm(Z, axis=1)
+    row_norms = np.linalg.norm(Z, axis=1) if row_norms is None else row_norms
+    norms = np.abs(weights) * row_norms
     weights = weights * np.minimum(1.0, clip / np.maximum(norms, np.finfo(float).tiny))
     return Z.T @ weights / Z.shape[0]
 
@@ -182,9 +186,9 @@ class DPGDLogisticRegression:
                           fit_intercept=self.fit_intercept, intercept_scaling=self.intercept_scaling)
         p, rng = self.plan_, np.random.default_rng(self.random_state)
         sigma = p.noise_multiplier * p.sensitivity
-        w = np.zeros(Z.shape[1])
+        w, row_norms = np.zeros(Z.shape[1]), np.linalg.norm(Z, axis=1)
         for _ in range(p.n_steps):
-            noisy = clipped_mean_gradient(Z, signs, w, p.clip) + rng.normal(0.0, sigma, size=w.shape)
+            noisy = clipped_mean_gradient(Z, signs, w, p.clip, row_norms) + rng.normal(0.0, sigma, size=w.shape)
             w = w - p.step * (noisy + p.alpha * w)
         self.coef_ = w[: np.shape(X)[1]][None, :]
         self.intercept_ = np.array([w[-1] * self.intercept_scaling if self.fit_intercept else 0.0])

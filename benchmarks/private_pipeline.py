@@ -46,6 +46,7 @@ from dperm import PrivateLogisticRegression, PrivateParameterSearch
 from dperm.mechanisms.registry import MECHANISMS
 
 from _dpgd import DPGDLogisticRegression
+from _dpgd import plan as dpgd_plan
 from peers_logistic import DESCRIPTIONS, load_split
 
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 5.0)
@@ -315,6 +316,8 @@ def plot(result: dict, path: Path) -> None:
             ax.set_xlabel("total epsilon")
             ax.set_ylabel("test error")
             ax.legend(fontsize=7)
+    fig.suptitle(f"Test error (mean +- std of {result['options']['draws']} draws) against total epsilon; "
+                 "dashed: alpha chosen on the test set (NOT private)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -337,21 +340,35 @@ def plot_learning_curve(cells: list, path: Path) -> None:
     plt.close(fig)
 
 
-def runtime_estimate(result: dict, draws: int = 20, n_epsilons: int = len(EPSILONS)) -> dict:
+def runtime_estimate(result: dict, draws: int = 20, epsilons=EPSILONS) -> dict:
     """Seconds a full run would take, per dataset and method, from this run's per-draw times.
 
     Valid only when this run used the full data (no ``--quick``/``--max-train``): the fits'
-    cost grows with n.
+    cost grows with n. DP-GD's cost is per step, and its number of steps grows with epsilon
+    (:func:`_dpgd.plan`), so it is scaled by the full run's total steps; the learning curve
+    by the full run's total of subsample sizes.
     """
     out = {}
     for dataset, block in result["datasets"].items():
         per = {}
         for c in block["cells"]:
-            if c["status"] == "ok":
-                per.setdefault(c["method"], []).append(c["seconds"] / c["draws"])
-        out[dataset] = {m: float(np.mean(v) * draws * n_epsilons * len({c["delta"] for c in block["cells"]
-                                                                          if c["method"] == m and c["status"] == "ok"}))
-                        for m, v in per.items()}
+            if c["status"] != "ok":
+                continue
+            if c["method"] == "dpgd":
+                full_steps = sum(dpgd_plan(block["n_train"], block["d"], e, c["delta"]).n_steps for e in epsilons)
+                per.setdefault("dpgd", []).append(c["seconds"] / sum(c["n_steps"]) * draws * full_steps)
+            else:
+                per.setdefault(c["method"], []).append(c["seconds"] / c["draws"] * draws * len(epsilons))
+        n_settings = {m: len({c["delta"] for c in block["cells"] if c["method"] == m and c["status"] == "ok"})
+                      for m in per}
+        out[dataset] = {m: float(np.mean(v) * n_settings[m]) for m, v in per.items()}
+        if dataset == "adult" and result.get("learning_curve"):
+            curve = result["learning_curve"]
+            ran = sum(c["n"] for c in curve)
+            full = sum(c["n"] for c in curve if c["n"] == block["n_train"]) * (1 + sum(LEARNING_CURVE_N)
+                                                                                 / block["n_train"])
+            out[dataset]["learning_curve"] = float(sum(c["seconds"] / c["draws"] for c in curve) * draws
+                                                   * full / ran)
         out[dataset]["total"] = float(sum(out[dataset].values()))
     return out
 
@@ -422,8 +439,9 @@ def run(args) -> dict:
     result["runtime_seconds"] = time.perf_counter() - started
     result["machine"]["loadavg_end"] = list(os.getloadavg())
     result["runtime_estimate_full_seconds"] = {
-        "note": "20 draws x 5 epsilons from this run's seconds per draw; valid when this run used the "
-                "full data (no --quick/--max-train); learning curve not included",
+        "note": "20 draws x 5 epsilons from this run's seconds per draw (DP-GD: per step); valid when "
+                "this run used the full data (no --quick/--max-train); scales with machine load "
+                "(see machine.loadavg_*)",
         **runtime_estimate(result)}
     return result
 
