@@ -113,6 +113,22 @@ def noise_multiplier(epsilon: float, delta: float, n_steps: int) -> float:
     return math.sqrt(n_steps) / mu * (1.0 + 1e-9)  # round toward more noise
 
 
+def accounted_epsilon(n_steps: int, noise_multiplier: float, delta: float, accountant: str = "pld"):
+    """dp-accounting's epsilon for ``n_steps`` Gaussian steps of ``noise_multiplier`` (None if not installed).
+
+    The cross-check recorded beside each DP-GD cell: PLD (pessimistic discretisation, a hair
+    above the exact profile) or RDP (looser).
+    """
+    try:
+        import dp_accounting
+        from dp_accounting import pld, rdp
+    except ImportError:
+        return None
+    fresh = pld.PLDAccountant() if accountant == "pld" else rdp.RdpAccountant()
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), n_steps)
+    return float(fresh.compose(event).get_epsilon(delta))
+
+
 def plan(n_samples: int, n_features: int, epsilon: float, delta: float, *, data_norm: float = 1.0,
          fit_intercept: bool = True, intercept_scaling: float = 1.0) -> DPGDPlan:
     """The public rule for ``(alpha, eta, T)`` and the calibrated noise (module docstring)."""

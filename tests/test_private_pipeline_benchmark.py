@@ -47,4 +47,6 @@ def test_quick_mode_writes_json_table_and_plot(pipeline, tmp_path):
     assert len(result["git_commit"]) == 40 or result["git_commit"] == "unknown"
     assert out.with_suffix(".png").stat().st_size > 0 and out.with_suffix(".md").read_text().count("|") > 10
     assert (tmp_path / "pp_learning_curve.png").exists()
-    assert set(result["runtime_estimate_full_seconds"]["adult"]) >= {"default", "dpgd", "total"}
+    assert set(result["runtime_estimate_full_seconds"]["adult"]) >= {"default", "dpgd", "learning_curve", "total"}
+    pld_epsilon = cells[("dpgd", 1e-5)]["dp_accounting_pld_epsilon"]
+    assert pld_epsilon is None or pld_epsilon == pytest.approx(1.0, rel=1e-2)
