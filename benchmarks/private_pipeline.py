@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import subprocess
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -196,6 +198,20 @@ def summarise(method, draws: list) -> dict:
             "errors": errors, **extra}
 
 
+#: The data of the running cell, inherited by forked workers (``--jobs``) instead of pickled.
+_SHARED: dict = {}
+
+
+def one_draw_quietly(method, epsilon, delta, draw, options, *, data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return one_draw(method, data, epsilon, delta, draw, options)
+
+
+def _draw_task(task):
+    return one_draw_quietly(*task, data=_SHARED["data"])
+
+
 def run_cell(dataset, data, epsilon, delta, method, options) -> dict:
     cell = {"dataset": dataset, "epsilon": epsilon, "delta": delta, "method": method,
             "label": LABELS[method], "private": method not in NOT_PRIVATE}
@@ -203,9 +219,14 @@ def run_cell(dataset, data, epsilon, delta, method, options) -> dict:
     if reason:
         return {**cell, "status": reason}
     load_before, start = os.getloadavg(), time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        draws = [one_draw(method, data, epsilon, delta, draw, options) for draw in range(options["draws"])]
+    tasks = [(method, epsilon, delta, draw, options) for draw in range(options["draws"])]
+    if options.get("jobs", 1) > 1:  # forked workers inherit the data; results do not depend on jobs
+        _SHARED["data"] = data
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(options["jobs"], mp_context=context) as pool:
+            draws = list(pool.map(_draw_task, tasks))
+    else:
+        draws = [one_draw_quietly(*task, data=data) for task in tasks]
     seconds = time.perf_counter() - start
     if method == "dpgd":  # the calibration (exact GDP) cross-checked by dp-accounting's PLD accountant
         cell["dp_accounting_pld_epsilon"] = accounted_epsilon(draws[0]["n_steps"], draws[0]["noise_multiplier"],
@@ -387,6 +408,9 @@ def parse(argv=None):
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--deltas", type=float, nargs="+", default=list(DELTAS))
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes over the draws of a cell (fork; same results as --jobs 1); "
+                             "the machine's load changes the recorded seconds either way")
     parser.add_argument("--stopping-mean", type=float, default=10.0,
                         help="E[K] of random stopping (public; run time only under pure DP)")
     parser.add_argument("--learning-curve-n", type=int, nargs="*", default=list(LEARNING_CURVE_N),
@@ -412,7 +436,7 @@ def parse(argv=None):
 
 
 def run(args) -> dict:
-    options = {"draws": args.draws, "epsilons": args.epsilons, "deltas": args.deltas, "methods": args.methods,
+    options = {"draws": args.draws, "jobs": args.jobs, "epsilons": args.epsilons, "deltas": args.deltas, "methods": args.methods,
                "stopping_mean": args.stopping_mean, "alphas": list(ALPHAS), "max_train": args.max_train,
                "max_test": args.max_test, "quick": args.quick}
     result = {"benchmark": "private_pipeline", "created": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

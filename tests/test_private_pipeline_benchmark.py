@@ -50,3 +50,12 @@ def test_quick_mode_writes_json_table_and_plot(pipeline, tmp_path):
     assert set(result["runtime_estimate_full_seconds"]["adult"]) >= {"default", "dpgd", "learning_curve", "total"}
     pld_epsilon = cells[("dpgd", 1e-5)]["dp_accounting_pld_epsilon"]
     assert pld_epsilon is None or pld_epsilon == pytest.approx(1.0, rel=1e-2)
+
+
+def test_jobs_do_not_change_the_draws(pipeline):
+    data = pipeline.subsample(pipeline.load_split("adult"), 300, 300)
+    options = {"draws": 2, "stopping_mean": 3.0}
+    cells = [pipeline.run_cell("adult", data, 1.0, 1e-5, "dpgd", {**options, "jobs": jobs})
+             for jobs in (1, 2)]
+    assert cells[0]["errors"] == cells[1]["errors"]
+    assert cells[0]["n_steps"] == cells[1]["n_steps"]
