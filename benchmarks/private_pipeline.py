@@ -198,6 +198,12 @@ def summarise(method, draws: list) -> dict:
             "errors": errors, **extra}
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its reaped workers (load-independent, unlike wall time)."""
+    children = os.times()
+    return time.process_time() + children.children_user + children.children_system
+
+
 #: The data of the running cell, inherited by forked workers (``--jobs``) instead of pickled.
 _SHARED: dict = {}
 
@@ -218,7 +224,7 @@ def run_cell(dataset, data, epsilon, delta, method, options) -> dict:
     reason = not_run_reason(method, delta)
     if reason:
         return {**cell, "status": reason}
-    load_before, start = os.getloadavg(), time.perf_counter()
+    load_before, start, cpu_start = os.getloadavg(), time.perf_counter(), cpu_seconds()
     tasks = [(method, epsilon, delta, draw, options) for draw in range(options["draws"])]
     if options.get("jobs", 1) > 1:  # forked workers inherit the data; results do not depend on jobs
         _SHARED["data"] = data
@@ -227,12 +233,12 @@ def run_cell(dataset, data, epsilon, delta, method, options) -> dict:
             draws = list(pool.map(_draw_task, tasks))
     else:
         draws = [one_draw_quietly(*task, data=data) for task in tasks]
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
     if method == "dpgd":  # the calibration (exact GDP) cross-checked by dp-accounting's PLD accountant
         cell["dp_accounting_pld_epsilon"] = accounted_epsilon(draws[0]["n_steps"], draws[0]["noise_multiplier"],
                                                               delta)
     return {**cell, "status": "ok", "draws": options["draws"], **summarise(method, draws),
-            "seconds": seconds, "loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg())}
+            "seconds": seconds, "cpu_seconds": cpu, "loadavg_before": list(load_before), "loadavg_after": list(os.getloadavg())}
 
 
 # -- learning curve ------------------------------------------------------------------------------
@@ -244,7 +250,7 @@ def learning_curve(data, sizes, epsilons, draws) -> list:
     for delta in DELTAS:
         for epsilon in epsilons:
             for n in sizes:
-                errors, alphas, start = [], [], time.perf_counter()
+                errors, alphas, start, cpu_start = [], [], time.perf_counter(), cpu_seconds()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     for draw in range(draws):
@@ -254,7 +260,8 @@ def learning_curve(data, sizes, epsilons, draws) -> list:
                         alphas.append(float(getattr(model, "alpha_", model.alpha)))
                 cells.append({"n": int(n), "epsilon": epsilon, "delta": delta, "mean": float(np.mean(errors)),
                               "std": float(np.std(errors, ddof=1)) if draws > 1 else 0.0, "errors": errors,
-                              "alpha_": alphas, "draws": draws, "seconds": time.perf_counter() - start})
+                              "alpha_": alphas, "draws": draws, "seconds": time.perf_counter() - start,
+                              "cpu_seconds": cpu_seconds() - cpu_start})
                 print(f"  learning curve n={n} eps={epsilon:g} delta={delta:g}: {cells[-1]['mean']:.4f}", flush=True)
     return cells
 
@@ -365,13 +372,14 @@ def plot_learning_curve(cells: list, path: Path) -> None:
     plt.close(fig)
 
 
-def runtime_estimate(result: dict, draws: int = 20, epsilons=EPSILONS) -> dict:
+def runtime_estimate(result: dict, draws: int = 20, epsilons=EPSILONS, key: str = "seconds") -> dict:
     """Seconds a full run would take, per dataset and method, from this run's per-draw times.
 
     Valid only when this run used the full data (no ``--quick``/``--max-train``): the fits'
     cost grows with n. DP-GD's cost is per step, and its number of steps grows with epsilon
     (:func:`_dpgd.plan`), so it is scaled by the full run's total steps; the learning curve
-    by the full run's total of subsample sizes.
+    by the full run's total of subsample sizes. ``key="cpu_seconds"``: CPU time, what one
+    process would take on a quiet machine (divide by ``--jobs`` for the wall time).
     """
     out = {}
     for dataset, block in result["datasets"].items():
@@ -381,9 +389,9 @@ def runtime_estimate(result: dict, draws: int = 20, epsilons=EPSILONS) -> dict:
                 continue
             if c["method"] == "dpgd":
                 full_steps = sum(dpgd_plan(block["n_train"], block["d"], e, c["delta"]).n_steps for e in epsilons)
-                per.setdefault("dpgd", []).append(c["seconds"] / sum(c["n_steps"]) * draws * full_steps)
+                per.setdefault("dpgd", []).append(c[key] / sum(c["n_steps"]) * draws * full_steps)
             else:
-                per.setdefault(c["method"], []).append(c["seconds"] / c["draws"] * draws * len(epsilons))
+                per.setdefault(c["method"], []).append(c[key] / c["draws"] * draws * len(epsilons))
         n_settings = {m: len({c["delta"] for c in block["cells"] if c["method"] == m and c["status"] == "ok"})
                       for m in per}
         out[dataset] = {m: float(np.mean(v) * n_settings[m]) for m, v in per.items()}
@@ -392,7 +400,7 @@ def runtime_estimate(result: dict, draws: int = 20, epsilons=EPSILONS) -> dict:
             ran = sum(c["n"] for c in curve)
             full = sum(c["n"] for c in curve if c["n"] == block["n_train"]) * (1 + sum(LEARNING_CURVE_N)
                                                                                  / block["n_train"])
-            out[dataset]["learning_curve"] = float(sum(c["seconds"] / c["draws"] for c in curve) * draws
+            out[dataset]["learning_curve"] = float(sum(c[key] / c["draws"] for c in curve) * draws
                                                    * full / ran)
         out[dataset]["total"] = float(sum(out[dataset].values()))
     return out
@@ -471,6 +479,9 @@ def run(args) -> dict:
                 "this run used the full data (no --quick/--max-train); scales with machine load "
                 "(see machine.loadavg_*)",
         **runtime_estimate(result)}
+    result["cpu_estimate_full_seconds"] = {
+        "note": "the same from CPU seconds: one process on a quiet machine (--jobs k: about 1/k of it)",
+        **runtime_estimate(result, key="cpu_seconds")}
     return result
 
 
@@ -486,7 +497,8 @@ def main(argv=None) -> dict:
         plot_learning_curve(result["learning_curve"], args.out.with_name(args.out.stem + "_learning_curve.png"))
     print(table)
     print(f"runtime {result['runtime_seconds']:.0f} s; full-run estimate (s): "
-          f"{json.dumps(result['runtime_estimate_full_seconds'], indent=1)}")
+          f"{json.dumps(result['runtime_estimate_full_seconds'], indent=1)}; from CPU time: "
+          f"{json.dumps(result['cpu_estimate_full_seconds'], indent=1)}")
     return result
 
 

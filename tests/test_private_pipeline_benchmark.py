@@ -37,6 +37,7 @@ def test_quick_mode_writes_json_table_and_plot(pipeline, tmp_path):
         cell = cells[key]
         assert cell["status"] == "ok" and cell["draws"] == 2 and len(cell["errors"]) == 2
         assert 0.0 <= cell["mean"] <= 1.0 and cell["seconds"] > 0 and len(cell["loadavg_before"]) == 3
+        assert cell["cpu_seconds"] >= 0
     assert not cells[("test_tuned", 0.0)]["private"] and cells[("default", 0.0)]["private"]
     assert cells[("random_stopping", 1e-5)]["status"].startswith("not applicable")
     assert cells[("dpgd", 0.0)]["status"].startswith("not applicable")
@@ -48,6 +49,7 @@ def test_quick_mode_writes_json_table_and_plot(pipeline, tmp_path):
     assert out.with_suffix(".png").stat().st_size > 0 and out.with_suffix(".md").read_text().count("|") > 10
     assert (tmp_path / "pp_learning_curve.png").exists()
     assert set(result["runtime_estimate_full_seconds"]["adult"]) >= {"default", "dpgd", "learning_curve", "total"}
+    assert "dpgd" in result["cpu_estimate_full_seconds"]["adult"]
     pld_epsilon = cells[("dpgd", 1e-5)]["dp_accounting_pld_epsilon"]
     assert pld_epsilon is None or pld_epsilon == pytest.approx(1.0, rel=1e-2)
 
