@@ -41,7 +41,7 @@ KDDCup99 test error** (nor on any of their rows). With step ``eta = 1/beta`` (``
 + alpha``, the smoothness of the objective), the optimisation error decays like
 ``F0 exp(-T alpha / beta)`` (``F0 = log 2``, the loss at ``w = 0``) and the noise adds
 about ``T d s^2 z_1^2 / (4 alpha)`` (``s = 2C/n``, ``z_1`` the one-step multiplier at
-``(epsilon, delta)``; ``z_T ~ sqrt(T) z_1`` for Gaussian composition). Minimising over
+``(epsilon, delta)``; ``z_T = sqrt(T) z_1`` exactly, by the GDP composition above). Minimising over
 ``T`` gives ``T* = (beta/alpha) log(4 alpha^2 F0 / (beta d s^2 z_1^2))``; balancing the
 remaining noise ``~ beta d s^2 z_1^2 / (2 alpha^2)`` against the bias ``alpha B^2 / 2``
 gives ``alpha = (beta d s^2 z_1^2 / B^2)^(1/3)``, with ``B = ASSUMED_SOLUTION_NORM`` a
