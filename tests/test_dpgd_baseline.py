@@ -39,7 +39,7 @@ def test_plan_noise_meets_target_per_dp_accounting_and_a_quarter_fails(n, d, eps
     assert p.sensitivity == pytest.approx(2.0 * np.sqrt(2.0) / n)  # replace-one, C = sqrt(1 + 1)
     assert dpgd.T_MIN <= p.n_steps <= dpgd.T_MAX
     # dp-accounting's own epsilon for the chosen z, on fresh accountants (PLD tight, RDP looser)
-    # (the PLD accountant's discretisation is pessimistic: a hair above the exact profile)
+    # (the PLD accountant agrees with the exact profile up to its discretisation)
     pld_eps = _epsilon(pld.PLDAccountant(value_discretization_interval=1e-5), p.noise_multiplier,
                        p.n_steps, delta)
     assert pld_eps == pytest.approx(epsilon, rel=2e-3)
