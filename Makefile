@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 DPERM_DATA ?= $(abspath ../shared/data)
 export DPERM_DATA
 
-.PHONY: demo test install docs bench bench-scale clean
+.PHONY: demo test install docs bench bench-pipeline bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench: $(BENCH_VENV)/.installed
 	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/peers_logistic.py --dataset adult
 	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/peers_logistic.py --dataset kddcup99
+
+# Issue 17's private end-to-end benchmark (hours on two quiet cores: see its JSON's
+# runtime_estimate_full_seconds; BENCH_ARGS="--quick" for a smoke run, "--jobs 2" for both cores).
+bench-pipeline: $(BENCH_VENV)/.installed
+	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/private_pipeline.py $(BENCH_ARGS)
 
 # Scale benchmark: ~10 GiB of Parquet (the KDD Cup 99 design replicated with fresh noise,
 # 5x the 2 x 1 GiB of Dask workers), then dperm on Dask vs dask-ml and in-memory dperm vs

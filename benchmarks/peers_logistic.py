@@ -100,17 +100,23 @@ def _gradient_norm(X, y, alpha, coef):
     return float(np.linalg.norm(objective.gradient(np.ravel(coef))))
 
 
+def load_split(dataset, data_home=None, encoding="unit_norm"):
+    """One encoding of a dataset under this benchmark's protocol, as (X_train, y_train, X_test, y_test).
+
+    Adult: the official split. KDDCup99: a random 70,000-row subset of the 10% training file
+    (``random_state=0``), the labelled corrected test set. benchmarks/private_pipeline.py reuses it.
+    """
+    if dataset == "adult":
+        bunch = load_adult(encoding=encoding, data_home=data_home)
+    else:
+        bunch = load_kddcup99(data_home=data_home, subset="random", n_samples=70_000,
+                              random_state=0, encoding=encoding)
+    return bunch.X_train, bunch.y_train, bunch.X_test, bunch.y_test
+
+
 def load(dataset, data_home):
     """Both encodings of a dataset as (X_train, y_train, X_test, y_test)."""
-    data = {}
-    for encoding in ("unit_norm", "constant"):
-        if dataset == "adult":
-            bunch = load_adult(encoding=encoding)
-        else:
-            bunch = load_kddcup99(data_home=data_home, subset="random", n_samples=70_000,
-                                  random_state=0, encoding=encoding)
-        data[encoding] = (bunch.X_train, bunch.y_train, bunch.X_test, bunch.y_test)
-    return data
+    return {encoding: load_split(dataset, data_home, encoding) for encoding in ("unit_norm", "constant")}
 
 
 DESCRIPTIONS = {
