@@ -646,21 +646,21 @@ def test_features_path_passes_the_audit_and_an_under_noised_copy_is_caught():
 
 
 def _readme_predictor_example() -> str:
-    """The README's PrivatePredictor code block, as written."""
+    """The docs' PrivatePredictor code block (docs/regression.md, once the README's), as written."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    page = (Path(__file__).resolve().parents[1] / "docs" / "regression.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, flags=re.S)
               if "PrivatePredictor(" in b and "import" in b]
-    assert len(blocks) == 1, "expected one README example of PrivatePredictor"
+    assert len(blocks) == 1, "expected one docs/regression.md example of PrivatePredictor"
     return blocks[0]
 
 
 def test_the_readme_example_runs_as_written(capsys):
     """Issue 19: the example at the size it shows (20,000 rows), the refusal shown, not crashed into."""
     namespace = {}
-    exec(compile(_readme_predictor_example(), "README.md", "exec"), namespace)
+    exec(compile(_readme_predictor_example(), "docs/regression.md", "exec"), namespace)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "features"
     assert printed[1].startswith("refused:")

@@ -298,8 +298,8 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         warn_at_caller(
             "PublicBoundsScaler(bounds=None) takes each feature's minimum and maximum "
             "from the training data. Those values depend on private records, so the "
-            "differential privacy guarantee does not cover this scaling (shared papers "
-            "README, note 9). Pass public bounds=(lower, upper), one entry per feature, "
+            "differential privacy guarantee does not cover this scaling (paper note 9, "
+            "docs/paper_notes.md). Pass public bounds=(lower, upper), one entry per feature, "
             "chosen without looking at the data.",
             PrivacyLeakWarning,
         )
@@ -419,8 +419,8 @@ class PublicOneHotEncoder(TransformerMixin, BaseEstimator):
             warn_at_caller(
                 'PublicOneHotEncoder(categories="auto") reads the categories from the '
                 "training data. Which categories occur depends on private records, so "
-                "the differential privacy guarantee does not cover the encoding (shared "
-                "papers README, note 9). Pass the public category list of every column.",
+                "the differential privacy guarantee does not cover the encoding (paper "
+                "note 9, docs/paper_notes.md). Pass the public category list of every column.",
                 PrivacyLeakWarning,
             )
             return "auto"

@@ -1175,7 +1175,7 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
     if from_data:
         warnings.warn(
             f"bounds or categories of {from_data} were taken from the private data; the "
-            "privacy guarantee does not cover that step (shared papers note 9). Give them "
+            "privacy guarantee does not cover that step (paper note 9, docs/paper_notes.md). Give them "
             "as public input in a bounds file.",
             PrivacyLeakWarning,
             stacklevel=2,

@@ -473,7 +473,7 @@ def run_learning_rates(sizes=SIZES, n_seeds=N_SEEDS, n_test=N_TEST, dimension=DI
                                         f"{LABEL_NOISE_HALF_WIDTH}], |y| <= M = {Y_BOUND}",
                    "labels_classification": f"P(y = 1 | x) = expit({SHARPNESS} u.x), u = w*/||w*||",
                    "regularity_r": REGULARITY, "beta": BETA, "fit_intercept": False,
-                   "alpha_convention": "alpha = 2 lambda (shared papers note 7)"},
+                   "alpha_convention": "alpha = 2 lambda (paper note 7)"},
         "reference_hinge_risk": reference,
         "reference_hinge_risk_note": "best linear hinge risk on the test sample (Huber continuation "
                                      "to width 1e-4, or a fitted model's risk if lower)",

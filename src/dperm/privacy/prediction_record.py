@@ -12,7 +12,7 @@ PROTECTS = (
     "each answered value f_z(x) + b (fresh Laplace b per answer) is epsilon_per_query-DP; "
     "k answers cost k * epsilon_per_query (sequential composition), repeated queries included. "
     "No model is released: the fitted object holds the exact model and must never be published "
-    "(shared papers note 6)."
+    "(paper note 6, docs/paper_notes.md)."
 )
 
 
