@@ -158,3 +158,54 @@ def test_gop_bounds_monotone():
 def test_bad_input_raises_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# -- alpha="auto" ------------------------------------------------------------------------
+def test_auto_alpha_follows_the_theorys_shape():
+    import math
+
+    from dperm.losses import get_loss
+    from dperm.theory import AUTO_ALPHA_CONSTANTS, auto_alpha
+
+    logistic = get_loss("logistic")
+    base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
+    # objective: C R E||b|| / n with E||b|| = 2 L R d / eps
+    assert math.isclose(base, AUTO_ALPHA_CONSTANTS["objective"] * 2 * 50 / 10_000)
+    assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2)
+    assert math.isclose(auto_alpha(10_000, 50, 2.0, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2)
+    # output: (c L^2 d^2 R^6 / (n eps)^2)^(1/3)
+    out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
+    assert math.isclose(out, AUTO_ALPHA_CONSTANTS["output"] * (0.25 * 50**2 / 10_000**2) ** (1 / 3))
+    # least squares: C_L depends on alpha, found by a fixed point
+    from dperm.losses import SquaredLoss
+
+    squares = SquaredLoss(1.0)
+    a = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=squares, data_norm=1.0)
+    lipschitz = squares.solution_lipschitz(1.0, a)
+    assert math.isclose(a, AUTO_ALPHA_CONSTANTS["output"] * (2.0 * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3),
+                        rel_tol=1e-9)
+
+
+def test_auto_alpha_reads_no_data_only_its_shape():
+    """alpha_ is a function of public inputs: any two data sets of the same shape get the same value."""
+    import numpy as np
+
+    from dperm import PrivateLinearSVC, PrivateLogisticRegression, PrivateQuantileRegressor
+
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(300, 4)) * 0.3, rng.normal(size=(300, 4)) * 0.1
+    y1, y2 = np.where(X1[:, 0] > 0, 1, -1), -np.ones(300, dtype=int)
+    y2[:10] = 1
+    for make in (lambda: PrivateLogisticRegression(random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0,
+                                                   classes=[-1, 1])):
+        a1, a2 = make().fit(X1, y1).alpha_, make().fit(X2, y2).alpha_
+        assert a1 == a2 and a1 > 0
+    r1 = PrivateQuantileRegressor(random_state=0).fit(X1, X1[:, 0]).alpha_
+    r2 = PrivateQuantileRegressor(random_state=0).fit(X2, rng.normal(size=300)).alpha_
+    assert r1 == r2
+    fixed = PrivateLogisticRegression(alpha=0.03, random_state=0, classes=[-1, 1]).fit(X1, y1)
+    assert fixed.alpha_ == 0.03 and fixed.privacy_.alpha == 0.03

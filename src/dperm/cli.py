@@ -273,7 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--delta", type=float, default=0.0)
     train.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective",
                        help="; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
-    train.add_argument("--alpha", type=float, default=0.01, help="L2 strength (default 0.01)")
+    train.add_argument("--alpha", type=_alpha_option, default="auto",
+                       help="L2 strength, or 'auto' (default): set from public n, d, epsilon, delta, "
+                       "the norm bound, the loss and the mechanism (dperm.theory.auto_alpha)")
     train.add_argument("--data-norm", type=float, default=1.0, help="row norm bound (default 1)")
     train.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
                        help="per-record row step (default scale: every row to norm data-norm)")
@@ -310,6 +312,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--model", required=True)
     show.set_defaults(func=_show)
     return parser
+
+
+def _alpha_option(text: str):
+    """``--alpha``: a number or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
 
 
 def main(argv=None) -> int:

@@ -199,6 +199,7 @@ def model_from_dict(document):
     model.classes_ = np.asarray(classes)
     model.n_features_in_ = spec.n_features
     model.privacy_ = _classifier_record(document["privacy"], model)
+    model.alpha_ = float(model.privacy_.alpha)  # the value used (alpha="auto" is resolved in the record)
     return model, spec
 
 
