@@ -170,22 +170,25 @@ def test_auto_alpha_follows_the_theorys_shape():
     logistic = get_loss("logistic")
     base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
     # objective: C R E||b|| / n with E||b|| = 2 L R d / eps
-    assert math.isclose(base, AUTO_ALPHA_CONSTANTS["objective"] * 2 * 50 / 10_000)
+    C, p = AUTO_ALPHA_CONSTANTS["objective"]
+    assert math.isclose(base, C * (2 * 50 / 10_000) ** p)
     assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
-                        base / 2)
+                        base / 2**p)
     assert math.isclose(auto_alpha(10_000, 50, 2.0, mechanism="objective", loss=logistic, data_norm=1.0),
-                        base / 2)
-    # output: (c L^2 d^2 R^6 / (n eps)^2)^(1/3)
+                        base / 2**p)
+    assert math.isclose(auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0,
+                                   multiplier=3.0), 3.0 * 2 * 50 / 10_000)
+    # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
+    C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
-    assert math.isclose(out, AUTO_ALPHA_CONSTANTS["output"] * (0.25 * 50**2 / 10_000**2) ** (1 / 3))
+    assert math.isclose(out, C * ((0.25 * 50**2 / 10_000**2) ** (1 / 3)) ** p)
     # least squares: C_L depends on alpha, found by a fixed point
     from dperm.losses import SquaredLoss
 
     squares = SquaredLoss(1.0)
     a = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=squares, data_norm=1.0)
     lipschitz = squares.solution_lipschitz(1.0, a)
-    assert math.isclose(a, AUTO_ALPHA_CONSTANTS["output"] * (2.0 * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3),
-                        rel_tol=1e-9)
+    assert math.isclose(a, C * ((2.0 * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
 
 
 def test_auto_alpha_reads_no_data_only_its_shape():
