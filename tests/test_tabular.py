@@ -11,6 +11,7 @@ from dperm import DataClippingWarning
 from dperm.tabular import (
     CategoricalColumn,
     NumericColumn,
+    RawNumericColumn,
     TableCellError,
     TabularSpec,
     build_spec,
@@ -256,6 +257,67 @@ def test_spec_from_dict_rejects_malformed_input(spec, message):
 def test_spec_from_json_rejects_invalid_json():
     with pytest.raises(ValueError, match="could not be parsed"):
         TabularSpec.from_json("{not json")
+
+
+# ---------------------------------------------------------------- RawNumericColumn
+
+
+def raw_spec(**kwargs) -> TabularSpec:
+    return TabularSpec([RawNumericColumn("x0"), NumericColumn("age", 0, 100), RawNumericColumn("x1")], **kwargs)
+
+
+def test_raw_numeric_column_takes_values_as_they_are(no_warnings):
+    columns = {"x0": ["0.25", "-0.5"], "age": ["50", "0"], "x1": [" 1e-3 ", "0"]}
+    X = raw_spec(data_norm=10.0).transform(columns)
+    np.testing.assert_array_equal(X, [[0.25, 0.5, 1e-3], [-0.5, 0.0, 0.0]])  # no clip, no scale
+    assert raw_spec().feature_names() == ["x0", "age", "x1"] and raw_spec().n_features == 3
+
+
+def test_raw_numeric_column_rows_follow_the_row_step():
+    spec = TabularSpec([RawNumericColumn("a"), RawNumericColumn("b")], row_norm_mode="clip", data_norm=1.0)
+    with pytest.warns(DataClippingWarning):
+        X = spec.transform({"a": ["3", "0.1"], "b": ["4", "0.2"]})
+    np.testing.assert_allclose(X, [[0.6, 0.8], [0.1, 0.2]])
+    spec = TabularSpec(spec.columns, row_norm_mode="scale", data_norm=2.0)
+    np.testing.assert_allclose(spec.transform({"a": ["3", "0"], "b": ["4", "0"]}), [[1.2, 1.6], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("cell, problem", [
+    ("?", "the value is missing"), ("", "the value is missing"), ("nan", "the value is missing"),
+    ("inf", "'inf' is not a finite number"), ("-1e999", "'-1e999' is not a finite number"),
+    ("old", "'old' is not a number"),
+])
+def test_raw_numeric_column_refuses_a_bad_cell_in_one_line(cell, problem):
+    columns = {"x0": ["0.1", "0.2", "0.3"], "age": ["1", "2", "3"], "x1": ["0", cell, "0"]}
+    for check in (raw_spec().transform, raw_spec().validate):
+        with pytest.raises(TableCellError) as caught:
+            check(columns, source="shard.csv")
+        message = str(caught.value)
+        assert message.startswith(f"shard.csv: column 'x1', data row 2 (1-based, header not counted): {problem}")
+        assert "finite number" in message and "\n" not in message
+
+
+def test_raw_numeric_column_round_trips_with_its_type():
+    spec = raw_spec(row_norm_mode="scale", data_norm=3.0)
+    as_dict = spec.to_dict()
+    assert as_dict["columns"][0] == {"name": "x0", "type": "raw_numeric"}
+    assert TabularSpec.from_dict(as_dict) == spec and TabularSpec.from_json(spec.to_json()) == spec
+    as_dict["columns"][0]["lower"] = 0
+    with pytest.raises(ValueError, match=r"columns\[0\] has unknown key\(s\) \['lower'\]"):
+        TabularSpec.from_dict(as_dict)
+
+
+def test_a_raw_numeric_column_has_no_worst_case_norm_so_constant_is_refused():
+    assert raw_spec().max_row_norm() == math.inf
+    assert small_spec().max_row_norm() == pytest.approx(math.sqrt(3))
+    with pytest.raises(ValueError, match=r"'constant' needs a bound on every column, and \['x0', 'x1'\]"):
+        raw_spec(row_norm_mode="constant")
+    as_dict = raw_spec().to_dict()
+    as_dict["row_norm_mode"] = "constant"
+    with pytest.raises(ValueError, match="use row_norm_mode 'clip' or 'scale'"):
+        TabularSpec.from_dict(as_dict)
+    with pytest.raises(ValueError, match="non-empty string"):
+        RawNumericColumn("")
 
 
 # ---------------------------------------------------------------- read_csv_columns

@@ -119,8 +119,11 @@ def load_model(path):
       :class:`~dperm.tabular.TabularSpec` that encodes raw columns;
     - ``dperm-multiparty-model`` (``dperm coordinate``): ``model`` is a
       :class:`~dperm.multiparty.PSGDClassifier` and ``spec`` the
-      :class:`~dperm.multiparty.model_file.PartyPreprocessing` the parties
-      applied to their rows.
+      :class:`~dperm.tabular.TabularSpec` of the preprocessing the parties
+      applied to their rows (:func:`~dperm.multiparty.model_file.party_spec`),
+      or, for a row rule this dperm does not know,
+      :class:`~dperm.multiparty.model_file.UnknownRowRule`, whose ``transform``
+      refuses.
 
     Either way ``spec.transform(columns)`` turns a parsed CSV file into the
     model's features and ``model.privacy_.summary()`` states the guarantee.

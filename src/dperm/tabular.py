@@ -1,9 +1,9 @@
 """The public schema of a table and the CSV reader: raw columns in, encoded rows out.
 
-* :class:`TabularSpec` (of :class:`NumericColumn` and :class:`CategoricalColumn`)
-  holds every constant an encoding uses -- bounds, categories, transforms, the
-  row step -- as public input, JSON-serialisable; :func:`build_spec` makes one
-  from a bounds file;
+* :class:`TabularSpec` (of :class:`NumericColumn`, :class:`CategoricalColumn`
+  and :class:`RawNumericColumn`) holds every constant an encoding uses --
+  bounds, categories, transforms, the row step -- as public input,
+  JSON-serialisable; :func:`build_spec` makes one from a bounds file;
 * :func:`read_csv_columns` reads a CSV file into string columns, and
   :func:`parse_numbers` is dperm's one parser of numeric cells;
 * :func:`parse_labels` reads a label column.
@@ -41,6 +41,7 @@ __all__ = [
     "MISSING_VALUES",
     "CategoricalColumn",
     "NumericColumn",
+    "RawNumericColumn",
     "TableCellError",
     "TabularSpec",
     "build_spec",
@@ -255,6 +256,60 @@ class NumericColumn:
         return entry
 
 
+#: What to do about a cell of a :class:`RawNumericColumn` that is missing, not a number or infinite.
+RAW_NUMERIC_REMEDY = ("a column taken on the model's scale has no public bounds or fill, so every cell must "
+                      "be a finite number; fix the cell (dperm never drops a row, since n is public)")
+
+
+@dataclass(frozen=True)
+class RawNumericColumn:
+    """A numeric column already on the model's scale: taken as it is, every cell a finite number.
+
+    No bound, clipping or scaling: the only per-record step on it is the
+    spec's row step (``"clip"`` or ``"scale"`` to ``data_norm``), which is
+    what keeps ``||x_i|| <= R`` (Chaudhuri et al. 2011, Sec. 2; 004 Sec. 4).
+    Since nothing bounds the column, :meth:`TabularSpec.max_row_norm` is
+    infinite and a spec with such a column refuses the ``"constant"`` row
+    step. The multiparty parties train on such columns
+    (:mod:`dperm.multiparty.model_file`).
+
+    Parameters
+    ----------
+    name : str
+        Column name in the input.
+    """
+
+    name: str
+
+    def __post_init__(self):
+        _check_name(self.name, "column")
+
+    @property
+    def n_features(self) -> int:
+        return 1
+
+    def feature_names(self) -> list[str]:
+        """``["name"]``."""
+        return [self.name]
+
+    def parse(self, values: np.ndarray) -> np.ndarray:
+        """Float values of raw cells with :func:`finite_numbers`.
+
+        Raises
+        ------
+        TableCellError
+            At the first cell that is missing, not a number, or infinite.
+        """
+        return finite_numbers(values, self.name, remedy=RAW_NUMERIC_REMEDY)
+
+    def encode(self, values: np.ndarray) -> tuple[np.ndarray, int]:
+        """The parsed ``values`` unchanged, and 0 values clipped."""
+        return values, 0
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": "raw_numeric"}
+
+
 @dataclass(frozen=True)
 class CategoricalColumn:
     """A categorical column one-hot encoded with a public list of categories.
@@ -321,11 +376,14 @@ class CategoricalColumn:
         return {"name": self.name, "type": "categorical", "categories": list(self.categories)}
 
 
-_COLUMN_TYPES = {"numeric": NumericColumn, "categorical": CategoricalColumn}
+_COLUMN_TYPES = {"numeric": NumericColumn, "categorical": CategoricalColumn, "raw_numeric": RawNumericColumn}
 _COLUMN_KEYS = {
     "numeric": ({"name", "type", "lower", "upper"}, {"transform", "fill"}),
     "categorical": ({"name", "type", "categories"}, set()),
+    "raw_numeric": ({"name", "type"}, set()),
 }
+#: Columns parsed as numbers before encoding (the others are one-hot encoded strings).
+_NUMERIC_KINDS = (NumericColumn, RawNumericColumn)
 _SPEC_KEYS = ({"columns"}, {"row_norm_mode", "data_norm", "format", "version"})
 _SPEC_FORMAT = "dperm.TabularSpec"
 _SPEC_VERSION = 1
@@ -375,7 +433,7 @@ class TabularSpec:
 
     Parameters
     ----------
-    columns : sequence of NumericColumn or CategoricalColumn
+    columns : sequence of NumericColumn, CategoricalColumn or RawNumericColumn
         Output order of the encoded blocks.
     row_norm_mode : {"clip", "scale", "constant"}, default="clip"
         The per-record row step after the columns are encoded:
@@ -384,7 +442,9 @@ class TabularSpec:
         ``"constant"`` multiplies every row by ``data_norm / max_row_norm()``,
         the worst-case norm the schema allows (each numeric column contributes
         at most 1 and each categorical block at most 1 to the squared norm), so
-        every row has norm at most ``data_norm``.
+        every row has norm at most ``data_norm``. A spec with a
+        :class:`RawNumericColumn` has no finite worst-case norm and refuses
+        ``"constant"``.
     data_norm : float, default=1.0
         Public bound on the row norm.
 
@@ -423,10 +483,10 @@ class TabularSpec:
         if not columns:
             raise ValueError("columns must list at least one column.")
         for position, column in enumerate(columns):
-            if not isinstance(column, (NumericColumn, CategoricalColumn)):
+            if not isinstance(column, (NumericColumn, CategoricalColumn, RawNumericColumn)):
                 raise ValueError(
-                    f"columns[{position}] must be a NumericColumn or CategoricalColumn; "
-                    f"got {column!r}."
+                    f"columns[{position}] must be a NumericColumn, CategoricalColumn or "
+                    f"RawNumericColumn; got {column!r}."
                 )
         names = tuple(column.name for column in columns)
         duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -436,6 +496,13 @@ class TabularSpec:
             raise ValueError(
                 f"row_norm_mode must be one of {TABULAR_ROW_NORM_MODES}; "
                 f"got {self.row_norm_mode!r}."
+            )
+        raw = [column.name for column in columns if isinstance(column, RawNumericColumn)]
+        if self.row_norm_mode == "constant" and raw:
+            raise ValueError(
+                f"row_norm_mode 'constant' needs a bound on every column, and {raw} have none "
+                "(RawNumericColumn); use row_norm_mode 'clip' or 'scale', or give the columns "
+                "public bounds (NumericColumn)."
             )
         data_norm = check_positive(
             self.data_norm, "data_norm", hint="It is a public bound on the row norm."
@@ -464,8 +531,11 @@ class TabularSpec:
         """Worst-case L2 norm of an encoded row before the row step.
 
         Each numeric feature lies in [0, 1] and each one-hot block has at most
-        one 1, so the squared norm is at most the number of columns.
+        one 1, so the squared norm is at most the number of columns; a
+        :class:`RawNumericColumn` is unbounded, and the norm then infinite.
         """
+        if any(isinstance(column, RawNumericColumn) for column in self.columns):
+            return math.inf
         return math.sqrt(len(self.columns))
 
     # ---- serialisation ----------------------------------------------------------------
@@ -552,7 +622,7 @@ class TabularSpec:
             When a value was outside its column's public bounds, or a row longer
             than ``data_norm`` was clipped.
         """
-        raw = self._raw_columns(columns)
+        raw = self._raw_columns(columns, source)
         X, n_clipped = self._encode_columns(self._parsed(raw, source))
         warn_clipped_values(n_clipped, self.column_names, X.shape[0])
         return self._row_step(X)
@@ -573,7 +643,7 @@ class TabularSpec:
         TableCellError, ValueError
             As :meth:`transform`.
         """
-        raw = self._raw_columns(columns)
+        raw = self._raw_columns(columns, source)
         self._parsed(raw, source)
         return next(iter(raw.values())).shape[0]
 
@@ -582,13 +652,13 @@ class TabularSpec:
         parsed = dict(raw)
         try:
             for column in self.columns:
-                if isinstance(column, NumericColumn):
+                if isinstance(column, _NUMERIC_KINDS):
                     parsed[column.name] = column.parse(raw[column.name])
         except TableCellError as error:
             raise error.located(source) from None
         return parsed
 
-    def _raw_columns(self, columns: Mapping) -> dict:
+    def _raw_columns(self, columns: Mapping, source=None) -> dict:
         if not isinstance(columns, Mapping):
             raise ValueError(
                 "TabularSpec.transform expects a dict of column name -> 1-D values; "
@@ -596,8 +666,9 @@ class TabularSpec:
             )
         absent = [name for name in self._names if name not in columns]
         if absent:
+            where = f"{source}: " if source is not None else ""
             raise ValueError(
-                f"input is missing column(s) {absent} required by the spec; it has "
+                f"{where}input is missing column(s) {absent} required by the spec; it has "
                 f"{sorted(map(str, columns))}."
             )
         raw = {name: _as_1d(columns[name], name) for name in self._names}
@@ -614,7 +685,7 @@ class TabularSpec:
         for position, column in enumerate(self.columns):
             stop = start + column.n_features
             values = parsed[column.name]
-            if isinstance(column, NumericColumn):
+            if isinstance(column, _NUMERIC_KINDS):
                 X[:, start], n_clipped[position] = column.encode(values)
             else:
                 X[:, start:stop] = column.encode(_as_stripped_str(values))
@@ -764,8 +835,8 @@ def _numbers_with_markers(cells: np.ndarray, column: str, remedy: str, source) -
 def finite_numbers(values, column: str, *, source=None, remedy: str = "fix the cell") -> np.ndarray:
     """Floats of a numeric column that has no public fill: every cell a finite number.
 
-    The reader of the multiparty shards and rows to predict
-    (:mod:`dperm.multiparty.model_file`) and of the KDD Cup files
+    The reader of :class:`RawNumericColumn` (the multiparty shards and rows
+    to predict, :mod:`dperm.multiparty.model_file`) and of the KDD Cup files
     (:mod:`dperm.datasets`): :func:`parse_numbers` with a missing or
     non-finite cell refused instead of passed on.
 

@@ -1,18 +1,63 @@
-"""Private parameter tuning: Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4.
+"""Private parameter tuning: 003 Alg. 4 and random stopping (Papernot & Steinke 2022).
 
 Choosing alpha (or any parameter) by test or validation error is itself a use
-of private data. Alg. 4 splits the data into ``m + 1`` disjoint parts, trains
-one private model per candidate on its own part, counts each model's mistakes
-``z_i`` on the last part, and releases model ``i`` with probability
-proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism; a count
-of mistakes changes by at most 1 when one record changes). Each record lies
-in exactly one part and is touched by exactly one epsilon-DP step, so the
-whole procedure is epsilon-DP by parallel composition (003 Thm 8; shared
-papers note 11).
+of private data. Two methods are offered.
+
+``method="alg4"`` (Chaudhuri, Monteleoni & Sarwate 2011, Alg. 4): split the
+data into ``m + 1`` disjoint parts, train one private model per candidate on
+its own part, count each model's mistakes ``z_i`` on the last part, and
+release model ``i`` with probability proportional to ``exp(-epsilon z_i / 2)``
+(the exponential mechanism; a count of mistakes changes by at most 1 when one
+record changes). Each record lies in exactly one part and is touched by
+exactly one epsilon-DP step, so the whole procedure is epsilon-DP by parallel
+composition (003 Thm 8; shared papers note 11).
+
+``method="random_stopping"`` (Papernot & Steinke, ICLR 2022, "Hyperparameter
+Tuning with Renyi Differential Privacy", Thm 2): repeat a private base
+algorithm ``Q`` a random number ``K`` of times and release the best of the
+``K`` outputs. Their Thm 2 reads: let ``Q`` satisfy ``(lambda, eps)``-RDP and
+``(lambda_hat, eps_hat)``-RDP for some ``eps, eps_hat >= 0``,
+``lambda in (1, inf)``, ``lambda_hat in [1, inf)``, with totally ordered
+outputs; let ``gamma in (0, 1)``, ``eta in (-1, inf)`` and let ``K`` follow the
+truncated negative binomial distribution ``D_{eta, gamma}``,
+``P[K = k] = (1 - gamma)^k / (gamma^-eta - 1) * prod_{l=0}^{k-1} (l + eta)/(l + 1)``
+for ``k >= 1`` (``eta = 0``: the logarithmic distribution
+``P[K = k] = (1 - gamma)^k / (k log(1/gamma))``; ``eta = 1``: the geometric
+distribution ``P[K = k] = gamma (1 - gamma)^(k-1)``). Running ``Q`` ``K``
+times and returning the best output satisfies ``(lambda, eps')``-RDP with::
+
+    eps' = eps + (1 + eta) (1 - 1/lambda_hat) eps_hat
+               + (1 + eta) log(1/gamma) / lambda_hat + log(E[K]) / (lambda - 1),
+
+    E[K] = eta (1 - gamma) / (gamma (1 - gamma^eta))   (eta != 0),
+    E[K] = (1/gamma - 1) / log(1/gamma)                 (eta = 0).
+
+If ``Q`` is pure ``eps``-DP it is ``(lambda, eps)``-RDP for every ``lambda``,
+and letting ``lambda = lambda_hat -> inf`` (the Renyi divergence of order
+infinity is the pure-DP privacy loss) gives: the procedure is
+``(2 + eta) eps``-DP, whatever ``gamma`` (hence ``E[K]``) is. At ``eta = 1``
+(geometric stopping) this is Liu & Talwar (STOC 2019) Thm 3.4's ``3 eps``.
+dperm uses this pure-DP form with ``eta >= 0`` (the range dp-accounting's
+``RepeatAndSelectDpEvent`` implements; tests check the formula against it).
+The RDP route gains nothing here: feeding the RDP curve of a pure ``eps_Q``-DP
+base, ``min(eps_Q, lambda eps_Q^2 / 2)`` (Bun & Steinke 2016, Prop. 1.4), to
+dp-accounting's Thm 2 and converting at ``delta = 1e-5`` allows ``eps_Q =
+0.49998`` for a total of 1 at ``eta = 0``, ``E[K] = 10`` (pure form: 0.5), and
+likewise at ``eta = 1`` and total 0.1 (measured when this was written).
+
+The base algorithm ``Q`` of one repetition: draw a random split of the rows
+into a training part and a validation part of public sizes, draw a candidate
+uniformly from the public grid, train it with ``eps_Q`` on the training
+part, count its mistakes on the validation part and add discrete Laplace noise
+of scale ``1 / eps_Q`` (a count of sensitivity 1; exact sampler of Canonne,
+Kamath & Steinke 2020), and draw a uniform tie-break key. The two parts are
+disjoint, so ``Q`` is ``eps_Q``-DP by parallel composition, and its outputs
+are ordered by (noisy count, key). ``eps_Q = epsilon / (2 + eta)``.
 """
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -24,9 +69,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
-from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg
+from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete_laplace
 from dperm.mechanisms.registry import MECHANISMS
 from dperm.privacy.labels import check_classes, resolve_label_set
+from dperm.privacy.references import REFERENCES
 from dperm.privacy.tuning_record import TuningRecord
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
@@ -75,8 +121,118 @@ def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failur
     return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
 
 
+def truncated_negative_binomial_mean(gamma: float, shape: float) -> float:
+    """``E[K]`` of the truncated negative binomial ``D_{eta, gamma}`` (Papernot & Steinke 2022, Thm 2)."""
+    gamma, shape = _check_stopping(gamma, shape)
+    if shape == 0:
+        return (1.0 / gamma - 1.0) / math.log(1.0 / gamma)
+    return shape * (1.0 - gamma) / (gamma * -math.expm1(shape * math.log(gamma)))
+
+
+def stopping_gamma(mean: float, shape: float) -> float:
+    """The ``gamma`` whose ``D_{eta, gamma}`` has mean ``mean`` (bisection; ``E[K]`` falls as ``gamma`` grows).
+
+    Returns the ``gamma`` whose mean is at least ``mean`` (within relative
+    ``1e-12``); the record states the mean of the returned ``gamma``.
+    """
+    mean = float(mean)
+    if not np.isfinite(mean) or mean <= 1.0:
+        raise ValueError(f"stopping_mean must be a finite number > 1 (the mean number of "
+                         f"repetitions); got {mean!r}.")
+    low, high = 1e-300, 1.0 - 1e-15  # mean(low) is huge, mean(high) ~ 1
+    for _ in range(200):
+        mid = math.sqrt(low * high) if high / low > 4 else 0.5 * (low + high)
+        if truncated_negative_binomial_mean(mid, shape) >= mean:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-12 * high:
+            break
+    return low
+
+
+def sample_truncated_negative_binomial(gamma: float, shape: float, rng) -> int:
+    """One draw of ``K ~ D_{eta, gamma}`` (``K >= 1``; data-independent, never released).
+
+    ``eta = 1`` (geometric): exact, one Bernoulli(``gamma``) stop per run on
+    the rational value of the float ``gamma`` (the record states that float).
+    Other ``eta > 0``: numpy's negative binomial count (``eta`` successes,
+    success probability ``gamma``) conditioned on ``K >= 1`` by rejection;
+    ``eta = 0``: numpy's logarithmic series with ``p = 1 - gamma``. Those two
+    are floating-point samplers, exact up to rounding of their probabilities.
+    """
+    gamma, shape = _check_stopping(gamma, shape)
+    rng = check_random_state(rng)
+    if shape == 1:
+        stop = Fraction(gamma)
+        bits = BitSource(rng)
+        k = 1
+        while bits.below(stop.denominator) >= stop.numerator:
+            k += 1
+        return k
+    if shape == 0:
+        return int(rng.logseries(1.0 - gamma))
+    while True:
+        k = int(rng.negative_binomial(shape, gamma))
+        if k >= 1:
+            return k
+
+
+def random_stopping_rdp(epsilon: float, order: float, epsilon_hat: float, order_hat: float,
+                        gamma: float, shape: float) -> float:
+    """Papernot & Steinke (2022) Thm 2: ``eps'`` of the best of ``K ~ D_{eta, gamma}`` runs at order ``lambda``.
+
+    ``eps' = eps + (1 + eta)(1 - 1/lambda_hat) eps_hat + (1 + eta) log(1/gamma)/lambda_hat
+    + log(E[K]) / (lambda - 1)`` for a base algorithm that is
+    ``(lambda, eps)``- and ``(lambda_hat, eps_hat)``-RDP.
+    """
+    gamma, shape = _check_stopping(gamma, shape)
+    if not order > 1 or not order_hat >= 1:
+        raise ValueError(f"Thm 2 needs lambda > 1 and lambda_hat >= 1; got {order}, {order_hat}.")
+    mean = truncated_negative_binomial_mean(gamma, shape)
+    return (epsilon + (1 + shape) * (1 - 1 / order_hat) * epsilon_hat
+            + (1 + shape) * math.log(1 / gamma) / order_hat + math.log(mean) / (order - 1))
+
+
+def random_stopping_epsilon(per_repetition_epsilon: float, shape: float) -> float:
+    """Pure-DP form of Thm 2 (``lambda = lambda_hat -> inf``): an ``eps``-DP base gives ``(2 + eta) eps``-DP."""
+    return (2.0 + _check_shape(shape)) * check_epsilon(per_repetition_epsilon)
+
+
+def per_repetition_epsilon(total_epsilon: float, shape: float) -> float:
+    """The largest float ``eps_Q`` with ``(2 + eta) eps_Q <= total_epsilon`` exactly (rationals)."""
+    exact = Fraction(check_epsilon(total_epsilon)) / (2 + Fraction(_check_shape(shape)))
+    value = float(exact)
+    return math.nextafter(value, 0.0) if Fraction(value) > exact else value
+
+
+def _check_shape(shape) -> float:
+    if isinstance(shape, bool) or not isinstance(shape, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(shape) or shape < 0:
+        raise ValueError(f"stopping_shape (eta) must be a finite number >= 0 (0: logarithmic, "
+                         f"1: geometric); got {shape!r}.")
+    return float(shape)
+
+
+def _check_stopping(gamma, shape):
+    gamma = float(gamma)
+    if not 0.0 < gamma < 1.0:
+        raise ValueError(f"gamma must be in (0, 1); got {gamma!r}.")
+    return gamma, _check_shape(shape)
+
+
+def noisy_mistake_count(mistakes: int, epsilon: float, bits) -> int:
+    """``mistakes`` plus discrete Laplace noise of scale ``1/epsilon``: epsilon-DP for a count of sensitivity 1.
+
+    Exact sampler (Canonne, Kamath & Steinke 2020, Alg. 2) on the rational
+    ``1 / epsilon`` of the float ``epsilon``.
+    """
+    scale = 1 / Fraction(check_epsilon(epsilon))
+    return int(mistakes) + sample_discrete_laplace(scale, bits)
+
+
 class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
-    """Choose parameters of a private estimator privately (003 Alg. 4).
+    """Choose parameters of a private estimator privately (003 Alg. 4 or random stopping).
 
     Parameters
     ----------
@@ -87,11 +243,13 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         The public candidates (e.g. ``{"alpha": [1e-4, 1e-3, 1e-2]}``). They must
         not be chosen by looking at the private data.
     epsilon : float
-        The guarantee of the whole procedure (each candidate and the selection
-        get the full epsilon; parallel composition makes the total epsilon).
+        The guarantee of the whole procedure. ``"alg4"``: each candidate and the
+        selection get the full epsilon (parallel composition). ``"random_stopping"``:
+        each repetition gets ``epsilon / (2 + stopping_shape)`` (Papernot &
+        Steinke 2022, Thm 2, pure-DP form; see the module docstring).
     random_state : None, int or numpy Generator, default=None
-        Drives the split, the candidates' noise and the selection. ``None``
-        uses OS entropy; a seed is for testing only.
+        Drives the splits, the candidates' noise, the number of repetitions and
+        the selection. ``None`` uses OS entropy; a seed is for testing only.
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)``, after the
         grid, every candidate's parameters, the data and the labels have been
@@ -104,10 +262,26 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         each candidate reads the labels of its own part, which the guarantee
         does not cover (a :class:`~dperm.PrivacyLeakWarning` says so) and which
         can differ between candidates.
+    method : {"alg4", "random_stopping"}, default="alg4"
+        ``"alg4"``: 003 Alg. 4 (``m + 1`` disjoint parts, exponential
+        mechanism). ``"random_stopping"``: repeat ``K ~ D_{eta, gamma}`` times
+        (train a uniformly drawn candidate on a random training part, count
+        its mistakes on the rest with discrete Laplace noise) and release the
+        best; every repetition sees ``n (1 - validation_fraction)`` rows.
+        Needs pure-DP candidates (``delta`` spent 0).
+    stopping_shape : float >= 0, default=1.0
+        ``eta`` of the truncated negative binomial (0: logarithmic, 1:
+        geometric). Public; the total costs ``(2 + eta)`` times one repetition.
+    stopping_mean : float > 1 or None, default=None
+        ``E[K]``, the mean number of repetitions (public; it changes the run
+        time, not the pure-DP guarantee). ``None``: ``10 m``.
+    validation_fraction : float in (0, 1), default=0.2
+        Share of the rows that each repetition's noisy mistake count uses.
 
     Attributes
     ----------
     best_index_ : int
+        Index in :attr:`candidates_` of the released candidate.
     best_params_ : dict
     best_estimator_ : estimator
         The selected candidate, trained on its own part of the data.
@@ -118,19 +292,27 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Validation mistakes and selection probabilities depend on the private data
-    and are not stored: only the selected model and its parameters are released.
-    Every candidate sees ``n / (m + 1)`` rows, so a large grid costs accuracy.
+    Only the selected model and its parameters are released (and the record,
+    which holds public inputs and the privately selected index). Validation
+    mistakes, noisy counts, selection probabilities, the number ``K`` of
+    repetitions and which repetition won depend on the private data or on
+    the run and are not stored. ``"alg4"``: every candidate sees
+    ``n / (m + 1)`` rows, so a large grid costs accuracy.
     """
 
     def __init__(self, estimator, param_grid, epsilon=1.0, random_state=None, accountant=None,
-                 classes=None):
+                 classes=None, method="alg4", stopping_shape=1.0, stopping_mean=None,
+                 validation_fraction=0.2):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
         self.random_state = random_state
         self.accountant = accountant
         self.classes = classes
+        self.method = method
+        self.stopping_shape = stopping_shape
+        self.stopping_mean = stopping_mean
+        self.validation_fraction = validation_fraction
 
     def _candidates(self):
         candidates = list(ParameterGrid(self.param_grid))
@@ -181,12 +363,47 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
             return 0.0
         return MECHANISMS[name].delta_spent(float(params.get("delta", 0.0)))
 
-    def fit(self, X, y):
-        """Split, train one private model per candidate, select one privately.
+    def _stopping(self, n_candidates):
+        """Checked ``(eta, gamma, E[K])`` of random stopping (public parameters only)."""
+        shape = _check_shape(self.stopping_shape)
+        mean = 10.0 * n_candidates if self.stopping_mean is None else self.stopping_mean
+        if isinstance(mean, bool) or not isinstance(mean, (int, float, np.integer, np.floating)):
+            raise ValueError(f"stopping_mean must be a number > 1 or None; got {mean!r}.")
+        gamma = stopping_gamma(mean, shape)
+        return shape, gamma, truncated_negative_binomial_mean(gamma, shape)
 
-        Every check runs before the budget is spent: the grid, each
-        candidate's parameters (e.g. a loss its mechanism cannot use), the data
-        and the split sizes. The accountant is charged once, just before the
+    def _check_validation_fraction(self, n_rows):
+        fraction = self.validation_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float, np.integer, np.floating)) \
+                or not 0.0 < fraction < 1.0:
+            raise ValueError(f"validation_fraction must be a number in (0, 1); got {fraction!r}.")
+        n_validation = int(math.floor(fraction * n_rows))
+        if n_validation < 1 or n_rows - n_validation < 2:
+            raise ValueError(f"{n_rows} rows with validation_fraction={fraction} leave "
+                             f"{n_rows - n_validation} training and {n_validation} validation rows; "
+                             "need at least 2 and 1: use more data or another fraction.")
+        return n_validation
+
+    def _plan(self, epsilon, configured, n_candidates):
+        """The method's checked plan: ``(per-candidate epsilon, total delta, stopping or None)``."""
+        if self.method == "alg4":
+            return epsilon, max(self._delta_of(c) for c in configured), None
+        if self.method != "random_stopping":
+            raise ValueError(f"method must be 'alg4' or 'random_stopping'; got {self.method!r}.")
+        stopping = self._stopping(n_candidates)
+        if any(self._delta_of(c) > 0 for c in configured):
+            raise ValueError("method='random_stopping' needs pure epsilon-DP candidates (its pure-DP "
+                             "guarantee, Papernot & Steinke 2022 Thm 2); use a pure mechanism "
+                             "(delta=0) or method='alg4'.")
+        return per_repetition_epsilon(epsilon, stopping[0]), 0.0, stopping
+
+    def fit(self, X, y):
+        """Train private candidates and select one privately (``method``).
+
+        Every check runs before the budget is spent: the method and its
+        parameters, the grid, each candidate's parameters (e.g. a loss its
+        mechanism cannot use), the data and the split sizes. The accountant is
+        charged once, with the total ``(epsilon, delta)``, just before the
         first candidate is trained.
         """
         refuse_dask_input(self, X, y)
@@ -197,8 +414,9 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
         configured = [self._configured(c, epsilon, None, classes) for c in candidates]
         for candidate in configured:
             self._check_candidate(candidate)
-        delta = max(self._delta_of(candidate) for candidate in configured)
-        budget = (epsilon, delta, f"PrivateParameterSearch over {len(candidates)} candidates")
+        per_epsilon, delta, stopping = self._plan(epsilon, configured, len(candidates))
+        budget = (epsilon, delta, f"PrivateParameterSearch ({self.method}) over "
+                  f"{len(candidates)} candidates")
         check_budget_left(self.accountant, *budget)  # an exhausted budget: refuse before reading X
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
@@ -209,6 +427,14 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has {np.unique(y).size} class ({np.unique(y).tolist()}); the "
                              "candidates are classifiers and need at least two.")
         rng = check_random_state(self.random_state)
+        if stopping is None:
+            return self._fit_alg4(X, y, rng, candidates, classes, epsilon, delta, budget)
+        n_validation = self._check_validation_fraction(X.shape[0])
+        return self._fit_random_stopping(X, y, rng, candidates, classes, epsilon, per_epsilon,
+                                         stopping, n_validation, budget)
+
+    def _fit_alg4(self, X, y, rng, candidates, classes, epsilon, delta, budget):
+        """003 Alg. 4: one candidate per disjoint part, exponential mechanism on the last part."""
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]
         if min(part.size for part in parts) < 2:
@@ -225,19 +451,63 @@ class PrivateParameterSearch(ClassifierMixin, BaseEstimator):
             models.append(model)
             mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)
-        self.candidates_ = candidates
-        self.best_index_ = index
-        self.best_params_ = candidates[index]
-        self.best_estimator_ = models[index]
-        self.classes_ = models[index].classes_
-        self.privacy_ = TuningRecord(
+        record = TuningRecord(
             epsilon=epsilon,
             delta=delta,
             n_candidates=len(candidates),
             part_sizes=tuple(int(part.size) for part in parts),
             selected_index=index,
             candidate_record=getattr(models[index], "privacy_", None),
+            per_repetition_epsilon=epsilon,
+            per_repetition_delta=delta,
         )
+        return self._release(candidates, index, models[index], record)
+
+    def _fit_random_stopping(self, X, y, rng, candidates, classes, epsilon, per_epsilon,
+                             stopping, n_validation, budget):
+        """Papernot & Steinke (2022) Thm 2: best of ``K ~ D_{eta, gamma}`` eps_Q-DP repetitions."""
+        shape, gamma, mean = stopping
+        spend_before_fitting(self.accountant, *budget)
+        bits = BitSource(rng)
+        n_repetitions = sample_truncated_negative_binomial(gamma, shape, rng)  # never released
+        best_key, best = None, None
+        for _ in range(n_repetitions):
+            order = rng.permutation(X.shape[0])
+            validation, train = order[:n_validation], order[n_validation:]
+            index = int(rng.integers(len(candidates)))
+            seed = np.random.default_rng(rng.integers(2**63))
+            model = self._configured(candidates[index], per_epsilon, seed, classes).fit(
+                X[train], y[train])
+            mistakes = int(np.count_nonzero(model.predict(X[validation]) != y[validation]))
+            key = (noisy_mistake_count(mistakes, per_epsilon, bits), float(rng.random()))
+            if best_key is None or key < best_key:
+                best_key, best = key, (index, model)
+        index, model = best
+        record = TuningRecord(
+            epsilon=epsilon,
+            delta=0.0,
+            n_candidates=len(candidates),
+            part_sizes=(X.shape[0] - n_validation, n_validation),
+            selected_index=index,
+            candidate_record=getattr(model, "privacy_", None),
+            reference=REFERENCES["tuning_random_stopping"],
+            method="random_stopping",
+            stopping="truncated_negative_binomial",
+            stopping_shape=shape,
+            stopping_gamma=gamma,
+            stopping_mean=mean,
+            per_repetition_epsilon=per_epsilon,
+            per_repetition_delta=0.0,
+        )
+        return self._release(candidates, index, model, record)
+
+    def _release(self, candidates, index, model, record):
+        self.candidates_ = candidates
+        self.best_index_ = index
+        self.best_params_ = candidates[index]
+        self.best_estimator_ = model
+        self.classes_ = model.classes_
+        self.privacy_ = record
         return self
 
     def predict(self, X):

@@ -16,11 +16,13 @@ import pytest
 pytest.importorskip("flwr")
 
 from dperm.cli import main  # noqa: E402
+from dperm.exceptions import DataClippingWarning  # noqa: E402
 from dperm.model_io import load_model  # noqa: E402
 from dperm.multiparty import PSGDClassifier  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
-from dperm.multiparty.model_file import PartyPreprocessing  # noqa: E402
+from dperm.multiparty.model_file import UnknownRowRule, party_spec  # noqa: E402
+from dperm.tabular import RawNumericColumn, TabularSpec  # noqa: E402
 
 FEATURES = ["x0", "x1", "x2", "x3"]
 
@@ -79,7 +81,8 @@ def test_show_prints_the_released_models_proven_guarantee_first(coordinate_model
     assert "rows clipped" not in out and "rows_clipped" not in privacy
     model, spec, _ = load_model(path)
     assert isinstance(model, PSGDClassifier) and model.privacy_.to_dict() == document["privacy"]
-    assert spec == PartyPreprocessing(tuple(FEATURES), 1.0, "clip")
+    assert spec == TabularSpec(tuple(RawNumericColumn(f) for f in FEATURES), row_norm_mode="clip", data_norm=1.0)
+    assert document["version"] == 3 and document["preprocessing"] == spec.to_dict()
 
 
 def test_predict_uses_the_coefficients_by_feature_name_and_the_parties_row_rule(coordinate_model, tmp_path):
@@ -111,7 +114,7 @@ def test_predict_refuses_missing_and_non_numeric_columns(coordinate_model, tmp_p
     path, _ = coordinate_model
     missing = write_csv(tmp_path / "missing.csv", ["x0", "x1", "x3"], [["0.1", "0.2", "0.3"]])
     assert main(["predict", "--model", str(path), "--data", str(missing)]) == 2
-    assert "lacks the feature columns ['x2']" in capsys.readouterr().err
+    assert "missing.csv: input is missing column(s) ['x2']" in capsys.readouterr().err
     text = write_csv(tmp_path / "text.csv", FEATURES, [["0.1", "?", "0.2", "0.3"]])
     assert main(["predict", "--model", str(path), "--data", str(text)]) == 2
     err = capsys.readouterr().err
@@ -131,7 +134,7 @@ def _set(document, dotted, value):
 
 @pytest.mark.parametrize("key, value, message", [
     ("coef", KeyError, r"missing keys \['coef'\]"),
-    ("version", 3, "unsupported format 'dperm-multiparty-model' version 3"),
+    ("version", 4, "unsupported format 'dperm-multiparty-model' version 4"),
     ("coef", [[0.1, 0.2, 0.3]], r"'coef' has shape \(1, 3\); 4 features need \(1, 4\)"),
     ("coef", [[0.1, float("nan"), 0.3, 0.4]], "'coef' must be a finite"),
     ("features", ["x0", "x0", "x2", "x3"], "'features' must be a non-empty list of distinct"),
@@ -145,6 +148,9 @@ def _set(document, dotted, value):
     ("privacy.coordinator_epsilon", -1.0, "'privacy.coordinator_epsilon' must be a finite number >= 0"),
     ("privacy.n_parties", 4, r"'privacy' \(4 parties, logistic loss\) does not match"),
     ("preprocessing.data_norm", 2.0, "the row-norm bound differs"),
+    ("preprocessing.columns", [{"name": "x0", "type": "raw_numeric"}], "'preprocessing' encodes features"),
+    ("preprocessing.columns", [{"name": "x0", "type": "raw"}], "'preprocessing': columns.0. 'type' must be"),
+    ("preprocessing", [], "'preprocessing' must be an object"),
 ])
 def test_malformed_multiparty_files_get_a_clear_error(coordinate_model, tmp_path, capsys, key, value, message):
     _, document = coordinate_model
@@ -158,14 +164,21 @@ def test_malformed_multiparty_files_get_a_clear_error(coordinate_model, tmp_path
     assert "malformed multiparty model file" in capsys.readouterr().err
 
 
-def test_an_unknown_row_rule_is_shown_but_refused_by_predict(coordinate_model, tmp_path, capsys):
+@pytest.mark.parametrize("version, entry", [
+    (3, {"row_norm_mode": "standardize"}),  # a spec from a newer dperm
+    (2, {"row_norm": "standardize", "data_norm": 1.0}),  # a version-2 entry
+])
+def test_an_unknown_row_rule_is_shown_but_refused_by_predict(coordinate_model, tmp_path, capsys, version, entry):
     _, document = coordinate_model
     other = copy.deepcopy(document)
-    other["preprocessing"]["row_norm"] = "standardize"
+    other["version"] = version
+    other["preprocessing"] = {**other["preprocessing"], **entry} if version == 3 else entry
     path = tmp_path / "other.json"
     path.write_text(json.dumps(other), encoding="utf-8")
     assert main(["show", "--model", str(path)]) == 0
-    assert "row rule 'standardize' (unknown to this dperm" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "row rule 'standardize' (unknown to this dperm" in out and f"4 features {FEATURES}" in out
+    assert load_model(path)[1] == UnknownRowRule(tuple(FEATURES), "standardize")
     data = write_csv(tmp_path / "new.csv", FEATURES, [["0.1", "0.2", "0.3", "0.4"]])
     assert main(["predict", "--model", str(path), "--data", str(data)]) == 2
     assert "cannot reproduce" in capsys.readouterr().err
@@ -178,9 +191,35 @@ def test_a_file_without_the_preprocessing_entry_gets_the_version_1_rule(coordina
     path = tmp_path / "older.json"
     path.write_text(json.dumps(older), encoding="utf-8")
     _, spec, _ = load_model(path)
-    assert spec == PartyPreprocessing(tuple(FEATURES), 1.0, "clip")
-    np.testing.assert_allclose(spec.transform({name: ["3", "0", "0", "4"][i:i + 1] for i, name in
-                                               enumerate(FEATURES)}), [[0.6, 0.0, 0.0, 0.8]])
+    assert spec == party_spec(FEATURES, 1.0)
+    with pytest.warns(DataClippingWarning):
+        X = spec.transform({name: ["3", "0", "0", "4"][i:i + 1] for i, name in enumerate(FEATURES)})
+    np.testing.assert_allclose(X, [[0.6, 0.0, 0.0, 0.8]])
+
+
+def test_a_version_2_file_with_the_old_preprocessing_entry_predicts_the_same(coordinate_model, tmp_path):
+    path, document = coordinate_model
+    older = copy.deepcopy(document)
+    older["version"] = 2
+    older["preprocessing"] = {"row_norm": "clip", "data_norm": 1.0}  # what dperm wrote before version 3
+    old_path = tmp_path / "v2.json"
+    old_path.write_text(json.dumps(older), encoding="utf-8")
+    model, spec, _ = load_model(old_path)
+    assert spec == party_spec(FEATURES, 1.0) and model.privacy_.to_dict() == document["privacy"]
+    rows = [["0.3", "-0.2", "0.1", "0.0"], ["3.0", "-1.0", "2.0", "0.5"]]
+    data = write_csv(tmp_path / "new.csv", FEATURES, rows)
+    predictions = []
+    for model_path in (path, old_path):
+        out = tmp_path / "pred.csv"
+        with pytest.warns(DataClippingWarning):
+            assert main(["predict", "--model", str(model_path), "--data", str(data), "--proba", "--out",
+                         str(out)]) == 0
+        predictions.append(out.read_text())
+    assert predictions[0] == predictions[1]
+    older["preprocessing"]["data_norm"] = 2.0
+    old_path.write_text(json.dumps(older), encoding="utf-8")
+    with pytest.raises(ValueError, match="the row-norm bound differs"):
+        load_model(old_path)
 
 
 def test_a_version_1_file_is_read_without_its_row_count_and_with_the_proven_headline(coordinate_model, tmp_path,
@@ -188,6 +227,7 @@ def test_a_version_1_file_is_read_without_its_row_count_and_with_the_proven_head
     _, document = coordinate_model
     older = copy.deepcopy(document)
     older["version"] = 1
+    older["preprocessing"] = {"row_norm": "clip", "data_norm": 1.0}
     privacy = older["privacy"]
     privacy["rows_clipped"] = 2  # what version 1 stored: an un-noised count of private rows
     privacy["epsilon"], privacy["delta"] = privacy.pop("target_epsilon"), privacy.pop("target_delta")

@@ -113,9 +113,11 @@ def test_private_predictor_releases_nothing_before_its_answers(loss):
     assert on_d.privacy_.to_dict() == on_d_prime.privacy_.to_dict()
 
 
-def test_parameter_search_releases_nothing_but_noised_outputs():
+@pytest.mark.parametrize("method", ["alg4", "random_stopping"])
+def test_parameter_search_releases_nothing_but_noised_outputs(method):
     make = lambda: PrivateParameterSearch(  # noqa: E731
-        PrivateLogisticRegression(), {"alpha": [0.01, 0.1]}, epsilon=1.0, random_state=3)
+        PrivateLogisticRegression(), {"alpha": [0.01, 0.1]}, epsilon=1.0, random_state=3,
+        method=method, stopping_mean=4)
     on_d, on_d_prime = _fit_both(make)
     assert on_d.best_index_ == on_d_prime.best_index_  # same seed: the same selection here
     _assert_same(non_noised(on_d), non_noised(on_d_prime))

@@ -12,19 +12,28 @@ What the file holds: the coefficients (no intercept: PSGD fits none), the
 feature names the parties agreed on, the party names, the public training
 parameters, the privacy record (headline: the guarantee proven for the
 released ``w_T``, the coordinator's view over the rounds run, note 13) and
-the per-row preprocessing the parties applied (:class:`PartyPreprocessing`).
+the per-row preprocessing the parties applied, as a
+:class:`~dperm.tabular.TabularSpec` (:func:`party_spec`: every feature a
+:class:`~dperm.tabular.RawNumericColumn`, row step ``"clip"`` to
+``data_norm``), the schema class ``dperm train``'s model files use too.
 It holds no training row, no seed and no count computed from the rows.
 
-Version 2 (this dperm) dropped version 1's count of clipped rows and moved
-004 Thm 4.2's guarantee from the headline to a note (``target_epsilon``,
-``target_delta``). A version-1 file is read by :func:`upgrade_v1_privacy`.
+Version 2 dropped version 1's count of clipped rows and moved 004 Thm 4.2's
+guarantee from the headline to a note (``target_epsilon``,
+``target_delta``); a version-1 file is read by :func:`upgrade_v1_privacy`.
+Version 3 (this dperm) writes the ``preprocessing`` entry as a
+``TabularSpec`` dict; versions 1 and 2 wrote ``{"row_norm": "clip",
+"data_norm": R}`` (features listed under ``features``), read by
+:func:`preprocessing_from_entry` into the same spec.
 
 Prediction repeats the parties' preprocessing exactly: the party reads its
-shard with :func:`load_numeric_columns` (numeric, finite values, columns
-by name) and :class:`~dperm.multiparty.protocol.Party` scales every row
-longer than ``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
-:meth:`PartyPreprocessing.transform` calls the same two functions. A file
-that records a rule this dperm does not know is refused at prediction time.
+shard with :func:`load_numeric_columns` (each feature a
+:class:`~dperm.tabular.RawNumericColumn`, read by name) and
+:class:`~dperm.multiparty.protocol.Party` scales every row longer than
+``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
+the spec's ``transform`` calls the same two functions. A file that records a
+row rule this dperm does not know is still shown (:class:`UnknownRowRule`)
+and refused at prediction time.
 """
 
 from __future__ import annotations
@@ -38,14 +47,13 @@ from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.multiparty_record import SecureSumSummary
-from dperm.tabular import finite_numbers
-from dperm.validation import clip_rows_to_norm
+from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
 #: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
 MODEL_FORMAT = "dperm-multiparty-model"
-MODEL_FORMAT_VERSION = 2
+MODEL_FORMAT_VERSION = 3
 #: Versions :func:`model_from_document` reads (1 through :func:`upgrade_v1_privacy`).
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 #: The note a version-1 record gets when it is read.
 V1_NOTE = ("Read from a version-1 model file: its un-noised count of clipped rows was dropped, and its "
            "headline restated as the guarantee proven for the released model, the coordinator's view.")
@@ -57,8 +65,7 @@ REQUIRED_KEYS = {"format", "version", "estimator", "params", "classes", "coef", 
 #: The labels a party trains on (0/1 labels are read as -1/+1 by the party).
 CLASSES = (-1, 1)
 #: What to do about a cell of a shard, or of rows to predict, that is not a finite number.
-SHARD_CELL_REMEDY = ("a multiparty shard, and a file of rows to predict with its model, holds a finite number "
-                     "in every feature and label cell; fix the cell")
+SHARD_CELL_REMEDY = "a multiparty shard holds a label (-1/+1 or 0/1) in every row; fix the cell"
 
 
 def load_numeric_columns(columns, names, source) -> np.ndarray:
@@ -77,82 +84,132 @@ def load_numeric_columns(columns, names, source) -> np.ndarray:
     ValueError
         A column is missing; a :class:`~dperm.tabular.TableCellError` names
         the column and row of the first cell that is missing, not a number or
-        not finite.
+        not finite (each column is a :class:`~dperm.tabular.RawNumericColumn`,
+        as in :func:`party_spec`, so a shard and the rows to predict are
+        parsed alike).
     """
     missing = [name for name in names if name not in columns]
     if missing:
         raise ValueError(f"{source} lacks the feature columns {missing}; the model needs {list(names)} "
                          f"and the file has {list(columns)}.")
-    return np.column_stack([finite_numbers(columns[name], name, source=source, remedy=SHARD_CELL_REMEDY)
-                            for name in names])
+    try:
+        return np.column_stack([RawNumericColumn(name).parse(columns[name]) for name in names])
+    except TableCellError as error:
+        raise error.located(source) from None
+
+
+def party_spec(features, data_norm) -> TabularSpec:
+    """The per-row preprocessing every party applied to its shard before training.
+
+    Every feature a :class:`~dperm.tabular.RawNumericColumn` read by name
+    (other columns, such as the label, are ignored), and a row longer than
+    ``data_norm`` scaled onto it, other rows unchanged
+    (:func:`~dperm.validation.clip_rows_to_norm`, as
+    :class:`~dperm.multiparty.protocol.Party` does).
+
+    Parameters
+    ----------
+    features : sequence of str
+        Feature columns, in the model's order.
+    data_norm : float
+        Public row-norm bound ``R``.
+    """
+    return TabularSpec(tuple(RawNumericColumn(name) for name in features), row_norm_mode=ROW_NORM_CLIP,
+                       data_norm=data_norm)
 
 
 @dataclass(frozen=True)
-class PartyPreprocessing:
-    """The per-row preprocessing every party applied to its shard before training.
+class UnknownRowRule:
+    """A model file's row rule that this dperm cannot reproduce: shown by ``dperm show``, refused by predict.
 
     Parameters
     ----------
     features : tuple of str
-        Feature columns, in the model's order (read by name; other columns,
-        such as the label, are ignored).
-    data_norm : float
-        Public row-norm bound ``R``.
-    row_norm : str, default="clip"
-        ``"clip"``: a row longer than ``data_norm`` is scaled onto it, other
-        rows are unchanged (:func:`~dperm.validation.clip_rows_to_norm`, as
-        :class:`~dperm.multiparty.protocol.Party` does). Any other value is
-        kept for :func:`dperm.cli` ``show`` but refused by :meth:`transform`.
+        The model's feature columns.
+    rule : str
+        The rule as the file records it.
     """
 
     features: tuple
-    data_norm: float
-    row_norm: str = ROW_NORM_CLIP
+    rule: str
 
     @property
     def n_features(self) -> int:
-        """``d``."""
         return len(self.features)
 
-    def transform(self, columns, source="the CSV file") -> np.ndarray:
-        """Apply the parties' preprocessing to new rows.
+    def feature_names(self) -> list[str]:
+        return list(self.features)
 
-        Parameters
-        ----------
-        columns : mapping of str -> sequence of str
-            A parsed CSV file (:func:`dperm.tabular.read_csv_columns`).
-        source : str or path-like
-            Named in error messages.
+    def transform(self, columns, *, source=None):
+        """Refuse: rows prepared differently from the parties' rows would give wrong predictions."""
+        raise ValueError(
+            f"the parties preprocessed their rows with rule {self.rule!r}, which this dperm cannot "
+            "reproduce from this model file; refusing to predict on rows prepared differently."
+        )
 
-        Returns
-        -------
-        X : ndarray of shape (n, d)
 
-        Raises
-        ------
-        ValueError
-            A feature column is missing or not numeric, or the file records a
-            row rule this dperm cannot reproduce.
-        """
-        if self.row_norm != ROW_NORM_CLIP:
-            raise ValueError(
-                f"the parties preprocessed their rows with rule {self.row_norm!r}, which this dperm cannot "
-                f"reproduce (it knows {ROW_NORM_CLIP!r}); refusing to predict on rows prepared differently."
-            )
-        X = load_numeric_columns(columns, self.features, source)
-        X, _ = clip_rows_to_norm(X, self.data_norm)
-        return X
+def preprocessing_from_entry(entry, features, data_norm, version: int = MODEL_FORMAT_VERSION):
+    """The ``preprocessing`` entry of a model file as a :class:`~dperm.tabular.TabularSpec`.
 
-    def to_dict(self) -> dict:
-        """The ``preprocessing`` entry of a model file."""
-        return {"row_norm": self.row_norm, "data_norm": float(self.data_norm)}
+    Parameters
+    ----------
+    entry : dict
+        Version 3: a ``TabularSpec`` dict. Versions 1 and 2: ``{"row_norm":
+        rule, "data_norm": R}``, where rule ``"clip"`` is :func:`party_spec`.
+    features : list of str
+        The file's ``features``.
+    data_norm : float
+        The file's ``params.data_norm``; the entry must record the same bound.
+    version : int
 
-    def describe(self) -> str:
-        """The rule in words (``dperm show``)."""
-        if self.row_norm == ROW_NORM_CLIP:
-            return (f"numeric columns by name; a row longer than R = {self.data_norm:g} is scaled onto it, "
-                    "as the parties did")
-        return f"row rule {self.row_norm!r} (unknown to this dperm: predict refuses it)"
+    Returns
+    -------
+    spec : TabularSpec or UnknownRowRule
+        The latter for a row rule this dperm does not know (kept for ``dperm show``).
+
+    Raises
+    ------
+    ValueError
+        A malformed entry, or one whose features or bound differ from the file's.
+    """
+    if version < 3:
+        if not isinstance(entry, dict) or set(entry) != {"row_norm", "data_norm"} or not isinstance(
+                entry["row_norm"], str):
+            raise ValueError("'preprocessing' must be an object with 'row_norm' (a string) and 'data_norm'.")
+        _check_same_bound(entry["data_norm"], data_norm)
+        if entry["row_norm"] != ROW_NORM_CLIP:
+            return UnknownRowRule(tuple(features), entry["row_norm"])
+        return party_spec(features, data_norm)
+    if not isinstance(entry, dict):
+        raise ValueError("'preprocessing' must be an object (a TabularSpec).")
+    rule = entry.get("row_norm_mode", ROW_NORM_CLIP)
+    if isinstance(rule, str) and rule not in TABULAR_ROW_NORM_MODES:
+        return UnknownRowRule(tuple(features), rule)
+    try:
+        spec = TabularSpec.from_dict(entry)
+    except ValueError as error:
+        raise ValueError(f"'preprocessing': {error}") from None
+    _check_same_bound(spec.data_norm, data_norm)
+    if spec.feature_names() != list(features):
+        raise ValueError(f"'preprocessing' encodes features {spec.feature_names()}; 'features' lists {features}.")
+    return spec
+
+
+def _check_same_bound(recorded, data_norm) -> None:
+    if recorded != data_norm:
+        raise ValueError(f"the row-norm bound differs between 'preprocessing' ({recorded!r}) and 'params' "
+                         f"({data_norm!r}).")
+
+
+def describe_rows(spec) -> str:
+    """The row rule in words (``dperm show``)."""
+    if isinstance(spec, UnknownRowRule):
+        return f"row rule {spec.rule!r} (unknown to this dperm: predict refuses it)"
+    raw = all(isinstance(column, RawNumericColumn) for column in spec.columns)
+    columns = "numeric columns by name, as they are" if raw else "columns encoded by the public schema"
+    if spec.row_norm_mode == ROW_NORM_CLIP:
+        return f"{columns}; a row longer than R = {spec.data_norm:g} is scaled onto it, as the parties did"
+    return f"{columns}; row step {spec.row_norm_mode!r} to R = {spec.data_norm:g}, as the parties did"
 
 
 #: The estimators a model file may hold, with their record class and mechanism name.
@@ -253,10 +310,11 @@ def model_from_document(document):
         With ``coef_``, ``intercept_``, ``classes_`` (-1, 1), ``n_features_in_``
         and ``privacy_`` set; ready for ``predict`` (and ``predict_proba``
         with the logistic loss).
-    preprocessing : PartyPreprocessing
-        What :meth:`PartyPreprocessing.transform` must do to new rows. Files
-        without a ``preprocessing`` entry (written before it was recorded)
-        get the rule of format version 1, ``clip`` at ``params.data_norm``.
+    preprocessing : TabularSpec or UnknownRowRule
+        What ``transform`` must do to new rows (:func:`preprocessing_from_entry`).
+        Files without a ``preprocessing`` entry (written before it was
+        recorded) get the rule of format version 1, ``clip`` at
+        ``params.data_norm``.
 
     Raises
     ------
@@ -296,36 +354,36 @@ def model_from_document(document):
     intercept = finite_array(document["intercept"], "intercept", ndim=1)
     if intercept.shape != (1,):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
-    privacy = document["privacy"] if document["version"] == MODEL_FORMAT_VERSION else upgrade_v1_privacy(
-        document["privacy"])
+    privacy = upgrade_v1_privacy(document["privacy"]) if document["version"] == 1 else document["privacy"]
     record = privacy_record_from_dict(privacy, estimator)
     if record.n_parties != len(parties) or record.loss != params["loss"]:
         raise ValueError(f"'privacy' ({record.n_parties} parties, {record.loss} loss) does not match the model "
                          f"({len(parties)} parties, {params['loss']} loss).")
     data_norm = params.get("data_norm")
-    rule = document.get("preprocessing", {"row_norm": ROW_NORM_CLIP, "data_norm": data_norm})
-    if not isinstance(rule, dict) or set(rule) != {"row_norm", "data_norm"} or not isinstance(rule["row_norm"], str):
-        raise ValueError("'preprocessing' must be an object with 'row_norm' (a string) and 'data_norm'.")
-    if not (rule["data_norm"] == data_norm == record.data_norm):
-        raise ValueError(f"the row-norm bound differs between 'preprocessing' ({rule['data_norm']!r}), "
-                         f"'params' ({data_norm!r}) and 'privacy' ({record.data_norm!r}).")
     if isinstance(data_norm, bool) or not isinstance(data_norm, (int, float)) or not (0 < data_norm < math.inf):
         raise ValueError(f"'params.data_norm' must be a finite number > 0; got {data_norm!r}.")
+    if data_norm != record.data_norm:
+        raise ValueError(f"the row-norm bound differs between 'params' ({data_norm!r}) and 'privacy' "
+                         f"({record.data_norm!r}).")
+    if "preprocessing" in document:
+        preprocessing = preprocessing_from_entry(document["preprocessing"], features, data_norm, document["version"])
+    else:  # written before the entry was recorded: version 1's rule
+        preprocessing = party_spec(features, data_norm)
     model.coef_ = coef
     model.intercept_ = intercept
     model.classes_ = np.asarray(CLASSES)
     model.n_features_in_ = len(features)
     model.privacy_ = record
-    return model, PartyPreprocessing(tuple(features), float(data_norm), rule["row_norm"])
+    return model, preprocessing
 
 
-def describe_document(document, preprocessing: PartyPreprocessing) -> str:
+def describe_document(document, preprocessing) -> str:
     """The header ``dperm show`` prints above the privacy record."""
     parties = document["parties"]
     return (f"{document['estimator']} (multiparty, {len(parties)} parties: {', '.join(parties)}; engine "
             f"{document.get('engine', 'unknown')}) predicting -1/+1 from {preprocessing.n_features} features "
-            f"{list(preprocessing.features)}; no intercept\n"
-            f"Rows: {preprocessing.describe()}.")
+            f"{preprocessing.feature_names()}; no intercept\n"
+            f"Rows: {describe_rows(preprocessing)}.")
 
 
 register_format(ModelFormat(MODEL_FORMAT, model_from_document, describe_document, kind="multiparty model file"))

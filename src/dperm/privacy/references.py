@@ -25,6 +25,11 @@ REFERENCES = {
         "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 4 and Thm 8: parallel composition over "
         "m + 1 disjoint parts, exponential mechanism selection"
     ),
+    "tuning_random_stopping": (
+        "Papernot & Steinke (ICLR 2022), Hyperparameter Tuning with Renyi Differential Privacy, "
+        "Thm 2 (truncated negative binomial number of repetitions; its pure-DP limit, "
+        "(2 + eta) epsilon, is Liu & Talwar (STOC 2019) Thm 3.4's 3 epsilon at eta = 1)"
+    ),
     # multiparty protocols (dperm.multiparty)
     "psgd": "Rajkumar & Agarwal (2012), Alg. 1, Procs. 2-3, Thm 4.2 (via GOP, Alg. 4 and Thm 4.1); "
     "shared papers notes 2-4, 13-14",

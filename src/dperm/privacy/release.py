@@ -59,7 +59,7 @@ FITTED_ATTRIBUTES = {
     "output_norm_bound_": PUBLIC,
     "estimator_": DERIVED,
     "linear_model_": DERIVED,
-    # private parameter search (003 Alg. 4): the exponential mechanism's choice
+    # private parameter search (003 Alg. 4 or random stopping): the private selection
     "best_index_": NOISED,
     "best_params_": NOISED,
     "best_estimator_": DERIVED,

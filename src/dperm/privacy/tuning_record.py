@@ -17,13 +17,27 @@ class TuningRecord(RecordBase):
     n_candidates : int
         ``m``, the size of the public grid.
     part_sizes : tuple of int
-        Rows in each of the ``m + 1`` disjoint parts (the last is for
-        validation): a function of the public ``n`` and ``m`` only.
+        ``"alg4"``: rows in each of the ``m + 1`` disjoint parts (the last is
+        for validation). ``"random_stopping"``: rows of the training and of the
+        validation part of every repetition. A function of the public ``n``,
+        ``m`` and ``validation_fraction`` only.
     selected_index : int
-        The exponential mechanism's choice (noised output).
+        The index in the grid of the released candidate (noised output).
     candidate_record : object
-        ``privacy_`` of the selected model (trained on its part with ``epsilon``).
+        ``privacy_`` of the selected model (trained on its part with the
+        per-candidate epsilon).
     reference : str
+    method : str
+        ``"alg4"`` or ``"random_stopping"``.
+    stopping : str
+        ``"truncated_negative_binomial"`` (random stopping) or ``""`` (Alg. 4).
+    stopping_shape, stopping_gamma, stopping_mean : float or None
+        The public parameters ``eta``, ``gamma`` of the distribution of the
+        number of repetitions ``K`` and its mean ``E[K]``. ``K`` itself is not
+        released.
+    per_repetition_epsilon, per_repetition_delta : float
+        The guarantee of one repetition (train + noisy validation count);
+        Alg. 4: of each candidate and of the selection.
     """
 
     epsilon: float = released(PUBLIC)
@@ -33,6 +47,13 @@ class TuningRecord(RecordBase):
     selected_index: int = released(NOISED)
     candidate_record: object = released(DERIVED)
     reference: str = released(PUBLIC, REFERENCES["tuning_alg4"])
+    method: str = released(PUBLIC, "alg4")
+    stopping: str = released(PUBLIC, "")
+    stopping_shape: float | None = released(PUBLIC, None)
+    stopping_gamma: float | None = released(DERIVED, None)
+    stopping_mean: float | None = released(DERIVED, None)
+    per_repetition_epsilon: float | None = released(DERIVED, None)
+    per_repetition_delta: float | None = released(DERIVED, None)
 
     @property
     def guarantee(self) -> str:
@@ -47,10 +68,22 @@ class TuningRecord(RecordBase):
         lines = [
             f"Guarantee: {self.guarantee} for the selected model and its parameters.",
             f"Procedure: {self.reference}.",
-            f"{self.n_candidates} candidates each trained on its own part of "
-            f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
-            f"selected candidate {self.selected_index}.",
         ]
+        if self.method == "random_stopping":
+            lines.append(
+                f"Random stopping: K ~ truncated negative binomial (eta={self.stopping_shape:g}, "
+                f"gamma={self.stopping_gamma:.6g}, E[K]={self.stopping_mean:.4g}); each repetition "
+                f"trains a uniformly drawn candidate on {self.part_sizes[0]} rows and counts its "
+                f"mistakes on {self.part_sizes[1]} rows, both with epsilon="
+                f"{self.per_repetition_epsilon:.6g}; K and the scores are not released; "
+                f"selected candidate {self.selected_index}."
+            )
+        else:
+            lines.append(
+                f"{self.n_candidates} candidates each trained on its own part of "
+                f"{list(self.part_sizes[:-1])} rows; validation part of {self.part_sizes[-1]} rows; "
+                f"selected candidate {self.selected_index}."
+            )
         if self.label_set_public is not None:
             lines.append("Label set: public (given)." if self.label_set_public else
                          "Label set: read from the training data; NOT covered by the guarantee.")

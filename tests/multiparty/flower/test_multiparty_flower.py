@@ -388,7 +388,7 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     loaded = json.loads((tmp_path / "model.json").read_text())
     assert loaded["format"] == "dperm-multiparty-model" and loaded["features"] == ["x0", "x1", "x2", "x3"]
     assert "rows_clipped" not in loaded["privacy"] and len(loaded["coef"][0]) == 4
-    assert loaded["version"] == 2 and loaded["privacy"]["epsilon"] == record.coordinator_epsilon == 6.0
+    assert loaded["version"] == 3 and loaded["privacy"]["epsilon"] == record.coordinator_epsilon == 6.0
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
@@ -617,6 +617,14 @@ def test_load_shard_checks_labels_and_columns(tmp_path):
         flower_app.load_shard(path)
     with pytest.raises(ValueError, match="label column 'y'"):
         flower_app.load_shard(path, target="y")
+    path.write_text("a,b,label\n0.1,0.2,1\n0.3,inf,1\n0.1,0.2,?\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.csv: column 'b', data row 2 \(1-based, header not counted\): "
+                                         r"'inf' is not a finite number; .*finite number; fix the cell"):
+        flower_app.load_shard(path)
+    path.write_text("a,b,label\n0.1,0.2,1\n0.3,0.4,?\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.csv: column 'label', data row 2 .*missing; a multiparty shard holds "
+                                         "a label"):
+        flower_app.load_shard(path)
 
 
 # -- the same apps under Flower's simulation engine (Ray) ------------------------------

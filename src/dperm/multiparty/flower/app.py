@@ -64,9 +64,9 @@ from dperm.multiparty.flower.engine import (
 from dperm.multiparty.model_file import (
     MODEL_FORMAT,
     MODEL_FORMAT_VERSION,
-    PartyPreprocessing,
     SHARD_CELL_REMEDY,
     load_numeric_columns,
+    party_spec,
 )
 from dperm.multiparty.ledger import PartyLedger, check_run_id, write_private_atomically
 from dperm.multiparty.privacy import (
@@ -693,7 +693,7 @@ def model_document(result, parties, settings: CoordinatorSettings, record=None) 
         "parties": [party.name for party in parties],
         "privacy": record.to_dict(),
         # what every party did to its rows (Party: clip_rows_to_norm); predict repeats it
-        "preprocessing": PartyPreprocessing(tuple(parties[0].features), settings.data_norm).to_dict(),
+        "preprocessing": party_spec(parties[0].features, settings.data_norm).to_dict(),
     }
 
 
