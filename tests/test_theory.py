@@ -212,3 +212,38 @@ def test_auto_alpha_reads_no_data_only_its_shape():
     assert r1 == r2
     fixed = PrivateLogisticRegression(alpha=0.03, random_state=0, classes=[-1, 1]).fit(X1, y1)
     assert fixed.alpha_ == 0.03 and fixed.privacy_.alpha == 0.03
+
+
+def test_auto_alpha_same_for_neighbouring_data_sets():
+    """Replacing one row (a neighbouring data set) leaves alpha_ unchanged: the rule reads no row."""
+    import numpy as np
+
+    from dperm import PrivateLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.random((200, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(200) < 0.25, 1, -1)
+    X2, y2 = X.copy(), y.copy()
+    X2[17], y2[17] = [1.0, 0.0, 0.0, 0.0, 0.0], -y[17]
+    for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        fits = [PrivateLogisticRegression(mechanism=mechanism, delta=delta, epsilon=0.5, classes=[-1, 1],
+                                          random_state=0).fit(A, b) for A, b in ((X, y), (X2, y2))]
+        assert fits[0].alpha_ == fits[1].alpha_ > 0
+
+
+@pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)])
+def test_auto_alpha_monotone_as_derived(mechanism, delta):
+    """More data or more budget means less noise, so less regularisation; more dimensions, more."""
+    from dperm.losses import get_loss
+    from dperm.theory import auto_alpha
+
+    def rule(n, d, eps):
+        return auto_alpha(n, d, eps, delta, mechanism=mechanism, loss=get_loss("logistic"), data_norm=2**0.5)
+
+    for n in (100, 1_000, 30_000):
+        for eps in (0.05, 0.1, 1.0, 5.0):
+            a = rule(n, 50, eps)
+            assert rule(2 * n, 50, eps) < a
+            assert rule(n, 50, 2 * eps) < a
+            assert rule(n, 100, eps) > a
