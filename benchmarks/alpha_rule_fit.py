@@ -217,12 +217,14 @@ def excess(rows, constant, exponent):
 
 def fit(rows):
     """``(C, p)`` minimising the mean excess error (grid search), and the log-space LS line."""
-    best = None
-    for p in np.arange(0.5, 2.501, 0.01):
-        for log_c in np.arange(-8.0, 8.0, 0.02):
-            value = float(np.mean(excess(rows, math.exp(log_c), p)))
-            if best is None or value < best[0] - 1e-12:
-                best = (value, math.exp(log_c), float(p))
+    grid_p = np.arange(0.5, 2.501, 0.01)
+    grid_log_c = np.arange(-8.0, 8.0, 0.02)
+    total = np.zeros((grid_p.size, grid_log_c.size))
+    for r in rows:  # excess error of every (p, log C) at once, cell by cell
+        log_alpha = grid_log_c[None, :] + grid_p[:, None] * math.log(r["base_alpha"])
+        total += np.interp(log_alpha, np.log(r["alphas"]), r["mean_errors"]) - min(r["mean_errors"])
+    i, j = np.unravel_index(int(np.argmin(total)), total.shape)
+    best = (float(total[i, j] / len(rows)), math.exp(float(grid_log_c[j])), float(grid_p[i]))
     x = np.log([r["base_alpha"] for r in rows])
     z = np.log([r["best_alpha"] for r in rows])
     slope, intercept = np.polyfit(x, z, 1)

@@ -263,7 +263,7 @@ def gop_excess_risk_bound(
 #: least-squares line through ``(log base, log best alpha)`` over 32 synthetic families
 #: (objective: logistic loss; output: hinge loss). Never fitted on Adult or KDD Cup,
 #: which dperm reports on.
-AUTO_ALPHA_CONSTANTS = {"objective": (1.69, 1.63), "output": (1.0, 1.0)}
+AUTO_ALPHA_CONSTANTS = {"objective": (2.05, 1.71), "output": (1.0, 1.0)}
 #: Curvature used for a loss without one (the hinge) in the output rule.
 NONSMOOTH_CURVATURE = 1.0
 
