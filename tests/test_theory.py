@@ -158,3 +158,92 @@ def test_gop_bounds_monotone():
 def test_bad_input_raises_value_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# -- alpha="auto" ------------------------------------------------------------------------
+def test_auto_alpha_follows_the_theorys_shape():
+    import math
+
+    from dperm.losses import get_loss
+    from dperm.theory import AUTO_ALPHA_CONSTANTS, auto_alpha
+
+    logistic = get_loss("logistic")
+    base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
+    # objective: C R E||b|| / n with E||b|| = 2 L R d / eps
+    C, p = AUTO_ALPHA_CONSTANTS["objective"]
+    assert math.isclose(base, C * (2 * 50 / 10_000) ** p)
+    assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2**p)
+    assert math.isclose(auto_alpha(10_000, 50, 2.0, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2**p)
+    assert math.isclose(auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0,
+                                   multiplier=3.0), 3.0 * 2 * 50 / 10_000)
+    # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
+    C, p = AUTO_ALPHA_CONSTANTS["output"]
+    out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
+    assert math.isclose(out, C * ((0.25 * 50**2 / 10_000**2) ** (1 / 3)) ** p)
+    # least squares: C_L depends on alpha, found by a fixed point
+    from dperm.losses import SquaredLoss
+
+    squares = SquaredLoss(1.0)
+    a = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=squares, data_norm=1.0)
+    lipschitz = squares.solution_lipschitz(1.0, a)
+    assert math.isclose(a, C * ((2.0 * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
+
+
+def test_auto_alpha_reads_no_data_only_its_shape():
+    """alpha_ is a function of public inputs: any two data sets of the same shape get the same value."""
+    import numpy as np
+
+    from dperm import PrivateLinearSVC, PrivateLogisticRegression, PrivateQuantileRegressor
+
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(300, 4)) * 0.3, rng.normal(size=(300, 4)) * 0.1
+    y1, y2 = np.where(X1[:, 0] > 0, 1, -1), -np.ones(300, dtype=int)
+    y2[:10] = 1
+    for make in (lambda: PrivateLogisticRegression(random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0,
+                                                   classes=[-1, 1])):
+        a1, a2 = make().fit(X1, y1).alpha_, make().fit(X2, y2).alpha_
+        assert a1 == a2 and a1 > 0
+    r1 = PrivateQuantileRegressor(random_state=0).fit(X1, X1[:, 0]).alpha_
+    r2 = PrivateQuantileRegressor(random_state=0).fit(X2, rng.normal(size=300)).alpha_
+    assert r1 == r2
+    fixed = PrivateLogisticRegression(alpha=0.03, random_state=0, classes=[-1, 1]).fit(X1, y1)
+    assert fixed.alpha_ == 0.03 and fixed.privacy_.alpha == 0.03
+
+
+def test_auto_alpha_same_for_neighbouring_data_sets():
+    """Replacing one row (a neighbouring data set) leaves alpha_ unchanged: the rule reads no row."""
+    import numpy as np
+
+    from dperm import PrivateLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.random((200, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(200) < 0.25, 1, -1)
+    X2, y2 = X.copy(), y.copy()
+    X2[17], y2[17] = [1.0, 0.0, 0.0, 0.0, 0.0], -y[17]
+    for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        fits = [PrivateLogisticRegression(mechanism=mechanism, delta=delta, epsilon=0.5, classes=[-1, 1],
+                                          random_state=0).fit(A, b) for A, b in ((X, y), (X2, y2))]
+        assert fits[0].alpha_ == fits[1].alpha_ > 0
+
+
+@pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)])
+def test_auto_alpha_monotone_as_derived(mechanism, delta):
+    """More data or more budget means less noise, so less regularisation; more dimensions, more."""
+    from dperm.losses import get_loss
+    from dperm.theory import auto_alpha
+
+    def rule(n, d, eps):
+        return auto_alpha(n, d, eps, delta, mechanism=mechanism, loss=get_loss("logistic"), data_norm=2**0.5)
+
+    for n in (100, 1_000, 30_000):
+        for eps in (0.05, 0.1, 1.0, 5.0):
+            a = rule(n, 50, eps)
+            assert rule(2 * n, 50, eps) < a
+            assert rule(n, 50, 2 * eps) < a
+            assert rule(n, 100, eps) > a

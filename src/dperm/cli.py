@@ -501,8 +501,10 @@ def _train_options(train) -> None:
                             "(default 1)")
     model.add_argument("--n-components", type=int, default=None,
                        help="kernel_* models: number of random Fourier features (default 100)")
-    model.add_argument("--alpha", type=float, default=0.01,
-                       help="L2 regularisation strength lambda (> 0)")
+    model.add_argument("--alpha", type=_alpha_option, default="auto",
+                       help="L2 regularisation strength lambda (> 0), or 'auto' (default): set "
+                            "from public n, d, epsilon, delta, the norm bound, the loss and the "
+                            "mechanism, never from the data (dperm.theory.auto_alpha)")
     model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
                        help="fit an intercept (default: no; it costs part of the norm budget and "
                             "measured worse with centred features, benchmarks/cli_recipe.py)")
@@ -704,6 +706,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             spec.options(child)
     _set_formatter(parser)
     return parser
+
+
+def _alpha_option(text: str):
+    """``--alpha``: a number or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
 
 
 def main(argv=None) -> int:

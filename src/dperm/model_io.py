@@ -247,12 +247,23 @@ def model_from_dict(document):
     model = cls().set_params(**document["params"])
     spec = TabularSpec.from_dict(document["spec"])
     if issubclass(cls, REGRESSORS):
-        return _regressor_from_dict(model, document, spec), spec
-    if issubclass(cls, KERNEL_CLASSIFIERS):
-        return _kernel_from_dict(model, document, spec), spec
-    _set_classifier(model, document, spec.n_features)
-    model.n_features_in_ = spec.n_features
+        model = _regressor_from_dict(model, document, spec)
+    elif issubclass(cls, KERNEL_CLASSIFIERS):
+        model = _kernel_from_dict(model, document, spec)
+    else:
+        _set_classifier(model, document, spec.n_features)
+        model.n_features_in_ = spec.n_features
+    _set_alpha_used(model)
     return model, spec
+
+
+def _set_alpha_used(model) -> None:
+    """``alpha_``: the value the fit used, from the record (``alpha="auto"`` is resolved there)."""
+    alpha = getattr(model.privacy_, "alpha", None)
+    if alpha is not None:
+        model.alpha_ = float(alpha)
+        if hasattr(model, "linear_model_"):
+            model.linear_model_.alpha_ = float(alpha)
 
 
 def _set_classifier(model, document, n_features):

@@ -68,7 +68,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "epsilon": [POSITIVE],
-        "alpha": [POSITIVE],
+        "alpha": [POSITIVE, StrOptions({"auto"})],
         "data_norm": [POSITIVE],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [POSITIVE],
@@ -86,7 +86,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         delta = float(getattr(self, "delta", 0.0))
         loss = self._make_loss()
         get_mechanism(self._mechanism_name()).check(loss, delta)  # the theorem's conditions
-        return FitParams(float(self.epsilon), delta, float(self.alpha), float(self.data_norm),
+        alpha = None if isinstance(self.alpha, str) else float(self.alpha)  # "auto": set from n and d
+        return FitParams(float(self.epsilon), delta, alpha, float(self.data_norm),
                          float(self.intercept_scaling), float(self.tol), int(self.max_iter), loss,
                          check_classes(getattr(self, "classes", None)))
 
@@ -123,6 +124,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **self._validate_y)
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
+        params = self._with_alpha(params, *X.shape)  # "auto": public n and d only
         targets = self._check_targets(y, params)  # label set or real targets: before the budget
         rng = check_random_state(self.random_state)
         self._spend_budget(params)  # every check passed; nothing computed from X released yet
@@ -133,6 +135,22 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         self._store(outputs, targets, params)
         self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0], targets)
         return self
+
+    def _with_alpha(self, params, n_samples, n_features):
+        """``params`` with ``alpha`` set, and ``alpha_``: the given value or, for
+        ``alpha="auto"``, :func:`dperm.theory.auto_alpha` of public quantities only
+        (``n``, ``d`` with the intercept's column, epsilon, delta, the norm bound with
+        the intercept, the loss and the mechanism); never the data."""
+        alpha = params.alpha
+        if alpha is None:
+            from dperm.theory import auto_alpha
+
+            dimension = n_features + int(bool(self.fit_intercept))
+            norm = math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
+            alpha = auto_alpha(n_samples, dimension, params.epsilon, params.delta,
+                               mechanism=self._mechanism_name(), loss=params.loss, data_norm=norm)
+        self.alpha_ = alpha
+        return params._replace(alpha=alpha)
 
     def _fit_distributed(self, X, y, params):
         from dperm.validation import refuse_dask_input
@@ -197,7 +215,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         *,
         epsilon=1.0,
         delta=0.0,
-        alpha=0.01,
+        alpha="auto",
         mechanism="objective",
         data_norm=1.0,
         fit_intercept=True,
@@ -257,6 +275,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         outputs, label_set, scan, _ = fit_classifier_distributed(
             self, X, y, params, spend=lambda: self._spend_budget(params)
         )
+        params = params._replace(alpha=self.alpha_)  # set after the scan (n is public)
         targets = Targets(None, label_set)
         self._store(outputs, targets, params)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept

@@ -207,10 +207,15 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         Privacy loss bound of the released model (must be > 0).
     delta : float, default=0.0
         In [0, 1); only the Gaussian objective mechanisms use it (and need it > 0).
-    alpha : float, default=0.01
-        L2 regularisation strength (the papers' Lambda) of the linear problem.
-    mechanism : {"objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="objective"
-        Objective perturbation (003 Alg. 2), output perturbation (003 Alg. 1)
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength, the papers' Lambda. ``"auto"`` sets it from
+        public quantities only (n, d, epsilon, delta, the norm bound, the loss and
+        the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
+        value used is ``alpha_``. Larger alpha means less noise.
+    mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
+        ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
+        recorded in ``privacy_``), or
+        objective perturbation (003 Alg. 2), output perturbation (003 Alg. 1)
         or Gaussian objective perturbation (tight GLM calibration,
         docs/design/gaussian_objective.md; ``"gaussian_objective_004"``: 004 Alg. 4),
         run on the features.
@@ -305,7 +310,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         n_components=100,
         epsilon=1.0,
         delta=0.0,
-        alpha=0.01,
+        alpha="auto",
         mechanism="objective",
         fit_intercept=False,
         intercept_scaling=1.0,
@@ -399,7 +404,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
         n_components=100,
         epsilon=1.0,
         delta=0.0,
-        alpha=0.01,
+        alpha="auto",
         mechanism="objective",
         fit_intercept=False,
         intercept_scaling=1.0,

@@ -19,11 +19,16 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     delta : float, default=0.0
         Failure probability, in [0, 1). Only the Gaussian objective mechanisms
         use it (and need it > 0); the other two are pure epsilon-DP.
-    alpha : float, default=0.01
-        L2 regularisation strength, the papers' Lambda (scikit-learn's
-        ``C = 1 / (alpha * n_samples)``). Larger alpha means less noise.
-    mechanism : {"objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="objective"
-        Objective perturbation (Chaudhuri et al. 2011, Alg. 2, c = 1/4), output
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength, the papers' Lambda. ``"auto"`` sets it from
+        public quantities only (n, d, epsilon, delta, the norm bound, the loss and
+        the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
+        value used is ``alpha_``. Larger alpha means less noise.
+    mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
+        ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
+        recorded in ``privacy_``): objective perturbation under a pure budget, the
+        tight Gaussian one when ``delta > 0`` and its noise is smaller. Otherwise
+        objective perturbation (Chaudhuri et al. 2011, Alg. 2, c = 1/4), output
         perturbation (Alg. 1) or Gaussian objective perturbation ((epsilon, delta)-DP,
         tight GLM calibration, docs/design/gaussian_objective.md; ``"gaussian_objective_004"``
         keeps Rajkumar & Agarwal 2012, Alg. 4's sigma*).
@@ -80,6 +85,8 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     classes_ : ndarray of shape (n_classes,)
         ``classes`` sorted, or the labels of y when ``classes=None``.
+    alpha_ : float
+        The regularisation strength used (``alpha``, or the public rule's value).
     n_features_in_ : int
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it; ``print(model.privacy_)``.

@@ -53,7 +53,7 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
         self,
         *,
         epsilon=1.0,
-        alpha=0.01,
+        alpha="auto",
         data_norm=1.0,
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -165,9 +165,11 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         ``tau``, the quantile to estimate (0.5: median regression).
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
-    alpha : float, default=0.01
-        L2 regularisation strength, the papers' Lambda (Nie & Wang's
-        ``lambda = alpha / 2``, paper note 7). Larger alpha, less noise.
+    alpha : float or "auto", default="auto"
+        L2 regularisation strength, the papers' Lambda. ``"auto"`` sets it from
+        public quantities only (n, d, epsilon, delta, the norm bound, the loss and
+        the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
+        value used is ``alpha_``. Larger alpha means less noise.
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto
         it (per record, so the guarantee holds) with a ``DataClippingWarning``.
@@ -222,7 +224,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         quantile=0.5,
         *,
         epsilon=1.0,
-        alpha=0.01,
+        alpha="auto",
         data_norm=1.0,
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -319,7 +321,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         y_bound=1.0,
         *,
         epsilon=1.0,
-        alpha=0.01,
+        alpha="auto",
         data_norm=1.0,
         fit_intercept=True,
         intercept_scaling=1.0,

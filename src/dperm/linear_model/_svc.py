@@ -53,7 +53,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         h=0.5,
         epsilon=1.0,
         delta=0.0,
-        alpha=0.01,
+        alpha="auto",
         mechanism="objective",
         data_norm=1.0,
         fit_intercept=True,

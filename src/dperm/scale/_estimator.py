@@ -58,6 +58,7 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
                      intercept_scaling=params.scaling)
     with dask_scheduler(estimator.scheduler) as runner:
         scan = runner.run(scan_chunk, pairs, merge_scans, spec)
+        params = estimator._with_alpha(params, scan.n_rows, n_features)  # "auto": public n and d
         label_set = _check_scan(scan, params.classes)
         rng = check_random_state(estimator.random_state)
         spend()  # check first, spend last-possible: after the validating scan, before any noise
