@@ -116,7 +116,7 @@ def _check_model_options(args) -> None:
             "noise dperm can release exactly (the noise would need more than 2**53 grid steps); "
             "use a larger epsilon.")
     if family == "regressor":
-        if args.mechanism not in (None, "output"):
+        if args.mechanism not in (None, "auto", "output"):
             raise ValueError(f"--model {args.model} is fitted by output perturbation only "
                              f"(Nie & Wang 2017, Thm 2); drop --mechanism {args.mechanism}.")
         if args.delta:
@@ -151,7 +151,7 @@ def _make_model(args):
             return linear_model.PrivateLeastSquares(y_bound=args.y_bound, **common)
         quantile = 0.5 if args.quantile is None else args.quantile
         return linear_model.PrivateQuantileRegressor(quantile=quantile, **common)
-    common.update(delta=args.delta, mechanism=args.mechanism or "objective", classes=args.classes)
+    common.update(delta=args.delta, mechanism=args.mechanism or "auto", classes=args.classes)
     if family == "kernel":
         kernel = dict(gamma=1.0 if args.gamma is None else args.gamma,
                       n_components=100 if args.n_components is None else args.n_components)
@@ -513,9 +513,12 @@ def _train_options(train) -> None:
     privacy.add_argument("--epsilon", type=float, required=True,
                          help=f"the privacy budget epsilon (>= {MIN_EPSILON:g})")
     privacy.add_argument("--delta", type=float, default=0.0,
-                         help="delta in [0, 1); > 0 only with --mechanism gaussian_objective")
-    privacy.add_argument("--mechanism", choices=tuple(MECHANISMS), default=None,
-                         help="default: objective for classifiers, output for regressors; "
+                         help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
+                              "--mechanism auto may choose the Gaussian objective mechanism")
+    privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
+                         help="default auto for classifiers (chosen from public n, d, epsilon, "
+                              "delta and the loss; the model file's record says why), output for "
+                              "regressors; "
                               + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")

@@ -35,6 +35,7 @@ from dperm.linear_model import (
 from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
+from dperm.mechanisms.registry import MECHANISMS
 
 FORMAT = "dperm-model"
 FORMAT_VERSION = 1
@@ -190,13 +191,18 @@ def _check_record_agrees(document) -> None:
 
     A ``dperm-model`` file's record states the guarantee of exactly the
     parameters it was fitted with (one fit, no composition), so the two agree
-    in every file ``dperm train`` writes.
+    in every file ``dperm train`` writes. A pure mechanism (named, or chosen by
+    ``mechanism="auto"``) spends no delta, so its record's delta is 0 whatever
+    ``params.delta`` is.
     """
     params, record = document["params"], document["privacy"]
     if not isinstance(record, dict):
         raise ValueError("'privacy' must be an object.")
+    expected = {name: params[name] for name in _RECORD_PARAMS if name in params}
+    if "delta" in expected and record.get("mechanism") in MECHANISMS:
+        expected["delta"] = MECHANISMS[record["mechanism"]].delta_spent(expected["delta"])
     for name in _RECORD_PARAMS:
-        if name in params and name in record and params[name] != record[name]:
+        if name in expected and name in record and expected[name] != record[name]:
             raise ValueError(
                 f"'privacy.{name}' is {record[name]!r} but 'params.{name}' is {params[name]!r}; "
                 "the file was edited and its guarantee cannot be trusted: retrain, or restore "
@@ -258,12 +264,15 @@ def model_from_dict(document):
 
 
 def _set_alpha_used(model) -> None:
-    """``alpha_``: the value the fit used, from the record (``alpha="auto"`` is resolved there)."""
+    """``alpha_`` and ``mechanism_``: what the fit used, from the record (the
+    ``"auto"`` choices are resolved there)."""
+    targets = [model] + ([model.linear_model_] if hasattr(model, "linear_model_") else [])
     alpha = getattr(model.privacy_, "alpha", None)
-    if alpha is not None:
-        model.alpha_ = float(alpha)
-        if hasattr(model, "linear_model_"):
-            model.linear_model_.alpha_ = float(alpha)
+    for target in targets:
+        if alpha is not None:
+            target.alpha_ = float(alpha)
+        if "mechanism" in target.get_params():
+            target.mechanism_ = model.privacy_.mechanism
 
 
 def _set_classifier(model, document, n_features):

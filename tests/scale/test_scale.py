@@ -149,8 +149,8 @@ def test_newton_solve_is_certified_in_few_passes():
     model.fit(*as_dask(X, y, chunks=(1000,) * 4))
     # the pass count is a function of the data, so it is not released; measure it inside
     from dperm.scale._estimator import fit_classifier_distributed
-    outputs, _, _, passes = fit_classifier_distributed(model, *as_dask(X, y, chunks=(1000,) * 4),
-                                                       model._check_params(), spend=lambda: None)
+    outputs, _, _, passes, _ = fit_classifier_distributed(model, *as_dask(X, y, chunks=(1000,) * 4),
+                                                       model._check_params(), spend=lambda params: None)
     assert passes <= 16 and outputs[0].solve.certified
     assert "fitted on Dask" in model.privacy_.summary()
     assert not hasattr(model, "n_iter_") and "data_passes" not in model.privacy_.to_dict()

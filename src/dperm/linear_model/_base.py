@@ -25,6 +25,8 @@ from sklearn.utils.validation import validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
 from dperm.mechanisms import MECHANISMS, ERMProblem, get_mechanism, run_mechanism
+from dperm.mechanisms._problem import PublicProblem
+from dperm.mechanisms.choice import AUTO, candidate_mechanisms, choose_mechanism
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
@@ -52,6 +54,7 @@ class FitParams(NamedTuple):
     max_iter: int
     loss: object
     classes: np.ndarray | None = None  # the public label set, sorted (None: read from y)
+    mechanism: str | None = None  # the mechanism run; None until mechanism="auto" is resolved
 
 
 class Targets(NamedTuple):
@@ -85,11 +88,18 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         self._validate_params()
         delta = float(getattr(self, "delta", 0.0))
         loss = self._make_loss()
-        get_mechanism(self._mechanism_name()).check(loss, delta)  # the theorem's conditions
+        mechanism = self._mechanism_name()
+        if mechanism == AUTO:
+            mechanism = None  # chosen from public n and d once they are known
+            if not candidate_mechanisms(loss, delta):
+                raise ValueError(f"mechanism='auto': no mechanism's theorem covers the {loss.name} "
+                                 f"loss with delta={delta!r}.")
+        else:
+            get_mechanism(mechanism).check(loss, delta)  # the theorem's conditions
         alpha = None if isinstance(self.alpha, str) else float(self.alpha)  # "auto": set from n and d
         return FitParams(float(self.epsilon), delta, alpha, float(self.data_norm),
                          float(self.intercept_scaling), float(self.tol), int(self.max_iter), loss,
-                         check_classes(getattr(self, "classes", None)))
+                         check_classes(getattr(self, "classes", None)), mechanism)
 
     def _make_loss(self):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
@@ -124,8 +134,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **self._validate_y)
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
-        params = self._with_alpha(params, *X.shape)  # "auto": public n and d only
         targets = self._check_targets(y, params)  # label set or real targets: before the budget
+        params = self._with_public_choices(params, *X.shape, self._n_problems(targets.label_set))
         rng = check_random_state(self.random_state)
         self._spend_budget(params)  # every check passed; nothing computed from X released yet
         X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
@@ -136,21 +146,45 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0], targets)
         return self
 
-    def _with_alpha(self, params, n_samples, n_features):
-        """``params`` with ``alpha`` set, and ``alpha_``: the given value or, for
-        ``alpha="auto"``, :func:`dperm.theory.auto_alpha` of public quantities only
-        (``n``, ``d`` with the intercept's column, epsilon, delta, the norm bound with
-        the intercept, the loss and the mechanism); never the data."""
-        alpha = params.alpha
-        if alpha is None:
-            from dperm.theory import auto_alpha
+    def _n_problems(self, label_set) -> int:
+        """How many ERM problems share the budget (one-vs-rest for a classifier)."""
+        return 1
 
-            dimension = n_features + int(bool(self.fit_intercept))
-            norm = math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
-            alpha = auto_alpha(n_samples, dimension, params.epsilon, params.delta,
-                               mechanism=self._mechanism_name(), loss=params.loss, data_norm=norm)
+    def _with_public_choices(self, params, n_samples, n_features, n_problems=1):
+        """``params`` with the mechanism and ``alpha`` set from public quantities only.
+
+        ``mechanism="auto"``: :func:`dperm.mechanisms.choice.choose_mechanism` on the
+        public problem (``n``, ``d`` and the norm bound with the intercept's column,
+        the loss, each problem's share of epsilon and delta) at a common alpha: the
+        given one or, for ``alpha="auto"``, the rule's value for the first candidate
+        (pure objective perturbation for a smooth loss). Sets ``mechanism_`` and the
+        reason the record prints. Then ``alpha_``: the given value or
+        :func:`dperm.theory.auto_alpha` for the chosen mechanism. Never the data.
+        """
+        dimension = n_features + int(bool(self.fit_intercept))
+        norm = math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
+        self._mechanism_choice = None
+        mechanism = params.mechanism
+        if mechanism is None:
+            candidates = candidate_mechanisms(params.loss, params.delta)
+            common_alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm,
+                                                            candidates[0])
+            problem = PublicProblem(n_samples, dimension, params.loss, common_alpha, norm)
+            self._mechanism_choice = choose_mechanism(
+                problem, params.epsilon / n_problems, params.delta / n_problems, params.tol)
+            mechanism = self._mechanism_choice.name
+        self.mechanism_ = mechanism
+        params = params._replace(mechanism=mechanism)
+        alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm, mechanism)
         self.alpha_ = alpha
         return params._replace(alpha=alpha)
+
+    @staticmethod
+    def _auto_alpha(params, n_samples, dimension, norm, mechanism):
+        from dperm.theory import auto_alpha
+
+        return auto_alpha(n_samples, dimension, params.epsilon, params.delta,
+                          mechanism=mechanism, loss=params.loss, data_norm=norm)
 
     def _fit_distributed(self, X, y, params):
         from dperm.validation import refuse_dask_input
@@ -159,7 +193,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
 
     def _budget_request(self, params):
         """``(epsilon, delta, label)`` that this fit costs the accountant."""
-        return params.epsilon, self._delta_spent(params.delta), self._spend_label()
+        return params.epsilon, self._delta_spent(params.delta, params.mechanism), self._spend_label()
 
     def _spend_budget(self, params):
         """Spend the fit's budget: after every check, before any noise is drawn.
@@ -172,9 +206,18 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         """
         spend_before_fitting(self.accountant, *self._budget_request(params))
 
-    def _delta_spent(self, delta):
-        """The delta the mechanism's guarantee uses (0 for a pure mechanism)."""
-        return get_mechanism(self._mechanism_name()).delta_spent(delta)
+    def _delta_spent(self, delta, mechanism=None):
+        """The delta the mechanism's guarantee uses (0 for a pure mechanism).
+
+        Before ``mechanism="auto"`` is resolved (the budget check at the start of
+        ``fit``): ``delta`` if any candidate would spend it.
+        """
+        name = mechanism or self._mechanism_name()
+        if name == AUTO:
+            loss = self._make_loss()
+            spends = any(MECHANISMS[c].uses_delta for c in candidate_mechanisms(loss, delta))
+            return delta if spends else 0.0
+        return get_mechanism(name).delta_spent(delta)
 
     def _spend_label(self):
         loss = getattr(self, "loss", "logistic")
@@ -205,7 +248,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
     _parameter_constraints: dict = {
         **PrivateLinearModelBase._parameter_constraints,
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "mechanism": [StrOptions(set(MECHANISMS))],
+        "mechanism": [StrOptions(set(MECHANISMS) | {AUTO})],
         "scheduler": "no_validation",  # checked where Dask is used (dperm.scale)
         "classes": "no_validation",  # dperm.privacy.labels.check_classes
     }
@@ -216,7 +259,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         epsilon=1.0,
         delta=0.0,
         alpha="auto",
-        mechanism="objective",
+        mechanism=AUTO,
         data_norm=1.0,
         fit_intercept=True,
         intercept_scaling=1.0,
@@ -245,13 +288,16 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         check_classification_targets(y)
         return Targets(y, resolve_label_set(params.classes, y))
 
+    def _n_problems(self, label_set) -> int:
+        return one_vs_rest_positives(label_set.classes).size
+
     def _solve(self, X, targets, params, rng, effective_norm):
         """One binary problem per positive class of the public label set (one-vs-rest)."""
         positives = one_vs_rest_positives(targets.label_set.classes)  # the split comes from the label set only
         n_problems = positives.size
         return [
             run_mechanism(
-                self.mechanism,
+                params.mechanism,
                 ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
                            params.alpha, effective_norm),
                 params.epsilon / n_problems,
@@ -272,10 +318,9 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         from dperm.scale import check_distributed_loss, fit_classifier_distributed
 
         check_distributed_loss(params.loss)  # before any budget is spent
-        outputs, label_set, scan, _ = fit_classifier_distributed(
-            self, X, y, params, spend=lambda: self._spend_budget(params)
-        )
-        params = params._replace(alpha=self.alpha_)  # set after the scan (n is public)
+        outputs, label_set, scan, _, params = fit_classifier_distributed(
+            self, X, y, params, spend=self._spend_budget
+        )  # params: mechanism and alpha set after the scan (n is public)
         targets = Targets(None, label_set)
         self._store(outputs, targets, params)
         effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
@@ -321,8 +366,9 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
         return linear_record(
-            self.mechanism, outputs, params.epsilon, self._delta_spent(params.delta),
+            params.mechanism, outputs, params.epsilon, self._delta_spent(params.delta, params.mechanism),
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
             label_set_public=targets.label_set.public,
+            mechanism_choice=self._mechanism_choice.reason if self._mechanism_choice else None,
         )

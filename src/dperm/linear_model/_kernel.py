@@ -137,6 +137,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         self.features_ = features
         self.linear_model_ = linear_model
         self.classes_ = linear_model.classes_
+        self.alpha_, self.mechanism_ = linear_model.alpha_, linear_model.mechanism_
         self.privacy_ = linear_model.privacy_
         return self
 
@@ -311,7 +312,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         epsilon=1.0,
         delta=0.0,
         alpha="auto",
-        mechanism="objective",
+        mechanism="auto",
         fit_intercept=False,
         intercept_scaling=1.0,
         max_iter=1000,
@@ -405,7 +406,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
         epsilon=1.0,
         delta=0.0,
         alpha="auto",
-        mechanism="objective",
+        mechanism="auto",
         fit_intercept=False,
         intercept_scaling=1.0,
         max_iter=1000,

@@ -21,7 +21,8 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
     loss : {"huber", "smooth_hinge", "hinge"}, default="huber"
         Huber-smoothed hinge (003 eq. 41, c = 1/(2h)), quartic smoothed hinge
         (003 eq. 38, c = 3/(4h)) or the hinge itself (003 eq. 37). The hinge is
-        not differentiable, so only ``mechanism="output"`` accepts it
+        not differentiable, so only ``mechanism="output"`` (which ``"auto"`` then
+        chooses) accepts it
         (000 Thm 2); it is solved with liblinear and certified by a duality gap.
     h : float, default=0.5
         Width of the smoothed region of the huber and smooth_hinge losses.
@@ -54,7 +55,7 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         epsilon=1.0,
         delta=0.0,
         alpha="auto",
-        mechanism="objective",
+        mechanism="auto",
         data_norm=1.0,
         fit_intercept=True,
         intercept_scaling=1.0,

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from dperm.mechanisms._problem import PublicProblem
 from dperm.mechanisms.registry import MECHANISMS
 
+#: The value of ``mechanism=`` that asks for :func:`choose_mechanism`.
+AUTO = "auto"
+
 
 @dataclass(frozen=True)
 class MechanismChoice:

@@ -88,6 +88,10 @@ class PrivacyRecord(RecordBase):
         (:mod:`dperm.privacy.labels`). None for regressors (no label set).
     engine : str
         ``"memory"`` or ``"dask"`` (:mod:`dperm.scale`).
+    mechanism_choice : str or None
+        With ``mechanism="auto"``: why ``mechanism`` was chosen, with each candidate's
+        expected perturbation (:func:`dperm.mechanisms.choice.choose_mechanism`, a
+        function of public inputs only). None when the user named the mechanism.
     """
 
     mechanism: str = released(PUBLIC)
@@ -118,6 +122,7 @@ class PrivacyRecord(RecordBase):
     output_sensitivity: float = released(DERIVED, 0.0)
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
+    mechanism_choice: str | None = released(DERIVED, None)
 
     @property
     def guarantee(self) -> str:
@@ -133,6 +138,8 @@ class PrivacyRecord(RecordBase):
                "; the label set was read from the training data and is NOT covered."),
             f"Mechanism: {self.mechanism} perturbation, {self.loss} loss ({self.reference}).",
         ]
+        if self.mechanism_choice:
+            lines.append(f"Chosen by mechanism='auto' from public quantities: {self.mechanism_choice}.")
         if self.label_set_public is not None:
             lines.append("Label set: public (given)." if self.label_set_public else
                          "Label set: read from the training data; NOT covered by the guarantee.")
@@ -179,7 +186,7 @@ class PrivacyRecord(RecordBase):
 
 def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha, tol,
                   effective_norm, n_samples, engine="memory", label_set_public=None,
-                  reference=None) -> PrivacyRecord:
+                  reference=None, mechanism_choice=None) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a linear model from its mechanism outputs (one per problem).
 
     Copies only the calibration of the outputs, never their ``solve``
@@ -216,4 +223,5 @@ def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha,
         output_sensitivity=first.output_sensitivity,
         label_set_public=label_set_public,
         engine=engine,
+        mechanism_choice=mechanism_choice,
     )

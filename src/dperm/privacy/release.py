@@ -51,6 +51,7 @@ FITTED_ATTRIBUTES = {
     "feature_names_in_": PUBLIC,
     "privacy_": DERIVED,
     "alpha_": PUBLIC,
+    "mechanism_": PUBLIC,  # mechanism="auto" resolved from public n, d, epsilon, delta
     # random Fourier features: drawn from public randomness and the input dimension only
     "frequencies_": PUBLIC,
     "phases_": PUBLIC,

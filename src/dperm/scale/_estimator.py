@@ -16,7 +16,7 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
     """The Dask branch of ``PrivateLinearClassifierBase.fit``.
 
     One pass validates every chunk and counts rows, clipped rows and labels;
-    then ``spend()`` charges the budget; then each binary problem of the
+    then ``spend(params)`` charges the budget; then each binary problem of the
     one-vs-rest fit runs its mechanism, whose solve is
     :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per trial point). The noise is drawn once, on the driver, from the same
     generator and in the same order as in memory, so a seeded fit gives the
@@ -27,7 +27,7 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
     other columns, fewer than two rows or classes raise there), so it runs
     *before* the spend, as those checks do in memory: a bad data set costs no
     budget. Nothing computed by the scan leaves this function before
-    ``spend()`` returns (the clipping warning comes after it), and no noise is
+    ``spend(params)`` returns (the clipping warning comes after it), and no noise is
     drawn before it. A worker failure during the scan therefore costs nothing;
     one during the solves comes after the spend, and the budget stays spent.
 
@@ -38,8 +38,8 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
     params : FitParams
         The checked parameters.
     spend : callable
-        Called with no argument once every check has passed; raises
-        :class:`~dperm.exceptions.BudgetExceededError` to refuse the fit.
+        Called with the resolved params (mechanism and alpha set) once every check
+        has passed; raises :class:`~dperm.exceptions.BudgetExceededError` to refuse the fit.
 
     Returns
     -------
@@ -51,6 +51,8 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
         Rows, clipped rows, labels over all chunks.
     passes : int
         Data passes, the scan included.
+    params : FitParams
+        ``params`` with the mechanism and alpha chosen from public n and d.
     """
     pairs, n_features = chunk_pairs(X, y)
     spec = ChunkSpec(n_features=n_features, data_norm=params.data_norm,
@@ -58,10 +60,11 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
                      intercept_scaling=params.scaling)
     with dask_scheduler(estimator.scheduler) as runner:
         scan = runner.run(scan_chunk, pairs, merge_scans, spec)
-        params = estimator._with_alpha(params, scan.n_rows, n_features)  # "auto": public n and d
         label_set = _check_scan(scan, params.classes)
+        params = estimator._with_public_choices(  # "auto": public n and d only
+            params, scan.n_rows, n_features, one_vs_rest_positives(label_set.classes).size)
         rng = check_random_state(estimator.random_state)
-        spend()  # check first, spend last-possible: after the validating scan, before any noise
+        spend(params)  # check first, spend last-possible: after the validating scan, before any noise
         warn_clipped_rows(scan.rows_clipped, params.data_norm)
         positives = one_vs_rest_positives(label_set.classes)
         outputs = []
@@ -69,12 +72,12 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
             data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
             problem = ERMProblem(data, None, params.loss, params.alpha, effective_norm(spec))
             outputs.append(run_mechanism(
-                estimator.mechanism, problem, params.epsilon / positives.size,
+                params.mechanism, problem, params.epsilon / positives.size,
                 params.delta / positives.size, rng, params.tol, params.max_iter,
             ))
         passes = runner.passes
     estimator.n_features_in_ = n_features
-    return outputs, label_set, scan, passes
+    return outputs, label_set, scan, passes, params
 
 
 def _check_scan(scan, classes):
