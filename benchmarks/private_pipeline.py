@@ -57,16 +57,20 @@ DELTAS = (0.0, 1e-5)
 ALPHAS = tuple(float(10.0**k) for k in np.arange(-4.0, -1.25, 0.5))  # peers_logistic's public grid
 CLASSES = [0, 1]  # both data sets' public label set
 DATASETS = ("adult", "kddcup99")
-METHODS = ("default", "gaussian_objective_004", "auto", "test_tuned", "alg4", "random_stopping",
-           "diffprivlib", "diffprivlib_test_tuned", "dpgd")
+METHODS = ("default", "gaussian_objective_004", "auto", "recipe", "test_tuned",
+           "test_tuned_no_intercept", "alg4", "random_stopping", "diffprivlib",
+           "diffprivlib_test_tuned", "dpgd")
 LABELS = {
     "default": "dperm default", "gaussian_objective_004": "dperm gaussian_objective_004 (004 sigma*)",
-    "auto": "dperm mechanism='auto'", "test_tuned": "test-tuned alpha (NOT private)",
+    "auto": "dperm mechanism='auto'",
+    "recipe": "dperm recipe (make_private_pipeline: auto mechanism and alpha, no intercept)",
+    "test_tuned": "test-tuned alpha (NOT private)",
+    "test_tuned_no_intercept": "test-tuned alpha, no intercept (NOT private; peers' protocol)",
     "alg4": "PrivateParameterSearch alg4", "random_stopping": "PrivateParameterSearch random_stopping",
     "diffprivlib": "diffprivlib defaults", "diffprivlib_test_tuned": "diffprivlib test-tuned (NOT private)",
     "dpgd": "DP-GD (full batch, Gaussian)",
 }
-NOT_PRIVATE = {"test_tuned", "diffprivlib_test_tuned"}
+NOT_PRIVATE = {"test_tuned", "test_tuned_no_intercept", "diffprivlib_test_tuned"}
 LEARNING_CURVE_N = (1000, 2000, 5000, 10000, 20000)
 LEARNING_CURVE_EPSILONS = (0.1, 1.0)
 RESULTS = Path(__file__).parent / "results"
@@ -164,8 +168,13 @@ def one_draw(method, data, epsilon, delta, draw, options) -> dict:
         out = {"error": error(model, data), "alpha_": float(getattr(model, "alpha_", model.alpha))}
         chosen = getattr(getattr(model, "privacy_", None), "mechanism", None)
         return out if chosen is None else {**out, "mechanism": str(chosen)}
-    if method == "test_tuned":
-        return {"per_alpha": {a: error(dperm_model(epsilon, delta, rs, alpha=a).fit(X, y), data)
+    if method == "recipe":  # the estimator settings of dperm.preprocessing.make_private_pipeline
+        model = dperm_model(epsilon, delta, rs, "auto", fit_intercept=False).fit(X, y)
+        return {"error": error(model, data), "alpha_": float(model.alpha_),
+                "mechanism": str(model.privacy_.mechanism)}
+    if method in {"test_tuned", "test_tuned_no_intercept"}:
+        extra = {"fit_intercept": False} if method == "test_tuned_no_intercept" else {}
+        return {"per_alpha": {a: error(dperm_model(epsilon, delta, rs, alpha=a, **extra).fit(X, y), data)
                               for a in ALPHAS}}
     if method in {"alg4", "random_stopping"}:
         fitted = search(method, epsilon, delta, rs, options["stopping_mean"]).fit(X, y)
@@ -319,7 +328,8 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-STYLES = {"default": ("C0", "-", "o"), "gaussian_objective_004": ("C5", "-", "v"), "auto": ("C6", "-", "P"),
+STYLES = {"default": ("C0", "-", "o"), "recipe": ("C8", "-", "h"),
+          "test_tuned_no_intercept": ("0.5", "--", "+"), "gaussian_objective_004": ("C5", "-", "v"), "auto": ("C6", "-", "P"),
           "test_tuned": ("k", "--", "x"), "alg4": ("C1", "-", "s"), "random_stopping": ("C2", "-", "^"),
           "diffprivlib": ("C3", "-", "D"), "diffprivlib_test_tuned": ("C3", "--", "d"),
           "dpgd": ("C4", "-", "*")}

@@ -198,7 +198,7 @@ def test_bad_parameters_raise_value_error_naming_the_problem(params, message):
         ({"h": 0}, r"'h' parameter of \w+ must be a float in the range \(0.0, inf\)"),
         ({"h": -1}, r"'h' parameter of \w+ must be a float in the range \(0.0, inf\)"),
         ({"loss": "squared"}, r"'loss' parameter of \w+ must be a str among"),
-        ({"loss": "hinge"}, "mechanism='output'"),
+        ({"loss": "hinge", "mechanism": "objective"}, "mechanism='output'"),
         ({"loss": "hinge", "mechanism": "gaussian_objective", "delta": 1e-5}, "mechanism='output'"),
     ],
 )
