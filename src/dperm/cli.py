@@ -30,6 +30,7 @@ MODELS = ("logistic", "huber", "smooth_hinge", "hinge")
 
 
 def _demo(args) -> int:
+    print("dperm demo: loading the Adult data ...", flush=True)  # before the slow imports
     from dperm.datasets import load_adult
     from dperm.experiments.demo import format_table, run_demo, save_results
 
@@ -42,7 +43,8 @@ def _demo(args) -> int:
     print(f"dperm demo: Adult ({adult.encoding} encoding), {X_train.shape[0]} training rows, "
           f"{adult.X_test.shape[0]} test rows, d = {X_train.shape[1]}", flush=True)
     results = run_demo((X_train, y_train, adult.X_test, adult.y_test), epsilons=args.epsilons,
-                       repeats=args.repeats, seed=args.seed, n_jobs=args.jobs)
+                       repeats=args.repeats, seed=args.seed, n_jobs=args.jobs,
+                       reference_repeats=args.reference_repeats)
     results["encoding"] = adult.encoding
     print(format_table(results))
     paths = save_results(results, args.out)
@@ -217,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="privacy vs accuracy on the embedded Adult data")
     demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0])
     demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
+    demo.add_argument("--reference-repeats", type=int, default=3,
+                      help="noise draws per (cell, alpha) of the test-tuned, not private, reference "
+                           "(default 3; 0 skips it)")
     demo.add_argument("--subset", type=int, default=0, help="use this many training rows (smoke runs)")
     demo.add_argument("--encoding", default="unit_norm", help="load_adult encoding (default unit_norm)")
     demo.add_argument("--data-home", default=None, help="directory with adult/ (default: embedded copy)")
