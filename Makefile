@@ -1,13 +1,15 @@
 # Two commands do all set-up on a fresh machine with only Python and make:
 #   make demo   - create .venv if missing, install dperm, run the main job on embedded Adult
-#   make test   - same set-up, then the whole pytest suite
+#   make test   - same set-up, then the pytest suite less the tests marked slow (<= 5 min quiet)
+#   make test-slow - the tests marked slow (long audits, loopback deployments, wheel builds, big
+#                    experiments); CI (.ci/run) runs both
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DPERM_DATA ?= $(abspath ../shared/data)
 export DPERM_DATA
 
-.PHONY: demo test install bench bench-scale clean
+.PHONY: demo test test-slow install bench bench-scale clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +25,10 @@ demo: install
 	MPLBACKEND=Agg $(BIN)/dperm demo
 
 test: install
-	MPLBACKEND=Agg $(BIN)/python -m pytest -q
+	MPLBACKEND=Agg $(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: install
+	MPLBACKEND=Agg $(BIN)/python -m pytest -q -m slow
 
 # Benchmarks need diffprivlib, which needs scikit-learn < 1.9: a separate environment.
 BENCH_VENV := .venv-bench
