@@ -75,6 +75,8 @@ def test_private_cells_never_look_at_the_test_labels():
 def test_the_reference_picks_the_alpha_of_lowest_mean_test_error(toy_results):
     reference = toy_results["reference"]
     assert "NOT PRIVATE" in reference["note"] and reference["repeats"] == 2
+    assert set(toy_results["cpu_seconds"]) == {"private", "nonprivate", "reference"}
+    assert all(seconds > 0 for seconds in toy_results["cpu_seconds"].values())
     assert len(reference["grid"]) == len(demo.LOSSES) * len(demo.DEMO_MECHANISMS) * 2 * 2
     for best in reference["best"]:
         rivals = [c["mean"] for c in reference["grid"]
