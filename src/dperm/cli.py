@@ -219,9 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="privacy vs accuracy on the embedded Adult data")
     demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0])
     demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
-    demo.add_argument("--reference-repeats", type=int, default=3,
+    demo.add_argument("--reference-repeats", type=int, default=2,
                       help="noise draws per (cell, alpha) of the test-tuned, not private, reference "
-                           "(default 3; 0 skips it)")
+                           "(default 2; 0 skips it)")
     demo.add_argument("--subset", type=int, default=0, help="use this many training rows (smoke runs)")
     demo.add_argument("--encoding", default="unit_norm", help="load_adult encoding (default unit_norm)")
     demo.add_argument("--data-home", default=None, help="directory with adult/ (default: embedded copy)")
