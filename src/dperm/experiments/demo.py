@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from dperm.experiments._report import (
@@ -184,7 +185,10 @@ def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jo
     cpu_seconds = {"private": 0.0, "nonprivate": 0.0, "reference": 0.0}
     bar = tqdm(total=len(items), file=progress, disable=progress is None, unit="fit", mininterval=0.5,
                desc="private (default alpha)", dynamic_ncols=True)
-    with bar:
+    # One BLAS thread per fit: the fits are small (d ~ 100) and the workers already use the
+    # cores; with OpenBLAS's threads on top, a fit on a busy 2-core machine ran ~15x slower.
+    # joblib's worker processes get the same limit from joblib itself.
+    with bar, threadpool_limits(limits=1, user_api="blas"):
         jobs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
             delayed(_job)(item, data, seed) for item in items
         )
