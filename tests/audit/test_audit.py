@@ -272,6 +272,7 @@ def test_under_noised_mechanism_is_caught(case):
     assert result.eps_lower > epsilon
 
 
+@pytest.mark.slow  # 2 x 1000 audited runs: ~23 s on a loaded 2-core machine
 def test_under_noised_callable_mechanism_is_caught():
     broken = with_scaled_noise(output_perturbation, UNDER_NOISED)
     result = audit_mechanism(broken, 1.0, loss="huber", n_runs=1000, random_state=SEED)
