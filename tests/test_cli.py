@@ -300,6 +300,7 @@ def test_audit_subcommand_passes_a_correct_mechanism(capsys):
     assert code == 0 and "PASS" in out and "lower bound" in out
 
 
+@pytest.mark.slow  # the chaudhuri2011 driver end to end: ~55 s on a loaded 2-core machine
 def test_reproduce_smoke_run(tmp_path, capsys):
     from dperm.experiments import chaudhuri2011
 
