@@ -120,3 +120,9 @@ def test_outputs_json_and_png(toy_results, tmp_path):
     saved = json.loads(paths["json"].read_text())
     assert saved["private"]["cells"] == toy_results["private"]["cells"]
     assert paths["png"].stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("bad", [dict(repeats=0), dict(reference_repeats=-1)])
+def test_bad_repeat_counts_are_refused(bad):
+    with pytest.raises(ValueError, match="repeats"):
+        _run(_toy_data(), **bad)

@@ -42,6 +42,7 @@ from dperm.experiments._report import (
 from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
+from dperm.validation import check_positive_int
 
 #: Version of the ``results.json`` layout (2: private end-to-end cells first, reference after).
 SCHEMA = "dperm-demo/2"
@@ -174,7 +175,10 @@ def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jo
         first, then ``reference`` (best alpha per cell, the grid and the
         non-private baselines).
     """
-    if not reference_repeats:
+    repeats = check_positive_int(repeats, "repeats")
+    if reference_repeats != 0:
+        reference_repeats = check_positive_int(reference_repeats, "reference_repeats (0 skips the reference)")
+    else:
         alphas = ()
     private_fits, reference_fits = _plan(epsilons, repeats, alphas, reference_repeats)
     nonprivate_alphas = tuple(sorted(set(NONPRIVATE_ALPHA_GRID) | set(alphas))) if alphas else ()
