@@ -638,6 +638,7 @@ def _feature_audit(noise_factor, random_state):
                  label="PrivatePredictor(solver='features')")
 
 
+@pytest.mark.slow  # two audits: ~23 s on a loaded 2-core machine
 def test_features_path_passes_the_audit_and_an_under_noised_copy_is_caught():
     honest = _feature_audit(1.0, random_state=1)
     assert honest.passed, honest.summary()

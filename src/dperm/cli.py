@@ -80,6 +80,7 @@ def _version() -> str:
 
 
 def _demo(args) -> int:
+    print("dperm demo: loading the Adult data ...", flush=True)  # before the slow imports
     import numpy as np
 
     from dperm.datasets import load_adult
@@ -94,7 +95,8 @@ def _demo(args) -> int:
     print(f"dperm demo: Adult ({adult.encoding} encoding), {X_train.shape[0]} training rows, "
           f"{adult.X_test.shape[0]} test rows, d = {X_train.shape[1]}", flush=True)
     results = run_demo((X_train, y_train, adult.X_test, adult.y_test), epsilons=args.epsilons,
-                       repeats=args.repeats, seed=args.seed, n_jobs=args.jobs)
+                       repeats=args.repeats, seed=args.seed, n_jobs=args.jobs,
+                       reference_repeats=args.reference_repeats)
     results["encoding"] = adult.encoding
     print(format_table(results))
     paths = save_results(results, args.out)
@@ -380,7 +382,10 @@ def _reproduce(args) -> int:
 def _demo_options(demo) -> None:
     demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0],
                       metavar="EPS", help="privacy budgets to run (default 0.01 0.05 0.1 0.5 1)")
-    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell")
+    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
+    demo.add_argument("--reference-repeats", type=int, default=2,
+                      help="noise draws per (cell, alpha) of the test-tuned, not private, reference "
+                           "(default 2; 0 skips it)")
     demo.add_argument("--subset", type=int, default=0,
                       help="use this many training rows, drawn at random (0: all; for smoke runs)")
     demo.add_argument("--encoding", default="unit_norm", choices=ADULT_ENCODING_NAMES,

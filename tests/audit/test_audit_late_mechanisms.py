@@ -21,6 +21,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow  # 2 x 1200 audited fits each: minutes per case on a loaded 2-core machine
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mechanism_passes_and_under_noised_copy_is_caught(name):
     run_audit, epsilon = CASES[name]

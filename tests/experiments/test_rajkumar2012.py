@@ -167,6 +167,7 @@ def smoke_run(tmp_path_factory):
     return out, results
 
 
+@pytest.mark.slow  # the smoke_run fixture: both figures, 20 rounds (~3.5 min on a loaded 2-core machine)
 def test_smoke_run_writes_every_file(smoke_run):
     out, results = smoke_run
     for name in ("report.md", "results.json", "targets.json", "figure1.png", "figure2.png",
@@ -185,6 +186,7 @@ def test_smoke_run_writes_every_file(smoke_run):
     assert "under_2_minutes" in target["figure2"] and len(target["figure1"]["cells"]) == 12
 
 
+@pytest.mark.slow  # the smoke_run fixture, as above
 def test_smoke_report_states_every_claim_with_a_verdict(smoke_run):
     out, results = smoke_run
     report = (out / "report.md").read_text(encoding="utf-8")
@@ -198,6 +200,7 @@ def test_smoke_report_states_every_claim_with_a_verdict(smoke_run):
     assert "figure1.png" in report and "documented_ranges" in report
 
 
+@pytest.mark.slow  # two figure-2 runs (~4.5 min on a loaded 2-core machine)
 def test_seeded_runs_are_reproducible(tmp_path):
     first = rk.run(tmp_path / "a", figures=("2",), runs=1, n_rounds=10, n_datasets=2, n_jobs=1, progress=None)
     second = rk.run(tmp_path / "b", figures=("2",), runs=1, n_rounds=10, n_datasets=2, n_jobs=1, progress=None)

@@ -241,6 +241,7 @@ def test_psgd_converges_to_gop_minimiser_without_round_noise(sizes, epsilon, alp
     assert errors[2] < 0.01
 
 
+@pytest.mark.slow  # many noisy PSGD runs: ~22 s on a loaded 2-core machine
 def test_psgd_with_round_noise_approaches_gop_minimiser():
     X, y, parties, calibration, engine = psgd_setup((50, 100, 150), n_rounds=3000)
     result = psgd(InProcessNetwork(parties, engine), calibration)
@@ -514,7 +515,10 @@ def dp_accounting():
 
 
 @pytest.mark.parametrize("accountant", ["pld", "rdp"])
-@pytest.mark.parametrize("epsilon, delta, n_rounds", [(0.1, 0.05, 1000), (1.0, 1e-5, 200), (4.0, 1e-6, 50)])
+@pytest.mark.parametrize("epsilon, delta, n_rounds", [
+    (0.1, 0.05, 1000), (1.0, 1e-5, 200),
+    pytest.param(4.0, 1e-6, 50, marks=pytest.mark.slow),  # PLD at delta 1e-6: ~20 s on a loaded machine
+])
 def test_calibrated_noise_spends_the_budget_per_dp_accounting(dp_accounting, accountant, epsilon, delta,
                                                               n_rounds):
     rounds = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant)
@@ -528,6 +532,7 @@ def test_calibrated_noise_spends_the_budget_per_dp_accounting(dp_accounting, acc
     assert rounds.epsilon > 0.99 * epsilon
 
 
+@pytest.mark.slow  # PLD calibrations over several round counts: ~15 s each on a loaded machine
 @pytest.mark.parametrize("epsilon, delta", [(0.1, 0.05), (1.0, 1e-5)])
 def test_pld_calibration_matches_the_exact_gaussian_mechanism(dp_accounting, epsilon, delta):
     """T Gaussian rounds with multiplier z are one Gaussian with z / sqrt(T) (Balle & Wang 2018)."""
@@ -538,7 +543,7 @@ def test_pld_calibration_matches_the_exact_gaussian_mechanism(dp_accounting, eps
         assert calibrate_coordinator_gaussian(epsilon, delta, n_rounds, "rdp").noise_multiplier >= z
 
 
-@pytest.mark.parametrize("accountant", ["pld", "rdp"])
+@pytest.mark.parametrize("accountant", [pytest.param("pld", marks=pytest.mark.slow), "rdp"])  # pld: ~16 s loaded
 def test_calibrated_noise_grows_with_the_number_of_rounds(dp_accounting, accountant):
     multipliers = [calibrate_coordinator_gaussian(0.5, 1e-5, n, accountant).noise_multiplier
                    for n in (1, 10, 100, 1000, 5000)]
@@ -755,6 +760,7 @@ def test_a_party_needs_a_valid_floor(floor, message):
         Party(X, y, loss=LOGISTIC)  # no default: every party states its own floor
 
 
+@pytest.mark.slow  # PLD calibrations: ~17 s on a loaded 2-core machine
 def test_coordinator_dp_party_refuses_a_smaller_noise_multiplier(dp_accounting):
     parties, honest = floor_setup(coordinator_dp=True, round_epsilon=None, epsilon=2.0)
     weaker = rogue(honest, noise_multiplier=honest.noise_multiplier * 0.9,

@@ -293,6 +293,7 @@ def cluster():
         yield local
 
 
+@pytest.mark.slow  # a local Dask cluster started for the test (~30 s loaded)
 def test_fit_on_a_cluster_given_by_address(cluster):
     X, y = make_data()
     model = PrivateLogisticRegression(alpha=1e-3, random_state=7)
@@ -328,6 +329,7 @@ def _dask_rows_with(function, X, y, *args):
     return da.concatenate(blocks), da.from_array(y, chunks=((1500, N - 1500),))
 
 
+@pytest.mark.slow  # a local Dask cluster with a worker killed mid-fit (~40 s loaded)
 def test_worker_killed_mid_fit_is_recomputed_to_the_same_model(cluster, tmp_path):
     X, y = make_data(seed=13)
     memory = PrivateLogisticRegression(alpha=1e-3, random_state=7).fit(X, y).coef_.copy()
@@ -362,6 +364,7 @@ def _set_allowed_failures(value, dask_scheduler=None):
     dask_scheduler.allowed_failures = value
 
 
+@pytest.mark.slow  # starts and closes a local Dask cluster (~30 s loaded)
 def test_default_scheduler_starts_and_closes_a_local_cluster():
     X, y = make_data(n=400, d=3, seed=1)
     with pytest.raises(ValueError):

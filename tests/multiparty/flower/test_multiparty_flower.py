@@ -265,6 +265,7 @@ def test_parameter_checks():
 # -- PSGD on the Flower engine ---------------------------------------------------------
 
 
+@pytest.mark.slow  # Flower's in-process engine over many rounds: ~40 s on a loaded 2-core machine
 def test_psgd_on_flower_matches_the_masked_engine_up_to_quantisation():
     X, y = make_data(n=240)
     shards = split(X, y, (60, 80, 100))
@@ -676,6 +677,7 @@ def test_deployment_apps_run_under_flowers_ray_simulation(shard_files, tmp_path,
 # -- Flower as an optional extra -------------------------------------------------------
 
 
+@pytest.mark.slow  # a fresh interpreter importing dperm: ~20 s on a loaded 2-core machine
 def test_dperm_multiparty_imports_without_flower_and_the_engine_says_how_to_install(monkeypatch):
     code = ("import sys; import dperm.multiparty, dperm.cli; dperm.cli.build_parser(); "
             "print('flwr' in sys.modules)")
