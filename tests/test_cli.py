@@ -172,7 +172,7 @@ def test_tampered_model_file_shapes_are_checked(csv_files, capsys):
     [
         (["--epsilon", "0"], "'epsilon' parameter"),
         (["--epsilon", "1", "--mechanism", "gaussian_objective"], "needs delta > 0"),
-        (["--epsilon", "1", "--model", "hinge"], "mechanism='output'"),
+        (["--epsilon", "1", "--model", "hinge", "--mechanism", "objective"], "mechanism='output'"),
         (["--epsilon", "1", "--delta", "1.5", "--mechanism", "gaussian_objective"], "'delta' parameter"),
     ],
 )

@@ -409,7 +409,7 @@ def test_bad_parameters_raise_value_error_naming_the_problem(estimator_class, pa
 
 @pytest.mark.parametrize(
     "params,message",
-    [({"loss": "logistic"}, "'loss' parameter"), ({"loss": "hinge"}, "mechanism='output'"),
+    [({"loss": "logistic"}, "'loss' parameter"), ({"loss": "hinge", "mechanism": "objective"}, "mechanism='output'"),
      ({"h": 0}, "'h' parameter")],
 )
 def test_bad_svc_parameters(params, message):

@@ -310,7 +310,7 @@ def test_dask_scan_errors_spend_nothing(X_bad, y_bad, message):
 def test_dask_hinge_with_objective_spends_nothing():
     accountant = _accountant()
     with pytest.raises(ValueError, match="twice-differentiable"):
-        PrivateLinearSVC(loss="hinge", accountant=accountant, scheduler="synchronous").fit(*_dask(X, Y))
+        PrivateLinearSVC(loss="hinge", mechanism="objective", accountant=accountant, scheduler="synchronous").fit(*_dask(X, Y))
     _assert_untouched(accountant)
 
 
