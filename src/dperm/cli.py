@@ -382,10 +382,10 @@ def _reproduce(args) -> int:
 def _demo_options(demo) -> None:
     demo.add_argument("--epsilons", type=float, nargs="+", default=[0.01, 0.05, 0.1, 0.5, 1.0],
                       metavar="EPS", help="privacy budgets to run (default 0.01 0.05 0.1 0.5 1)")
-    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell (default 5)")
+    demo.add_argument("--repeats", type=int, default=5, help="noise draws per cell")
     demo.add_argument("--reference-repeats", type=int, default=2,
-                      help="noise draws per (cell, alpha) of the test-tuned, not private, reference "
-                           "(default 2; 0 skips it)")
+                      help="noise draws per (cell, alpha) of the test-tuned, not private, "
+                           "reference; 0 skips it")
     demo.add_argument("--subset", type=int, default=0,
                       help="use this many training rows, drawn at random (0: all; for smoke runs)")
     demo.add_argument("--encoding", default="unit_norm", choices=ADULT_ENCODING_NAMES,

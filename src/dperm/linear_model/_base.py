@@ -24,8 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
-from dperm.mechanisms import MECHANISMS, ERMProblem, get_mechanism, run_mechanism
-from dperm.mechanisms._problem import PublicProblem
+from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, get_mechanism, run_mechanism
 from dperm.mechanisms.choice import AUTO, candidate_mechanisms, choose_mechanism
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set

@@ -7,7 +7,7 @@
 :data:`MECHANISMS` is the table of them (:mod:`dperm.mechanisms.registry`).
 """
 
-from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput, PublicProblem
 from dperm.mechanisms.gaussian_objective import (
     gaussian_objective_perturbation,
     gaussian_objective_perturbation_004,
@@ -28,6 +28,7 @@ __all__ = [
     "MECHANISMS",
     "Mechanism",
     "MechanismOutput",
+    "PublicProblem",
     "get_mechanism",
     "gaussian_objective_perturbation",
     "gaussian_objective_perturbation_004",
