@@ -373,3 +373,27 @@ def test_learning_curves_alone_run_alg4_without_the_tables(monkeypatch, tmp_path
     assert all(0.0 <= c["mean"] <= 1.0 for c in curves["curves"])
     assert "Figs. 4-5" in (tmp_path / "report.md").read_text()
     assert json.loads((tmp_path / "results.json").read_text())["parts"].keys() == {"figures4_5"}
+
+
+def test_predict_does_not_warn_about_clipping(csv_files, capsys):
+    """Issue 18: clipping is reported once, at fit; predicting on out-of-bounds rows is silent."""
+    import warnings
+
+    from dperm.exceptions import DataClippingWarning
+
+    folder, train, _, bounds = csv_files
+    model_path = folder / "model.json"
+    assert main(["train", "--data", str(train), "--target", "label", "--categorical", "color",
+                 "--bounds", str(bounds), "--epsilon", "1", "--classes", "no,yes",
+                 "--random-state", "0", "--out", str(model_path)]) == 0
+    outside = folder / "outside.csv"
+    outside.write_text("age,color,score\n130,red,160\n-5,blue,-40\n")  # beyond the public bounds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataClippingWarning)
+        assert main(["predict", "--model", str(model_path), "--data", str(outside)]) == 0
+    with pytest.warns(DataClippingWarning):  # the same rows do warn when a model is trained on them
+        from dperm.model_io import load_model
+        from dperm.tabular import read_csv_columns
+
+        _, spec, _ = load_model(model_path)
+        spec.transform(read_csv_columns(outside))

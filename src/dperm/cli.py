@@ -316,7 +316,7 @@ def _predict(args) -> int:
 
     model, spec, _ = load_model(args.model)
     columns = _read_rows(args.data)
-    X = spec.transform(columns, source=args.data)
+    X = spec.transform(columns, source=args.data, warn=False)  # clipping is reported at fit only
     predictions = model.predict(X)
     header = ["prediction"]
     is_regressor = not hasattr(model, "classes_")

@@ -644,7 +644,7 @@ class TabularSpec:
 
     # ---- encoding ---------------------------------------------------------------------
 
-    def transform(self, columns: Mapping, *, source=None) -> np.ndarray:
+    def transform(self, columns: Mapping, *, source=None, warn: bool = True) -> np.ndarray:
         """Encode raw columns into an ``(n_rows, n_features)`` float array, one row per input row.
 
         Parameters
@@ -655,6 +655,10 @@ class TabularSpec:
             strings.
         source : str or os.PathLike, optional
             The file the columns come from, named in error messages.
+        warn : bool, default=True
+            Warn about clipped values and rows. ``dperm predict`` passes False:
+            clipping is reported once, when the model is fitted, never at
+            prediction.
 
         Returns
         -------
@@ -675,8 +679,9 @@ class TabularSpec:
         """
         raw = self._raw_columns(columns, source)
         X, n_clipped = self._encode_columns(self._parsed(raw, source))
-        warn_clipped_values(n_clipped, self.column_names, X.shape[0])
-        return self._row_step(X)
+        if warn:
+            warn_clipped_values(n_clipped, self.column_names, X.shape[0])
+        return self._row_step(X, warn)
 
     def validate(self, columns: Mapping, *, source=None) -> int:
         """Check that :meth:`transform` can encode ``columns``, without encoding them.
@@ -747,14 +752,15 @@ class TabularSpec:
             start = stop
         return X, n_clipped
 
-    def _row_step(self, X: np.ndarray) -> np.ndarray:
+    def _row_step(self, X: np.ndarray, warn: bool = True) -> np.ndarray:
         if self.row_norm_mode == "constant":
             # Worst-case constant (003 Sec. 7.1 row normalisation without data):
             # x * R / sqrt(#columns); a safety clip absorbs rounding.
             X = X * (self.data_norm / self.max_row_norm())
             return clip_rows_to_norm(X, self.data_norm)[0]
         X, n_clipped = normalize_rows(X, self.data_norm, self.row_norm_mode)
-        warn_clipped_rows(n_clipped, self.data_norm)
+        if warn:
+            warn_clipped_rows(n_clipped, self.data_norm)
         return X
 
 
