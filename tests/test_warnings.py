@@ -119,3 +119,21 @@ def test_user_stacklevel_counts_the_library_frames_it_skips():
     exec(compile(source, exceptions.__file__, "exec"), namespace)  # inner, <module>: library
     assert namespace["result"] == 3  # level 3 is this test function
     assert user_stacklevel() == 1  # called from user code: that frame itself
+
+
+def test_label_set_warning_points_at_the_users_line():
+    """Issue 18: classes=None's PrivacyLeakWarning names the caller's line, not dperm's."""
+    import warnings as _warnings
+
+    import numpy as _np
+
+    from dperm import PrivacyLeakWarning, PrivateLogisticRegression
+
+    rng = _np.random.default_rng(0)
+    X = rng.normal(size=(100, 3)) / 3.0
+    y = (X[:, 0] > 0).astype(int)
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        PrivateLogisticRegression(random_state=0).fit(X, y)
+    leaks = [w for w in caught if issubclass(w.category, PrivacyLeakWarning)]
+    assert leaks and all(w.filename == __file__ for w in leaks)

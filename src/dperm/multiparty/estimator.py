@@ -76,12 +76,12 @@ _COMMON_CONSTRAINTS = {
 }
 
 
-def check_shards(shards, classes=None, stacklevel=4):
+def check_shards(shards, classes=None):
     """Validate a list of ``(X_k, y_k)`` shards; return float arrays, classes and ``d``.
 
     ``classes`` is the checked public label set (:func:`dperm.privacy.labels.check_classes`);
     without it the two classes are read from the labels, with a ``PrivacyLeakWarning``
-    issued ``stacklevel`` frames up (the caller of ``fit``).
+    attributed to the user's line.
     Raises ValueError naming the problem: fewer than 2 shards, a shard that
     is not a pair, an empty shard, shards with different numbers of features,
     a label outside ``classes``, or without ``classes`` a single class overall
@@ -122,7 +122,7 @@ def check_shards(shards, classes=None, stacklevel=4):
             f"the labels over all shards have {kind} ({classes.tolist()[:5]}); the multiparty "
             "classifiers are binary and need exactly two classes overall."
         )
-    warn_label_set_from_data(stacklevel=stacklevel)
+    warn_label_set_from_data()
     return arrays, classes, widths[0]
 
 
@@ -160,7 +160,7 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
         budget = (epsilon, delta, self._spend_label())
         check_budget_left(self.accountant, *budget)
         # the warning of a label set read from the data points at the caller of fit
-        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2), stacklevel=5)
+        arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
         rng = check_random_state(self.random_state)
         return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
 

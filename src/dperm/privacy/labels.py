@@ -24,12 +24,11 @@ label set is not covered.
 from __future__ import annotations
 
 import numbers
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
-from dperm.exceptions import PrivacyLeakWarning
+from dperm.exceptions import PrivacyLeakWarning, warn_at_caller
 
 __all__ = ["LabelSet", "check_classes", "one_vs_rest_positives", "resolve_label_set",
            "warn_label_set_from_data"]
@@ -100,14 +99,14 @@ def check_classes(classes, name: str = "classes", n_classes: int | None = None):
     return unique
 
 
-def warn_label_set_from_data(name: str = "classes", stacklevel: int = 3) -> None:
-    """The :class:`~dperm.exceptions.PrivacyLeakWarning` of a label set read from the data."""
-    warnings.warn(
+def warn_label_set_from_data(name: str = "classes") -> None:
+    """The :class:`~dperm.exceptions.PrivacyLeakWarning` of a label set read from the data,
+    attributed to the user's line (:func:`~dperm.exceptions.warn_at_caller`)."""
+    warn_at_caller(
         f"{name}=None: the label set (classes_ and the one-vs-rest split of epsilon) is read "
         "from the private training data and is NOT covered by the privacy guarantee; pass "
         f"the public label set, e.g. {name}=['no', 'yes'].",
         PrivacyLeakWarning,
-        stacklevel=stacklevel,
     )
 
 
@@ -135,7 +134,7 @@ def resolve_label_set(classes, y, name: str = "classes") -> LabelSet:
             raise ValueError(
                 f"y has {observed.size} class ({observed.tolist()}); a classifier needs at least two."
             )
-        warn_label_set_from_data(name, stacklevel=4)
+        warn_label_set_from_data(name)
         return LabelSet(observed, public=False)
     outside = np.unique(np.asarray(y)[~np.isin(y, classes)])
     if outside.size:
