@@ -140,7 +140,7 @@ class UnknownRowRule:
     def feature_names(self) -> list[str]:
         return list(self.features)
 
-    def transform(self, columns, *, source=None):
+    def transform(self, columns, *, source=None, warn=True):
         """Refuse: rows prepared differently from the parties' rows would give wrong predictions."""
         raise ValueError(
             f"the parties preprocessed their rows with rule {self.rule!r}, which this dperm cannot "
