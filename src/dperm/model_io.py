@@ -259,11 +259,11 @@ def model_from_dict(document):
     else:
         _set_classifier(model, document, spec.n_features)
         model.n_features_in_ = spec.n_features
-    _set_alpha_used(model)
+    _set_public_choices(model)
     return model, spec
 
 
-def _set_alpha_used(model) -> None:
+def _set_public_choices(model) -> None:
     """``alpha_`` and ``mechanism_``: what the fit used, from the record (the
     ``"auto"`` choices are resolved there)."""
     targets = [model] + ([model.linear_model_] if hasattr(model, "linear_model_") else [])

@@ -12,13 +12,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (
     ObjectiveCalibration,
-    release_approximate_minimiser,
+    perturb_and_release,
     require_curvature,
-    solve_perturbed,
 )
 from dperm.privacy.sensitivity import (
     SENSITIVITY_ROUNDING_MARGIN,
@@ -73,31 +72,10 @@ def gaussian_objective_perturbation(
     delta = check_delta(delta)
     plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
     spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
-    loss, slack, grid, sigma_steps = problem.loss, plan.slack, plan.grid, plan.scale_steps
-    epsilon_output = plan.epsilon_output
-    sigma_squared = Fraction(sigma_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
-    noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), grid)
-    solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, output_calibration, radius, sensitivity = release_approximate_minimiser(
-        problem, solve, problem.alpha + slack.extra_regularization, grid, tol, epsilon_output, rng)
-    return MechanismOutput(
-        coef=coef,
-        epsilon=epsilon,
-        delta=delta,
-        epsilon_noise=slack.epsilon_noise,
-        extra_regularization=slack.extra_regularization,
-        noise_distribution="discrete-gaussian",
-        noise_scale=sigma_steps * grid,
-        noise_grid=grid,
-        sensitivity=None,
-        solution_radius_allowance=radius,
-        solve=solve,
-        lipschitz=loss.lipschitz,
-        output_epsilon=epsilon_output,
-        output_noise_scale=output_calibration.noise_scale,
-        output_grid=output_calibration.step,
-        output_sensitivity=sensitivity,
-    )
+    sigma_squared = Fraction(plan.scale_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
+    noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), plan.grid)
+    return perturb_and_release(problem, plan, noise, plan.scale_steps * plan.grid,
+                               epsilon, delta, rng, tol, max_iter)
 
 
 def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: float,

@@ -207,31 +207,41 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
         Huber; Iyengar et al. 2019, Thm 1; basic composition).
     """
     epsilon = check_epsilon(epsilon)
-    loss = problem.loss
-    calibration = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
+    plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
-    slack, grid, scale_steps = calibration.slack, calibration.grid, calibration.scale_steps
-    epsilon_output = calibration.epsilon_output
-    noise = grid_vector(sample_discrete_laplace_vector(problem.n_features, scale_steps, rng), grid)
-    regularization = problem.alpha + slack.extra_regularization
+    noise = grid_vector(sample_discrete_laplace_vector(problem.n_features, plan.scale_steps, rng), plan.grid)
+    return perturb_and_release(problem, plan, noise, float(plan.scale_steps * Fraction(plan.grid)),
+                               epsilon, 0.0, rng, tol, max_iter)
+
+
+def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, noise_scale: float,
+                        epsilon: float, delta: float, rng, tol: float, max_iter: int) -> MechanismOutput:
+    """The objective mechanisms' last steps: solve with the linear term ``noise`` and release.
+
+    Minimise ``J(w) + noise.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``
+    (:func:`solve_perturbed`), then release that point with AMP's output noise
+    (:func:`release_approximate_minimiser`); the record's fields come from ``plan``.
+    """
+    slack = plan.slack
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, calibration, radius, sensitivity = release_approximate_minimiser(
-        problem, solve, regularization, grid, tol, epsilon_output, rng)
+    coef, output, radius, sensitivity = release_approximate_minimiser(
+        problem, solve, problem.alpha + slack.extra_regularization, plan.grid, tol,
+        plan.epsilon_output, rng)
     return MechanismOutput(
         coef=coef,
         epsilon=epsilon,
-        delta=0.0,
+        delta=delta,
         epsilon_noise=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
-        noise_distribution="discrete-laplace",
-        noise_scale=float(scale_steps * Fraction(grid)),
-        noise_grid=grid,
+        noise_distribution=plan.noise_distribution,
+        noise_scale=noise_scale,
+        noise_grid=plan.grid,
         sensitivity=None,
         solution_radius_allowance=radius,
         solve=solve,
-        lipschitz=loss.lipschitz,
-        output_epsilon=epsilon_output,
-        output_noise_scale=calibration.noise_scale,
-        output_grid=calibration.step,
+        lipschitz=problem.loss.lipschitz,
+        output_epsilon=plan.epsilon_output,
+        output_noise_scale=output.noise_scale,
+        output_grid=output.step,
         output_sensitivity=sensitivity,
     )
