@@ -455,7 +455,7 @@ def _reproduce_options(reproduce) -> None:
 
 
 def _train_options(train) -> None:
-    from dperm.mechanisms.registry import MECHANISMS
+    from dperm.mechanisms.catalog import CATALOG, mechanism_help
 
     data = train.add_argument_group("data and public schema")
     data.add_argument("--data", required=True,
@@ -520,11 +520,10 @@ def _train_options(train) -> None:
     privacy.add_argument("--delta", type=float, default=0.0,
                          help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
                               "--mechanism auto may choose the Gaussian objective mechanism")
-    privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
+    privacy.add_argument("--mechanism", choices=("auto", *CATALOG), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), output for "
-                              "regressors; "
-                              + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
+                              "regressors; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 
@@ -681,9 +680,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ``command=""`` builds no subcommand's options (enough for ``--help`` and ``--version``).
 
     Every subcommand is listed either way (``dperm --help`` needs only their
-    one-line help); building one's options imports what it needs, so
-    ``build_parser("train")`` imports the mechanism registry and
-    ``build_parser()`` everything.
+    one-line help); building one's options imports only the standard library
+    and dperm's import-free tables (the mechanism catalog, the experiments'
+    parameters), never NumPy, SciPy, scikit-learn or Flower, so every
+    ``dperm COMMAND --help`` starts at once.
     """
     parser = argparse.ArgumentParser(
         prog="dperm",
