@@ -401,7 +401,7 @@ def _demo_options(demo) -> None:
 
 
 def _reproduce_options(reproduce) -> None:
-    from dperm.experiments import rajkumar2012
+    from dperm.experiments import options  # rajkumar2012's defaults, without NumPy
 
     reproduce.add_argument("paper", choices=("chaudhuri2011", "rajkumar2012"),
                            help="the paper: chaudhuri2011 (Chaudhuri, Monteleoni & Sarwate 2011) or "
@@ -409,7 +409,7 @@ def _reproduce_options(reproduce) -> None:
     both = reproduce.add_argument_group("options of both papers")
     both.add_argument("--runs", type=int, default=None,
                       help="noise draws per fold and cell (default: chaudhuri2011 50, "
-                           f"rajkumar2012 {rajkumar2012.RUNS})")
+                           f"rajkumar2012 {options.RUNS})")
     both.add_argument("--jobs", type=int, default=2, help="parallel workers")
     both.add_argument("--seed", type=int, default=0, help="base seed of the noise")
     both.add_argument("--out", default="dperm-reproduce", help="output directory")
@@ -436,7 +436,7 @@ def _reproduce_options(reproduce) -> None:
                            help="directory with adult/ and kddcup99/ (default: DPERM_DATA or the "
                                 "embedded copy)")
 
-    rounds = rajkumar2012.N_ROUNDS
+    rounds = options.N_ROUNDS
     same = len(set(rounds.values())) == 1
     rounds_default = (f"{rounds['1']} for both figures" if same
                       else f"{rounds['1']} for Fig. 1, {rounds['2']} for Fig. 2")
@@ -446,10 +446,10 @@ def _reproduce_options(reproduce) -> None:
     rajkumar.add_argument("--rounds", type=int, default=None,
                           help=f"PSGD rounds T (default {rounds_default})")
     rajkumar.add_argument("--datasets", type=int, default=None,
-                          help=f"simulated data sets / folds (default {rajkumar2012.N_DATASETS})")
-    rajkumar.add_argument("--cancer-encoding", choices=rajkumar2012.ENCODINGS,
+                          help=f"simulated data sets / folds (default {options.N_DATASETS})")
+    rajkumar.add_argument("--cancer-encoding", choices=options.ENCODINGS,
                           default="documented_ranges", help="how the breast-cancer rows are encoded")
-    rajkumar.add_argument("--engine", choices=rajkumar2012.ENGINES, default="masked",
+    rajkumar.add_argument("--engine", choices=options.ENGINES, default="masked",
                           help="secure sum: masked runs in process; flower needs dperm[multiparty]")
     reproduce.set_defaults(func=_reproduce)
 
@@ -565,7 +565,7 @@ def _audit_options(sub) -> None:
 
 
 def _experiment_options(sub) -> None:
-    from dperm.experiments.learning_rates import add_learning_rates_subparser
+    from dperm.experiments.options import add_learning_rates_subparser
 
     experiment = sub.add_parser("experiment", help=COMMANDS["experiment"].help,
                                 description=COMMANDS["experiment"].description,
