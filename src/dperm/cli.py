@@ -13,9 +13,12 @@ party      party keygen / party serve: one party of a multiparty training (Flowe
 coordinate Multiparty private training over Flower SecAgg+: SuperLink + ServerApp.
 
 Imports are lazy: this module imports only the standard library, and a
-subcommand's options (and the modules they need) are built only when that
-subcommand is run, so ``dperm --help`` starts at once. The handlers import
-numpy, scikit-learn and dperm's subpackages when they run.
+subcommand's options are built only when that subcommand is run, so ``dperm
+--help`` starts at once. The option builders read only import-free tables
+(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.experiments.options`,
+:mod:`dperm.multiparty.defaults`), so every ``dperm COMMAND --help`` does too
+(a test checks). The handlers import numpy, scikit-learn and dperm's
+subpackages when they run.
 """
 
 from __future__ import annotations
