@@ -102,6 +102,50 @@ def test_the_static_choices_agree_with_the_library():
     assert set(cli.ADULT_ENCODING_NAMES) == set(ADULT_ENCODINGS)
 
 
+def _option(parser, flag):
+    return next(action for action in parser._actions if flag in action.option_strings)
+
+
+def test_mechanism_choices_are_the_registry_s():
+    """``--mechanism`` reads the import-free catalog; the registry's table is the same one."""
+    from dperm.mechanisms.catalog import CATALOG
+    from dperm.mechanisms.registry import MECHANISMS
+
+    assert list(CATALOG) == list(MECHANISMS)
+    for name, mechanism in MECHANISMS.items():
+        info = CATALOG[name]
+        assert (mechanism.uses_delta, mechanism.needs_curvature, mechanism.summary,
+                mechanism.auto_candidate) == (info.uses_delta, info.needs_curvature, info.summary,
+                                              info.auto_candidate), name
+    parsers = dict(_leaf_parsers())
+    assert tuple(_option(parsers[("dperm", "train")], "--mechanism").choices) == ("auto", *MECHANISMS)
+    assert tuple(_option(parsers[("dperm", "audit")], "--mechanism").choices) == tuple(MECHANISMS)
+
+
+def test_every_help_page_imports_no_heavy_package():
+    """``dperm [COMMAND ...] --help`` builds and renders its parser with the standard library only.
+
+    One fresh interpreter per help page (every command and sub-command the
+    parser has), so a heavy import in one builder cannot hide behind another.
+    """
+    program = ("import sys\nimport dperm.cli\ntry:\n    dperm.cli.main(sys.argv[1:] + ['--help'])\n"
+               "except SystemExit as done:\n    assert done.code == 0, done.code\n"
+               "print('MODULES', ' '.join(sorted(sys.modules)))")
+    pages = [path[1:] for path, _ in _parsers(cli.build_parser())]
+    assert {("train",), ("audit",), ("reproduce",), ("experiment", "learning-rates"),
+            ("party", "serve"), ("coordinate",)} <= set(pages)
+    heavy = {}
+    for page in pages:
+        result = subprocess.run([sys.executable, "-c", program, *page], capture_output=True,
+                                text=True, check=True)
+        help_text, modules = result.stdout.split("MODULES")
+        assert help_text.startswith(f"usage: {' '.join(('dperm', *page))}"), page
+        found = {"sklearn", "scipy", "flwr", "numpy", "dask"} & {m.split(".")[0] for m in modules.split()}
+        if found:
+            heavy[" ".join(page) or "(top level)"] = sorted(found)
+    assert heavy == {}
+
+
 def test_help_texts_list_values_and_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["demo", "--help"])

@@ -13,9 +13,12 @@ party      party keygen / party serve: one party of a multiparty training (Flowe
 coordinate Multiparty private training over Flower SecAgg+: SuperLink + ServerApp.
 
 Imports are lazy: this module imports only the standard library, and a
-subcommand's options (and the modules they need) are built only when that
-subcommand is run, so ``dperm --help`` starts at once. The handlers import
-numpy, scikit-learn and dperm's subpackages when they run.
+subcommand's options are built only when that subcommand is run, so ``dperm
+--help`` starts at once. The option builders read only import-free tables
+(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.experiments.options`,
+:mod:`dperm.multiparty.defaults`), so every ``dperm COMMAND --help`` does too
+(a test checks). The handlers import numpy, scikit-learn and dperm's
+subpackages when they run.
 """
 
 from __future__ import annotations
@@ -401,7 +404,7 @@ def _demo_options(demo) -> None:
 
 
 def _reproduce_options(reproduce) -> None:
-    from dperm.experiments import rajkumar2012
+    from dperm.experiments import options  # rajkumar2012's defaults, without NumPy
 
     reproduce.add_argument("paper", choices=("chaudhuri2011", "rajkumar2012"),
                            help="the paper: chaudhuri2011 (Chaudhuri, Monteleoni & Sarwate 2011) or "
@@ -409,7 +412,7 @@ def _reproduce_options(reproduce) -> None:
     both = reproduce.add_argument_group("options of both papers")
     both.add_argument("--runs", type=int, default=None,
                       help="noise draws per fold and cell (default: chaudhuri2011 50, "
-                           f"rajkumar2012 {rajkumar2012.RUNS})")
+                           f"rajkumar2012 {options.RUNS})")
     both.add_argument("--jobs", type=int, default=2, help="parallel workers")
     both.add_argument("--seed", type=int, default=0, help="base seed of the noise")
     both.add_argument("--out", default="dperm-reproduce", help="output directory")
@@ -436,7 +439,7 @@ def _reproduce_options(reproduce) -> None:
                            help="directory with adult/ and kddcup99/ (default: DPERM_DATA or the "
                                 "embedded copy)")
 
-    rounds = rajkumar2012.N_ROUNDS
+    rounds = options.N_ROUNDS
     same = len(set(rounds.values())) == 1
     rounds_default = (f"{rounds['1']} for both figures" if same
                       else f"{rounds['1']} for Fig. 1, {rounds['2']} for Fig. 2")
@@ -446,16 +449,16 @@ def _reproduce_options(reproduce) -> None:
     rajkumar.add_argument("--rounds", type=int, default=None,
                           help=f"PSGD rounds T (default {rounds_default})")
     rajkumar.add_argument("--datasets", type=int, default=None,
-                          help=f"simulated data sets / folds (default {rajkumar2012.N_DATASETS})")
-    rajkumar.add_argument("--cancer-encoding", choices=rajkumar2012.ENCODINGS,
+                          help=f"simulated data sets / folds (default {options.N_DATASETS})")
+    rajkumar.add_argument("--cancer-encoding", choices=options.ENCODINGS,
                           default="documented_ranges", help="how the breast-cancer rows are encoded")
-    rajkumar.add_argument("--engine", choices=rajkumar2012.ENGINES, default="masked",
+    rajkumar.add_argument("--engine", choices=options.ENGINES, default="masked",
                           help="secure sum: masked runs in process; flower needs dperm[multiparty]")
     reproduce.set_defaults(func=_reproduce)
 
 
 def _train_options(train) -> None:
-    from dperm.mechanisms.registry import MECHANISMS
+    from dperm.mechanisms.catalog import CATALOG, mechanism_help
 
     data = train.add_argument_group("data and public schema")
     data.add_argument("--data", required=True,
@@ -520,11 +523,10 @@ def _train_options(train) -> None:
     privacy.add_argument("--delta", type=float, default=0.0,
                          help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
                               "--mechanism auto may choose the Gaussian objective mechanism")
-    privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
+    privacy.add_argument("--mechanism", choices=("auto", *CATALOG), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), output for "
-                              "regressors; "
-                              + "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values()))
+                              "regressors; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 
@@ -566,7 +568,7 @@ def _audit_options(sub) -> None:
 
 
 def _experiment_options(sub) -> None:
-    from dperm.experiments.learning_rates import add_learning_rates_subparser
+    from dperm.experiments.options import add_learning_rates_subparser
 
     experiment = sub.add_parser("experiment", help=COMMANDS["experiment"].help,
                                 description=COMMANDS["experiment"].description,
@@ -681,9 +683,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ``command=""`` builds no subcommand's options (enough for ``--help`` and ``--version``).
 
     Every subcommand is listed either way (``dperm --help`` needs only their
-    one-line help); building one's options imports what it needs, so
-    ``build_parser("train")`` imports the mechanism registry and
-    ``build_parser()`` everything.
+    one-line help); building one's options imports only the standard library
+    and dperm's import-free tables (the mechanism catalog, the experiments'
+    parameters), never NumPy, SciPy, scikit-learn or Flower, so every
+    ``dperm COMMAND --help`` starts at once.
     """
     parser = argparse.ArgumentParser(
         prog="dperm",

@@ -12,57 +12,58 @@ Entry points: :func:`audit` (any mechanism), :func:`audit_samples`,
 :func:`audit_exponential_mechanism`, :func:`with_scaled_noise` (power check),
 :mod:`dperm.audit.cli` (``dperm audit``). What an audit proves and how the
 canaries are built: ``docs/design/audit.md``.
+
+The names are imported on first use (PEP 562), so ``dperm audit --help``
+builds its parser (:mod:`dperm.audit.cli`) without NumPy, SciPy or scikit-learn.
 """
 
-from dperm.audit._bounds import (
-    EpsilonBound,
-    clopper_pearson_interval,
-    clopper_pearson_lower,
-    clopper_pearson_upper,
-    epsilon_lower_bound,
-    largest_provable_epsilon,
-)
-from dperm.audit._builders import (
-    audit_estimator,
-    audit_exponential_mechanism,
-    audit_mechanism,
-    exponential_audit_candidates,
-    exponential_mechanism_neighbours,
-)
-from dperm.audit._composite import (
-    audit_kernel_estimator,
-    audit_multiparty,
-    audit_private_predictor,
-    strongest_kernel_canary,
-)
-from dperm.audit._canaries import CanaryPair, make_canary_pair, strong_alpha
-from dperm.audit._core import MIN_RUNS, AuditResult, audit, audit_samples, choose_threshold
-from dperm.audit._noise import ScaledNoiseGenerator, with_scaled_noise
+import importlib
 
-__all__ = [
-    "audit_kernel_estimator",
-    "audit_multiparty",
-    "audit_private_predictor",
-    "strongest_kernel_canary",
-    "MIN_RUNS",
-    "AuditResult",
-    "CanaryPair",
-    "EpsilonBound",
-    "ScaledNoiseGenerator",
-    "audit",
-    "audit_estimator",
-    "audit_exponential_mechanism",
-    "audit_mechanism",
-    "audit_samples",
-    "choose_threshold",
-    "clopper_pearson_interval",
-    "clopper_pearson_lower",
-    "clopper_pearson_upper",
-    "epsilon_lower_bound",
-    "exponential_audit_candidates",
-    "exponential_mechanism_neighbours",
-    "largest_provable_epsilon",
-    "make_canary_pair",
-    "strong_alpha",
-    "with_scaled_noise",
-]
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "AuditResult": "dperm.audit._core",
+    "CanaryPair": "dperm.audit._canaries",
+    "EpsilonBound": "dperm.audit._bounds",
+    "MIN_RUNS": "dperm.audit._core",
+    "ScaledNoiseGenerator": "dperm.audit._noise",
+    "audit": "dperm.audit._core",
+    "audit_estimator": "dperm.audit._builders",
+    "audit_exponential_mechanism": "dperm.audit._builders",
+    "audit_kernel_estimator": "dperm.audit._composite",
+    "audit_mechanism": "dperm.audit._builders",
+    "audit_multiparty": "dperm.audit._composite",
+    "audit_private_predictor": "dperm.audit._composite",
+    "audit_samples": "dperm.audit._core",
+    "choose_threshold": "dperm.audit._core",
+    "clopper_pearson_interval": "dperm.audit._bounds",
+    "clopper_pearson_lower": "dperm.audit._bounds",
+    "clopper_pearson_upper": "dperm.audit._bounds",
+    "epsilon_lower_bound": "dperm.audit._bounds",
+    "exponential_audit_candidates": "dperm.audit._builders",
+    "exponential_mechanism_neighbours": "dperm.audit._builders",
+    "largest_provable_epsilon": "dperm.audit._bounds",
+    "make_canary_pair": "dperm.audit._canaries",
+    "strong_alpha": "dperm.audit._canaries",
+    "strongest_kernel_canary": "dperm.audit._composite",
+    "with_scaled_noise": "dperm.audit._noise",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    else:  # a submodule (dperm.audit.cli, ...) not imported yet
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return __all__

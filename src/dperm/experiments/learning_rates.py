@@ -32,6 +32,13 @@ from dperm.experiments._report import (
     write_csv,
     write_json,
 )
+from dperm.experiments.options import (  # the defaults and the parser, import-free for --help
+    DIMENSION,
+    N_SEEDS,
+    N_TEST,
+    SIZES,
+    add_learning_rates_subparser,
+)
 from dperm.linear_model import PrivateLeastSquares, PrivateLinearSVC
 from dperm.losses import HuberLoss
 from dperm.solvers import solve_hinge_svm
@@ -51,15 +58,7 @@ __all__ = [
     "save_results",
 ]
 
-#: Training sizes: a geometric grid, 500 to 512,000 (doubling).
-SIZES = tuple(500 * 2**k for k in range(11))
-#: Seeds (independent data and noise) averaged per size. The least-squares excess
-#: risk is heavy-tailed over seeds (the noise norm is Gamma-distributed, then squared).
-N_SEEDS = 100
-#: Test points on which the risks are computed.
-N_TEST = 20000
-#: Input dimension; rows are uniform on the unit ball, so ``kappa = data_norm = 1``.
-DIMENSION = 2
+# SIZES, N_SEEDS, N_TEST and DIMENSION (the defaults) are in dperm.experiments.options.
 DATA_NORM = 1.0
 #: ``M``: the public bound on ``|y|`` (000 Sec. 2, 002).
 Y_BOUND = 1.0
@@ -587,24 +586,6 @@ def save_results(results: dict, out_dir) -> dict:
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
-def add_learning_rates_subparser(subparsers, name: str = "learning-rates"):
-    """Add the ``learning-rates`` command to an ``argparse`` subparsers object; return its parser."""
-    parser = subparsers.add_parser(
-        name, help="empirical learning rates vs Nie & Wang's theory (000 Thm 4, 002 Thm 3)",
-        description="Excess risk of DP least squares and the DP SVM against m under the theory's "
-                    "epsilon(m) and lambda(m), with the fitted log-log slope beside the theoretical one.")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
-                        help="training sizes m (default 500 ... 64000, doubling)")
-    parser.add_argument("--seeds", type=int, default=N_SEEDS, help=f"seeds per size (default {N_SEEDS})")
-    parser.add_argument("--n-test", type=int, default=N_TEST, help=f"test points (default {N_TEST})")
-    parser.add_argument("--dimension", type=int, default=DIMENSION, help=f"d (default {DIMENSION})")
-    parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    parser.add_argument("--jobs", type=int, default=2, help="parallel workers (default 2)")
-    parser.add_argument("--out", default="dperm-learning-rates", help="output directory")
-    parser.set_defaults(func=run_learning_rates_command)
-    return parser
-
-
 def run_learning_rates_command(args) -> int:
     """Run the experiment from parsed arguments, save the files, print the summary; exit code 0."""
     results = run_learning_rates(sizes=args.sizes, n_seeds=args.seeds, n_test=args.n_test,

@@ -35,6 +35,7 @@ from dperm.experiments._report import (
     write_json,
     write_lines,
 )
+from dperm.experiments.options import ENCODINGS, ENGINES, N_DATASETS, N_ROUNDS, RUNS  # import-free, for --help
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation_004
@@ -60,19 +61,15 @@ SKEWS = ((0.2, 0.2, 0.2, 0.2, 0.2), (0.1, 0.2, 0.2, 0.25, 0.25), (0.01, 0.29, 0.
 SIMULATED_TRAIN = 1000
 SIMULATED_TEST = 1000
 SIMULATED_DIMENSION = 10
-N_DATASETS = 5
+# N_DATASETS, RUNS, N_ROUNDS, ENCODINGS and ENGINES (the command line's defaults and choices)
+# are in dperm.experiments.options.
 N_FOLDS = 5
 ALPHA_GRID = (0.001, 0.01, 0.1, 1.0)
 LOSS = "logistic"
 TOL = 1e-8
 MAX_ITER = 2000
-#: Defaults of the full run: noise draws per (data set, split, epsilon) and PSGD rounds T.
-RUNS = 5
-N_ROUNDS = {"1": 2000, "2": 2000}
 LABELS = {"gop": "GOP (Alg. 4)", "psgd": "PSGD (Alg. 1)", "psgd_coordinator_dp": "PSGD, coordinator DP (beyond 004)",
           "local_aggregation": "LA (Pathak et al., eq. 5)", "nonprivate": "non-private"}
-ENCODINGS = ("documented_ranges", "per_record")
-ENGINES = ("masked", "flower")
 #: The paper's qualitative claims (004 Sec. 6), checked by :func:`check_claims`.
 CLAIMS = {
     "psgd_close_to_gop": "PSGD performs similarly to GOP (Sec. 6, 1a (b), 1b (b))",

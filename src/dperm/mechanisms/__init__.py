@@ -4,40 +4,50 @@
 - :func:`objective_perturbation` (003 Alg. 2)
 - :func:`gaussian_objective_perturbation` (tight GLM calibration; `_004`: 004 Alg. 4)
 
-:data:`MECHANISMS` is the table of them (:mod:`dperm.mechanisms.registry`).
+:data:`MECHANISMS` is the table of them (:mod:`dperm.mechanisms.registry`);
+:data:`~dperm.mechanisms.catalog.CATALOG` its import-free names and summaries.
+The names are imported on first use (PEP 562), so ``dperm.mechanisms.catalog``
+(read by ``dperm train --help``) loads without NumPy or SciPy.
 """
 
-from dperm.mechanisms._problem import ERMProblem, MechanismOutput, PublicProblem
-from dperm.mechanisms.gaussian_objective import (
-    gaussian_objective_perturbation,
-    gaussian_objective_perturbation_004,
-)
-from dperm.mechanisms.noise import (
-    release_on_grid,
-    sample_discrete_gaussian,
-    sample_discrete_laplace,
-    sample_gaussian,
-    sample_l2_laplace,
-)
-from dperm.mechanisms.objective import objective_perturbation
-from dperm.mechanisms.output import output_perturbation
-from dperm.mechanisms.registry import MECHANISMS, Mechanism, get_mechanism, run_mechanism
+import importlib
 
-__all__ = [
-    "ERMProblem",
-    "MECHANISMS",
-    "Mechanism",
-    "MechanismOutput",
-    "PublicProblem",
-    "get_mechanism",
-    "gaussian_objective_perturbation",
-    "gaussian_objective_perturbation_004",
-    "objective_perturbation",
-    "output_perturbation",
-    "release_on_grid",
-    "run_mechanism",
-    "sample_discrete_gaussian",
-    "sample_discrete_laplace",
-    "sample_gaussian",
-    "sample_l2_laplace",
-]
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "ERMProblem": "dperm.mechanisms._problem",
+    "MECHANISMS": "dperm.mechanisms.registry",
+    "Mechanism": "dperm.mechanisms.registry",
+    "MechanismOutput": "dperm.mechanisms._problem",
+    "PublicProblem": "dperm.mechanisms._problem",
+    "get_mechanism": "dperm.mechanisms.registry",
+    "gaussian_objective_perturbation": "dperm.mechanisms.gaussian_objective",
+    "gaussian_objective_perturbation_004": "dperm.mechanisms.gaussian_objective",
+    "objective_perturbation": "dperm.mechanisms.objective",
+    "output_perturbation": "dperm.mechanisms.output",
+    "release_on_grid": "dperm.mechanisms.noise",
+    "run_mechanism": "dperm.mechanisms.registry",
+    "sample_discrete_gaussian": "dperm.mechanisms.noise",
+    "sample_discrete_laplace": "dperm.mechanisms.noise",
+    "sample_gaussian": "dperm.mechanisms.noise",
+    "sample_l2_laplace": "dperm.mechanisms.noise",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    else:  # a submodule (dperm.mechanisms.noise, ...) not imported yet
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return __all__

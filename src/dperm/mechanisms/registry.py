@@ -1,8 +1,10 @@
 """The one table of dperm's ERM mechanisms: name, function, what each needs, what it proves.
 
-The estimators (``mechanism=``), the CLI's ``--mechanism`` choices, the audit,
-the budget request (:meth:`Mechanism.delta_spent`) and the privacy record's
-``reference`` all read :data:`MECHANISMS`; adding a mechanism is one entry here.
+The estimators (``mechanism=``), the audit, the budget request
+(:meth:`Mechanism.delta_spent`) and the privacy record's ``reference`` all read
+:data:`MECHANISMS`. Its names, summaries and flags come from the import-free
+:data:`dperm.mechanisms.catalog.CATALOG` (which the CLI's ``--mechanism`` choices
+read); adding a mechanism is one entry there and its functions here.
 Every function has the signature
 ``f(problem, epsilon, delta, rng, tol, max_iter, accountant=None) -> MechanismOutput``.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from dperm.mechanisms.catalog import CATALOG
 from dperm.mechanisms.gaussian_objective import (
     calibrate_gaussian_objective,
     gaussian_objective_perturbation,
@@ -106,26 +109,23 @@ def _output_perturbation_size(problem, epsilon, delta, tol):
     return expected_output_perturbation(problem, epsilon, tol)
 
 
+#: Each mechanism's functions: ``(mechanism, expected perturbation)``; the rest of its
+#: entry (delta, curvature, summary, auto) is :data:`dperm.mechanisms.catalog.CATALOG`'s.
+_FUNCTIONS = {
+    "objective": (objective_perturbation, _objective_perturbation_size),
+    "output": (output_perturbation, _output_perturbation_size),
+    "gaussian_objective": (gaussian_objective_perturbation, _gaussian_perturbation_size("tight")),
+    "gaussian_objective_004": (gaussian_objective_perturbation_004, _gaussian_perturbation_size("004")),
+}
+if set(_FUNCTIONS) != set(CATALOG):  # a catalog entry without functions, or functions without one
+    raise ImportError(f"dperm.mechanisms: the catalog names {sorted(CATALOG)} but the registry has "
+                      f"functions for {sorted(_FUNCTIONS)}; add the missing side.")
+
 MECHANISMS: dict[str, Mechanism] = {
-    m.name: m
-    for m in (
-        Mechanism("objective", objective_perturbation, uses_delta=False, needs_curvature=True,
-                  summary="objective perturbation, pure epsilon-DP (003 Alg. 2); smooth losses",
-                  expected_perturbation=_objective_perturbation_size),
-        Mechanism("output", output_perturbation, uses_delta=False, needs_curvature=False,
-                  summary="output perturbation, pure epsilon-DP (003 Alg. 1; 000 Thm 2); any "
-                  "convex Lipschitz loss", expected_perturbation=_output_perturbation_size),
-        Mechanism("gaussian_objective", gaussian_objective_perturbation, uses_delta=True,
-                  needs_curvature=True,
-                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, tight GLM "
-                  "calibration (Redberg, Koskela & Wang 2023); smooth losses",
-                  expected_perturbation=_gaussian_perturbation_size("tight")),
-        Mechanism("gaussian_objective_004", gaussian_objective_perturbation_004, uses_delta=True,
-                  needs_curvature=True,
-                  summary="Gaussian objective perturbation, (epsilon, delta)-DP, 004 Alg. 4's "
-                  "sigma* (for the reproduction); smooth losses",
-                  expected_perturbation=_gaussian_perturbation_size("004"), auto_candidate=False),
-    )
+    name: Mechanism(name, _FUNCTIONS[name][0], uses_delta=info.uses_delta,
+                    needs_curvature=info.needs_curvature, summary=info.summary,
+                    expected_perturbation=_FUNCTIONS[name][1], auto_candidate=info.auto_candidate)
+    for name, info in CATALOG.items()
 }
 
 

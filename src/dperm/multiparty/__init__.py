@@ -28,107 +28,85 @@ composition), ``protocol`` (parties, network, coordinator), ``baselines``
 ``flower`` (Flower SecAgg+, optional: engine, apps, simulation, deployment),
 ``cli`` (``dperm party`` / ``dperm coordinate``), ``model_file`` (coordinator model files). Its errors live in
 :mod:`dperm.exceptions`.
+
+The names are imported on first use (PEP 562), so ``dperm party --help`` and
+``dperm coordinate --help`` build their parsers (:mod:`dperm.multiparty.flower.cli`)
+without NumPy, SciPy or scikit-learn. ``model_file`` registers the multiparty
+format with :mod:`dperm.model_io`, which imports it by name for the first such
+file (``dperm.model_io.FORMAT_MODULES``).
 """
 
-from dperm.multiparty.baselines import (
-    LocalAggregationCalibration,
-    LocalAggregationResult,
-    calibrate_local_aggregation,
-    check_local_aggregation_calibration,
-    local_aggregation,
-)
-from dperm.exceptions import (
-    CalibrationRefusedError,
-    DropoutError,
-    MalformedReplyError,
-    PartyUnavailableError,
-    SecureSumClippingWarning,
-)
-from dperm.multiparty.estimator import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
-from dperm.multiparty import model_file  # noqa: F401  (registers the multiparty format with dperm.model_io)
-from dperm.multiparty.newton import InProcessNewtonNetwork, NewtonNetwork, NewtonParty, private_newton
-from dperm.multiparty.newton_privacy import NewtonCalibration, calibrate_newton, check_newton_calibration
-from dperm.multiparty.privacy import (
-    CoordinatorView,
-    GaussianRounds,
-    PartyFloor,
-    PSGDCalibration,
-    accepting_floor,
-    calibrate_coordinator_gaussian,
-    calibrate_psgd,
-    check_psgd_calibration,
-    clipping_count_is_covered,
-    coordinator_view_guarantee,
-    gaussian_rounds_epsilon,
-    psgd_coordinator_view,
-    round_noise_scale,
-)
-from dperm.multiparty.protocol import (
-    GradientSumNetwork,
-    InProcessNetwork,
-    Party,
-    PSGDResult,
-    RobbinsMonroSteps,
-    psgd,
-)
-from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord, NewtonPrivacyRecord, PSGDPrivacyRecord
-from dperm.multiparty.secure_sum import (
-    MaskedAggregator,
-    MaskedSecureSum,
-    SecureSum,
-    SecureSumReport,
-    SecureSumSummary,
-)
-from dperm.privacy.sensitivity import gradient_sum_sensitivity, local_aggregation_sensitivity
+import importlib
 
-__all__ = [
-    "CalibrationRefusedError",
-    "CoordinatorView",
-    "DropoutError",
-    "GaussianRounds",
-    "GradientSumNetwork",
-    "InProcessNewtonNetwork",
-    "InProcessNetwork",
-    "LocalAggregationCalibration",
-    "LocalAggregationClassifier",
-    "LocalAggregationPrivacyRecord",
-    "LocalAggregationResult",
-    "MalformedReplyError",
-    "MaskedAggregator",
-    "MaskedSecureSum",
-    "NewtonCalibration",
-    "NewtonClassifier",
-    "NewtonNetwork",
-    "NewtonParty",
-    "NewtonPrivacyRecord",
-    "PSGDCalibration",
-    "PSGDClassifier",
-    "PSGDPrivacyRecord",
-    "PSGDResult",
-    "Party",
-    "PartyFloor",
-    "PartyUnavailableError",
-    "RobbinsMonroSteps",
-    "SecureSum",
-    "SecureSumClippingWarning",
-    "SecureSumReport",
-    "SecureSumSummary",
-    "accepting_floor",
-    "calibrate_coordinator_gaussian",
-    "calibrate_local_aggregation",
-    "calibrate_newton",
-    "calibrate_psgd",
-    "check_local_aggregation_calibration",
-    "check_newton_calibration",
-    "check_psgd_calibration",
-    "clipping_count_is_covered",
-    "coordinator_view_guarantee",
-    "gaussian_rounds_epsilon",
-    "gradient_sum_sensitivity",
-    "local_aggregation",
-    "local_aggregation_sensitivity",
-    "private_newton",
-    "psgd",
-    "psgd_coordinator_view",
-    "round_noise_scale",
-]
+#: Public name -> the module that defines it.
+_PUBLIC = {
+    "CalibrationRefusedError": "dperm.exceptions",
+    "CoordinatorView": "dperm.multiparty.privacy",
+    "DropoutError": "dperm.exceptions",
+    "GaussianRounds": "dperm.multiparty.privacy",
+    "GradientSumNetwork": "dperm.multiparty.protocol",
+    "InProcessNetwork": "dperm.multiparty.protocol",
+    "InProcessNewtonNetwork": "dperm.multiparty.newton",
+    "LocalAggregationCalibration": "dperm.multiparty.baselines",
+    "LocalAggregationClassifier": "dperm.multiparty.estimator",
+    "LocalAggregationPrivacyRecord": "dperm.privacy.multiparty_record",
+    "LocalAggregationResult": "dperm.multiparty.baselines",
+    "MalformedReplyError": "dperm.exceptions",
+    "MaskedAggregator": "dperm.multiparty.secure_sum",
+    "MaskedSecureSum": "dperm.multiparty.secure_sum",
+    "NewtonCalibration": "dperm.multiparty.newton_privacy",
+    "NewtonClassifier": "dperm.multiparty.estimator",
+    "NewtonNetwork": "dperm.multiparty.newton",
+    "NewtonParty": "dperm.multiparty.newton",
+    "NewtonPrivacyRecord": "dperm.privacy.multiparty_record",
+    "PSGDCalibration": "dperm.multiparty.privacy",
+    "PSGDClassifier": "dperm.multiparty.estimator",
+    "PSGDPrivacyRecord": "dperm.privacy.multiparty_record",
+    "PSGDResult": "dperm.multiparty.protocol",
+    "Party": "dperm.multiparty.protocol",
+    "PartyFloor": "dperm.multiparty.privacy",
+    "PartyUnavailableError": "dperm.exceptions",
+    "RobbinsMonroSteps": "dperm.multiparty.protocol",
+    "SecureSum": "dperm.multiparty.secure_sum",
+    "SecureSumClippingWarning": "dperm.exceptions",
+    "SecureSumReport": "dperm.multiparty.secure_sum",
+    "SecureSumSummary": "dperm.multiparty.secure_sum",
+    "accepting_floor": "dperm.multiparty.privacy",
+    "calibrate_coordinator_gaussian": "dperm.multiparty.privacy",
+    "calibrate_local_aggregation": "dperm.multiparty.baselines",
+    "calibrate_newton": "dperm.multiparty.newton_privacy",
+    "calibrate_psgd": "dperm.multiparty.privacy",
+    "check_local_aggregation_calibration": "dperm.multiparty.baselines",
+    "check_newton_calibration": "dperm.multiparty.newton_privacy",
+    "check_psgd_calibration": "dperm.multiparty.privacy",
+    "clipping_count_is_covered": "dperm.multiparty.privacy",
+    "coordinator_view_guarantee": "dperm.multiparty.privacy",
+    "gaussian_rounds_epsilon": "dperm.multiparty.privacy",
+    "gradient_sum_sensitivity": "dperm.privacy.sensitivity",
+    "local_aggregation": "dperm.multiparty.baselines",
+    "local_aggregation_sensitivity": "dperm.privacy.sensitivity",
+    "private_newton": "dperm.multiparty.newton",
+    "psgd": "dperm.multiparty.protocol",
+    "psgd_coordinator_view": "dperm.multiparty.privacy",
+    "round_noise_scale": "dperm.multiparty.privacy",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    else:  # a submodule (dperm.multiparty.secure_sum, ...) not imported yet
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return __all__

@@ -62,13 +62,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.exceptions import DropoutError, MalformedReplyError, SecureSumClippingWarning
+from dperm.multiparty.defaults import (  # Flower SecAgg+'s; import-free for dperm coordinate --help
+    DEFAULT_CLIPPING_RANGE,
+    DEFAULT_MODULUS_RANGE,
+    DEFAULT_QUANTIZATION_RANGE,
+)
 from dperm.privacy.multiparty_record import SecureSumSummary  # re-exported: summarise_reports builds it
 from dperm.validation import check_positive, check_random_state
 
-#: Flower SecAgg+ defaults (``flwr.server.workflow.SecAggPlusWorkflow``).
-DEFAULT_CLIPPING_RANGE = 8.0
-DEFAULT_QUANTIZATION_RANGE = 2**22
-DEFAULT_MODULUS_RANGE = 2**32
 #: uint64 arithmetic: two residues below 2^63 add without overflow.
 MAX_MODULUS_RANGE = 2**63
 #: Grid points must be exact in float64 (53-bit mantissa).

@@ -34,7 +34,7 @@ from dperm.multiparty.flower.deploy import (
     DEFAULT_NODE_PORT,
     DEFAULT_SUPERLINK_PORT,
 )
-from dperm.multiparty.secure_sum import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
+from dperm.multiparty.defaults import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 
 
 # -- dperm party -----------------------------------------------------------------------

@@ -38,7 +38,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dperm.multiparty.flower.engine import INSTALL_HINT, configure_flower_environment
 from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
 
 #: Default port of the SuperLink's Fleet API (the only port the parties reach).
@@ -57,6 +56,8 @@ CONNECTION = "dperm"
 
 def flower_command(name: str) -> str:
     """Absolute path of a Flower executable, preferring this interpreter's environment."""
+    from dperm.multiparty.flower.engine import INSTALL_HINT  # NumPy: only when a command runs
+
     bin_dir = str(Path(sys.executable).parent)
     found = shutil.which(name, path=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     if found is None:
@@ -70,6 +71,8 @@ def flower_environment(**overrides) -> dict:
     Flower's SuperLink and SuperNode start ``flower-superexec`` by name, so
     the interpreter's ``bin`` directory goes first on ``PATH``.
     """
+    from dperm.multiparty.flower.engine import configure_flower_environment
+
     environ = configure_flower_environment(dict(os.environ))
     environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + environ.get("PATH", "")
     environ.update(overrides)
