@@ -73,9 +73,22 @@ ESTIMATORS = [
 ]
 
 
+#: Classifiers whose default alpha (the public rule) already passes check_classifiers_train on
+#: the toy data at epsilon=1 with their seed: the check runs for them as a real test.
+PASS_CLASSIFIERS_TRAIN = {
+    "PrivateLogisticRegression(mechanism='output', random_state=0)",
+    "PrivateLogisticRegression(delta=1e-05, mechanism='gaussian_objective', random_state=0)",
+    "PrivateLinearSVC(random_state=0)",
+    "PrivateLinearSVC(loss='hinge', mechanism='output', random_state=0)",
+}
+
+
 def expected_failed_checks(estimator):
     if isinstance(estimator, ClassifierMixin):
-        return EXPECTED_FAILED_CHECKS["classifier"]
+        expected = dict(EXPECTED_FAILED_CHECKS["classifier"])
+        if " ".join(repr(estimator).split()) in PASS_CLASSIFIERS_TRAIN:
+            del expected["check_classifiers_train"]
+        return expected
     if isinstance(estimator, RegressorMixin):
         return EXPECTED_FAILED_CHECKS["regressor"]
     return EXPECTED_FAILED_CHECKS["transformer"]
