@@ -10,7 +10,7 @@ The names are imported on first use (PEP 562), so ``dperm.mechanisms.catalog``
 (read by ``dperm train --help``) loads without NumPy or SciPy.
 """
 
-import importlib
+from dperm._lazy import lazy_attributes
 
 #: Public name -> the module that defines it.
 _PUBLIC = {
@@ -35,19 +35,4 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name):
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    else:  # a submodule (dperm.mechanisms.noise, ...) not imported yet
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC, globals())

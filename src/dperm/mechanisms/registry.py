@@ -36,18 +36,11 @@ class Mechanism:
 
     Attributes
     ----------
-    name : str
-        The value of ``mechanism=`` and ``--mechanism``.
+    name, uses_delta, needs_curvature, summary
+        As in :class:`dperm.mechanisms.catalog.MechanismInfo` (the registry copies them
+        from :data:`~dperm.mechanisms.catalog.CATALOG`).
     function : callable
         ``f(problem, epsilon, delta, rng, tol, max_iter, accountant=None)``.
-    uses_delta : bool
-        ``True``: ``(epsilon, delta)``-DP, needs ``delta > 0``; ``False``: pure
-        ``epsilon``-DP, spends no delta whatever ``delta`` is passed.
-    needs_curvature : bool
-        The proof needs a twice-differentiable, globally Lipschitz loss with a
-        bound ``c`` on ``loss''`` (003 Thm 2, 004 Thm 4.1).
-    summary : str
-        One line for ``--help`` and the docs.
     expected_perturbation : callable
         ``f(problem, epsilon, delta, tol) -> float``: a bound on the RMS distance the
         noise moves the released point, from public quantities of ``problem`` only
