@@ -73,7 +73,7 @@ from dperm.theory import auto_alpha
 RESULTS = Path(__file__).resolve().parent / "results"
 MULTIPLIERS = [4.0**k for k in range(-6, 2)]
 N_GRID = (1000, 4000, 13000)
-EPSILONS = (0.1, 0.5, 1.0)
+EPSILONS = (0.05, 0.1, 0.5, 1.0, 5.0)
 GAUSSIAN_DELTA = 1e-5
 DATASETS = ("hi", "vietnam", "doctor", "rwm5yr", "movies", "insteval", "fair", "star", "wages",
             "synthetic_d60", "synthetic_d120")

@@ -131,14 +131,13 @@ def _timing(data, epsilon, alpha, repeats):
     X, y = data["unit_norm"][:2]
     n = X.shape[0]
     timings = {"dperm_lr": [], "sklearn_lbfgs": [], "diffprivlib_lr": []}
-    gradient_norms = {"dperm_lr": [], "sklearn_lbfgs": []}
+    gradient_norms = {"sklearn_lbfgs": []}  # dperm releases no solver diagnostic; its bound is tol
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for run in range(repeats):
             start = time.perf_counter()
-            model = _model("dperm_lr", epsilon, alpha, n, run).fit(X, y)
+            _model("dperm_lr", epsilon, alpha, n, run).fit(X, y)  # raises unless ||grad|| <= tol
             timings["dperm_lr"].append(time.perf_counter() - start)
-            gradient_norms["dperm_lr"].append(model.privacy_.gradient_norm)
 
             start = time.perf_counter()
             model = LogisticRegression(C=1.0 / (n * alpha), fit_intercept=False, tol=TOL,
@@ -157,7 +156,8 @@ def _timing(data, epsilon, alpha, repeats):
         "ratio_diffprivlib_to_sklearn": medians["diffprivlib_lr"] / medians["sklearn_lbfgs"],
         "median_final_gradient_norm": {k: float(np.median(v)) for k, v in gradient_norms.items()},
         "note": "dperm tol bounds the L2 norm of the gradient of the perturbed objective and is "
-                "certified; scikit-learn's tol is L-BFGS-B's max-abs projected gradient (gtol) "
+                "certified (a fit that misses it raises; the solver's own gradient norm is a function "
+                "of the private rows and is not released, so it is not reported); scikit-learn's tol is L-BFGS-B's max-abs projected gradient (gtol) "
                 "with ftol = 64 machine eps, so it may stop earlier: its final L2 gradient norm "
                 "of the unperturbed objective is reported beside it.",
     }
@@ -204,7 +204,7 @@ def markdown_table(results):
                  f"scikit-learn lbfgs {t['median_seconds']['sklearn_lbfgs']*1000:.0f} ms, diffprivlib "
                  f"{t['median_seconds']['diffprivlib_lr']*1000:.0f} ms; ratio dperm/sklearn "
                  f"{t['ratio_dperm_to_sklearn']:.2f}, diffprivlib/sklearn {t['ratio_diffprivlib_to_sklearn']:.2f}. "
-                 f"Final L2 gradient norm: dperm {t['median_final_gradient_norm']['dperm_lr']:.1e}, "
+                 f"Final L2 gradient norm: dperm <= {t['tol']:g} (certified), "
                  f"sklearn {t['median_final_gradient_norm']['sklearn_lbfgs']:.1e}.")
     return "\n".join(lines)
 
