@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import subprocess
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -69,6 +68,8 @@ from dperm import PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.preprocessing import normalize_rows
 from dperm.theory import auto_alpha
+
+from private_pipeline import git_commit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MULTIPLIERS = [4.0**k for k in range(-6, 2)]
@@ -354,14 +355,6 @@ def main(argv=None):
     (RESULTS / f"alpha_rule_fit_{args.family}.json").write_text(json.dumps(out, indent=1))
     print(json.dumps({k: v for k, v in fitted.items() if k != "by"}, indent=1))
     print(json.dumps(fitted["by"], indent=1))
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":
