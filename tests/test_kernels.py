@@ -261,9 +261,10 @@ def test_privacy_record_is_the_linear_models_with_norm_sqrt_2():
     # eps' = eps - 2 log(1 + c R^2 / (n Lambda)), beta = eps' / (2 L R); Huber h = 0.5: c = 1, L = 1.
     # (1 % of epsilon goes to approximate minima perturbation's output stage)
     assert record.epsilon_noise == pytest.approx(0.495 - 2 * np.log1p(2.0 / (500 * 0.05)))
-    d, h = model.linear_model_.coef_.shape[1] + int(model.linear_model_.fit_intercept), record.noise_grid  # float-safe: discrete Laplace for the L1 bound sqrt(d) 2 L R
+    d, h = model.linear_model_.coef_.shape[1] + int(model.linear_model_.fit_intercept), record.noise_grid  # float-safe: the lattice L2 law for the L2 bound 2 L R
+    assert record.noise_distribution == "discrete-l2-laplace"
     assert record.noise_scale == pytest.approx(
-        (np.floor(np.sqrt(d) * 2 * math.sqrt(2) / h) + d) * h / record.epsilon_noise)
+        (2 * math.sqrt(2) / h + math.sqrt(d)) * h / record.epsilon_noise, rel=1e-6)
     assert "Alg. 2" in record.reference
     linear = model.linear_model_
     assert isinstance(linear, PrivateLinearSVC) and linear.coef_.shape == (1, 60)

@@ -169,11 +169,11 @@ def test_auto_alpha_follows_the_theorys_shape():
 
     logistic = get_loss("logistic")
     base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
-    # objective: C (R RMS||b|| / n)^p; the float-safe pure noise has independent Laplace-type
-    # coordinates of scale 2 L R sqrt(d) / eps' (eps' = 0.99 eps after AMP's output share),
-    # so RMS||b|| = sqrt(2 d) 2 L R sqrt(d) / eps'
+    # objective: C (R RMS||b|| / n)^p; the float-safe pure noise is the lattice L2 Laplace law of
+    # scale 2 L R / eps' (eps' = 0.99 eps after AMP's output share): its mixing variance is
+    # Gamma(k = floor(d/2) + 1) with mean 2 k scale^2 per coordinate, so RMS||b|| = sqrt(2 k d) 2 L R / eps'
     C, p = AUTO_ALPHA_CONSTANTS["objective"]
-    unit = 2 * math.sqrt(2) * 50 / (0.99 * 10_000)
+    unit = math.sqrt(2 * 26 * 50) * 2 / (0.99 * 10_000)
     assert math.isclose(base, C * unit**p)
     assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
                         base / 2**p)

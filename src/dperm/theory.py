@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from scipy.stats import chi2
 
+from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
 from dperm.privacy.sensitivity import (
     discrete_gaussian_sigma_steps,
     gaussian_sigma_star,
@@ -280,9 +281,11 @@ def objective_noise_norm(mechanism: str, dimension: int, epsilon: float, delta: 
     is left out (the rule only needs the order of magnitude, and it depends on
     ``alpha``). With ``s = 2 L R`` (paper note 2):
 
-    - ``"objective"``: dperm's float-safe 003 Alg. 2 draws independent Laplace-type
-      coordinates calibrated to the L1 bound ``s sqrt(d)``, scale ``s sqrt(d) / eps'``,
-      so the RMS norm is ``sqrt(2 d)`` times that;
+    - ``"objective"``: dperm's float-safe 003 Alg. 2 draws the lattice L2 Laplace
+      vector with scale ``s / eps'`` (:mod:`dperm.mechanisms.l2_laplace`), RMS norm
+      ``sqrt(2 k d)`` times that with ``k = floor(d/2) + 1``; for ``d <= 2``,
+      independent coordinates calibrated to the L1 bound ``s sqrt(d)``, RMS
+      ``sqrt(2 d) s sqrt(d) / eps'`` (the same number);
     - ``"gaussian_objective"``: ``sigma sqrt(d)`` with the tight calibration's sigma
       (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_calibration`, taken
       on a fine grid, ``s / h = 2^30``, where its rounding terms vanish);
@@ -299,7 +302,7 @@ def objective_noise_norm(mechanism: str, dimension: int, epsilon: float, delta: 
     if mechanism == "gaussian_objective_004":
         sigma = discrete_gaussian_sigma_steps(span, dimension, epsilon_noise, delta)  # linear in span
         return sigma * math.sqrt(dimension)
-    return math.sqrt(2.0 * dimension) * span * math.sqrt(dimension) / epsilon_noise
+    return math.sqrt(l2_laplace_mean_square(dimension, span / epsilon_noise))
 
 
 def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.0, *,

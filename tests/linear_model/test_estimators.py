@@ -56,8 +56,9 @@ def test_privacy_record_for_objective_perturbation():
     assert record.epsilon_noise == pytest.approx(0.495 - 2 * np.log1p(0.25 / (400 * 0.05)))
     assert record.output_epsilon == pytest.approx(0.005)
     assert record.extra_regularization == 0.0
-    d, h = X.shape[1], record.noise_grid  # discrete Laplace for the L1 bound sqrt(d) 2 L R (+ d steps)
-    assert record.noise_scale == pytest.approx((np.floor(np.sqrt(d) * 2 / h) + d) * h / record.epsilon_noise)
+    d, h = X.shape[1], record.noise_grid  # the lattice L2 law for the L2 bound 2 L R (+ sqrt(d) steps)
+    assert record.noise_distribution == "discrete-l2-laplace"
+    assert record.noise_scale == pytest.approx((2 / h + np.sqrt(d)) * h / record.epsilon_noise, rel=1e-6)
     assert record.output_sensitivity == pytest.approx(2 * record.solution_radius_allowance)
     assert record.sensitivity is None
     assert (record.data_norm, record.effective_data_norm) == (1.0, 1.0)

@@ -58,8 +58,9 @@ def test_quantile_record_uses_theorem_2_with_the_pinball_constant():
     assert record.effective_data_norm == pytest.approx(kappa)
     assert record.lipschitz == pytest.approx(0.8) and record.curvature is None
     assert record.sensitivity == pytest.approx(exact * 1.01)  # + 2 x the 0.5 % solve radius
-    d, g = 5, record.noise_grid  # 4 features and the intercept; float-safe discrete Laplace for the L1 bound
-    assert record.noise_scale == pytest.approx((np.floor(np.sqrt(d) * record.sensitivity / g) + d) * g / 0.5)
+    d, g = 5, record.noise_grid  # 4 features and the intercept; the lattice L2 law for the L2 bound
+    assert record.noise_distribution == "discrete-l2-laplace"
+    assert record.noise_scale == pytest.approx((record.sensitivity / g + np.sqrt(d)) * g / 0.5, rel=1e-6)
     assert (record.mechanism, record.loss, record.delta) == ("output", "pinball", 0.0)
     assert record.solution_radius_allowance == pytest.approx(0.005 * exact)
     assert "Nie & Wang" in record.reference and "0.5-DP" in record.summary()

@@ -67,12 +67,16 @@ def test_score_uses_the_calibration_the_mechanism_runs_with(name):
     public = PublicProblem(400, 6, problem.loss, 0.05, 1.0)
     score = MECHANISMS[name].expected_perturbation(public, 0.8, 1e-5, TOL)
     d = 6
+    # E||z||^2 / scale^2: 2d (independent Laplace), 2 (floor(d/2) + 1) d (lattice L2 law), d (Gaussian)
+    factors = {"discrete-laplace": 2 * d, "discrete-l2-laplace": 2 * (d // 2 + 1) * d,
+               "discrete-gaussian": d}
     if name == "output":
-        expected = math.sqrt(2 * d) * out.noise_scale
+        assert out.noise_distribution == "discrete-l2-laplace"
+        expected = math.sqrt(factors[out.noise_distribution]) * out.noise_scale
     else:
-        factor = 2.0 if out.noise_distribution == "discrete-laplace" else 1.0
-        objective_stage = math.sqrt(factor * d) * out.noise_scale / (400 * (0.05 + out.extra_regularization))
-        expected = objective_stage + math.sqrt(2 * d) * out.output_noise_scale
+        objective_stage = (math.sqrt(factors[out.noise_distribution]) * out.noise_scale
+                           / (400 * (0.05 + out.extra_regularization)))
+        expected = objective_stage + math.sqrt(factors[out.output_noise_distribution]) * out.output_noise_scale
     assert score == pytest.approx(expected, rel=1e-9)
 
 

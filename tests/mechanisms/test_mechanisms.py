@@ -37,7 +37,22 @@ def _recovered_noise(problem, output):
     return -problem.n_samples * objective.gradient(output.solve.coef)
 
 
-def test_output_perturbation_noise_is_discrete_laplace_calibrated_to_l1_bound():
+def _root_upper(d):
+    """The dyadic upper bound on sqrt(d) that dperm.privacy.sensitivity.grid_l2_sensitivity uses."""
+    from math import isqrt
+
+    return (isqrt(d << 20) + 1) / 1024
+
+
+def _assert_l2_laplace_in_three_dimensions(noise, scale):
+    """003's radial law in R^3, which the fine-grid lattice law matches: ||b|| ~ Gamma(3, scale),
+    and the direction is uniform, so (Archimedes) b_1 / ||b|| is uniform on [-1, 1]."""
+    norms = np.linalg.norm(noise, axis=1)
+    assert stats.kstest(norms / scale, stats.gamma(3).cdf).pvalue > 0.01
+    assert stats.kstest(noise[:, 0] / norms, stats.uniform(-1, 2).cdf).pvalue > 0.01
+
+
+def test_output_perturbation_noise_is_l2_laplace_calibrated_to_the_l2_bound():
     problem = _problem(data_norm=2.0)
     rng = np.random.default_rng(1)
     outputs = [output_perturbation(problem, 0.5, 0.0, rng, 1e-9, 1000) for _ in range(500)]
@@ -45,11 +60,12 @@ def test_output_perturbation_noise_is_discrete_laplace_calibrated_to_l1_bound():
     sensitivity = first.sensitivity
     # 003 Alg. 1 with note 2: S = 2 L R / (n alpha), plus twice the certified radius
     assert sensitivity == pytest.approx(2 * 2.0 / (200 * 0.05) + 2 * 1e-9 / 0.05)
-    # float-safe: per coordinate, scale (sqrt(d) S + d g) / eps on a grid g
+    # float-safe: the lattice L2 law with scale (S / g + sqrt(d)) / eps on a grid g (d = 3)
     d, g = problem.n_features, first.noise_grid
-    assert first.noise_scale == pytest.approx((np.floor(np.sqrt(d) * sensitivity / g) + d) * g / 0.5)
-    noise = np.concatenate([o.coef - np.round(o.solve.coef / g) * g for o in outputs])
-    assert stats.kstest(noise / first.noise_scale, stats.laplace.cdf).pvalue > 0.01
+    assert first.noise_distribution == "discrete-l2-laplace"
+    assert first.noise_scale == pytest.approx((sensitivity / g + _root_upper(d)) * g / 0.5)
+    noise = np.array([o.coef - np.round(o.solve.coef / g) * g for o in outputs])
+    _assert_l2_laplace_in_three_dimensions(noise, first.noise_scale)
     assert first.delta == 0.0
 
 
@@ -66,11 +82,12 @@ def test_objective_perturbation_noise_recovered_from_the_solution(loss):
     expected_eps = 0.99 - 2 * np.log1p(curvature * 1.5**2 / (200 * 0.05))
     assert first.epsilon_noise == pytest.approx(expected_eps)
     assert first.extra_regularization == 0.0
-    # float-safe: discrete Laplace per coordinate for the L1 bound sqrt(d) 2 L R (+ d steps)
+    # float-safe: the lattice L2 law for the L2 bound 2 L R (+ sqrt(d) steps); d = 3
     d, h = problem.n_features, first.noise_grid
-    assert first.noise_scale == pytest.approx((np.floor(np.sqrt(d) * 2 * 1.5 / h) + d) * h / expected_eps)
-    coordinates = np.concatenate([_recovered_noise(problem, o) for o in outputs])
-    assert stats.kstest(coordinates / first.noise_scale, stats.laplace.cdf).pvalue > 0.01
+    assert first.noise_distribution == "discrete-l2-laplace"
+    assert first.noise_scale == pytest.approx((2 * 1.5 / h + _root_upper(d)) * h / expected_eps)
+    noise = np.array([_recovered_noise(problem, o) for o in outputs])
+    _assert_l2_laplace_in_three_dimensions(noise, first.noise_scale)
 
 
 def test_objective_perturbation_extra_regularization_branch():

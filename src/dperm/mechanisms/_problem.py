@@ -92,9 +92,11 @@ class MechanismOutput:
     extra_regularization : float
         ``Delta`` of 003 Alg. 2 / 004 Proc. 2 (0 for output perturbation).
     noise_distribution : str
-        Of the noise that decides ``coef``: ``"discrete-laplace"`` (output
-        perturbation; objective perturbation's ``b``) or ``"discrete-gaussian"``
-        (Gaussian objective perturbation's ``b``), per coordinate on a grid.
+        Of the noise that decides ``coef``: ``"discrete-laplace"`` (independent
+        coordinates) or ``"discrete-l2-laplace"`` (one joint lattice L2 Laplace
+        vector, :mod:`dperm.mechanisms.l2_laplace`) for output perturbation and
+        objective perturbation's ``b``; ``"discrete-gaussian"`` for Gaussian
+        objective perturbation's ``b``; on a grid.
     noise_scale : float
         Per-coordinate scale of that noise in the coefficients' (output) or the
         gradient's (objective) units: discrete Laplace ``g k / eps``, discrete
@@ -107,8 +109,11 @@ class MechanismOutput:
         The public radius around the (ideal) minimiser the calibration allows.
     output_epsilon, output_noise_scale, output_grid, output_sensitivity : float
         Objective mechanisms only (approximate minima perturbation): epsilon,
-        per-coordinate discrete Laplace scale, grid and L2 sensitivity of the
-        output stage; 0 for output perturbation.
+        Laplace-type scale, grid and L2 sensitivity of the output stage; 0 for
+        output perturbation.
+    output_noise_distribution : str
+        The output stage's noise law (``"discrete-laplace"`` or
+        ``"discrete-l2-laplace"``); empty for output perturbation.
     lipschitz : float or None
         The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
         output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
@@ -132,3 +137,4 @@ class MechanismOutput:
     output_noise_scale: float = 0.0
     output_grid: float = 0.0
     output_sensitivity: float = 0.0
+    output_noise_distribution: str = ""

@@ -19,7 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
-from dperm.privacy.sensitivity import grid_l1_sensitivity
+from dperm.privacy.sensitivity import grid_l1_sensitivity, grid_l2_sensitivity
 
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
@@ -53,6 +53,10 @@ class BitSource:
 
     def __init__(self, rng: np.random.Generator):
         self._random = random.Random(int.from_bytes(rng.bytes(32), "little"))
+
+    def getrandbits(self, k: int) -> int:
+        """``k`` fair bits as an integer in ``{0, ..., 2**k - 1}``."""
+        return self._random.getrandbits(k)
 
     def below(self, n: int) -> int:
         """A uniform integer in ``{0, ..., n - 1}``."""
@@ -220,22 +224,20 @@ def _audit_factor(rng) -> Fraction:
 
 
 def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
-    """Release ``g * (round(values / g) + z)`` with exact discrete Laplace ``z`` per coordinate.
+    """Release ``g * (round(values / g) + z)`` with exact integer noise ``z``.
 
-    With the calibration of :func:`discrete_laplace_calibration` for the whole
-    vector (``dimension = d``), the release is ``epsilon``-DP (pure): for
-    neighbours the grid centres differ by at most ``k`` in L1, and the discrete
-    Laplace mechanism with scale ``k / epsilon`` per coordinate bounds the
-    probability ratio of every output by ``exp(epsilon)`` (CKS 2020, Sec. 2).
-    With the calibration for one scalar (``dimension = 1``) applied to ``n``
-    values, every value is an ``epsilon``-DP release of its own (private
-    prediction: each answer is paid for separately).
-
-    This is dperm's float-safe form of 003 Alg. 1's vector noise. It is
-    calibrated to the L1 bound ``sqrt(d) S`` instead of the L2 bound ``S``,
-    which costs about a factor ``sqrt(2)`` in the root-mean-square noise norm
-    against the continuous ``exp(-||b||_2 / scale)`` noise: no exact sampler of
-    that density's lattice analogue is known to us.
+    - ``calibration.norm == "l1"`` (:func:`discrete_laplace_calibration`):
+      discrete Laplace per coordinate with scale ``k / epsilon``. For the whole
+      vector (``dimension = d``) the grid centres of neighbours differ by at most
+      ``k`` in L1 and every output's probability ratio is at most
+      ``exp(epsilon)`` (CKS 2020, Sec. 2). For one scalar (``dimension = 1``)
+      applied to ``n`` values, every value is an ``epsilon``-DP release of its
+      own (private prediction: each answer is paid for separately).
+    - ``calibration.norm == "l2"`` (:func:`l2_laplace_calibration`): one joint
+      draw of :func:`~dperm.mechanisms.l2_laplace.sample_discrete_l2_laplace_vector`
+      with scale ``k2 / epsilon``, ``k2`` the L2 bound in steps: its mass is
+      ``exp(||z - z'|| / scale)``-Lipschitz, the lattice form of 003 Alg. 1's
+      ``exp(-||b||_2 / scale)`` noise at about half the L1 calibration's variance.
 
     Returns
     -------
@@ -243,35 +245,65 @@ def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
         Exactly ``g * integer`` in every coordinate.
     """
     values = np.asarray(values, dtype=np.float64)
-    scale = calibration.scale_in_steps * _audit_factor(rng)
     centres = to_grid(values.ravel(), calibration.step)
-    bits = BitSource(rng)
-    noisy = [c + sample_discrete_laplace(scale, bits) for c in centres]
+    noise = sample_grid_noise(calibration, len(centres), rng)
+    noisy = [c + z for c, z in zip(centres, noise)]
     return _from_grid(noisy, calibration.step).reshape(values.shape)
 
 
 class GridCalibration:
-    """How a grid mechanism was calibrated: step, L1 sensitivity in steps, scale.
+    """How a grid mechanism was calibrated: step, sensitivity in steps, scale.
 
     Attributes
     ----------
     step : float
         The grid ``g`` (a power of two).
-    l1_sensitivity_steps : int
-        ``k``: the largest ``||round(a/g) - round(a'/g)||_1`` for neighbours.
+    norm : {"l1", "l2"}
+        ``"l1"``: independent discrete Laplace coordinates; ``"l2"``: the joint
+        lattice L2 Laplace vector of :mod:`dperm.mechanisms.l2_laplace`.
+    sensitivity_steps : int or Fraction
+        ``k``: the largest L1 (or L2) distance of neighbours' grid centres, in steps.
     scale_in_steps : Fraction
-        ``k / epsilon``: the discrete Laplace scale in grid steps.
+        ``k / epsilon``: the noise scale in grid steps.
     noise_scale : float
-        ``g k / epsilon``: the per-coordinate scale in the values' units.
+        ``g k / epsilon``: the scale in the values' units.
+    dimension : int or None
+        The vector length an ``"l2"`` calibration is for.
     """
 
-    __slots__ = ("step", "l1_sensitivity_steps", "scale_in_steps", "noise_scale")
+    __slots__ = ("step", "norm", "sensitivity_steps", "scale_in_steps", "noise_scale", "dimension")
 
-    def __init__(self, step, l1_sensitivity_steps, scale_in_steps):
+    def __init__(self, step, sensitivity_steps, scale_in_steps, norm="l1", dimension=None):
         self.step = step
-        self.l1_sensitivity_steps = l1_sensitivity_steps
+        self.norm = norm
+        self.sensitivity_steps = sensitivity_steps
         self.scale_in_steps = scale_in_steps
         self.noise_scale = float(scale_in_steps * Fraction(step))
+        self.dimension = dimension
+
+    @property
+    def l1_sensitivity_steps(self) -> int:
+        """``k`` of an ``"l1"`` calibration."""
+        if self.norm != "l1":
+            raise AttributeError("an L2 calibration has no L1 sensitivity; see sensitivity_steps.")
+        return self.sensitivity_steps
+
+    @property
+    def noise_distribution(self) -> str:
+        """The record's name for the noise: ``"discrete-laplace"`` or ``"discrete-l2-laplace"``."""
+        return "discrete-laplace" if self.norm == "l1" else "discrete-l2-laplace"
+
+    def rms_noise_norm(self, dimension: int) -> float:
+        """``sqrt(E||z||^2)`` in the values' units for a ``dimension``-vector release (an upper bound).
+
+        ``sqrt(2 d)`` times the scale for independent Laplace-type coordinates,
+        ``sqrt(2 k d)`` for the L2 law (:func:`~dperm.mechanisms.l2_laplace.l2_laplace_mean_square`).
+        """
+        if self.norm == "l1":
+            return math.sqrt(2.0 * dimension) * self.noise_scale
+        from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
+
+        return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
 
 
 def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
@@ -285,6 +317,63 @@ def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon:
     step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
     return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
+
+
+def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
+                           value_bound: float | None = None) -> GridCalibration:
+    """The grid, the L2 bound ``k2`` in steps (:func:`grid_l2_sensitivity`) and the scale ``k2 / epsilon``.
+
+    For one joint release of a ``dimension``-vector with L2 sensitivity ``S``
+    (:func:`release_on_grid`): ``epsilon``-DP because the noise's mass changes by
+    at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
+    """
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
+
+
+def _l2_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
+    k2 = grid_l2_sensitivity(l2_sensitivity, dimension, step)
+    return GridCalibration(step, k2, k2 / Fraction(epsilon), norm="l2", dimension=dimension)
+
+
+def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
+                          epsilon: float) -> GridCalibration:
+    """Pure-DP noise on a given grid for one vector with L2 sensitivity ``S``: the L1 or L2 law, whichever is smaller.
+
+    Compares the public RMS noise norms: the L2 law
+    (:mod:`dperm.mechanisms.l2_laplace`) wins from ``d = 3`` on and approaches
+    half the L1 calibration's variance; for ``d <= 2`` the two tie and the
+    simpler per-coordinate discrete Laplace is kept.
+    """
+    k1 = grid_l1_sensitivity(l2_sensitivity, dimension, step)
+    l1 = GridCalibration(step, k1, Fraction(k1) / Fraction(epsilon))
+    l2 = _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
+    return l2 if l2.rms_noise_norm(dimension) < l1.rms_noise_norm(dimension) else l1
+
+
+def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
+                               value_bound: float | None = None) -> GridCalibration:
+    """:func:`laplace_noise_on_grid` on the grid of :func:`grid_step`: 003 Alg. 1's noise, float-safe."""
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    return laplace_noise_on_grid(step, l2_sensitivity, dimension, epsilon)
+
+
+def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list[int]:
+    """The integer noise vector of ``calibration`` (the audit's noise factor applied)."""
+    scale = calibration.scale_in_steps * _audit_factor(rng)
+    bits = BitSource(rng)
+    if calibration.norm == "l2":
+        if dimension != calibration.dimension:
+            raise ValueError(f"an L2 calibration for dimension {calibration.dimension} cannot "
+                             f"noise {dimension} values.")
+        from dperm.mechanisms.l2_laplace import sample_discrete_l2_laplace_vector
+
+        return sample_discrete_l2_laplace_vector(dimension, scale, bits)
+    return [sample_discrete_laplace(scale, bits) for _ in range(dimension)]
 
 
 def sample_discrete_laplace_vector(dimension: int, scale: Fraction, rng) -> list[int]:

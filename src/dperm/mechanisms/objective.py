@@ -11,19 +11,20 @@ from dperm.exceptions import CertificateError
 from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.noise import (
-    discrete_laplace_calibration,
     grid_vector,
+    laplace_noise_on_grid,
     release_on_grid,
-    sample_discrete_laplace_vector,
+    sample_grid_noise,
+    vector_laplace_calibration,
 )
 from dperm.privacy.sensitivity import (
     amp_output_sensitivity,
     amp_solution_radius,
-    discrete_objective_noise_steps,
     objective_noise_grid,
     objective_perturbation_slack,
     split_epsilon_for_amp,
 )
+from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
 from dperm.solvers import minimize_erm
 from dperm.validation import check_epsilon
 
@@ -71,7 +72,7 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
 
 def release_approximate_minimiser(problem: ERMProblem, solve, regularization: float,
                                   noise_grid: float, tol: float, epsilon_output: float, rng):
-    """AMP's output stage: the certified point plus exact discrete Laplace noise for ``2 r``.
+    """AMP's output stage: the certified point plus exact Laplace-type lattice noise for ``2 r``.
 
     Approximate minima perturbation (Iyengar et al. 2019, Alg. 1 and Thm 1,
     here with pure-DP Laplace-type noise): given the ideal perturbed minimiser
@@ -94,7 +95,7 @@ def amp_output_calibration(problem, regularization: float, noise_grid: float, to
     """
     radius = amp_solution_radius(tol, noise_grid, problem.n_samples, problem.n_features, regularization)
     sensitivity = amp_output_sensitivity(radius)
-    calibration = discrete_laplace_calibration(sensitivity, problem.n_features, epsilon_output)
+    calibration = vector_laplace_calibration(sensitivity, problem.n_features, epsilon_output)
     return calibration, radius, sensitivity
 
 
@@ -111,9 +112,12 @@ class ObjectiveCalibration:
     grid : float
         The grid ``h`` of the noise ``b = h z``.
     noise_distribution : str
-        ``"discrete-laplace"`` (scale in steps) or ``"discrete-gaussian"`` (sigma in steps).
+        ``"discrete-laplace"`` (scale in steps), ``"discrete-l2-laplace"`` (the joint
+        lattice L2 law of :mod:`dperm.mechanisms.l2_laplace`, scale in steps) or
+        ``"discrete-gaussian"`` (sigma in steps).
     scale_steps : float or Fraction
-        The per-coordinate discrete Laplace scale or discrete Gaussian sigma, in steps.
+        The discrete Laplace scale (per coordinate or of the L2 law) or the
+        discrete Gaussian sigma, in steps.
     """
 
     epsilon_objective: float
@@ -129,11 +133,14 @@ class ObjectiveCalibration:
         return float(Fraction(self.scale_steps) * Fraction(self.grid))
 
     def rms_noise_norm(self, dimension: int) -> float:
-        """``sqrt(E ||b||^2)``: ``sqrt(2 d) s`` for Laplace-type noise, ``sqrt(d) sigma`` for Gaussian.
+        """``sqrt(E ||b||^2)``: ``sqrt(2 d) s`` (L1 Laplace), ``sqrt(2 k d) s`` (L2 law), ``sqrt(d) sigma``.
 
         Of the continuous law of the same scale; the discrete laws' variances are
-        within a rounding of it (Canonne, Kamath & Steinke 2020, Prop. 5 and Cor. 9).
+        within a rounding of it (Canonne, Kamath & Steinke 2020, Prop. 5 and Cor. 9)
+        and the L2 law's is at most it (:func:`~dperm.mechanisms.l2_laplace.l2_laplace_mean_square`).
         """
+        if self.noise_distribution == "discrete-l2-laplace":
+            return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
         factor = 2.0 if self.noise_distribution == "discrete-laplace" else 1.0
         return math.sqrt(factor * dimension) * self.noise_scale
 
@@ -146,11 +153,24 @@ def calibrate_objective(problem, epsilon: float, tol: float) -> ObjectiveCalibra
         epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )
     grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
-    l1_steps, _ = discrete_objective_noise_steps(problem.loss.lipschitz, problem.data_norm,
-                                                 problem.n_features, grid)
-    scale_steps = Fraction(l1_steps) / Fraction(slack.epsilon_noise)
+    noise = objective_laplace_noise(problem.loss.lipschitz, problem.data_norm, problem.n_features,
+                                    grid, slack.epsilon_noise)
     return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,
-                                "discrete-laplace", scale_steps)
+                                noise.noise_distribution, noise.scale_in_steps)
+
+
+def objective_laplace_noise(lipschitz: float, data_norm: float, dimension: int, grid: float,
+                            epsilon_noise: float):
+    """The lattice noise of pure objective perturbation: calibrated to ``||b_D - b_D'||_2 <= 2 L R``.
+
+    On the grid ``h`` the cells ``round(b/h)`` of two noises ``2 L R`` apart are at
+    most ``2 L R / h + sqrt(d)`` steps apart in L2 and ``sqrt(d) 2 L R / h + d`` in
+    L1 (:func:`~dperm.privacy.sensitivity.discrete_objective_noise_steps`);
+    :func:`~dperm.mechanisms.noise.laplace_noise_on_grid` takes the law with the
+    smaller noise, the joint L2 law of :mod:`dperm.mechanisms.l2_laplace` from
+    ``d = 3`` on (003's radial noise, exactly, on the lattice).
+    """
+    return laplace_noise_on_grid(grid, 2.0 * lipschitz * data_norm, dimension, epsilon_noise)
 
 
 def expected_objective_perturbation(problem, calibration: ObjectiveCalibration, tol: float) -> float:
@@ -158,14 +178,15 @@ def expected_objective_perturbation(problem, calibration: ObjectiveCalibration, 
 
     The objective stage moves the minimiser by at most ``||b|| / (n (alpha + Delta))``
     (strong convexity of the perturbed objective); AMP's output noise adds its own
-    RMS norm ``sqrt(2 d)`` times its scale. Used by :mod:`dperm.mechanisms.choice`.
+    RMS norm (:meth:`~dperm.mechanisms.noise.GridCalibration.rms_noise_norm`).
+    Used by :mod:`dperm.mechanisms.choice`.
     """
     regularization = problem.alpha + calibration.slack.extra_regularization
     output, _, _ = amp_output_calibration(problem, regularization, calibration.grid, tol,
                                           calibration.epsilon_output)
     d = problem.n_features
     objective_stage = calibration.rms_noise_norm(d) / (problem.n_samples * regularization)
-    return objective_stage + math.sqrt(2.0 * d) * output.noise_scale
+    return objective_stage + output.rms_noise_norm(d)
 
 
 def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
@@ -177,12 +198,15 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
        (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`);
     2. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`
        for the objective stage's epsilon;
-    3. draw ``b = h z``: ``z`` exact per-coordinate discrete Laplace with scale
-       ``k / eps'`` steps, ``k`` the L1 bound in steps of ``||b_D - b_D'||_2 <= 2 L R``
-       (:func:`~dperm.privacy.sensitivity.discrete_objective_noise_steps`). The
-       ideal noise ``h (z + u)`` with ``u`` uniform in the unit cube has a
-       piecewise-constant density whose ratio for such neighbours is at most
-       ``exp(eps')``, which is all 003 Thm 2's proof uses of the noise;
+    3. draw ``b = h z``: ``z`` an exact integer vector whose mass is
+       ``(eps' / k)``-Lipschitz in the norm ``k`` is measured in
+       (:func:`objective_laplace_noise`): the lattice L2 Laplace law with ``k``
+       the L2 bound in steps of ``||b_D - b_D'||_2 <= 2 L R`` (``d >= 3``), else
+       per-coordinate discrete Laplace with ``k`` the L1 bound. The ideal noise
+       ``h (z + u)`` with ``u`` uniform in the unit cube has a piecewise-constant
+       density whose ratio for such neighbours is at most ``exp(eps')`` (the
+       cells containing ``b`` and ``b'`` are at most ``k`` apart), which is all
+       003 Thm 2's proof uses of the noise;
     4. minimise ``J(w) + b.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``;
     5. release that point with AMP's output noise (:func:`release_approximate_minimiser`).
 
@@ -209,7 +233,9 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     epsilon = check_epsilon(epsilon)
     plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
-    noise = grid_vector(sample_discrete_laplace_vector(problem.n_features, plan.scale_steps, rng), plan.grid)
+    noise_calibration = objective_laplace_noise(problem.loss.lipschitz, problem.data_norm,
+                                                problem.n_features, plan.grid, plan.slack.epsilon_noise)
+    noise = grid_vector(sample_grid_noise(noise_calibration, problem.n_features, rng), plan.grid)
     return perturb_and_release(problem, plan, noise, float(plan.scale_steps * Fraction(plan.grid)),
                                epsilon, 0.0, rng, tol, max_iter)
 
@@ -243,5 +269,6 @@ def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, 
         output_epsilon=plan.epsilon_output,
         output_noise_scale=output.noise_scale,
         output_grid=output.step,
+        output_noise_distribution=output.noise_distribution,
         output_sensitivity=sensitivity,
     )

@@ -9,7 +9,7 @@ import numpy as np
 from dperm.exceptions import CertificateError
 from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.mechanisms.noise import discrete_laplace_calibration, release_on_grid
+from dperm.mechanisms.noise import release_on_grid, vector_laplace_calibration
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
 from dperm.validation import check_epsilon
@@ -49,35 +49,36 @@ def output_sensitivity(problem: ERMProblem, tol: float) -> float:
 
 
 def output_noise_calibration(problem: ERMProblem, epsilon: float, tol: float):
-    """Grid and discrete Laplace scale of the output noise (003 Alg. 1, float-safe).
+    """Grid and Laplace-type scale of the output noise (003 Alg. 1, float-safe).
 
     The released vector has L2 sensitivity ``S`` (:func:`output_sensitivity`);
-    :func:`dperm.mechanisms.noise.discrete_laplace_calibration` turns it into
-    a grid and an exact per-coordinate discrete Laplace scale for ``epsilon``.
+    :func:`dperm.mechanisms.noise.vector_laplace_calibration` turns it into a
+    grid and the exact lattice law with the smaller noise for ``epsilon``: the
+    joint L2 Laplace vector (003's radial noise on the grid) from ``d = 3`` on.
     The grid also respects the public bound ``||w|| <= C_L R / alpha + r = n S / 2``
     (the minimiser's first-order condition ``alpha w = -(1/n) sum l' x_i``),
     so no released coordinate is clamped.
     """
     sensitivity = output_sensitivity(problem, tol)
-    return discrete_laplace_calibration(sensitivity, problem.n_features, check_epsilon(epsilon),
-                                        value_bound=problem.n_samples * sensitivity / 2.0)
+    return vector_laplace_calibration(sensitivity, problem.n_features, check_epsilon(epsilon),
+                                      value_bound=problem.n_samples * sensitivity / 2.0)
 
 
 def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
-    """Per-coordinate scale ``g k / epsilon`` of the output noise (:func:`output_noise_calibration`)."""
+    """Scale ``g k / epsilon`` of the output noise (:func:`output_noise_calibration`)."""
     return output_noise_calibration(problem, epsilon, tol).noise_scale
 
 
 def expected_output_perturbation(problem, epsilon: float, tol: float) -> float:
-    """``sqrt(E ||noise||^2) = sqrt(2 d)`` times the output noise's per-coordinate scale.
+    """``sqrt(E ||noise||^2)`` of the output noise (a public bound; :meth:`GridCalibration.rms_noise_norm`).
 
     Public quantities of ``problem`` only; used by :mod:`dperm.mechanisms.choice`.
     """
-    return math.sqrt(2.0 * problem.n_features) * output_noise_scale(problem, epsilon, tol)
+    return output_noise_calibration(problem, epsilon, tol).rms_noise_norm(problem.n_features)
 
 
 def release_output(problem: ERMProblem, coef, epsilon: float, tol: float, rng) -> np.ndarray:
-    """``coef`` rounded to the grid plus exact discrete Laplace noise: 003 Alg. 1's release step."""
+    """``coef`` rounded to the grid plus exact lattice Laplace noise: 003 Alg. 1's release step."""
     return release_on_grid(coef, output_noise_calibration(problem, epsilon, tol), rng)
 
 
@@ -116,10 +117,12 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     coefficient space, never the scalar shift of 000 eq. 2 (paper note 6).
 
     Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
-    per-coordinate discrete Laplace noise calibrated to the L1 bound
-    ``sqrt(d) S`` plus one step per coordinate (:func:`release_output`,
-    :mod:`dperm.mechanisms.noise`), instead of 003 eq. 7's float draw of
-    ``exp(-eps ||b|| / S)``; the guarantee is the same epsilon.
+    integer noise (:func:`release_output`, :mod:`dperm.mechanisms.noise`) in
+    place of 003 eq. 7's float draw of ``exp(-eps ||b|| / S)``: for ``d >= 3``
+    the lattice L2 Laplace vector of :mod:`dperm.mechanisms.l2_laplace`, whose
+    mass is ``exp(eps / k)``-Lipschitz in L2 with ``k = S / g + sqrt(d)`` steps
+    (the rounded neighbours' distance); for ``d <= 2`` per-coordinate discrete
+    Laplace calibrated to the L1 bound. The guarantee is the same epsilon.
 
     Parameters
     ----------
@@ -157,7 +160,7 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
         delta=0.0,
         epsilon_noise=epsilon,
         extra_regularization=0.0,
-        noise_distribution="discrete-laplace",
+        noise_distribution=calibration.noise_distribution,
         noise_scale=calibration.noise_scale,
         noise_grid=calibration.step,
         sensitivity=output_sensitivity(problem, tol),

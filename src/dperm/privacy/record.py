@@ -46,12 +46,14 @@ class PrivacyRecord(RecordBase):
     extra_regularization : float
         ``Delta`` of 003 Alg. 2 / 004 Proc. 2.
     noise_distribution : str
-        ``"discrete-laplace"`` or ``"discrete-gaussian"``: exact integer noise
-        per coordinate on the grid ``noise_grid`` (float-safe; see
-        :mod:`dperm.mechanisms.noise`).
+        ``"discrete-laplace"`` (independent coordinates), ``"discrete-l2-laplace"``
+        (one joint lattice vector whose mass is ``exp(-||z - z'||_2 / scale)``-Lipschitz,
+        003's radial noise on a grid; :mod:`dperm.mechanisms.l2_laplace`) or
+        ``"discrete-gaussian"``: exact integer noise on the grid ``noise_grid``
+        (float-safe; see :mod:`dperm.mechanisms.noise`).
     noise_scale : float
-        Per-coordinate scale of that noise (Laplace ``g k / eps``, Gaussian
-        ``h sigma``), in the coefficients' units for output perturbation and in
+        Scale of that noise (Laplace ``g k / eps`` with ``k`` the L1 or L2
+        bound in steps, Gaussian ``h sigma``), in the coefficients' units for output perturbation and in
         the gradient's for the objective mechanisms.
     noise_grid : float
         The grid step of that noise.
@@ -63,8 +65,11 @@ class PrivacyRecord(RecordBase):
         cannot certify it releases nothing.
     output_epsilon, output_noise_scale, output_grid, output_sensitivity : float
         Objective mechanisms: approximate minima perturbation's output stage
-        (part of ``epsilon_per_problem``), its per-coordinate discrete Laplace
-        scale, grid and L2 sensitivity ``2 r``. 0 for output perturbation.
+        (part of ``epsilon_per_problem``), its Laplace-type scale, grid and L2
+        sensitivity ``2 r``. 0 for output perturbation.
+    output_noise_distribution : str
+        The output stage's noise law, as ``noise_distribution``; empty for
+        output perturbation.
     data_norm : float
         The public bound on a row's norm given by the user.
     effective_data_norm : float
@@ -120,6 +125,7 @@ class PrivacyRecord(RecordBase):
     output_noise_scale: float = released(DERIVED, 0.0)
     output_grid: float = released(DERIVED, 0.0)
     output_sensitivity: float = released(DERIVED, 0.0)
+    output_noise_distribution: str = released(PUBLIC, "")
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
@@ -149,7 +155,9 @@ class PrivacyRecord(RecordBase):
                 f"({self.epsilon_per_problem:g}, {self.delta_per_problem:g})-DP; basic "
                 "composition gives the total."
             )
-        noise = (f"{self.noise_distribution} noise per coordinate, scale {self.noise_scale:.4g} "
+        shape = ("one joint lattice vector, mass Lipschitz in the L2 norm"
+                 if self.noise_distribution == "discrete-l2-laplace" else "per coordinate")
+        noise = (f"{self.noise_distribution} noise ({shape}), scale {self.noise_scale:.4g} "
                  f"on a grid of {self.noise_grid:.3g}")
         if self.sensitivity is not None:
             noise += f", calibrated to L2 sensitivity {self.sensitivity:.4g}"
@@ -159,7 +167,8 @@ class PrivacyRecord(RecordBase):
         if self.output_epsilon:
             lines.append(
                 f"Inexact solve covered (approximate minima perturbation): the solution is "
-                f"released with discrete-laplace noise, scale {self.output_noise_scale:.3g}, for "
+                f"released with {self.output_noise_distribution or 'discrete-laplace'} noise, "
+                f"scale {self.output_noise_scale:.3g}, for "
                 f"L2 sensitivity {self.output_sensitivity:.3g} (twice the allowed radius "
                 f"{self.solution_radius_allowance:.3g}); epsilon {self.output_epsilon:.4g}."
             )
@@ -221,6 +230,7 @@ def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha,
         output_noise_scale=first.output_noise_scale,
         output_grid=first.output_grid,
         output_sensitivity=first.output_sensitivity,
+        output_noise_distribution=first.output_noise_distribution,
         label_set_public=label_set_public,
         engine=engine,
         mechanism_choice=mechanism_choice,

@@ -43,6 +43,20 @@ def grid_l1_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> i
     return math.isqrt(squared.numerator // squared.denominator) + dimension
 
 
+def grid_l2_sensitivity(l2_sensitivity: float, dimension: int, step: float) -> Fraction:
+    """Rational bound on ``||round(a/g) - round(a'/g)||_2`` when ``||a - a'||_2 <= S``.
+
+    The rounding errors differ by less than one step per coordinate, so the
+    rounded points are at most ``S / g + sqrt(d)`` steps apart (clamping each
+    coordinate, :func:`dperm.mechanisms.noise.to_grid`, is 1-Lipschitz and only
+    shrinks it). ``sqrt(d)`` is bounded above by a dyadic rational and ``S`` is
+    enlarged by :data:`SENSITIVITY_ROUNDING_MARGIN`.
+    """
+    ratio = Fraction(l2_sensitivity * (1 + SENSITIVITY_ROUNDING_MARGIN)) / Fraction(step)
+    root_upper = Fraction(math.isqrt(dimension << 20) + 1, 1 << 10)  # >= sqrt(d)
+    return ratio + root_upper
+
+
 def erm_l2_sensitivity(n_samples: int, alpha: float, lipschitz: float, data_norm: float) -> float:
     """L2 sensitivity ``2 L R / (n alpha)`` of the regularised ERM minimiser.
 
