@@ -171,7 +171,7 @@ def test_lazy_bernoulli_of_an_irrational_exponent():
     def bounds():
         scale = 1 << precision[0]
         root = math.isqrt(2 * scale * scale)
-        return Fraction(root, scale), Fraction(root + 1, scale)
+        return (root, scale), (root + 1, scale)
 
     def refine():
         precision[0] += 8

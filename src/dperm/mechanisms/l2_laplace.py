@@ -88,11 +88,6 @@ class _LazyUniform:
             if self.value != other.value:
                 return self.value < other.value
 
-    def interval(self) -> tuple[Fraction, Fraction]:
-        """The rational interval ``[lo, hi)`` that holds ``U``."""
-        low = Fraction(self.value, 1 << self.digits)
-        return low, low + Fraction(1, 1 << self.digits)
-
 
 def _accept_exp_neg(x: _LazyUniform, bits) -> bool:
     """``Bernoulli(exp(-x))`` for a lazy uniform ``x`` (von Neumann; Karney 2016, Alg. H).
@@ -127,7 +122,7 @@ def _exponential(bits) -> tuple[int, _LazyUniform]:
 class _LazyGammaVariance:
     """``V = (2 / a^2) (E_1 + ... + E_k)``, exponential ``E_j``, as a shrinking rational interval."""
 
-    __slots__ = ("_factor", "_integers", "_fractions", "_digits", "low", "high")
+    __slots__ = ("_factor", "_integers", "_fractions", "digits", "low", "high")
 
     def __init__(self, shape: int, rate_inverse_half: Fraction, bits):
         # rate_inverse_half = 2 / a^2 = 2 scale^2
@@ -135,13 +130,13 @@ class _LazyGammaVariance:
         self._factor = rate_inverse_half
         self._integers = sum(integer for integer, _ in draws)
         self._fractions = [fraction for _, fraction in draws]
-        self._digits = max(fraction.digits for fraction in self._fractions)
+        self.digits = max(fraction.digits for fraction in self._fractions)
         self._update()
         while self.low == 0:  # V > 0 almost surely; resolve it before dividing by it
             self.refine()
 
     def _update(self) -> None:
-        digits = self._digits
+        digits = self.digits
         for fraction in self._fractions:
             fraction.extend_to(digits)
         numerator = (self._integers << digits) + sum(f.value for f in self._fractions)
@@ -151,23 +146,28 @@ class _LazyGammaVariance:
 
     def refine(self) -> None:
         """Draw more digits of every fraction: the interval shrinks by ``2**-_DIGITS``."""
-        self._digits += _DIGITS
+        self.digits += _DIGITS
         self._update()
 
 
 def _bernoulli_below(bounds, refine, divisor: int, bits) -> bool:
-    """``Bernoulli(p / divisor)`` for ``p`` known as ``bounds()``: ``[lo, hi]``, shrunk by ``refine()``."""
+    """``Bernoulli(p / divisor)`` for ``p`` known as ``bounds()``: ``[lo, hi]``, shrunk by ``refine()``.
+
+    ``bounds()`` returns ``((lo_num, lo_den), (hi_num, hi_den))`` in integers; a lazy
+    uniform ``U`` in ``[u / 2^D, (u + 1) / 2^D)`` is compared with it by
+    cross-multiplication, and whichever interval is wider is refined.
+    """
     uniform = _LazyUniform(bits)
     while True:
-        low, high = bounds()
-        low, high = low / divisor, high / divisor
-        u_low, u_high = uniform.interval()
-        if u_high <= low:
+        (low_num, low_den), (high_num, high_den) = bounds()
+        u, digits = uniform.value, uniform.digits
+        if (u + 1) * divisor * low_den <= low_num << digits:  # U < (u + 1) / 2^D <= lo / divisor
             return True
-        if u_low >= high:
+        if u * divisor * high_den >= high_num << digits:  # U >= u / 2^D >= hi / divisor
             return False
-        if u_high - u_low >= high - low:
-            uniform.extend_to(uniform.digits + _DIGITS)
+        # the uniform's width 2^-D against the bound's (hi - lo) / divisor
+        if high_den * low_den * divisor >= (high_num * low_den - low_num * high_den) << digits:
+            uniform.extend_to(digits + _DIGITS)
         else:
             refine()
 
@@ -178,9 +178,11 @@ def _bernoulli_exp_neg_lazy(bounds, refine, bits) -> bool:
     ``exp(-gamma)`` is the product of ``m`` draws of ``exp(-gamma / m)`` with
     ``m >= gamma`` an integer; each is CKS 2020 Alg. 1: draw
     ``A_j ~ Bernoulli(gamma / (m j))`` for ``j = 1, 2, ...`` until the first
-    ``A_j = 0`` and accept when that ``j`` is odd.
+    ``A_j = 0`` and accept when that ``j`` is odd. ``bounds`` is as in
+    :func:`_bernoulli_below`.
     """
-    parts = max(1, math.ceil(bounds()[1]))
+    high_num, high_den = bounds()[1]
+    parts = max(1, -(-high_num // high_den))
     for _ in range(parts):
         j = 1
         while _bernoulli_below(bounds, refine, parts * j, bits):
@@ -198,12 +200,17 @@ def _discrete_gaussian_given(variance: _LazyGammaVariance, bits) -> int:
     while True:
         draw = sample_discrete_laplace(Fraction(t), bits)
         y = abs(draw)
+        cache = {}
 
-        def bounds(y=y):
+        def bounds(y=y, cache=cache):
             # gamma = y^2 / (2V) - y/t + V / (2 t^2): the first term falls with V, the last rises
-            low = y * y / (2 * variance.high) - Fraction(y, t) + variance.low / (2 * t * t)
-            high = y * y / (2 * variance.low) - Fraction(y, t) + variance.high / (2 * t * t)
-            return max(low, Fraction(0)), high
+            if cache.get("digits") != variance.digits:
+                low = y * y / (2 * variance.high) - Fraction(y, t) + variance.low / (2 * t * t)
+                high = y * y / (2 * variance.low) - Fraction(y, t) + variance.high / (2 * t * t)
+                low = max(low, Fraction(0))
+                cache["digits"] = variance.digits
+                cache["value"] = ((low.numerator, low.denominator), (high.numerator, high.denominator))
+            return cache["value"]
 
         if _bernoulli_exp_neg_lazy(bounds, variance.refine, bits):
             return draw

@@ -125,7 +125,7 @@ class PrivacyRecord(RecordBase):
     output_noise_scale: float = released(DERIVED, 0.0)
     output_grid: float = released(DERIVED, 0.0)
     output_sensitivity: float = released(DERIVED, 0.0)
-    output_noise_distribution: str = released(PUBLIC, "")
+    output_noise_distribution: str = released(DERIVED, "")
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
