@@ -32,7 +32,9 @@ and ``Theta(v) = sum_k exp(-k^2 / (2 v))``. Differentiating,
 ``T(v) = sqrt(2 pi v) / Theta(v) = 1 / sum_m exp(-2 pi^2 m^2 v)`` (Poisson
 summation), which increases with ``v``; so the lattice posterior dominates the
 continuous one in likelihood ratio, ``E[1/V | r]`` is no larger, and
-``0 <= -(log f)'(r) <= a``. Then ``log f(||z||)`` is ``a``-Lipschitz in ``||z||``,
+``0 <= -(log f)'(r) <= a`` for every ``r > 0``. As ``f`` is continuous on
+``[0, inf)`` (dominated convergence: ``Theta(v)^(-D) <= (2 pi v)^(-D/2)``), ``log f``
+is ``a``-Lipschitz on it, so ``log f(||z||)`` is ``a``-Lipschitz in ``||z||``,
 hence in ``z`` (triangle inequality), and summing over the undrawn coordinate
 keeps the bound for even ``d``.
 
@@ -43,7 +45,7 @@ and a fraction whose binary digits are drawn only when a comparison needs them
 undrawn digits stay independent and uniform, so ``V`` is known as a shrinking
 rational interval. Each ``z_i`` is drawn by Canonne, Kamath & Steinke (2020)
 Alg. 3: a discrete Laplace proposal of integer scale ``t`` accepted with
-probability ``exp(-(|y| - V/t)^2 / (2 V))`` (valid for any ``t >= 1``); that
+probability ``exp(-(|y| - V/t)^2 / (2 V))`` (valid for any ``t > 0``); that
 Bernoulli is their Alg. 1 with every ``Bernoulli(p)`` decided by comparing a
 lazy uniform with the interval for ``p``, refining whichever is wider until
 they separate. No floating-point number enters the draw.
@@ -120,34 +122,65 @@ def _exponential(bits) -> tuple[int, _LazyUniform]:
 
 
 class _LazyGammaVariance:
-    """``V = (2 / a^2) (E_1 + ... + E_k)``, exponential ``E_j``, as a shrinking rational interval."""
+    """``V = (2 / a^2) (E_1 + ... + E_k)``, exponential ``E_j``, as a shrinking rational interval.
 
-    __slots__ = ("_factor", "_integers", "_fractions", "digits", "low", "high")
+    With ``2 / a^2 = p / q`` and every fraction drawn to ``m`` digits,
+    ``V`` lies in ``[p N / (q 2^m), p (N + k) / (q 2^m)]`` for the integer ``N``
+    (:attr:`numerator`); the integers are kept so the acceptance test needs no
+    :class:`~fractions.Fraction`.
+    """
+
+    __slots__ = ("factor_num", "factor_den", "shape", "_integers", "_fractions", "digits", "numerator")
 
     def __init__(self, shape: int, rate_inverse_half: Fraction, bits):
         # rate_inverse_half = 2 / a^2 = 2 scale^2
         draws = [_exponential(bits) for _ in range(shape)]
-        self._factor = rate_inverse_half
+        self.factor_num = rate_inverse_half.numerator
+        self.factor_den = rate_inverse_half.denominator
+        self.shape = shape
         self._integers = sum(integer for integer, _ in draws)
         self._fractions = [fraction for _, fraction in draws]
         self.digits = max(fraction.digits for fraction in self._fractions)
         self._update()
-        while self.low == 0:  # V > 0 almost surely; resolve it before dividing by it
+        while self.numerator == 0:  # V > 0 almost surely; resolve it before dividing by it
             self.refine()
 
     def _update(self) -> None:
         digits = self.digits
         for fraction in self._fractions:
             fraction.extend_to(digits)
-        numerator = (self._integers << digits) + sum(f.value for f in self._fractions)
-        unit = Fraction(1, 1 << digits)
-        self.low = self._factor * numerator * unit
-        self.high = self.low + self._factor * len(self._fractions) * unit
+        self.numerator = (self._integers << digits) + sum(f.value for f in self._fractions)
+
+    @property
+    def low(self) -> Fraction:
+        """The interval's lower end."""
+        return Fraction(self.factor_num * self.numerator, self.factor_den << self.digits)
 
     def refine(self) -> None:
         """Draw more digits of every fraction: the interval shrinks by ``2**-_DIGITS``."""
         self.digits += _DIGITS
         self._update()
+
+    def gamma_bounds(self, y: int, t: int):
+        """Integer enclosure of ``gamma = (y - V/t)^2 / (2 V)`` for ``y >= 0``, as two (num, den) pairs.
+
+        ``gamma = y^2 / (2V) - y/t + V / (2 t^2)``: the first term falls and the
+        last rises with ``V``, so ``V``'s upper end ``p N_hi / A`` (``A = q 2^m``)
+        bounds the first from below and its lower end the last, and conversely:
+        ``gamma_lo = (y^2 A^2 t^2 - 2 y t p N_hi A + p^2 N_lo N_hi) / (2 p N_hi t^2 A)``,
+        ``gamma_hi`` the same with ``N_lo`` and ``N_hi`` swapped. A negative lower
+        end is raised to 0 (``gamma`` is a square).
+        """
+        p = self.factor_num
+        scale = self.factor_den << self.digits
+        low_n, high_n = self.numerator, self.numerator + self.shape
+        common = y * y * scale * scale * t * t
+        cross = p * low_n * high_n * p
+        low_num = common - 2 * y * t * p * high_n * scale + cross
+        high_num = common - 2 * y * t * p * low_n * scale + cross
+        low_den = 2 * p * high_n * t * t * scale
+        high_den = 2 * p * low_n * t * t * scale
+        return (max(low_num, 0), low_den), (high_num, high_den)
 
 
 def _bernoulli_below(bounds, refine, divisor: int, bits) -> bool:
@@ -203,13 +236,9 @@ def _discrete_gaussian_given(variance: _LazyGammaVariance, bits) -> int:
         cache = {}
 
         def bounds(y=y, cache=cache):
-            # gamma = y^2 / (2V) - y/t + V / (2 t^2): the first term falls with V, the last rises
-            if cache.get("digits") != variance.digits:
-                low = y * y / (2 * variance.high) - Fraction(y, t) + variance.low / (2 * t * t)
-                high = y * y / (2 * variance.low) - Fraction(y, t) + variance.high / (2 * t * t)
-                low = max(low, Fraction(0))
+            if cache.get("digits") != variance.digits:  # recomputed only when V is refined
                 cache["digits"] = variance.digits
-                cache["value"] = ((low.numerator, low.denominator), (high.numerator, high.denominator))
+                cache["value"] = variance.gamma_bounds(y, t)
             return cache["value"]
 
         if _bernoulli_exp_neg_lazy(bounds, variance.refine, bits):
@@ -222,10 +251,12 @@ def mixing_shape(dimension: int) -> int:
 
 
 def l2_laplace_mean_square(dimension: int, scale) -> float:
-    """``d E[V] = 2 k d scale^2``: an upper bound on ``E||z||^2`` (equal for the continuous law).
+    """``d E[V] = 2 k d scale^2``: an upper bound on ``E||z||^2``.
 
     The discrete Gaussian's variance is at most its parameter ``V``
-    (Canonne, Kamath & Steinke 2020, Cor. 9).
+    (Canonne, Kamath & Steinke 2020, Cor. 9). For odd ``d`` the bound is 003's
+    continuous ``E||b||^2 = d (d + 1) scale^2``; for even ``d`` it is
+    ``d (d + 2) scale^2``, the price of drawing the marginal of ``d + 1`` dimensions.
     """
     return 2.0 * mixing_shape(dimension) * dimension * float(scale) ** 2
 

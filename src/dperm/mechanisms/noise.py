@@ -264,7 +264,9 @@ class GridCalibration:
     sensitivity_steps : int or Fraction
         ``k``: the largest L1 (or L2) distance of neighbours' grid centres, in steps.
     scale_in_steps : Fraction
-        ``k / epsilon``: the noise scale in grid steps.
+        ``k / epsilon``: the noise scale in grid steps. For ``"l2"`` it is the
+        scale of the *joint* law and must only reach :func:`sample_grid_noise`:
+        per-coordinate noise at an L2 scale is not epsilon-DP.
     noise_scale : float
         ``g k / epsilon``: the scale in the values' units.
     dimension : int or None
@@ -373,13 +375,6 @@ def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list
         from dperm.mechanisms.l2_laplace import sample_discrete_l2_laplace_vector
 
         return sample_discrete_l2_laplace_vector(dimension, scale, bits)
-    return [sample_discrete_laplace(scale, bits) for _ in range(dimension)]
-
-
-def sample_discrete_laplace_vector(dimension: int, scale: Fraction, rng) -> list[int]:
-    """``dimension`` independent exact discrete Laplace draws (scale in grid steps)."""
-    scale = Fraction(scale) * _audit_factor(rng)
-    bits = BitSource(rng)
     return [sample_discrete_laplace(scale, bits) for _ in range(dimension)]
 
 

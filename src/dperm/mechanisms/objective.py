@@ -118,6 +118,9 @@ class ObjectiveCalibration:
     scale_steps : float or Fraction
         The discrete Laplace scale (per coordinate or of the L2 law) or the
         discrete Gaussian sigma, in steps.
+    laplace : GridCalibration or None
+        Pure objective perturbation: the calibration ``b`` is drawn with
+        (:func:`objective_laplace_noise`), so the record and the draw share it.
     """
 
     epsilon_objective: float
@@ -126,6 +129,7 @@ class ObjectiveCalibration:
     grid: float
     noise_distribution: str
     scale_steps: object
+    laplace: object = None
 
     @property
     def noise_scale(self) -> float:
@@ -156,7 +160,7 @@ def calibrate_objective(problem, epsilon: float, tol: float) -> ObjectiveCalibra
     noise = objective_laplace_noise(problem.loss.lipschitz, problem.data_norm, problem.n_features,
                                     grid, slack.epsilon_noise)
     return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,
-                                noise.noise_distribution, noise.scale_in_steps)
+                                noise.noise_distribution, noise.scale_in_steps, laplace=noise)
 
 
 def objective_laplace_noise(lipschitz: float, data_norm: float, dimension: int, grid: float,
@@ -233,9 +237,7 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     epsilon = check_epsilon(epsilon)
     plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
-    noise_calibration = objective_laplace_noise(problem.loss.lipschitz, problem.data_norm,
-                                                problem.n_features, plan.grid, plan.slack.epsilon_noise)
-    noise = grid_vector(sample_grid_noise(noise_calibration, problem.n_features, rng), plan.grid)
+    noise = grid_vector(sample_grid_noise(plan.laplace, problem.n_features, rng), plan.grid)
     return perturb_and_release(problem, plan, noise, float(plan.scale_steps * Fraction(plan.grid)),
                                epsilon, 0.0, rng, tol, max_iter)
 
