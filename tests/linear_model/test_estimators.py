@@ -159,8 +159,9 @@ def test_accuracy_improves_with_epsilon():
 
 def test_works_in_a_pipeline_and_clones():
     X, y = _data()
-    # epsilon 5: the float-safe noise is calibrated to the L1 bound (about sqrt(2) more noise)
-    model = PrivateLinearSVC(loss="smooth_hinge", h=0.3, epsilon=5.0, random_state=0)
+    # a fixed alpha: at n = 400 the public rule's small alpha leaves little of epsilon for the
+    # noise (003's Jacobian term), and this test is about the pipeline, not the rule
+    model = PrivateLinearSVC(loss="smooth_hinge", h=0.3, epsilon=5.0, alpha=0.01, random_state=0)
     pipe = make_pipeline(FunctionTransformer(lambda a: a * 0.5), model).fit(X, y)
     assert pipe.score(X, y) > 0.5
     copy = clone(model)
