@@ -78,11 +78,9 @@ ESTIMATORS = [
 #: (One seeded draw each: the set changes when the noise or the rule does.)
 PASS_CLASSIFIERS_TRAIN = {
     "PrivateLogisticRegression(random_state=0)",
-    "PrivateLogisticRegression(mechanism='output', random_state=0)",
     "PrivateLogisticRegression(delta=1e-05, mechanism='gaussian_objective', random_state=0)",
     "PrivateLinearSVC(loss='smooth_hinge', random_state=0)",
     "PrivateLinearSVC(loss='hinge', mechanism='output', random_state=0)",
-    "PrivateKernelSVC(feature_random_state=12345, loss='hinge', mechanism='output', n_components=20, random_state=0)",
 }
 
 
