@@ -308,17 +308,31 @@ class GridCalibration:
         return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
 
 
+def _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound) -> float:
+    """:func:`grid_step` after refusing an epsilon that is not a finite number > 0."""
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    return grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+
+
+def _l1_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
+    k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
+    return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
+
+
+def _l2_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
+    k2 = grid_l2_sensitivity(l2_sensitivity, dimension, step)
+    return GridCalibration(step, k2, k2 / Fraction(epsilon), norm="l2", dimension=dimension)
+
+
 def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
                                  value_bound: float | None = None) -> GridCalibration:
     """The grid, its L1 sensitivity ``k`` and the discrete Laplace scale ``k / epsilon``.
 
     ``value_bound``: an optional public bound on ``|value|`` (see :func:`grid_step`).
     """
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
-    k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
-    return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
+    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    return _l1_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
 def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
@@ -329,15 +343,8 @@ def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float
     (:func:`release_on_grid`): ``epsilon``-DP because the noise's mass changes by
     at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
     """
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
-
-
-def _l2_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
-    k2 = grid_l2_sensitivity(l2_sensitivity, dimension, step)
-    return GridCalibration(step, k2, k2 / Fraction(epsilon), norm="l2", dimension=dimension)
 
 
 def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
@@ -349,8 +356,7 @@ def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
     half the L1 calibration's variance; for ``d <= 2`` the two tie and the
     simpler per-coordinate discrete Laplace is kept.
     """
-    k1 = grid_l1_sensitivity(l2_sensitivity, dimension, step)
-    l1 = GridCalibration(step, k1, Fraction(k1) / Fraction(epsilon))
+    l1 = _l1_on_grid(step, l2_sensitivity, dimension, epsilon)
     l2 = _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
     return l2 if l2.rms_noise_norm(dimension) < l1.rms_noise_norm(dimension) else l1
 
@@ -358,9 +364,7 @@ def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
 def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
                                value_bound: float | None = None) -> GridCalibration:
     """:func:`laplace_noise_on_grid` on the grid of :func:`grid_step`: 003 Alg. 1's noise, float-safe."""
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return laplace_noise_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
