@@ -126,3 +126,21 @@ def test_hinge_solve_does_not_depend_on_numpy_global_state():
     finally:
         np.random.set_state(saved)  # leave the global generator as the other tests found it
     np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+def test_hinge_small_alpha_certified_by_liblinear_with_more_epochs():
+    """Small alpha needs many cheap liblinear epochs; the later attempts raise the cap, and the
+    duality-gap search stops at the first band that proves the radius (still a valid bound)."""
+    from dperm.solvers.erm import hinge_duality_gap
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 12))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(X @ rng.normal(size=12) + 0.3 * rng.normal(size=3000) > 0, 1.0, -1.0)
+    alpha, radius_tol = 1e-4, 0.005 * 2.0 / (3000 * 1e-4)
+    solve = solve_hinge_svm(X, y, alpha, radius_tol=radius_tol, max_iter=50)
+    assert solve.certified and solve.solution_radius <= radius_tol
+    full = hinge_duality_gap(X, y, alpha, solve.coef)
+    enough = 0.5 * alpha * radius_tol**2
+    early = hinge_duality_gap(X, y, alpha, solve.coef, enough)
+    assert 0.0 <= full <= early <= enough
