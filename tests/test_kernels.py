@@ -257,10 +257,10 @@ def test_privacy_record_is_the_linear_models_with_norm_sqrt_2():
     assert (record.epsilon, record.delta, record.n_problems) == (0.5, 0.0, 1)
     assert record.data_norm == record.effective_data_norm == pytest.approx(math.sqrt(2))
     assert record.n_samples == 500
-    # 003 Alg. 2 with R = sqrt(2) (shared papers note 2):
-    # eps' = eps - 2 log(1 + c R^2 / (n Lambda)), beta = eps' / (2 L R); Huber h = 0.5: c = 1, L = 1.
+    # 003 Alg. 2 with R = sqrt(2) (paper note 2) and the one-factor Jacobian bound:
+    # eps' = eps - log(1 + c R^2 / (n Lambda)), beta = eps' / (2 L R); Huber h = 0.5: c = 1, L = 1.
     # (1 % of epsilon goes to approximate minima perturbation's output stage)
-    assert record.epsilon_noise == pytest.approx(0.495 - 2 * np.log1p(2.0 / (500 * 0.05)))
+    assert record.epsilon_noise == pytest.approx(0.495 - np.log1p(2.0 / (500 * 0.05)))
     d, h = model.linear_model_.coef_.shape[1] + int(model.linear_model_.fit_intercept), record.noise_grid  # float-safe: the lattice L2 law for the L2 bound 2 L R
     assert record.noise_distribution == "discrete-l2-laplace"
     assert record.noise_scale == pytest.approx(

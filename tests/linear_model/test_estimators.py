@@ -53,7 +53,7 @@ def test_privacy_record_for_objective_perturbation():
     assert record.mechanism == "objective" and record.loss == "logistic"
     assert (record.epsilon, record.delta, record.n_problems) == (0.5, 0.0, 1)
     # approximate minima perturbation: 1 % of epsilon for the output stage
-    assert record.epsilon_noise == pytest.approx(0.495 - 2 * np.log1p(0.25 / (400 * 0.05)))
+    assert record.epsilon_noise == pytest.approx(0.495 - np.log1p(0.25 / (400 * 0.05)))
     assert record.output_epsilon == pytest.approx(0.005)
     assert record.extra_regularization == 0.0
     d, h = X.shape[1], record.noise_grid  # the lattice L2 law for the L2 bound 2 L R (+ sqrt(d) steps)

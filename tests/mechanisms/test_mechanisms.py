@@ -78,8 +78,9 @@ def test_objective_perturbation_noise_recovered_from_the_solution(loss):
     outputs = [objective_perturbation(problem, 1.0, 0.0, rng, 1e-10, 1000) for _ in range(400)]
     first = outputs[0]
     curvature = problem.loss.curvature
-    # AMP: 1 % of epsilon goes to the output stage
-    expected_eps = 0.99 - 2 * np.log1p(curvature * 1.5**2 / (200 * 0.05))
+    # AMP: 1 % of epsilon goes to the output stage; the Jacobian term is one factor
+    # log(1 + c R^2 / (n alpha)) (matrix determinant lemma), not 003 Thm 2's square
+    expected_eps = 0.99 - np.log1p(curvature * 1.5**2 / (200 * 0.05))
     assert first.epsilon_noise == pytest.approx(expected_eps)
     assert first.extra_regularization == 0.0
     # float-safe: the lattice L2 law for the L2 bound 2 L R (+ sqrt(d) steps); d = 3
@@ -94,8 +95,9 @@ def test_objective_perturbation_extra_regularization_branch():
     problem = _problem(n=20, alpha=1e-3)
     rng = np.random.default_rng(3)
     out = objective_perturbation(problem, 0.1, 0.0, rng, 1e-10, 1000)
+    # the Jacobian term log(1 + c/(n alpha)) = log 13.5 exceeds half of 0.099: Delta makes it exactly half
     assert out.epsilon_noise == pytest.approx(0.099 / 2)
-    assert out.extra_regularization == pytest.approx(0.25 / (20 * np.expm1(0.099 / 4)) - 1e-3)
+    assert out.extra_regularization == pytest.approx(0.25 / (20 * np.expm1(0.099 / 2)) - 1e-3)
     recovered = _recovered_noise(problem, out)
     assert np.isfinite(recovered).all()
 

@@ -23,7 +23,7 @@ from dperm.privacy.sensitivity import (
     tight_gaussian_objective_calibration,
     tight_discrete_gaussian_sigma_steps,
     tight_gaussian_objective_delta,
-    tight_gaussian_objective_slack,
+    glm_objective_slack,
 )
 
 ADULT_N, ADULT_D, ADULT_TOL = 45222, 105, 1e-6
@@ -100,9 +100,9 @@ def test_tight_sigma_is_about_a_third_of_004s_at_adult_size(eps):
 
 def test_jacobian_term_is_one_factor_and_slack_rule():
     assert glm_jacobian_epsilon(100, 0.01, 0.25, 1.0) == pytest.approx(math.log(1.25))
-    loose = tight_gaussian_objective_slack(1.0, 100, 0.01, 0.25, 1.0)
+    loose = glm_objective_slack(1.0, 100, 0.01, 0.25, 1.0)
     assert loose.extra_regularization == 0 and loose.epsilon_noise == pytest.approx(1 - math.log(1.25))
-    tight = tight_gaussian_objective_slack(0.1, 100, 0.01, 0.25, 1.0)
+    tight = glm_objective_slack(0.1, 100, 0.01, 0.25, 1.0)
     assert tight.epsilon_noise == pytest.approx(0.05)
     regularization = 0.01 + tight.extra_regularization
     assert glm_jacobian_epsilon(100, regularization, 0.25, 1.0) == pytest.approx(0.05)

@@ -28,7 +28,7 @@ from dperm.privacy.sensitivity import (
     objective_perturbation_slack,
     split_epsilon_for_amp,
     tight_discrete_gaussian_sigma_steps,
-    tight_gaussian_objective_slack,
+    glm_objective_slack,
 )
 from dperm.validation import check_delta, check_epsilon
 
@@ -40,7 +40,7 @@ def gaussian_objective_perturbation(
     """Minimise ``J(w) + eta.w / n + Delta/2 ||w||^2`` with Gaussian-type ``eta`` and release it.
 
     1. split ``epsilon`` between the objective stage and AMP's output stage;
-    2. ``eps~, Delta``: ``"tight"``: :func:`~dperm.privacy.sensitivity.tight_gaussian_objective_slack`
+    2. ``eps~, Delta``: ``"tight"``: :func:`~dperm.privacy.sensitivity.glm_objective_slack`
        (one Jacobian factor, matrix determinant lemma); ``"004"``: computeSlack
        (004 Proc. 2, typo fixed per paper note 4; the same rule as 003 Alg. 2);
     3. ``eta = h z`` with ``z`` exact per-coordinate discrete Gaussian
@@ -94,7 +94,7 @@ def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: flo
     epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
     if calibration == "tight":
-        slack = tight_gaussian_objective_slack(
+        slack = glm_objective_slack(
             epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm)
         span_steps = 2.0 * loss.lipschitz * problem.data_norm * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid
         sigma_steps = tight_discrete_gaussian_sigma_steps(

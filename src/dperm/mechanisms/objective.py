@@ -20,8 +20,8 @@ from dperm.mechanisms.noise import (
 from dperm.privacy.sensitivity import (
     amp_output_sensitivity,
     amp_solution_radius,
+    glm_objective_slack,
     objective_noise_grid,
-    objective_perturbation_slack,
     split_epsilon_for_amp,
 )
 from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
@@ -153,7 +153,7 @@ def calibrate_objective(problem, epsilon: float, tol: float) -> ObjectiveCalibra
     """003 Alg. 2's calibration with the float-safe grid (public quantities of ``problem`` only)."""
     curvature = require_curvature(problem.loss, "objective")
     epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
-    slack = objective_perturbation_slack(
+    slack = glm_objective_slack(
         epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
     )
     grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
@@ -200,8 +200,11 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
 
     1. split ``epsilon`` into the objective stage and AMP's output stage
        (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`);
-    2. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`
-       for the objective stage's epsilon;
+    2. ``eps', Delta`` from :func:`~dperm.privacy.sensitivity.glm_objective_slack`
+       for the objective stage's epsilon: the Jacobian term is
+       ``log(1 + c R^2 / (n (alpha + Delta)))``, one factor (matrix determinant lemma,
+       :func:`~dperm.privacy.sensitivity.glm_jacobian_epsilon`; 003 Thm 2 bounds it by
+       the square), and ``Delta > 0`` only when it would take more than half of epsilon;
     3. draw ``b = h z``: ``z`` an exact integer vector whose mass is
        ``(eps' / k)``-Lipschitz in the norm ``k`` is measured in
        (:func:`objective_laplace_noise`): the lattice L2 Laplace law with ``k``
@@ -231,8 +234,9 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     Returns
     -------
     MechanismOutput
-        ``epsilon``-DP (pure) for the released ``coef`` (003 Thm 2, Cor. 4 for
-        Huber; Iyengar et al. 2019, Thm 1; basic composition).
+        ``epsilon``-DP (pure) for the released ``coef`` (003 Thm 2 with the
+        one-factor Jacobian bound, Cor. 4 for Huber; Iyengar et al. 2019, Thm 1;
+        basic composition).
     """
     epsilon = check_epsilon(epsilon)
     plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first

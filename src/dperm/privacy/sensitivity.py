@@ -143,7 +143,11 @@ class ObjectiveSlack:
 def objective_perturbation_slack(
     epsilon: float, n_samples: int, alpha: float, curvature: float, data_norm: float
 ) -> ObjectiveSlack:
-    """Split epsilon between the Jacobian term and the noise (003 Alg. 2).
+    """Split epsilon between the Jacobian term and the noise as 003 Alg. 2 prints it (two factors).
+
+    Kept for 004's calibration (the reproduction) and the multiparty baselines; dperm's
+    pure and tight Gaussian objective perturbation use :func:`glm_objective_slack`,
+    whose Jacobian term is one factor of this.
 
     ``eps' = eps - 2 log(1 + c R^2 / (n alpha))`` (003 Alg. 2 line 1 writes
     ``log(1 + 2c/(n L) + c^2/(n L)^2)``, the same number for ``R = 1``; paper note 2).
@@ -325,10 +329,12 @@ def glm_jacobian_epsilon(n_samples: int, regularization: float, curvature: float
     return math.log1p(curvature * data_norm**2 / (n_samples * regularization))
 
 
-def tight_gaussian_objective_slack(epsilon: float, n_samples: int, alpha: float, curvature: float,
+def glm_objective_slack(epsilon: float, n_samples: int, alpha: float, curvature: float,
                                    data_norm: float) -> ObjectiveSlack:
     """Split epsilon between the Jacobian term (:func:`glm_jacobian_epsilon`) and the noise.
 
+    Used by pure objective perturbation (003 Alg. 2 with the one-factor Jacobian bound)
+    and by the tight Gaussian one: the Jacobian argument does not depend on the noise law.
     003 Alg. 2's rule with the single Jacobian factor: ``Delta = 0`` and
     ``eps~ = eps - log(1 + c R^2 / (n alpha))`` when that leaves the noise at least
     half of ``eps``; otherwise ``Delta = c R^2 / (n (e^(eps/2) - 1)) - alpha`` makes the
