@@ -9,8 +9,9 @@ REFERENCES = {
     # single-machine mechanisms (dperm.mechanisms)
     "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
     "Thm 2 for non-differentiable Lipschitz losses",
-    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber); "
-    "approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber), with "
+    "the Jacobian ratio bounded by one factor (matrix determinant lemma, docs/design/gaussian_objective.md "
+    "step 2); approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
     "gaussian_objective": "dperm's derivation (docs/design/gaussian_objective.md) after Redberg, "
     "Koskela & Wang (2023), objective perturbation's privacy profile for GLMs with Gaussian noise, "
     "for replace-one neighbours and the noise grid; Canonne, Kamath & Steinke (2020), Cor. 9; approximate "
