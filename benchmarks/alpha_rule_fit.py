@@ -64,10 +64,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dperm import PrivateLogisticRegression
+from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.preprocessing import normalize_rows
-from dperm.theory import auto_alpha
+from dperm.theory import ALPHA_FLOOR_TIMES_N, NONSMOOTH_CURVATURE, auto_alpha
 
 from private_pipeline import git_commit
 
@@ -214,26 +214,37 @@ def make_source(name, seed):
     return draw, (X[test], y[test]), cut
 
 
-def estimator(mechanism, eps, delta, alpha, seed, intercept):
-    return PrivateLogisticRegression(mechanism=mechanism, epsilon=eps, delta=delta, alpha=alpha,
-                                     fit_intercept=intercept, random_state=seed, classes=[-1, 1])
+def estimator(mechanism, eps, delta, alpha, seed, intercept, loss="logistic"):
+    """``intercept``: the intercept's scaling ``s`` (its column's value), 0 for no intercept."""
+    common = dict(mechanism=mechanism, epsilon=eps, delta=delta, alpha=alpha, fit_intercept=bool(intercept),
+                  intercept_scaling=float(intercept) or 1.0, random_state=seed, classes=[-1, 1])
+    if loss == "logistic":
+        return PrivateLogisticRegression(**common)
+    return PrivateLinearSVC(loss=loss, **common)
 
 
-def base_alpha(mechanism, n, d, eps, delta, intercept):
+def curvature_of(loss):
+    """``c`` as the output rule takes it (the hinge has none: ``NONSMOOTH_CURVATURE``)."""
+    c = get_loss(loss).curvature
+    return NONSMOOTH_CURVATURE if c is None else c
+
+
+def base_alpha(mechanism, n, d, eps, delta, intercept, loss="logistic", curvature_exponent=None):
     """The rule's base for a cell: d and R count the intercept's column as the estimator does."""
-    return auto_alpha(n, d + int(intercept), eps, delta, mechanism=mechanism,
-                      loss=get_loss("logistic"), data_norm=math.sqrt(2.0) if intercept else 1.0,
-                      multiplier=1.0)
+    return auto_alpha(n, d + int(bool(intercept)), eps, delta, mechanism=mechanism,
+                      loss=get_loss(loss), data_norm=math.hypot(1.0, float(intercept)), feature_norm=1.0,
+                      multiplier=1.0, curvature_exponent=curvature_exponent)
 
 
-def cell_tasks(family, datasets):
+def cell_tasks(family, datasets, losses=("logistic",), intercepts=(1.0, 0.0)):
     tasks = []
     for ds_index, name in enumerate(datasets):
         for n in N_GRID:
             for eps in EPSILONS:
                 for mechanism, delta in FAMILIES[family]:
-                    for intercept in (True, False):
-                        tasks.append((ds_index, name, n, eps, mechanism, delta, intercept))
+                    for intercept in intercepts:
+                        for loss in losses:
+                            tasks.append((ds_index, name, n, eps, mechanism, delta, intercept, loss))
     return tasks
 
 
@@ -241,23 +252,24 @@ _SOURCES = {}
 
 
 def run_cell(task, draws):
-    ds_index, name, n, eps, mechanism, delta, intercept = task
+    ds_index, name, n, eps, mechanism, delta, intercept, loss = task
     if name not in _SOURCES:
         _SOURCES[name] = make_source(name, 1000 + ds_index)
     draw, (Xt, yt), available = _SOURCES[name]
     if n > available:
         return None
     d = Xt.shape[1]
-    base = base_alpha(mechanism, n, d, eps, delta, intercept)
+    # the base with the curvature as a plain factor (exponent 1): fit() rescales it for other exponents
+    base = base_alpha(mechanism, n, d, eps, delta, intercept, loss, curvature_exponent=1.0)
     errs = np.zeros((draws, len(MULTIPLIERS)))
     for k in range(draws):
         X, y = draw(n, np.random.default_rng([ds_index, n, k]))
         for j, m in enumerate(MULTIPLIERS):
-            model = estimator(mechanism, eps, delta, base * m, 7919 * k + 13, intercept).fit(X, y)
+            model = estimator(mechanism, eps, delta, base * m, 7919 * k + 13, intercept, loss).fit(X, y)
             errs[k, j] = np.mean(model.predict(Xt) != yt)
     mean = errs.mean(axis=0)
     return dict(dataset=name, n=n, d=d, epsilon=eps, delta=delta, mechanism=mechanism,
-                fit_intercept=intercept, base_alpha=base, alphas=[base * m for m in MULTIPLIERS],
+                fit_intercept=bool(intercept), intercept_scaling=float(intercept), loss=loss, curvature=curvature_of(loss), base_alpha=base, alphas=[base * m for m in MULTIPLIERS],
                 mean_errors=mean.tolist(), best_alpha=base * MULTIPLIERS[int(np.argmin(mean))],
                 positives=float(np.mean(yt == 1)))
 
@@ -267,16 +279,16 @@ def _run_cell_quietly(args):
     return run_cell(*args)
 
 
-def run_cells(family, datasets, draws, workers):
+def run_cells(family, datasets, draws, workers, losses=("logistic",), intercepts=(1.0, 0.0)):
     rows, start = [], time.time()
-    tasks = cell_tasks(family, datasets)
+    tasks = cell_tasks(family, datasets, losses, intercepts)
     with ProcessPoolExecutor(workers) as pool:
         for row in pool.map(_run_cell_quietly, [(t, draws) for t in tasks]):
             if row is None:
                 continue
             rows.append(row)
             best = int(np.argmin(row["mean_errors"]))
-            print(f"{row['mechanism']:18s} int={int(row['fit_intercept'])} {row['dataset']:14s} "
+            print(f"{row['mechanism']:18s} {row['loss']:8s} int={row['intercept_scaling']:g} {row['dataset']:14s} "
                   f"d={row['d']:3d} n={row['n']:5d} eps={row['epsilon']:g}: base {row['base_alpha']:.2e}, "
                   f"best x{MULTIPLIERS[best]:.4g} err {min(row['mean_errors']):.4f} (errs "
                   f"{' '.join(f'{e:.3f}' for e in row['mean_errors'])}) [{time.time() - start:.0f} s]",
@@ -289,43 +301,97 @@ def error_at(row, alpha):
     return float(np.interp(math.log(alpha), np.log(row["alphas"]), row["mean_errors"]))
 
 
-def excess(rows, constant, exponent):
-    return [error_at(r, constant * r["base_alpha"] ** exponent) - min(r["mean_errors"]) for r in rows]
+def rule(row, constant, exponent, floor=ALPHA_FLOOR_TIMES_N):
+    """The rule's alpha for a cell: ``max(C base^p, floor / n)`` as :func:`dperm.theory.auto_alpha`."""
+    return max(constant * row["base_alpha"] ** exponent, floor / row["n"])
 
 
-def excess_grid(rows, grid_p, grid_log_c):
+def excess(rows, constant, exponent, floor=ALPHA_FLOOR_TIMES_N):
+    return [error_at(r, rule(r, constant, exponent, floor)) - min(r["mean_errors"]) for r in rows]
+
+
+def excess_grid(rows, grid_p, grid_log_c, floor=ALPHA_FLOOR_TIMES_N):
     total = np.zeros((grid_p.size, grid_log_c.size))
     for r in rows:  # excess error of every (p, log C) at once, cell by cell
         log_alpha = grid_log_c[None, :] + grid_p[:, None] * math.log(r["base_alpha"])
+        log_alpha = np.maximum(log_alpha, math.log(floor / r["n"])) if floor else log_alpha
         total += np.interp(log_alpha, np.log(r["alphas"]), r["mean_errors"]) - min(r["mean_errors"])
     return total / len(rows)
 
 
-def fit(rows):
-    """``(C, p)`` minimising the mean excess error (grid search); the LS line and ``p = 1`` beside it."""
+def fit(rows, floor=ALPHA_FLOOR_TIMES_N):
+    """``(C, p)`` minimising the mean excess error (grid search) with the rule's floor
+    ``alpha >= floor / n``; the LS line and ``p = 1`` beside it."""
     grid_p = np.round(np.arange(0.5, 2.501, 0.01), 2)
     grid_log_c = np.arange(-8.0, 8.0, 0.02)
-    total = excess_grid(rows, grid_p, grid_log_c)
+    total = excess_grid(rows, grid_p, grid_log_c, floor)
     i, j = np.unravel_index(int(np.argmin(total)), total.shape)
     at_one = int(np.argmin(total[list(grid_p).index(1.0)]))
     x = np.log([r["base_alpha"] for r in rows])
     z = np.log([r["best_alpha"] for r in rows])
     slope, intercept = np.polyfit(x, z, 1)
-    return {"constant": math.exp(float(grid_log_c[j])), "exponent": float(grid_p[i]),
+    return {"constant": math.exp(float(grid_log_c[j])), "exponent": float(grid_p[i]), "floor_times_n": floor,
             "mean_excess_error": float(total[i, j]),
             "theory_exponent_1": {"constant": math.exp(float(grid_log_c[at_one])), "exponent": 1.0,
                                   "mean_excess_error": float(total[list(grid_p).index(1.0), at_one])},
             "least_squares_log": {"constant": float(math.exp(intercept)), "exponent": float(slope),
-                                  "mean_excess_error": float(np.mean(excess(rows, math.exp(intercept), slope)))}}
+                                  "mean_excess_error": float(np.mean(excess(rows, math.exp(intercept), slope, 0.0)))}}
 
 
-def breakdown(rows, constant, exponent, key):
+#: Floors ``alpha >= k / n`` tried (``k = 1``: scikit-learn's default ``C = 1``; 0: none).
+FLOORS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def fit_floor(rows, fitter):
+    """``fitter(rows, floor)`` for every floor of :data:`FLOORS`; the one of least mean excess
+    (a tie, when no cell reaches the floors, goes to scikit-learn's ``C = 1``: ``k = 1``)."""
+    tried = {f"{k:g}": fitter(rows, k) for k in FLOORS}
+    best = min(tried, key=lambda k: (round(tried[k]["mean_excess_error"], 12), k != "1"))
+    return {**tried[best], "by_floor": {k: {key: v[key] for key in ("constant", "exponent", "mean_excess_error")}
+                                        for k, v in tried.items()}}
+
+
+#: Exponents of the curvature ``c`` inside the output base's cube root tried by the fit
+#: (``1`` is the theory's Taylor balance; ``0`` drops ``c``).
+CURVATURE_EXPONENTS = (0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0)
+
+
+def with_curvature_exponent(rows, q):
+    """The rows with the output base recomputed for ``c^q`` (they were run with ``c^1``)."""
+    return [{**r, "base_alpha": r["base_alpha"] * r.get("curvature", 0.25) ** ((q - 1.0) / 3.0)}
+            for r in rows]
+
+
+def fit_output(rows, floor=ALPHA_FLOOR_TIMES_N):
+    """Output family: ``(C, p)`` for each curvature exponent ``q``; the best ``q`` is the rule's."""
+    tried = {f"{q:.4f}": fit(with_curvature_exponent(rows, q), floor) for q in CURVATURE_EXPONENTS}
+    best = min(tried, key=lambda k: tried[k]["mean_excess_error"])
+    return {**tried[best], "curvature_exponent": float(best),
+            "by_curvature_exponent": {k: {key: v[key] for key in ("constant", "exponent", "mean_excess_error")}
+                                      for k, v in tried.items()}}
+
+
+def leave_one_dataset_out(rows, floor):
+    """Mean excess error of each data set's cells under ``(C, p)`` fitted on the other data sets
+    (the floor fixed): how well the rule carries to a table it was not fitted on."""
+    out = {}
+    for name in sorted({r["dataset"] for r in rows}):
+        rest = [r for r in rows if r["dataset"] != name]
+        held = [r for r in rows if r["dataset"] == name]
+        constants = fit(rest, floor)
+        out[name] = float(np.mean(excess(held, constants["constant"], constants["exponent"], floor)))
+    return {"by_dataset": out, "mean_over_cells": float(
+        sum(v * sum(r["dataset"] == k for r in rows) for k, v in out.items()) / len(rows))}
+
+
+def breakdown(rows, constant, exponent, key, floor):
     out = {}
     for value in sorted({str(r[key]) for r in rows}):
         mine = [r for r in rows if str(r[key]) == value]
-        ratios = [constant * r["base_alpha"] ** exponent / r["best_alpha"] for r in mine]
-        out[value] = {"cells": len(mine), "mean_excess_error": float(np.mean(excess(mine, constant, exponent))),
-                      "max_excess_error": float(np.max(excess(mine, constant, exponent))),
+        ratios = [rule(r, constant, exponent, floor) / r["best_alpha"] for r in mine]
+        errors = excess(mine, constant, exponent, floor)
+        out[value] = {"cells": len(mine), "mean_excess_error": float(np.mean(errors)),
+                      "max_excess_error": float(np.max(errors)),
                       "median_rule_over_best_alpha": float(np.median(ratios))}
     return out
 
@@ -336,23 +402,43 @@ def main(argv=None):
     parser.add_argument("--family", default="objective", choices=sorted(FAMILIES))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--refit", help="fit again from a saved JSON instead of running the cells")
+    parser.add_argument("--losses", nargs="+", default=["logistic"], choices=["logistic", "huber", "hinge"],
+                        help="losses run with output perturbation (the objective family is logistic only)")
+    parser.add_argument("--intercepts", nargs="+", type=float, default=[1.0, 0.0],
+                        help="intercept scalings s run (0: no intercept; s > 0: a column of value s)")
+    parser.add_argument("--refit", nargs="+",
+                        help="fit again from saved JSONs (their rows pooled) instead of running the cells")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     start = time.time()
     if args.refit:
-        saved = json.loads(Path(args.refit).read_text())
-        rows, args.family = saved["rows"], saved["family"]
+        saved = [json.loads(Path(path).read_text()) for path in args.refit]
+        rows, args.family = [row for s in saved for row in s["rows"]], saved[0]["family"]
     else:
-        rows = run_cells(args.family, args.datasets, args.draws, args.workers)
-    fitted = fit(rows)
-    fitted["by"] = {key: breakdown(rows, fitted["constant"], fitted["exponent"], key)
-                    for key in ("dataset", "mechanism", "fit_intercept", "epsilon", "n")}
+        rows = run_cells(args.family, args.datasets, args.draws, args.workers,
+                         tuple(args.losses) if args.family == "output" else ("logistic",), tuple(args.intercepts))
+    for row in rows:  # rows saved before the loss was recorded are logistic
+        row.setdefault("loss", "logistic")
+        row.setdefault("curvature", curvature_of(row["loss"]))
+        row.setdefault("intercept_scaling", 1.0 if row["fit_intercept"] else 0.0)
+        if args.refit:  # the base as the rule now computes it (the grid's alphas are absolute)
+            row["base_alpha"] = base_alpha(row["mechanism"], row["n"], row["d"], row["epsilon"], row["delta"],
+                                           row["intercept_scaling"], row["loss"], curvature_exponent=1.0)
+    fitted = fit_floor(rows, fit_output if args.family == "output" else fit)
+    scored = with_curvature_exponent(rows, fitted["curvature_exponent"]) if args.family == "output" else rows
+    fitted["by"] = {key: breakdown(scored, fitted["constant"], fitted["exponent"], key, fitted["floor_times_n"])
+                    for key in ("dataset", "mechanism", "loss", "intercept_scaling", "epsilon", "n")}
+    fitted["leave_one_dataset_out"] = leave_one_dataset_out(scored, fitted["floor_times_n"])
     out = {"family": args.family, "multipliers": MULTIPLIERS, "n_grid": N_GRID, "epsilons": EPSILONS,
            "draws": args.draws, "fit_rule": "minimise mean excess test error over all cells", "fitted": fitted,
            "rows": rows, "seconds": time.time() - start, "git_commit": git_commit()}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"alpha_rule_fit_{args.family}.json").write_text(json.dumps(out, indent=1))
+    name = args.family
+    if not args.refit and args.losses != ["logistic"]:
+        name += "_" + "_".join(args.losses)
+    if not args.refit and args.intercepts != [1.0, 0.0]:
+        name += "_intercepts_" + "_".join(f"{s:g}" for s in args.intercepts)
+    (RESULTS / f"alpha_rule_fit_{name}.json").write_text(json.dumps(out, indent=1))
     print(json.dumps({k: v for k, v in fitted.items() if k != "by"}, indent=1))
     print(json.dumps(fitted["by"], indent=1))
 

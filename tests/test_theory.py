@@ -165,7 +165,7 @@ def test_auto_alpha_follows_the_theorys_shape():
     import math
 
     from dperm.losses import get_loss
-    from dperm.theory import AUTO_ALPHA_CONSTANTS, auto_alpha
+    from dperm.theory import AUTO_ALPHA_CONSTANTS, OUTPUT_CURVATURE_EXPONENT, auto_alpha
 
     logistic = get_loss("logistic")
     base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
@@ -184,14 +184,63 @@ def test_auto_alpha_follows_the_theorys_shape():
     # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
     C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
-    assert math.isclose(out, C * ((0.25 * 50**2 / 10_000**2) ** (1 / 3)) ** p)
+    q = OUTPUT_CURVATURE_EXPONENT
+    assert math.isclose(out, C * ((0.25**q * 50**2 / 10_000**2) ** (1 / 3)) ** p)
     # least squares: C_L depends on alpha, found by a fixed point
     from dperm.losses import SquaredLoss
 
     squares = SquaredLoss(1.0)
     a = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=squares, data_norm=1.0)
     lipschitz = squares.solution_lipschitz(1.0, a)
-    assert math.isclose(a, C * ((2.0 * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
+    assert math.isclose(a, C * ((2.0**q * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
+
+
+def test_auto_alpha_floor_is_scikit_learns_default_regularisation():
+    """With much budget the rule stops at alpha = 1/n (scikit-learn's C = 1), never below."""
+    from dperm.losses import get_loss
+    from dperm.theory import ALPHA_FLOOR_TIMES_N, auto_alpha
+
+    logistic = get_loss("logistic")
+    assert ALPHA_FLOOR_TIMES_N == 1.0
+    for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        for n in (1_000, 70_000):
+            big = auto_alpha(n, 20, 1e4, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
+            assert big == 1.0 / n
+            small = auto_alpha(n, 20, 0.05, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
+            assert small > 1.0 / n
+    # the fitting script's grid (multiplier) is the bare base, without the floor
+    assert auto_alpha(1_000, 20, 1e4, mechanism="objective", loss=logistic, data_norm=1.0,
+                      multiplier=1.0) < 1e-3
+
+
+def test_auto_alpha_intercept_widens_the_noise_not_the_weights():
+    """With an intercept the noise is calibrated to R = sqrt(R_x^2 + s^2), the weights' scale is R_x."""
+    import math
+
+    import numpy as np
+
+    from dperm import PrivateLogisticRegression
+    from dperm.losses import get_loss
+    from dperm.theory import AUTO_ALPHA_CONSTANTS, OUTPUT_CURVATURE_EXPONENT, auto_alpha, objective_noise_norm
+
+    logistic = get_loss("logistic")
+    n, d, eps = 5_000, 30, 0.5
+    C, p = AUTO_ALPHA_CONSTANTS["objective"]
+    with_intercept = auto_alpha(n, d + 1, eps, mechanism="objective", loss=logistic, data_norm=math.sqrt(2.0),
+                                feature_norm=1.0)
+    base = 1.0 * objective_noise_norm("objective", d + 1, eps, 0.0, 1.0, math.sqrt(2.0)) / n
+    assert math.isclose(with_intercept, C * base**p)
+    assert with_intercept < auto_alpha(n, d + 1, eps, mechanism="objective", loss=logistic,
+                                       data_norm=math.sqrt(2.0))
+    rng = np.random.default_rng(0)
+    X = rng.random((n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(n) < 0.3, 1, -1)
+    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], random_state=0).fit(X, y)
+    assert model.alpha_ == with_intercept
+    C, p = AUTO_ALPHA_CONSTANTS["output"]
+    out = auto_alpha(n, d + 1, eps, mechanism="output", loss=logistic, data_norm=math.sqrt(2.0), feature_norm=1.0)
+    assert math.isclose(out, C * ((0.25 ** OUTPUT_CURVATURE_EXPONENT * (d + 1) ** 2 * 2.0 / (n * eps) ** 2) ** (1 / 3)) ** p)
 
 
 def test_auto_alpha_reads_no_data_only_its_shape():
@@ -248,8 +297,9 @@ def test_auto_alpha_monotone_as_derived(mechanism, delta):
         for eps in (0.05, 0.1, 1.0, 5.0):
             a = rule(n, 50, eps)
             assert rule(2 * n, 50, eps) < a
-            assert rule(n, 50, 2 * eps) < a
-            assert rule(n, 100, eps) > a
+            # more budget: less regularisation, down to the floor 1/n (then equal)
+            assert rule(n, 50, 2 * eps) < a or rule(n, 50, 2 * eps) == a == 1.0 / n
+            assert rule(n, 100, eps) > a or a == rule(n, 100, eps) == 1.0 / n
 
 
 @pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5),

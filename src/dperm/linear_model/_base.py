@@ -183,7 +183,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         from dperm.theory import auto_alpha
 
         return auto_alpha(n_samples, dimension, params.epsilon, params.delta,
-                          mechanism=mechanism, loss=params.loss, data_norm=norm)
+                          mechanism=mechanism, loss=params.loss, data_norm=norm,
+                          feature_norm=params.data_norm)
 
     def _fit_distributed(self, X, y, params):
         from dperm.validation import refuse_dask_input
