@@ -440,6 +440,9 @@ def parse(argv=None):
                         help="smoke run: 2 draws, eps 0.1 and 1, 2,000 training / 5,000 test rows, "
                              "E[K]=3, a two-point learning curve; writes private_pipeline_quick.*")
     parser.add_argument("--out", default=None, help="JSON path (the .md and .png go beside it)")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace only this run's cells (and learning curve) in the JSON at --out, "
+                             "keeping the others; each replaced cell records this run's commit")
     args = parser.parse_args(argv)
     if args.quick:
         args.draws = min(args.draws, 2)
@@ -495,9 +498,26 @@ def run(args) -> dict:
     return result
 
 
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s cells (and learning curve) in place of the same (eps, delta, method)."""
+    for dataset, block in new["datasets"].items():
+        for cell in block["cells"]:
+            cell["git_commit"] = new["git_commit"]
+        key = lambda c: (c["epsilon"], c["delta"], c["method"])  # noqa: E731
+        fresh = {key(c): c for c in block["cells"]}
+        kept = old["datasets"].setdefault(dataset, {**block, "cells": []})
+        kept["cells"] = [fresh.pop(key(c), c) for c in kept["cells"]] + list(fresh.values())
+    if new.get("learning_curve"):
+        old["learning_curve"] = new["learning_curve"]
+    old.setdefault("updates", []).append({k: new[k] for k in ("created", "git_commit", "options", "runtime_seconds")})
+    return old
+
+
 def main(argv=None) -> dict:
     args = parse(argv)
     result = run(args)
+    if args.merge and args.out.exists():
+        result = merge(json.loads(args.out.read_text(encoding="utf-8")), result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     table = markdown(result)

@@ -61,3 +61,23 @@ def test_jobs_do_not_change_the_draws(pipeline):
              for jobs in (1, 2)]
     assert cells[0]["errors"] == cells[1]["errors"]
     assert cells[0]["n_steps"] == cells[1]["n_steps"]
+
+
+def test_merge_replaces_only_the_rerun_cells(pipeline):
+    """--merge: a re-run cell replaces the stored one (and records its commit); the rest stay."""
+    def cell(eps, delta, method, mean):
+        return {"epsilon": eps, "delta": delta, "method": method, "mean": mean}
+
+    old = {"datasets": {"adult": {"n_train": 10, "cells": [cell(0.1, 0.0, "default", 0.3),
+                                                           cell(0.1, 0.0, "diffprivlib", 0.4),
+                                                           cell(1.0, 0.0, "default", 0.2)]}},
+           "learning_curve": ["old"]}
+    new = {"created": "now", "git_commit": "abc", "options": {}, "runtime_seconds": 1.0,
+           "datasets": {"adult": {"n_train": 10, "cells": [cell(0.1, 0.0, "default", 0.25),
+                                                           cell(0.1, 1e-5, "default", 0.22)]}}}
+    merged = pipeline.merge(old, new)
+    cells = {(c["epsilon"], c["delta"], c["method"]): c for c in merged["datasets"]["adult"]["cells"]}
+    assert cells[(0.1, 0.0, "default")]["mean"] == 0.25 and cells[(0.1, 0.0, "default")]["git_commit"] == "abc"
+    assert cells[(0.1, 0.0, "diffprivlib")]["mean"] == 0.4 and "git_commit" not in cells[(0.1, 0.0, "diffprivlib")]
+    assert cells[(1.0, 0.0, "default")]["mean"] == 0.2 and cells[(0.1, 1e-5, "default")]["mean"] == 0.22
+    assert len(cells) == 4 and merged["learning_curve"] == ["old"] and merged["updates"][0]["git_commit"] == "abc"
