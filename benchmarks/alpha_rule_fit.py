@@ -67,7 +67,7 @@ import numpy as np
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.preprocessing import normalize_rows
-from dperm.theory import ALPHA_FLOOR_TIMES_N, NONSMOOTH_CURVATURE, auto_alpha
+from dperm.theory import NONSMOOTH_CURVATURE, auto_alpha
 
 from private_pipeline import git_commit
 
@@ -236,10 +236,10 @@ def base_alpha(mechanism, n, d, eps, delta, intercept, loss="logistic", curvatur
                       multiplier=1.0, curvature_exponent=curvature_exponent)
 
 
-def cell_tasks(family, datasets, losses=("logistic",), intercepts=(1.0, 0.0)):
+def cell_tasks(family, datasets, losses=("logistic",), intercepts=(1.0, 0.0), n_grid=N_GRID):
     tasks = []
     for ds_index, name in enumerate(datasets):
-        for n in N_GRID:
+        for n in n_grid:
             for eps in EPSILONS:
                 for mechanism, delta in FAMILIES[family]:
                     for intercept in intercepts:
@@ -279,9 +279,9 @@ def _run_cell_quietly(args):
     return run_cell(*args)
 
 
-def run_cells(family, datasets, draws, workers, losses=("logistic",), intercepts=(1.0, 0.0)):
+def run_cells(family, datasets, draws, workers, losses=("logistic",), intercepts=(1.0, 0.0), n_grid=N_GRID):
     rows, start = [], time.time()
-    tasks = cell_tasks(family, datasets, losses, intercepts)
+    tasks = cell_tasks(family, datasets, losses, intercepts, n_grid)
     with ProcessPoolExecutor(workers) as pool:
         for row in pool.map(_run_cell_quietly, [(t, draws) for t in tasks]):
             if row is None:
@@ -301,16 +301,20 @@ def error_at(row, alpha):
     return float(np.interp(math.log(alpha), np.log(row["alphas"]), row["mean_errors"]))
 
 
-def rule(row, constant, exponent, floor=ALPHA_FLOOR_TIMES_N):
+#: The floor ``k`` of the helpers below when none is given (scikit-learn's ``C = 1``).
+DEFAULT_FLOOR = 1.0
+
+
+def rule(row, constant, exponent, floor=DEFAULT_FLOOR):
     """The rule's alpha for a cell: ``max(C base^p, floor / n)`` as :func:`dperm.theory.auto_alpha`."""
     return max(constant * row["base_alpha"] ** exponent, floor / row["n"])
 
 
-def excess(rows, constant, exponent, floor=ALPHA_FLOOR_TIMES_N):
+def excess(rows, constant, exponent, floor=DEFAULT_FLOOR):
     return [error_at(r, rule(r, constant, exponent, floor)) - min(r["mean_errors"]) for r in rows]
 
 
-def excess_grid(rows, grid_p, grid_log_c, floor=ALPHA_FLOOR_TIMES_N):
+def excess_grid(rows, grid_p, grid_log_c, floor=DEFAULT_FLOOR):
     total = np.zeros((grid_p.size, grid_log_c.size))
     for r in rows:  # excess error of every (p, log C) at once, cell by cell
         log_alpha = grid_log_c[None, :] + grid_p[:, None] * math.log(r["base_alpha"])
@@ -319,7 +323,7 @@ def excess_grid(rows, grid_p, grid_log_c, floor=ALPHA_FLOOR_TIMES_N):
     return total / len(rows)
 
 
-def fit(rows, floor=ALPHA_FLOOR_TIMES_N):
+def fit(rows, floor=DEFAULT_FLOOR):
     """``(C, p)`` minimising the mean excess error (grid search) with the rule's floor
     ``alpha >= floor / n``; the LS line and ``p = 1`` beside it."""
     grid_p = np.round(np.arange(0.5, 2.501, 0.01), 2)
@@ -339,7 +343,7 @@ def fit(rows, floor=ALPHA_FLOOR_TIMES_N):
 
 
 #: Floors ``alpha >= k / n`` tried (``k = 1``: scikit-learn's default ``C = 1``; 0: none).
-FLOORS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
+FLOORS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 
 def fit_floor(rows, fitter):
@@ -362,7 +366,7 @@ def with_curvature_exponent(rows, q):
             for r in rows]
 
 
-def fit_output(rows, floor=ALPHA_FLOOR_TIMES_N):
+def fit_output(rows, floor=DEFAULT_FLOOR):
     """Output family: ``(C, p)`` for each curvature exponent ``q``; the best ``q`` is the rule's."""
     tried = {f"{q:.4f}": fit(with_curvature_exponent(rows, q), floor) for q in CURVATURE_EXPONENTS}
     best = min(tried, key=lambda k: tried[k]["mean_excess_error"])
@@ -398,7 +402,7 @@ def breakdown(rows, constant, exponent, key, floor):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--draws", type=int, default=6)
     parser.add_argument("--family", default="objective", choices=sorted(FAMILIES))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--workers", type=int, default=2)
@@ -406,6 +410,8 @@ def main(argv=None):
                         help="losses run with output perturbation (the objective family is logistic only)")
     parser.add_argument("--intercepts", nargs="+", type=float, default=[1.0, 0.0],
                         help="intercept scalings s run (0: no intercept; s > 0: a column of value s)")
+    parser.add_argument("--n-grid", nargs="+", type=int, default=list(N_GRID),
+                        help="training sizes n run (a cell is skipped when its table's 70 %% has fewer rows)")
     parser.add_argument("--refit", nargs="+",
                         help="fit again from saved JSONs (their rows pooled) instead of running the cells")
     args = parser.parse_args(argv)
@@ -414,9 +420,11 @@ def main(argv=None):
     if args.refit:
         saved = [json.loads(Path(path).read_text()) for path in args.refit]
         rows, args.family = [row for s in saved for row in s["rows"]], saved[0]["family"]
+        args.draws = sorted({s["draws"] for s in saved})  # the saved runs' draws per cell
     else:
         rows = run_cells(args.family, args.datasets, args.draws, args.workers,
-                         tuple(args.losses) if args.family == "output" else ("logistic",), tuple(args.intercepts))
+                         tuple(args.losses) if args.family == "output" else ("logistic",), tuple(args.intercepts),
+                         tuple(args.n_grid))
     for row in rows:  # rows saved before the loss was recorded are logistic
         row.setdefault("loss", "logistic")
         row.setdefault("curvature", curvature_of(row["loss"]))
@@ -429,7 +437,7 @@ def main(argv=None):
     fitted["by"] = {key: breakdown(scored, fitted["constant"], fitted["exponent"], key, fitted["floor_times_n"])
                     for key in ("dataset", "mechanism", "loss", "intercept_scaling", "epsilon", "n")}
     fitted["leave_one_dataset_out"] = leave_one_dataset_out(scored, fitted["floor_times_n"])
-    out = {"family": args.family, "multipliers": MULTIPLIERS, "n_grid": N_GRID, "epsilons": EPSILONS,
+    out = {"family": args.family, "multipliers": MULTIPLIERS, "n_grid": sorted({r["n"] for r in rows}), "epsilons": EPSILONS,
            "draws": args.draws, "fit_rule": "minimise mean excess test error over all cells", "fitted": fitted,
            "rows": rows, "seconds": time.time() - start, "git_commit": git_commit()}
     RESULTS.mkdir(exist_ok=True)
@@ -438,6 +446,8 @@ def main(argv=None):
         name += "_" + "_".join(args.losses)
     if not args.refit and args.intercepts != [1.0, 0.0]:
         name += "_intercepts_" + "_".join(f"{s:g}" for s in args.intercepts)
+    if not args.refit and args.n_grid != list(N_GRID):
+        name += "_n_" + "_".join(str(n) for n in args.n_grid)
     (RESULTS / f"alpha_rule_fit_{name}.json").write_text(json.dumps(out, indent=1))
     print(json.dumps({k: v for k, v in fitted.items() if k != "by"}, indent=1))
     print(json.dumps(fitted["by"], indent=1))

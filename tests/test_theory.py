@@ -168,18 +168,19 @@ def test_auto_alpha_follows_the_theorys_shape():
     from dperm.theory import AUTO_ALPHA_CONSTANTS, OUTPUT_CURVATURE_EXPONENT, auto_alpha
 
     logistic = get_loss("logistic")
-    base = auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0)
+    # eps = 0.2: enough noise that the rule is above its floor k / n
+    base = auto_alpha(10_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0)
     # objective: C (R RMS||b|| / n)^p; the float-safe pure noise is the lattice L2 Laplace law of
     # scale 2 L R / eps' (eps' = 0.99 eps after AMP's output share): its mixing variance is
     # Gamma(k = floor(d/2) + 1) with mean 2 k scale^2 per coordinate, so RMS||b|| = sqrt(2 k d) 2 L R / eps'
     C, p = AUTO_ALPHA_CONSTANTS["objective"]
-    unit = math.sqrt(2 * 26 * 50) * 2 / (0.99 * 10_000)
+    unit = math.sqrt(2 * 26 * 50) * 2 / (0.99 * 0.2 * 10_000)
     assert math.isclose(base, C * unit**p)
-    assert math.isclose(auto_alpha(20_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0),
+    assert math.isclose(auto_alpha(20_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0),
                         base / 2**p)
-    assert math.isclose(auto_alpha(10_000, 50, 2.0, mechanism="objective", loss=logistic, data_norm=1.0),
+    assert math.isclose(auto_alpha(10_000, 50, 0.4, mechanism="objective", loss=logistic, data_norm=1.0),
                         base / 2**p)
-    assert math.isclose(auto_alpha(10_000, 50, 1.0, mechanism="objective", loss=logistic, data_norm=1.0,
+    assert math.isclose(auto_alpha(10_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0,
                                    multiplier=3.0), 3.0 * unit)
     # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
     C, p = AUTO_ALPHA_CONSTANTS["output"]
@@ -195,19 +196,21 @@ def test_auto_alpha_follows_the_theorys_shape():
     assert math.isclose(a, C * ((2.0**q * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
 
 
-def test_auto_alpha_floor_is_scikit_learns_default_regularisation():
-    """With much budget the rule stops at alpha = 1/n (scikit-learn's C = 1), never below."""
+def test_auto_alpha_floor_is_a_scikit_learn_style_regularisation():
+    """With much budget the rule stops at alpha = k/n (scikit-learn's C = 1/k), never below."""
     from dperm.losses import get_loss
     from dperm.theory import ALPHA_FLOOR_TIMES_N, auto_alpha
 
     logistic = get_loss("logistic")
-    assert ALPHA_FLOOR_TIMES_N == 1.0
+    assert set(ALPHA_FLOOR_TIMES_N) == {"objective", "output"}
     for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        k = ALPHA_FLOOR_TIMES_N["output" if mechanism == "output" else "objective"]
+        assert k > 0
         for n in (1_000, 70_000):
             big = auto_alpha(n, 20, 1e4, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
-            assert big == 1.0 / n
+            assert big == k / n
             small = auto_alpha(n, 20, 0.05, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
-            assert small > 1.0 / n
+            assert small > k / n
     # the fitting script's grid (multiplier) is the bare base, without the floor
     assert auto_alpha(1_000, 20, 1e4, mechanism="objective", loss=logistic, data_norm=1.0,
                       multiplier=1.0) < 1e-3
@@ -288,7 +291,9 @@ def test_auto_alpha_same_for_neighbouring_data_sets():
 def test_auto_alpha_monotone_as_derived(mechanism, delta):
     """More data or more budget means less noise, so less regularisation; more dimensions, more."""
     from dperm.losses import get_loss
-    from dperm.theory import auto_alpha
+    from dperm.theory import ALPHA_FLOOR_TIMES_N, auto_alpha
+
+    k = ALPHA_FLOOR_TIMES_N["output" if mechanism == "output" else "objective"]
 
     def rule(n, d, eps):
         return auto_alpha(n, d, eps, delta, mechanism=mechanism, loss=get_loss("logistic"), data_norm=2**0.5)
@@ -297,9 +302,9 @@ def test_auto_alpha_monotone_as_derived(mechanism, delta):
         for eps in (0.05, 0.1, 1.0, 5.0):
             a = rule(n, 50, eps)
             assert rule(2 * n, 50, eps) < a
-            # more budget: less regularisation, down to the floor 1/n (then equal)
-            assert rule(n, 50, 2 * eps) < a or rule(n, 50, 2 * eps) == a == 1.0 / n
-            assert rule(n, 100, eps) > a or a == rule(n, 100, eps) == 1.0 / n
+            # more budget: less regularisation, down to the floor k/n (then equal)
+            assert rule(n, 50, 2 * eps) < a or rule(n, 50, 2 * eps) == a == k / n
+            assert rule(n, 100, eps) > a or a == rule(n, 100, eps) == k / n
 
 
 @pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5),

@@ -267,10 +267,11 @@ def gop_excess_risk_bound(
 #: ``(C, p)`` of ``alpha = C base^p`` per mechanism family, fitted by
 #: ``benchmarks/alpha_rule_fit.py`` on public data dperm never reports on (never Adult or
 #: KDD Cup); see :func:`auto_alpha` for the data sets, the grid and the criterion.
-AUTO_ALPHA_CONSTANTS = {"objective": (4.22, 2.00), "output": (7.69, 1.88)}
-#: The rule never regularises less than ``alpha = ALPHA_FLOOR_TIMES_N / n``: scikit-learn's
-#: default ``C = 1`` (``alpha = 1 / (n C)``). Chosen on the fitting set (see :func:`auto_alpha`).
-ALPHA_FLOOR_TIMES_N = 1.0
+AUTO_ALPHA_CONSTANTS = {"objective": (7.24, 2.23), "output": (13.5, 2.13)}
+#: ``k`` per mechanism family: the rule never regularises less than ``alpha = k / n``
+#: (scikit-learn's ``C = 1 / k``, ``alpha = 1 / (n C)``). Fitted with ``(C, p)`` on the same
+#: public cells (see :func:`auto_alpha`).
+ALPHA_FLOOR_TIMES_N = {"objective": 4.0, "output": 16.0}
 #: Curvature used for a loss without one (the hinge) in the output rule.
 NONSMOOTH_CURVATURE = 1.0
 #: Exponent ``q`` of the curvature in the output rule's base (see :func:`auto_alpha`).
@@ -418,7 +419,7 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     R_x = R if feature_norm is None else check_positive(feature_norm, "feature_norm")
     family = "output" if mechanism == "output" else "objective"
     constant, exponent = (multiplier, 1.0) if multiplier is not None else AUTO_ALPHA_CONSTANTS[family]
-    floor = ALPHA_FLOOR_TIMES_N / n if multiplier is None else 0.0
+    floor = ALPHA_FLOOR_TIMES_N[family] / n if multiplier is None else 0.0
     if family == "objective":
         base = R_x * objective_noise_norm(mechanism, d, epsilon, delta, loss.lipschitz, R) / n
         return max(constant * base**exponent, floor)
