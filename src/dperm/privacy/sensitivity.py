@@ -330,7 +330,7 @@ def glm_jacobian_epsilon(n_samples: int, regularization: float, curvature: float
 
 
 def glm_objective_slack(epsilon: float, n_samples: int, alpha: float, curvature: float,
-                                   data_norm: float) -> ObjectiveSlack:
+                        data_norm: float) -> ObjectiveSlack:
     """Split epsilon between the Jacobian term (:func:`glm_jacobian_epsilon`) and the noise.
 
     Used by pure objective perturbation (003 Alg. 2 with the one-factor Jacobian bound)
