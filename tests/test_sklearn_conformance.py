@@ -27,8 +27,7 @@ from dperm.preprocessing import PublicBoundsScaler, RowNormalizer
 
 N_ITER = (
     "asks for n_iter_; the number of solver iterations is a function of the private rows and is "
-    "not released (dperm.privacy.release). A solve that misses its certificate raises "
-    "CertificateError instead."
+    "not released (dperm.privacy.release)."
 )
 EXPECTED_FAILED_CHECKS = {
     "classifier": {

@@ -98,7 +98,11 @@ class BudgetWarning(UserWarning):
 class CertificateError(RuntimeError):
     """A solve needed for a privacy guarantee could not be certified.
 
-    Raised instead of releasing a model whose sensitivity bound would not hold.
+    dperm's own fits no longer raise it: every certified solve ends with a proven
+    completion (:mod:`dperm.solvers.proven`), because a failure after the budget
+    is spent would itself be a release that depends on the private rows (issue 28).
+    Kept for code that catches it and for extensions that bring their own solver,
+    which must raise it only before any budget is spent.
     """
 
 

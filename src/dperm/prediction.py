@@ -268,10 +268,10 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         """Train the exact kernel model and open a fresh answer budget of ``epsilon_total``.
 
         Nothing is released and nothing is spent: the model stays in private
-        attributes. Raises :class:`~dperm.exceptions.CertificateError` if the
-        solve cannot be certified to the radius the noise is calibrated for,
-        and ``ValueError`` (before any large allocation) if the chosen path's
-        estimated memory exceeds ``max_memory_gb``.
+        attributes. The solve always certifies the radius the noise is
+        calibrated for (:mod:`dperm.solvers.proven`). Raises ``ValueError``
+        (before any large allocation) if the chosen path's estimated memory
+        exceeds ``max_memory_gb``.
 
         Parameters
         ----------

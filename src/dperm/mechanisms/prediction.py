@@ -220,10 +220,8 @@ def fit_private_prediction(X, y, *, loss, kernel, gamma, alpha, y_bound, max_ite
     (:func:`dperm.solvers.kernel.plan_prediction_solver`); ``y`` holds labels in
     ``[-y_bound, y_bound]`` (squared) or in {-1, +1} (hinge).
 
-    Raises
-    ------
-    CertificateError
-        If the solve misses the radius the noise is calibrated for: nothing is fitted.
+    The solve always certifies the radius the noise is calibrated for (a proven
+    method finishes what ``max_iter`` fast iterations leave, :mod:`dperm.solvers.proven`).
     """
     calibration = calibrate_prediction(loss, y_bound, alpha, X.shape[0], epsilon_per_query,
                                        kappa=path_kappa(kernel, solver))

@@ -52,13 +52,16 @@ class ChunkedERMData:
     def minimize_certified(self, loss, alpha, tol, max_iter, linear_term=None):
         """Certified minimiser of ``J`` by :func:`dperm.scale.newton_certified`.
 
-        ``max_iter`` bounds the data passes. Needs a twice-differentiable
+        ``max_iter`` bounds the Newton passes; the proven completion's passes
+        follow (:func:`dperm.scale.newton_certified`). Needs a twice-differentiable
         loss; the hinge is refused (use ``loss="smooth_hinge"``).
         """
         require_twice_differentiable(loss)
+        # the public bound c R^2 + alpha on J's Hessian (rows are clipped to the norm R chunk by chunk)
+        smoothness = loss.curvature * effective_norm(self.spec) ** 2 + alpha
         return newton_certified(
-            lambda w: self.loss_sums(loss, w), self.shape[1], self.n_samples, alpha, tol,
-            max_iter, linear_term,
+            lambda w, with_hessian=True: self.loss_sums(loss, w, with_hessian), self.shape[1],
+            self.n_samples, alpha, tol, max_iter, linear_term, smoothness=smoothness,
         )
 
     def __repr__(self):

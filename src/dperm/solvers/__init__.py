@@ -3,6 +3,9 @@
 - :mod:`dperm.solvers.erm`: the (perturbed) regularised linear ERM objective,
   L-BFGS + Newton with a gradient-norm certificate, and the duality-gap /
   smoothing certificates of piecewise-linear losses (paper note 8).
+- :mod:`dperm.solvers.proven`: the proven completions (accelerated gradient,
+  FISTA) that finish any solve the fast methods leave short, so a fit that has
+  spent its budget always releases (issue 28).
 - :mod:`dperm.solvers.kernel`: the kernel ERM of :class:`dperm.PrivatePredictor`,
   exact (Gram matrix) or on public random features, and the memory plan that
   chooses between them.

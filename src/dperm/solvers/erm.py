@@ -25,10 +25,19 @@ import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
 from dperm.losses import ConvexLoss, HingeLoss
+from dperm.solvers.proven import accelerated_completion
 from dperm.validation import ROW_BLOCK
 
-#: Newton steps tried after L-BFGS when its answer misses the gradient tolerance.
+#: Newton steps tried after L-BFGS when its answer misses the gradient tolerance (a public
+#: constant, not cut by ``max_iter``: a few cheap ``d x d`` solves spare the proven completion).
 MAX_NEWTON_STEPS = 20
+#: Newton steps before the proven completion takes over.
+PROVEN_NEWTON_STEPS = 200
+#: The fast solvers of piecewise-linear losses (liblinear epochs, each smoothing stage's L-BFGS)
+#: get at least this many iterations whatever ``max_iter`` says: their proven completion needs a
+#: number of steps that grows with n (hours on Adult), so a tiny ``max_iter`` would only make a
+#: fit that must release anyway very slow. 1,000 is the estimators' default ``max_iter``.
+NONSMOOTH_MIN_ITER = 1000
 #: Step halvings in the Newton line search before giving up.
 MAX_STEP_HALVINGS = 30
 
@@ -46,9 +55,12 @@ class SolveResult:
     solution_radius : float
         A proven bound on ``||coef - argmin J||``.
     n_iter : int
-        Solver iterations (L-BFGS plus Newton polishing steps).
+        Solver iterations (L-BFGS plus Newton polishing steps plus any steps of
+        the proven completion). Depends on the private rows: never released.
     certified : bool
-        Whether the requested tolerance was met.
+        Whether the requested tolerance was met. The solvers of this package
+        finish with a proven completion (:mod:`dperm.solvers.proven`), so it
+        is true whenever the loss is smooth or piecewise linear.
     """
 
     coef: np.ndarray
@@ -117,6 +129,15 @@ class RegularizedERMObjective:
     def gradient(self, w):
         return self.value_and_gradient(w)[1]
 
+    def smoothness(self) -> float:
+        """``L = c max_i ||x_i||^2 + alpha``, a bound on the Hessian's largest eigenvalue.
+
+        ``(1/n) sum loss''(s_i) x_i x_i^T + alpha I`` with ``loss'' <= c`` (the
+        loss's curvature) and ``||x_i|| <= max_i ||x_i||`` (at most the public norm bound).
+        """
+        max_row_norm_sq = float(np.max(np.einsum("ij,ij->i", self.X, self.X), initial=0.0))
+        return self.loss.curvature * max_row_norm_sq + self.alpha
+
     def hessian(self, w):
         curvature = self.loss.score_second_derivative(self.y, self.X @ w) / self.n_samples
         hess = (self.X.T * curvature) @ self.X
@@ -158,20 +179,37 @@ def minimize_erm(loss: ConvexLoss, X, y, alpha: float, tol: float, max_iter: int
 RegularizedMarginObjective = RegularizedERMObjective
 
 
-def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter: int, w0=None):
-    """Minimise a smooth strongly convex ``J`` until ``||grad J|| <= tol``.
+def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter: int, w0=None,
+                       prove: bool = True):
+    """Minimise a smooth strongly convex ``J`` until ``||grad J|| <= tol``, always.
 
     L-BFGS (scipy) does the bulk of the work; its stopping rule on the
     relative change of ``J`` fires near machine precision before tight
-    gradient tolerances are met, so for twice-differentiable losses a few
-    Newton steps polish the answer (quadratic convergence near the optimum).
+    gradient tolerances are met, so for twice-differentiable losses up to
+    ``MAX_NEWTON_STEPS`` Newton steps polish the answer (quadratic convergence
+    near the optimum; ``PROVEN_NEWTON_STEPS`` when the completion follows).
+    ``max_iter`` bounds the L-BFGS iterations.
 
-    ``max_iter`` bounds L-BFGS iterations and Newton steps together.
+    If they have not reached ``tol``, Nesterov's accelerated gradient method
+    finishes the solve (:func:`dperm.solvers.proven.accelerated_completion`):
+    ``J`` is ``alpha``-strongly convex and ``L``-smooth
+    (:meth:`RegularizedERMObjective.smoothness`), so a number of steps fixed by
+    ``alpha``, ``L`` and the starting gradient proves ``J(w) - J* <= tol^2 /
+    (2 alpha)`` and ``||w - w*|| <= tol / alpha``, the same certificates a
+    gradient norm ``tol`` gives. A solve that has spent budget therefore never
+    fails; only its duration depends on the data (issue 28). ``prove=False``
+    skips the completion (for a caller with a cheaper certificate of its own,
+    such as the smoothing continuation's duality gap).
 
     Returns
     -------
     SolveResult
+        ``gradient_norm`` is the achieved gradient norm or, after a completion
+        that ran its full count, ``tol`` (the proof's equivalent).
     """
+    if objective.loss.curvature is None:  # a property of the loss, checked whatever the data
+        raise ValueError(f"the {objective.loss.name} loss has no curvature bound, so its objective "
+                         "has no smoothness constant and dperm cannot prove a solve of it.")
     d = objective.X.shape[1]
     w = np.zeros(d) if w0 is None else np.array(w0, dtype=float)
     result = minimize(
@@ -186,9 +224,13 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
     n_iter = int(result.nit)
     grad = objective.gradient(w)
     grad_norm = float(np.linalg.norm(grad))
-    newton_budget = min(MAX_NEWTON_STEPS, max_iter - n_iter)
-    if grad_norm > tol and objective.loss.twice_differentiable and newton_budget > 0:
-        w, grad_norm, steps = _newton_polish(objective, w, grad, tol, newton_budget)
+    if grad_norm > tol and objective.loss.twice_differentiable:
+        newton_steps = PROVEN_NEWTON_STEPS if prove else MAX_NEWTON_STEPS
+        w, grad, grad_norm, steps = _newton_polish(objective, w, grad, tol, newton_steps)
+        n_iter += steps
+    if grad_norm > tol and prove:
+        w, grad_norm, steps = accelerated_completion(
+            objective.value_and_gradient, w, grad, objective.alpha, objective.smoothness(), tol)
         n_iter += steps
     return SolveResult(
         coef=w,
@@ -219,7 +261,7 @@ def _newton_polish(objective, w, grad, tol, max_steps):
             break  # no step reduces the gradient: we are at rounding level
         w, grad, grad_norm = candidate, candidate_grad, candidate_norm
         steps += 1
-    return w, grad_norm, steps
+    return w, grad, grad_norm, steps
 
 
 #: Widths of the band of margins around 1 whose dual weights are fitted.
@@ -308,6 +350,7 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
+    max_iter = max(max_iter, NONSMOOTH_MIN_ITER)
     if np.unique(y).size < 2:
         # liblinear refuses one-class data: the one-vs-rest problem of a public label no row
         # carries has every row negative. Still strongly convex; smoothing certifies it.
@@ -350,6 +393,8 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
 INITIAL_SMOOTHING_WIDTH = 1.0
 #: Each continuation stage divides the smoothing width by this factor.
 SMOOTHING_SHRINK = 10.0
+#: The last smoothing stage aims at this fraction of the radius it must prove (room for rounding).
+FINAL_STAGE_MARGIN = 0.999
 
 
 def solve_by_smoothing(loss: ConvexLoss, X, y, alpha, radius_tol, max_iter):
@@ -366,23 +411,35 @@ def solve_by_smoothing(loss: ConvexLoss, X, y, alpha, radius_tol, max_iter):
     each stage the duality gap (:func:`piecewise_linear_duality_gap`) is also
     computed; the smaller of the two bounds is the certificate, and the
     continuation stops as soon as it proves the radius.
+
+    The stages run the fast method only. If the last one, at width ``h``, has
+    not proved the radius, it is solved again with the proven completion of
+    :func:`minimize_certified`, whose gradient certificate proves it: the
+    bounds above are aimed at ``FINAL_STAGE_MARGIN r`` so that rounding in
+    their arithmetic cannot push the computed radius past ``r``. The solve
+    never fails once it has begun.
     """
+    max_iter = max(max_iter, NONSMOOTH_MIN_ITER)
     gap_factor = loss.smoothing_gap
-    final_width = alpha * radius_tol**2 / (4.0 * gap_factor)
-    gradient_tol = alpha * radius_tol / math.sqrt(2.0)
+    target = FINAL_STAGE_MARGIN * radius_tol
+    final_width = alpha * target**2 / (4.0 * gap_factor)
+    gradient_tol = alpha * target / math.sqrt(2.0)
     width = max(INITIAL_SMOOTHING_WIDTH, final_width)
     w, n_iter = None, 0
+    prove = False  # the fast continuation first; the proven completion only if it falls short
     while True:
         objective = RegularizedERMObjective(loss.smoothed(width), X, y, alpha)
-        solve = minimize_certified(objective, tol=gradient_tol, max_iter=max_iter, w0=w)
+        solve = minimize_certified(objective, tol=gradient_tol, max_iter=max_iter, w0=w, prove=prove)
         w, n_iter = solve.coef, n_iter + solve.n_iter
         smoothing_gap = solve.gradient_norm**2 / (2.0 * alpha) + gap_factor * width
         gap = smoothing_gap
         if math.sqrt(2.0 * gap / alpha) > radius_tol:
             gap = min(gap, piecewise_linear_duality_gap(loss, X, y, alpha, w, 0.5 * alpha * radius_tol**2))
         radius = math.sqrt(2.0 * gap / alpha)
-        if radius <= radius_tol or width <= final_width:
+        if radius <= radius_tol or prove:
             break
+        if width <= final_width:
+            prove = True  # the last stage again, finished by the proven method: it proves r
         width = max(width / SMOOTHING_SHRINK, final_width)
     return SolveResult(w, alpha * radius, radius, n_iter, radius <= radius_tol)
 

@@ -5,8 +5,10 @@ Gram matrix (least squares in closed form, the hinge SVM in its dual with a
 duality-gap certificate); memory ``O(m^2)``, time ``O(m^3)``. ``"features"``:
 the finite-rank kernel ``z(x) . z(x')`` of random Fourier features drawn from a
 public seed, solved in its ``2D``-dimensional primal; memory ``O(m D + D^2)``.
-Each solve certifies an RKHS radius ``r`` around its exact minimiser or raises
-:class:`~dperm.exceptions.CertificateError`. :func:`plan_prediction_solver`
+Each solve certifies an RKHS radius ``r`` around its exact minimiser, always: its
+fast method runs under ``max_iter`` and a proven method finishes it
+(:mod:`dperm.solvers.proven`), so a fit never fails after its budget is spent.
+:func:`plan_prediction_solver`
 picks the path from public inputs and refuses one over the memory cap before
 anything is allocated. Why both paths share one calibration:
 ``docs/design/prediction.md``.
@@ -18,13 +20,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.optimize import minimize
 
-from dperm.exceptions import CertificateError
 from dperm.kernels import kernel_matrix, random_fourier_pair_map, sample_frequencies
 from dperm.privacy.sensitivity import lambda_from_alpha
-from dperm.solvers.erm import solve_hinge_svm
+from dperm.solvers.proven import accelerated_completion, fista_box_completion
+from dperm.solvers.erm import FINAL_STAGE_MARGIN, NONSMOOTH_MIN_ITER, solve_hinge_svm
 
 __all__ = [
     "BYTES_PER_FLOAT",
@@ -230,7 +232,36 @@ def solve_kernel_least_squares(
     system = K + lam * m * np.eye(m)
     coef = cho_solve(cho_factor(system, lower=True), y)
     radius = kernel_least_squares_radius(K, y, alpha, coef)
-    return KernelSolve(coef=coef, solution_radius=radius, certified=radius <= radius_tol, n_iter=0)
+    n_iter = 0
+    if radius > radius_tol:  # rounding beyond the tolerance: finish with the proven method
+        coef, radius, n_iter = _proven_least_squares(K, y, alpha, coef, radius_tol)
+    return KernelSolve(coef=coef, solution_radius=radius, certified=radius <= radius_tol, n_iter=n_iter)
+
+
+def _proven_least_squares(K, y, alpha, coef, radius_tol):
+    """Accelerated gradient in the RKHS from ``coef`` until it proves ``||f - f*||_K <= radius_tol``.
+
+    ``J(f) = (1/m) sum (f(x_i) - y_i)^2 + alpha/2 ||f||_K^2`` is ``alpha``-strongly
+    convex and ``(2 kappa^2 + alpha)``-smooth in the RKHS (``<f, H f> = (2/m) sum
+    f(x_i)^2 <= 2 kappa^2 ||f||^2``, ``kappa^2 = max K_ii``); its gradient at
+    ``f = sum c_i K_{x_i}`` has coefficients ``(2/m)((K + (alpha m / 2) I) c - y)``
+    (:func:`kernel_least_squares_radius`). Returns ``(coef, radius, steps)``.
+    """
+    m = y.shape[0]
+    shift = 0.5 * alpha * m
+
+    def value_and_gradient(c):
+        return None, (2.0 / m) * (K @ c + shift * c - y)
+
+    def rkhs_norm(g):
+        return math.sqrt(max(float(g @ K @ g), 0.0))
+
+    smoothness = 2.0 * float(np.max(np.diag(K))) + alpha
+    target = FINAL_STAGE_MARGIN * radius_tol
+    coef, certificate, steps = accelerated_completion(
+        value_and_gradient, coef, value_and_gradient(coef)[1], alpha, smoothness, alpha * target,
+        norm=rkhs_norm)
+    return coef, min(kernel_least_squares_radius(K, y, alpha, coef), certificate / alpha), steps
 
 
 def kernel_hinge_duality_gap(K: np.ndarray, y: np.ndarray, alpha: float, dual: np.ndarray):
@@ -314,6 +345,7 @@ def solve_kernel_hinge(
     :func:`kernel_hinge_duality_gap` is a valid certificate whatever the route.
     """
     m = y.shape[0]
+    max_iter = max(max_iter, NONSMOOTH_MIN_ITER)  # the proven completion is slow: see erm.NONSMOOTH_MIN_ITER
     Q = (y[:, None] * y[None, :]) * K
     linear = alpha * m
     best = _box_qp_lbfgs(Q, linear, max_iter)
@@ -335,9 +367,39 @@ def solve_kernel_hinge(
         gap, _ = kernel_hinge_duality_gap(K, y, alpha, dual)
         if gap < best_gap:
             best, best_gap = dual.copy(), gap
-    _, coef = kernel_hinge_duality_gap(K, y, alpha, best)
     radius = _gap_radius(best_gap, alpha)
+    if radius > radius_tol:
+        best, radius, steps = _proven_dual_completion(Q, K, y, alpha, linear, best, radius_tol)
+        n_iter += steps
+    _, coef = kernel_hinge_duality_gap(K, y, alpha, best)
     return KernelSolve(coef=coef, solution_radius=radius, certified=radius <= radius_tol, n_iter=n_iter)
+
+
+def _proven_dual_completion(Q, K, y, alpha, linear, start, radius_tol):
+    """FISTA on the dual until the gap certifies ``radius_tol`` or the theorem proves it.
+
+    With ``P`` ``alpha``-strongly convex, the dual's suboptimality bounds the
+    primal distance: ``D* - D(a) >= alpha/2 ||f_a - f*||_K^2`` (``D`` is a
+    concave quadratic maximised over the box at ``a*``, whose first-order
+    condition leaves only the quadratic term, and ``f_{a*} = f*``). The scaled
+    dual ``g = a^T Q a / 2 - alpha m sum(a)`` is ``alpha m^2 (-D)`` up to a
+    constant, so ``g(a) - g* <= alpha^2 m^2 r^2 / 2`` proves ``||f_a - f*|| <= r``;
+    :func:`dperm.solvers.proven.fista_box_completion` reaches it in a number of
+    steps fixed by ``m``, ``r``, ``alpha`` and ``||Q||`` (Beck & Teboulle 2009, Thm 4.4).
+    Returns ``(dual point, proven radius, steps)``.
+    """
+    m = y.shape[0]
+    target = FINAL_STAGE_MARGIN * radius_tol
+    smoothness = float(eigh(Q, eigvals_only=True, subset_by_index=[m - 1, m - 1])[0])
+    smoothness = max(smoothness, np.finfo(float).tiny) * (1.0 + 1e-9)  # an upper bound despite rounding
+
+    def certified(dual):
+        return _gap_radius(kernel_hinge_duality_gap(K, y, alpha, dual)[0], alpha) <= radius_tol
+
+    dual, proven, steps = fista_box_completion(Q, linear, start, smoothness,
+                                               0.5 * (alpha * m * target) ** 2, certified)
+    gap_radius = _gap_radius(kernel_hinge_duality_gap(K, y, alpha, dual)[0], alpha)
+    return dual, min(gap_radius, target) if proven else gap_radius, steps
 
 
 class ExactKernelModel:
@@ -402,23 +464,12 @@ def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, ma
     max_iter : int
     y_bound : float or None
         ``M`` for least squares (projection of the values).
-
-    Raises
-    ------
-    CertificateError
-        If the solve cannot certify ``radius_tol``: nothing is fitted.
     """
     K = kernel_matrix(kernel, X, X, gamma)
     if loss_name == "squared":
         solve = solve_kernel_least_squares(K, y, alpha, radius_tol)
     else:
         solve = solve_kernel_hinge(K, y, alpha, radius_tol, max_iter)
-    if not solve.certified:
-        raise CertificateError(
-            f"private prediction: the {loss_name} solve did not certify the RKHS radius "
-            f"{radius_tol:.3g} the noise is calibrated for, so nothing is fitted. Increase "
-            "max_iter or alpha."
-        )
     model = ExactKernelModel(X, solve.coef, kernel, gamma, y_bound if loss_name == "squared" else None)
     return model, solve
 
@@ -455,21 +506,34 @@ def _feature_normal_equations(X, y, frequencies):
     return gram, moment
 
 
-def solve_feature_least_squares(X, y, frequencies, alpha: float):
+def solve_feature_least_squares(X, y, frequencies, alpha: float, radius_tol: float | None = None):
     """Least squares on the features: ``(Z^T Z + (alpha m / 2) I) w = Z^T y``; returns ``(w, radius)``.
 
     ``J(w) = (1/m) sum (w . z_i - y_i)^2 + alpha/2 ||w||^2`` (000 Sec. 5.1 for
     the kernel ``k_z``, ``lambda = alpha / 2``) is ``alpha``-strongly convex, so
     ``||w - w*|| <= ||grad J(w)|| / alpha`` with
-    ``grad J(w) = (2/m)(Z^T Z w - Z^T y) + alpha w``.
+    ``grad J(w) = (2/m)(Z^T Z w - Z^T y) + alpha w``. If rounding leaves the
+    radius above ``radius_tol``, accelerated gradient finishes the solve
+    (:func:`dperm.solvers.proven.accelerated_completion`, ``L = 2 lambda_max(Z^T Z) / m + alpha``).
     """
     m = X.shape[0]
     gram, moment = _feature_normal_equations(X, y, frequencies)
     system = gram.copy()
     system[np.diag_indices_from(system)] += lambda_from_alpha(alpha) * m
     coef = cho_solve(cho_factor(system, lower=True), moment)
-    gradient = (2.0 / m) * (gram @ coef - moment) + alpha * coef
-    return coef, float(np.linalg.norm(gradient)) / alpha
+
+    def value_and_gradient(w):
+        return None, (2.0 / m) * (gram @ w - moment) + alpha * w
+
+    gradient_norm = float(np.linalg.norm(value_and_gradient(coef)[1]))
+    if radius_tol is not None and gradient_norm > alpha * radius_tol:
+        width = gram.shape[0]
+        top = float(eigh(gram, eigvals_only=True, subset_by_index=[width - 1, width - 1])[0])
+        smoothness = (2.0 * max(top, 0.0) / m + alpha) * (1.0 + 1e-9)  # an upper bound despite rounding
+        coef, gradient_norm, _ = accelerated_completion(
+            value_and_gradient, coef, value_and_gradient(coef)[1], alpha, smoothness,
+            alpha * FINAL_STAGE_MARGIN * radius_tol)
+    return coef, gradient_norm / alpha
 
 
 def _feature_matrix(X, frequencies):
@@ -522,23 +586,11 @@ def fit_random_feature_model(X, y, loss_name, frequencies, alpha, radius_tol, ma
     max_iter : int
         liblinear's iteration budget (hinge).
     y_bound : float or None
-
-    Raises
-    ------
-    CertificateError
-        If the solve cannot certify ``radius_tol``: nothing is fitted.
     """
     if loss_name == "squared":
-        coef, radius = solve_feature_least_squares(X, y, frequencies, alpha)
+        coef, _ = solve_feature_least_squares(X, y, frequencies, alpha, radius_tol)
     else:
-        solve = solve_hinge_svm(_feature_matrix(X, frequencies), y, alpha, radius_tol, max_iter)
-        coef, radius = solve.coef, solve.solution_radius
-    if not radius <= radius_tol:
-        raise CertificateError(
-            f"private prediction (random features): the {loss_name} solve did not certify the "
-            f"radius {radius_tol:.3g} the noise is calibrated for, so nothing is fitted. "
-            "Increase max_iter or alpha."
-        )
+        coef = solve_hinge_svm(_feature_matrix(X, frequencies), y, alpha, radius_tol, max_iter).coef
     return RandomFeatureKernelModel(frequencies, coef, y_bound if loss_name == "squared" else None)
 
 
