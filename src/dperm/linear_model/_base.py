@@ -178,6 +178,27 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         self.alpha_ = alpha
         return params._replace(alpha=alpha)
 
+    def _public_budget(self, n_samples, n_features, label_set=None):
+        """``(epsilon, delta)`` that a fit on ``n_samples`` rows of ``n_features`` columns spends.
+
+        What :class:`dperm.tuning.PrivateParameterSearch` charges for this estimator before
+        training it on a part of public size: ``mechanism="auto"`` is resolved exactly as
+        :meth:`fit` resolves it (:meth:`_with_public_choices`, from public n and d only) and
+        fit's budget checks run. Reads no data and spends nothing.
+
+        Parameters
+        ----------
+        n_samples, n_features : int
+            The public size of the data the fit will see.
+        label_set : dperm.privacy.labels.LabelSet or None
+            A classifier's label set (it sets how many one-vs-rest problems share the budget).
+        """
+        params = self._check_params()
+        n_problems = 1 if label_set is None else self._n_problems(label_set)
+        params = self._with_public_choices(params, n_samples, n_features, n_problems)
+        epsilon, delta, _ = self._budget_request(params)
+        return epsilon, delta
+
     @staticmethod
     def _auto_alpha(params, n_samples, dimension, norm, mechanism):
         from dperm.theory import auto_alpha
