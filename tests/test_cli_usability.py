@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 
@@ -436,9 +437,15 @@ def test_a_vanishing_epsilon_is_refused_up_front(table, capsys, recwarn, epsilon
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
-def test_the_smallest_epsilon_still_trains(table, capsys):
+def test_the_smallest_epsilon_is_refused_with_one_that_works(table, capsys):
+    # Issue 28 B: at MIN_EPSILON the noise swamps every coefficient of this small table; the
+    # refusal names an epsilon that would work, and that epsilon trains.
     assert _train(table, "--epsilon", str(cli.MIN_EPSILON), "--classes", "no,yes",
-                  "--mechanism", "output") == 0
+                  "--mechanism", "output") == 2
+    err = _error(capsys)
+    assert "would swamp every coefficient" in err and "Nothing was spent" in err
+    suggested = re.search(r"[Ee]psilon >= ([0-9.e+-]+) would", err).group(1)
+    assert _train(table, "--epsilon", suggested, "--classes", "no,yes", "--mechanism", "output") == 0
 
 
 # -- model files whose record was edited --------------------------------------------------

@@ -294,3 +294,83 @@ def test_random_stopping_end_to_end_on_breast_cancer():
     assert fitted.privacy_.per_repetition_epsilon == pytest.approx(10.0)
     np.testing.assert_array_equal(search().fit(X_train, y_train).best_estimator_.coef_,
                                   fitted.best_estimator_.coef_)
+
+
+# ---------------------------------------------------------------------------
+# Issue 28 A: the search charges what its candidates spend (mechanism="auto" resolved)
+# ---------------------------------------------------------------------------
+def _unit_rows(n=4000, d=30, seed=0):
+    """d = 30 unit rows: at n = 1,333 per part "auto" chooses the Gaussian objective mechanism."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.fixture
+def fitted_records(monkeypatch):
+    """Every candidate's own ``privacy_``, collected as the search fits them."""
+    records = []
+    original = PrivateLogisticRegression.fit
+
+    def fit(self, X, y):
+        model = original(self, X, y)
+        records.append(model.privacy_)
+        return model
+
+    monkeypatch.setattr(PrivateLogisticRegression, "fit", fit)
+    return records
+
+
+def test_alg4_charges_the_delta_its_auto_candidates_spend(fitted_records):
+    X, y = _unit_rows()
+    acc = BudgetAccountant(10, 1e-3)
+    search = PrivateParameterSearch(PrivateLogisticRegression(delta=1e-5, classes=[0, 1]),
+                                    {"alpha": [1e-3, 1e-2]}, epsilon=1.0, method="alg4",
+                                    accountant=acc, random_state=0).fit(X, y)
+    assert search.best_estimator_.mechanism_ == "gaussian_objective"
+    assert [r.delta for r in fitted_records] == [1e-5, 1e-5]
+    assert acc.spent == (1.0, 1e-5)
+    assert (search.privacy_.epsilon, search.privacy_.delta) == (1.0, 1e-5)
+    assert search.privacy_.guarantee == "(1, 1e-05)-DP"
+    assert search.privacy_.candidate_budgets == ((1.0, 1e-5), (1.0, 1e-5))
+
+
+def test_alg4_charge_is_the_parallel_composition_of_the_candidates_records(fitted_records):
+    # "auto" resolves to the Gaussian objective mechanism (d = 40), "objective" is pure
+    X, y = _unit_rows(6000, 40)
+    acc = BudgetAccountant(10, 1e-3)
+    search = PrivateParameterSearch(
+        PrivateLogisticRegression(delta=1e-4, classes=[0, 1], fit_intercept=False),
+        {"mechanism": ["auto", "objective"], "alpha": [1e-2]}, epsilon=1.0,
+        accountant=acc, random_state=0).fit(X, y)
+    assert len(fitted_records) == 2
+    assert sorted(r.delta for r in fitted_records) == [0.0, 1e-4]  # the candidates differ
+    # parallel composition over disjoint parts: the largest epsilon and the largest delta
+    assert acc.spent == (max(r.epsilon for r in fitted_records), max(r.delta for r in fitted_records))
+    assert search.privacy_.candidate_budgets == tuple((r.epsilon, r.delta) for r in fitted_records)
+    assert (search.privacy_.epsilon, search.privacy_.delta) == acc.spent
+
+
+@pytest.mark.parametrize("estimator", [
+    PrivateLogisticRegression(delta=1e-5, classes=[0, 1]),  # "auto" resolves to the Gaussian one
+    PrivateLogisticRegression(delta=1e-5, classes=[0, 1], mechanism="gaussian_objective"),
+])
+def test_random_stopping_refuses_a_delta_spending_base_before_spending(estimator):
+    X, y = _unit_rows()
+    acc = BudgetAccountant(10, 1e-3)
+    with pytest.raises(ValueError, match="needs pure epsilon-DP candidates.*gaussian_objective"):
+        PrivateParameterSearch(estimator, {"alpha": [1e-3, 1e-2]}, epsilon=1.0,
+                               method="random_stopping", accountant=acc, random_state=0).fit(X, y)
+    assert acc.ledger == () and acc.spent == (0.0, 0.0)
+
+
+def test_random_stopping_with_a_pure_auto_base_charges_no_delta(fitted_records):
+    X, y = _unit_rows(1500, 3)
+    acc = BudgetAccountant(10, 1e-3)
+    search = PrivateParameterSearch(PrivateLogisticRegression(delta=1e-5, classes=[0, 1]),
+                                    {"alpha": [1e-2]}, epsilon=1.0, method="random_stopping",
+                                    stopping_mean=3, accountant=acc, random_state=0).fit(X, y)
+    assert {r.delta for r in fitted_records} == {0.0}  # d = 3: "auto" chooses pure objective
+    assert acc.spent == (1.0, 0.0) and search.privacy_.delta == 0.0
+    assert search.privacy_.candidate_budgets == ((search.privacy_.per_repetition_epsilon, 0.0),)

@@ -19,6 +19,7 @@ _PUBLIC = {
     "CertificateError": "dperm.exceptions",
     "DataClippingWarning": "dperm.exceptions",
     "PrivacyLeakWarning": "dperm.exceptions",
+    "WeakGuaranteeWarning": "dperm.exceptions",
     "RandomFourierFeatures": "dperm.kernels",
     "PrivateKernelLogisticRegression": "dperm.linear_model",
     "PrivateKernelSVC": "dperm.linear_model",

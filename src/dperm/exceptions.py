@@ -95,6 +95,17 @@ class BudgetWarning(UserWarning):
     """
 
 
+class WeakGuaranteeWarning(UserWarning):
+    """The requested guarantee is so weak that it protects little.
+
+    Issued by :func:`dperm.validation.check_budget_for_data` when ``epsilon``
+    exceeds :data:`dperm.validation.WEAK_EPSILON`: an epsilon-DP release lets
+    an observer's odds about any one record move by a factor up to
+    ``exp(epsilon)`` (``exp(10)`` is about 22,000). The fit goes ahead, and the
+    record states the epsilon; see docs/choosing_parameters.md.
+    """
+
+
 class CertificateError(RuntimeError):
     """A solve needed for a privacy guarantee could not be certified.
 

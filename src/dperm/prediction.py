@@ -39,6 +39,7 @@ from dperm.solvers.kernel import (
     plan_prediction_solver,
 )
 from dperm.validation import (
+    check_budget_for_data,
     check_random_state,
     clip_labels_to_bound,
     refuse_dask_input,
@@ -290,6 +291,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         params = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
                              ensure_min_samples=2)
+        check_budget_for_data(params["epsilon_total"], 0.0, X.shape[0])  # pure: warns if weak
         # Before anything m x m is allocated (and nothing is ever spent in fit): the path and
         # its estimated cost, from public inputs only.
         plan = plan_prediction_solver(self.solver, self.loss, X.shape[0], X.shape[1],

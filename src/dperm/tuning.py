@@ -71,8 +71,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dperm.cloning import BudgetOnCloneMixin
 from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete_laplace
-from dperm.mechanisms.registry import MECHANISMS
-from dperm.privacy.labels import check_classes, resolve_label_set
+from dperm.privacy.labels import LabelSet, check_classes, resolve_label_set
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.tuning_record import TuningRecord
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
@@ -254,7 +253,10 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)``, after the
         grid, every candidate's parameters, the data and the labels have been
-        checked and before any candidate is trained.
+        checked and before any candidate is trained. The delta is what the
+        candidates spend at their public part sizes, ``mechanism="auto"``
+        resolved by each candidate as its own ``fit`` resolves it (``"alg4"``:
+        the largest, by parallel composition; ``"random_stopping"``: 0).
     classes : None or list of labels, default=None
         The public label set, given to every candidate (the estimator needs a
         ``classes`` parameter; see :class:`dperm.PrivateLogisticRegression`).
@@ -269,7 +271,11 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
         (train a uniformly drawn candidate on a random training part, count
         its mistakes on the rest with discrete Laplace noise) and release the
         best; every repetition sees ``n (1 - validation_fraction)`` rows.
-        Needs pure-DP candidates (``delta`` spent 0).
+        Needs pure-DP candidates: a grid in which a candidate would spend delta
+        at the training part's size (e.g. ``mechanism="auto"`` choosing the
+        Gaussian objective mechanism) is refused before any budget is spent,
+        since dperm implements only the pure-DP form of Papernot & Steinke's
+        Thm 2 (their approximate-DP and RDP forms are not implemented).
     stopping_shape : float >= 0, default=1.0
         ``eta`` of the truncated negative binomial (0: logarithmic, 1:
         geometric). Public; the total costs ``(2 + eta)`` times one repetition.
@@ -357,12 +363,50 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             check_params()
 
     @staticmethod
-    def _delta_of(estimator) -> float:
+    def _budget_of(estimator, n_samples, n_features, label_set):
+        """``(epsilon, delta)`` that ``estimator`` spends when fitted on ``n_samples`` rows.
+
+        Resolved through the candidate itself (``_public_budget``: ``mechanism="auto"``
+        is chosen from the public part size and ``d`` exactly as its ``fit`` chooses it, and
+        its budget checks run), so the search charges what the candidate spends. An
+        estimator without that method is charged its whole ``delta`` parameter (an upper
+        bound; the check after fitting refuses to release if its record says more).
+        """
+        public_budget = getattr(estimator, "_public_budget", None)
+        if callable(public_budget):
+            return public_budget(n_samples, n_features, label_set)
         params = estimator.get_params()
-        name = params.get("mechanism")
-        if name not in MECHANISMS:
-            return 0.0
-        return MECHANISMS[name].delta_spent(float(params.get("delta", 0.0)))
+        return float(params["epsilon"]), float(params.get("delta", 0.0) or 0.0)
+
+    @staticmethod
+    def _part_label_set(classes, y_part):
+        """The label set a candidate fitted on ``y_part`` uses (the public one, or the part's)."""
+        if classes is not None:
+            return LabelSet(classes, public=True)
+        observed = np.unique(y_part)
+        if observed.size < 2:
+            raise ValueError(f"a part of {y_part.size} rows has {observed.size} class; the candidates "
+                             "are classifiers and need at least two: give classes= (public) or use "
+                             "more data or fewer candidates.")
+        return LabelSet(observed, public=False)
+
+    @staticmethod
+    def _check_spent_as_charged(model, budget) -> None:
+        """Refuse to release a candidate whose own record says it spent more than was charged.
+
+        ``budget`` is what the search charged for it; its record's ``(epsilon, delta)``
+        must not exceed it. Raised after the budget is spent, before anything is released.
+        """
+        record = getattr(model, "privacy_", None)
+        if record is None:
+            return
+        epsilon, delta = budget
+        if record.epsilon > epsilon * (1 + 1e-12) or record.delta > delta * (1 + 1e-12):
+            raise RuntimeError(
+                f"internal error: a candidate's record says ({record.epsilon:g}, {record.delta:g})"
+                f"-DP but the search charged ({epsilon:g}, {delta:g}); nothing was released. "
+                "Please report this."
+            )
 
     def _stopping(self, n_candidates):
         """Checked ``(eta, gamma, E[K])`` of random stopping (public parameters only)."""
@@ -385,18 +429,27 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
                              "need at least 2 and 1: use more data or another fraction.")
         return n_validation
 
-    def _plan(self, epsilon, configured, n_candidates):
-        """The method's checked plan: ``(per-candidate epsilon, total delta, stopping or None)``."""
+    def _plan(self, epsilon, n_candidates):
+        """The method's checked plan: ``(per-candidate epsilon, stopping or None)``."""
         if self.method == "alg4":
-            return epsilon, max(self._delta_of(c) for c in configured), None
+            return epsilon, None
         if self.method != "random_stopping":
             raise ValueError(f"method must be 'alg4' or 'random_stopping'; got {self.method!r}.")
         stopping = self._stopping(n_candidates)
-        if any(self._delta_of(c) > 0 for c in configured):
-            raise ValueError("method='random_stopping' needs pure epsilon-DP candidates (its pure-DP "
-                             "guarantee, Papernot & Steinke 2022 Thm 2); use a pure mechanism "
-                             "(delta=0) or method='alg4'.")
-        return per_repetition_epsilon(epsilon, stopping[0]), 0.0, stopping
+        return per_repetition_epsilon(epsilon, stopping[0]), stopping
+
+    @staticmethod
+    def _mechanism_of(candidate):
+        """The mechanism a candidate resolved in ``_public_budget`` (its parameter if unresolved)."""
+        return getattr(candidate, "mechanism_", candidate.get_params().get("mechanism"))
+
+    def _candidate_budgets(self, configured, sizes, n_features, label_sets):
+        """Each candidate's ``(epsilon, delta)`` at its public part size, before any is trained."""
+        return tuple(self._budget_of(candidate, size, n_features, label_set)
+                     for candidate, size, label_set in zip(configured, sizes, label_sets))
+
+    def _label(self, n_candidates):
+        return f"PrivateParameterSearch ({self.method}) over {n_candidates} candidates"
 
     def fit(self, X, y):
         """Train private candidates and select one privately (``method``).
@@ -415,10 +468,10 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
         configured = [self._configured(c, epsilon, None, classes) for c in candidates]
         for candidate in configured:
             self._check_candidate(candidate)
-        per_epsilon, delta, stopping = self._plan(epsilon, configured, len(candidates))
-        budget = (epsilon, delta, f"PrivateParameterSearch ({self.method}) over "
-                  f"{len(candidates)} candidates")
-        check_budget_left(self.accountant, *budget)  # an exhausted budget: refuse before reading X
+        per_epsilon, stopping = self._plan(epsilon, len(candidates))
+        # An exhausted epsilon budget: refuse before reading X. The delta is known once the
+        # part sizes are (mechanism="auto" chooses from them); it is checked when spent.
+        check_budget_left(self.accountant, epsilon, 0.0, self._label(len(candidates)))
         X, y = validate_data(self, X, y, accept_sparse="csr", ensure_min_samples=2,
                              ensure_all_finite=True, dtype=None)
         check_classification_targets(y)
@@ -429,13 +482,18 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
                              "candidates are classifiers and need at least two.")
         rng = check_random_state(self.random_state)
         if stopping is None:
-            return self._fit_alg4(X, y, rng, candidates, classes, epsilon, delta, budget)
+            return self._fit_alg4(X, y, rng, candidates, configured, classes, epsilon)
         n_validation = self._check_validation_fraction(X.shape[0])
         return self._fit_random_stopping(X, y, rng, candidates, classes, epsilon, per_epsilon,
-                                         stopping, n_validation, budget)
+                                         stopping, n_validation)
 
-    def _fit_alg4(self, X, y, rng, candidates, classes, epsilon, delta, budget):
-        """003 Alg. 4: one candidate per disjoint part, exponential mechanism on the last part."""
+    def _fit_alg4(self, X, y, rng, candidates, configured, classes, epsilon):
+        """003 Alg. 4: one candidate per disjoint part, exponential mechanism on the last part.
+
+        Charged ``(max eps_i, max delta_i)`` over the candidates' own budgets at their part
+        sizes (parallel composition, McSherry 2009 Thm 4: each record is in one part); the
+        selection is ``epsilon``-DP on the validation part. Each ``eps_i`` is ``epsilon``.
+        """
         parts = np.array_split(rng.permutation(X.shape[0]), len(candidates) + 1)
         validation = parts[-1]
         if min(part.size for part in parts) < 2:
@@ -443,12 +501,19 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
                 f"{X.shape[0]} rows cannot be split into {len(parts)} parts of at least 2 rows; "
                 "use fewer candidates or more data."
             )
+        # Part sizes depend on n and m only; a part's label set is the public one.
+        label_sets = [self._part_label_set(classes, y[part]) for part in parts[:-1]]
+        budgets = self._candidate_budgets(configured, [part.size for part in parts[:-1]],
+                                          X.shape[1], label_sets)
+        delta = max(d for _, d in budgets)
         # Check first, spend last-possible: before any candidate sees its part.
-        spend_before_fitting(self.accountant, *budget)
+        spend_before_fitting(self.accountant, max(max(e for e, _ in budgets), epsilon), delta,
+                             self._label(len(candidates)))
         models, mistakes = [], []
-        for params, part in zip(candidates, parts[:-1]):
+        for params, part, budget in zip(candidates, parts[:-1], budgets):
             seed = np.random.default_rng(rng.integers(2**63))
             model = self._configured(params, epsilon, seed, classes).fit(X[part], y[part])
+            self._check_spent_as_charged(model, budget)
             models.append(model)
             mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)
@@ -461,14 +526,39 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             candidate_record=getattr(models[index], "privacy_", None),
             per_repetition_epsilon=epsilon,
             per_repetition_delta=delta,
+            candidate_budgets=budgets,
         )
         return self._release(candidates, index, models[index], record)
 
+    def _check_pure_candidates(self, candidates, classes, per_epsilon, n_train, n_features, y):
+        """Refuse, before spending, a grid in which a candidate would spend delta at ``n_train`` rows.
+
+        Random stopping's guarantee here is the pure-DP form of Papernot & Steinke (2022)
+        Thm 2, which needs a pure ``eps_Q``-DP base. Their approximate-DP and RDP forms
+        cover a base that spends delta, but dperm neither implements nor tests them.
+        """
+        label_set = self._part_label_set(classes, y)
+        configured = [self._configured(c, per_epsilon, None, classes) for c in candidates]
+        budgets = self._candidate_budgets(configured, [n_train] * len(configured), n_features,
+                                          [label_set] * len(configured))
+        spending = [i for i, (_, delta) in enumerate(budgets) if delta > 0]
+        if spending:
+            raise ValueError(
+                f"method='random_stopping' needs pure epsilon-DP candidates (the pure-DP form of "
+                f"Papernot & Steinke 2022 Thm 2), but candidate(s) {spending} would spend "
+                f"delta={budgets[spending[0]][1]:g} (mechanism {self._mechanism_of(configured[spending[0]])!r} "
+                f"at {n_train} rows); give the estimator delta=0 or a pure mechanism "
+                "(mechanism='objective' or 'output'), or use method='alg4'."
+            )
+        return budgets
+
     def _fit_random_stopping(self, X, y, rng, candidates, classes, epsilon, per_epsilon,
-                             stopping, n_validation, budget):
+                             stopping, n_validation):
         """Papernot & Steinke (2022) Thm 2: best of ``K ~ D_{eta, gamma}`` eps_Q-DP repetitions."""
         shape, gamma, mean = stopping
-        spend_before_fitting(self.accountant, *budget)
+        budgets = self._check_pure_candidates(candidates, classes, per_epsilon,
+                                              X.shape[0] - n_validation, X.shape[1], y)
+        spend_before_fitting(self.accountant, epsilon, 0.0, self._label(len(candidates)))
         bits = BitSource(rng)
         n_repetitions = sample_truncated_negative_binomial(gamma, shape, rng)  # never released
         best_key, best = None, None
@@ -479,6 +569,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             seed = np.random.default_rng(rng.integers(2**63))
             model = self._configured(candidates[index], per_epsilon, seed, classes).fit(
                 X[train], y[train])
+            self._check_spent_as_charged(model, budgets[index])
             mistakes = int(np.count_nonzero(model.predict(X[validation]) != y[validation]))
             key = (noisy_mistake_count(mistakes, per_epsilon, bits), float(rng.random()))
             if best_key is None or key < best_key:
@@ -499,6 +590,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             stopping_mean=mean,
             per_repetition_epsilon=per_epsilon,
             per_repetition_delta=0.0,
+            candidate_budgets=budgets,
         )
         return self._release(candidates, index, model, record)
 

@@ -12,7 +12,11 @@ import secrets
 
 import numpy as np
 
-from dperm.exceptions import DataClippingWarning, warn_at_caller
+from dperm.exceptions import DataClippingWarning, WeakGuaranteeWarning, warn_at_caller
+
+#: Above this epsilon a fit warns (:class:`~dperm.exceptions.WeakGuaranteeWarning`) that the
+#: guarantee is weak: ``exp(10)`` is about 22,000 (docs/choosing_parameters.md).
+WEAK_EPSILON = 10.0
 
 
 def _is_real_scalar(value) -> bool:
@@ -36,6 +40,55 @@ def check_delta(delta, name: str = "delta") -> float:
             f"(epsilon, delta)-DP); got {delta!r}."
         )
     return float(delta)
+
+
+def check_budget_for_data(epsilon: float, delta: float, n_samples: int) -> None:
+    """The budget's sanity checks once the public ``n`` is known, before anything is spent.
+
+    Refuses ``delta >= 1/n`` and warns for ``epsilon >`` :data:`WEAK_EPSILON`.
+    Every fit path calls it after the data are validated and before the accountant
+    is charged (``n`` is public in dperm).
+
+    ``delta >= 1/n`` is refused, not warned: an ``(epsilon, delta)``-DP algorithm may
+    publish ``delta n`` whole records outright ("name and shame": release each record
+    with probability ``delta``), so with ``delta >= 1/n`` the guarantee allows
+    releasing about one record or more (Dwork & Roth 2014, Sec. 2.3, which asks for
+    ``delta`` well below ``1/n``). No accuracy is worth a guarantee that permits that.
+
+    Parameters
+    ----------
+    epsilon : float
+        The epsilon of the fit (already checked finite and > 0).
+    delta : float
+        The fit's ``delta`` parameter (checked even when a pure mechanism runs and spends
+        none of it: ``delta >= 1/n`` is never a sensible request; 0 is not checked).
+    n_samples : int
+        The number of records the fit sees.
+
+    Raises
+    ------
+    ValueError
+        ``delta >= 1 / n_samples``.
+    """
+    if delta > 0 and delta * n_samples >= 1:
+        raise ValueError(
+            f"delta={delta:g} is at least 1/n = 1/{n_samples}: an (epsilon, delta)-DP fit may then "
+            "publish whole records outright (Dwork & Roth 2014, Sec. 2.3). Use delta well below "
+            f"1/n, e.g. delta <= {_suggested_delta(n_samples):g}, or delta=0 with a pure mechanism."
+        )
+    if epsilon > WEAK_EPSILON:
+        warn_at_caller(
+            f"epsilon={epsilon:g} is above {WEAK_EPSILON:g}: the guarantee lets an observer's odds "
+            f"about any one record change by a factor up to exp(epsilon) = {math.exp(min(epsilon, 709)):.3g}, "
+            "which protects little. See docs/choosing_parameters.md; a smaller epsilon (<= 1 "
+            "is common) gives a meaningful guarantee.",
+            WeakGuaranteeWarning,
+        )
+
+
+def _suggested_delta(n_samples: int) -> float:
+    """A power of ten at most ``1 / (10 n)``: the delta the refusal suggests."""
+    return 10.0 ** math.floor(math.log10(1.0 / (10.0 * n_samples)))
 
 
 def check_positive(value, name: str, hint: str = "") -> float:

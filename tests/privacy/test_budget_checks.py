@@ -319,3 +319,87 @@ def test_dask_fit_spends_once_after_the_scan():
     PrivateLogisticRegression(epsilon=0.5, accountant=accountant, scheduler="synchronous",
                               random_state=0).fit(*_dask(X, Y))
     assert len(accountant.ledger) == 2 and accountant.ledger[-1].epsilon == 0.5
+
+
+# ---------------------------------------------------------------------------
+# Issue 28 B: budget sanity at public n, before anything is spent
+# ---------------------------------------------------------------------------
+import re  # noqa: E402
+import warnings  # noqa: E402
+
+from dperm import WeakGuaranteeWarning  # noqa: E402
+from dperm.validation import WEAK_EPSILON, check_budget_for_data  # noqa: E402
+
+
+def _unit_rows(n=2000, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian_objective", "auto"])
+def test_delta_of_one_over_n_is_refused_before_spending(mechanism):
+    X, y = _unit_rows(2000)
+    acc = BudgetAccountant(np.inf, 0.9)
+    with pytest.raises(ValueError, match=r"delta=0.0005 is at least 1/n = 1/2000.*Dwork & Roth"):
+        PrivateLogisticRegression(delta=1 / 2000, mechanism=mechanism, classes=[0, 1],
+                                  accountant=acc, random_state=0).fit(X, y)
+    assert acc.ledger == ()
+    fitted = PrivateLogisticRegression(delta=0.99 / 2000, mechanism="gaussian_objective",
+                                       classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    assert fitted.privacy_.delta == 0.99 / 2000  # just below 1/n: allowed
+
+
+def test_delta_is_checked_against_a_search_candidates_part_size():
+    X, y = _unit_rows(4000)  # 3 parts of 1,333 or 1,334 rows: delta = 1e-3 >= 1/1,334
+    acc = BudgetAccountant(np.inf, 0.5)
+    search = PrivateParameterSearch(
+        PrivateLogisticRegression(delta=1e-3, mechanism="gaussian_objective", classes=[0, 1]),
+        {"alpha": [1e-2, 1e-1]}, accountant=acc, random_state=0)
+    with pytest.raises(ValueError, match="is at least 1/n = 1/133"):
+        search.fit(X, y)
+    assert acc.ledger == ()
+
+
+def test_multiparty_refuses_delta_of_one_over_n():
+    X, y = _unit_rows(120)
+    shards = [(X[:60], y[:60]), (X[60:], y[60:])]
+    acc = BudgetAccountant(np.inf, 0.5)
+    with pytest.raises(ValueError, match="is at least 1/n = 1/120"):
+        PSGDClassifier(delta=0.01, n_rounds=5, accountant=acc, classes=[0, 1],
+                       random_state=0).fit(shards)
+    assert acc.ledger == ()
+
+
+def test_an_epsilon_above_ten_warns_and_ten_does_not():
+    X, y = _unit_rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WeakGuaranteeWarning)
+        PrivateLogisticRegression(epsilon=WEAK_EPSILON, classes=[0, 1], random_state=0).fit(X, y)
+    with pytest.warns(WeakGuaranteeWarning, match=r"epsilon=1e\+300 is above 10"):
+        model = PrivateLogisticRegression(epsilon=1e300, classes=[0, 1], random_state=0).fit(X, y)
+    assert model.privacy_.epsilon == 1e300  # a warning, not a refusal: the record states it
+    with pytest.warns(WeakGuaranteeWarning):
+        check_budget_for_data(11.0, 0.0, 100)
+    with pytest.warns(WeakGuaranteeWarning):
+        PrivatePredictor(epsilon_total=20.0, epsilon_per_query=1.0).fit(X[:200], X[:200, 0])
+
+
+@pytest.mark.parametrize("mechanism,delta", [("objective", 0.0), ("output", 0.0),
+                                             ("gaussian_objective", 1e-6)])
+def test_an_epsilon_whose_noise_swamps_every_coefficient_is_refused_with_one_that_works(
+        mechanism, delta):
+    X, y = _unit_rows(2000)
+    acc = BudgetAccountant(np.inf, 0.5)
+    with pytest.raises(ValueError, match="would swamp every coefficient") as refused:
+        PrivateLogisticRegression(epsilon=1e-9, delta=delta, mechanism=mechanism, classes=[0, 1],
+                                  accountant=acc, random_state=0).fit(X, y)
+    assert acc.ledger == ()
+    suggested = float(re.search(r"Epsilon >= ([0-9.e+-]+) would", str(refused.value)).group(1))
+    with pytest.raises(ValueError, match="would swamp every coefficient"):
+        PrivateLogisticRegression(epsilon=suggested / 1.05, delta=delta, mechanism=mechanism,
+                                  classes=[0, 1], random_state=0).fit(X, y)
+    model = PrivateLogisticRegression(epsilon=suggested, delta=delta, mechanism=mechanism,
+                                      classes=[0, 1], random_state=0).fit(X, y)
+    assert np.isfinite(model.coef_).all() and model.alpha_ < 1e6

@@ -25,12 +25,13 @@ from sklearn.utils.validation import validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
 from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, get_mechanism, run_mechanism
-from dperm.mechanisms.choice import AUTO, candidate_mechanisms, choose_mechanism
+from dperm.mechanisms.choice import AUTO, candidate_mechanisms, check_noise_below_signal, choose_mechanism
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
+    check_budget_for_data,
     check_random_state,
     clip_rows_to_norm,
     is_dask_collection,
@@ -163,6 +164,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         dimension = n_features + int(bool(self.fit_intercept))
         norm = math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
         self._mechanism_choice = None
+        given_alpha = params.alpha
         mechanism = params.mechanism
         if mechanism is None:
             candidates = candidate_mechanisms(params.loss, params.delta)
@@ -176,7 +178,48 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         params = params._replace(mechanism=mechanism)
         alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm, mechanism)
         self.alpha_ = alpha
-        return params._replace(alpha=alpha)
+        params = params._replace(alpha=alpha)
+        self._check_budget_for_data(params, given_alpha, n_samples, dimension, norm, n_problems)
+        return params
+
+    def _check_budget_for_data(self, params, given_alpha, n_samples, dimension, norm, n_problems):
+        """The budget's sanity checks at public n and d, before anything is spent.
+
+        :func:`dperm.validation.check_budget_for_data` (refuse ``delta >= 1/n``, warn for
+        ``epsilon > 10``) and :func:`dperm.mechanisms.choice.check_noise_below_signal`
+        (refuse an epsilon whose noise swamps every coefficient, naming one that works).
+        """
+        # The delta parameter, whichever mechanism runs: delta >= 1/n is never a sensible request.
+        check_budget_for_data(params.epsilon, params.delta, n_samples)
+
+        def problem_at(epsilon):
+            alpha = given_alpha or self._auto_alpha(params._replace(epsilon=epsilon), n_samples,
+                                                    dimension, norm, params.mechanism)
+            return PublicProblem(n_samples, dimension, params.loss, alpha, norm)
+
+        check_noise_below_signal(problem_at, params.mechanism, params.epsilon, params.delta,
+                                 params.tol, n_problems)
+
+    def _public_budget(self, n_samples, n_features, label_set=None):
+        """``(epsilon, delta)`` that a fit on ``n_samples`` rows of ``n_features`` columns spends.
+
+        What :class:`dperm.tuning.PrivateParameterSearch` charges for this estimator before
+        training it on a part of public size: ``mechanism="auto"`` is resolved exactly as
+        :meth:`fit` resolves it (:meth:`_with_public_choices`, from public n and d only) and
+        fit's budget checks run. Reads no data and spends nothing.
+
+        Parameters
+        ----------
+        n_samples, n_features : int
+            The public size of the data the fit will see.
+        label_set : dperm.privacy.labels.LabelSet or None
+            A classifier's label set (it sets how many one-vs-rest problems share the budget).
+        """
+        params = self._check_params()
+        n_problems = 1 if label_set is None else self._n_problems(label_set)
+        params = self._with_public_choices(params, n_samples, n_features, n_problems)
+        epsilon, delta, _ = self._budget_request(params)
+        return epsilon, delta
 
     @staticmethod
     def _auto_alpha(params, n_samples, dimension, norm, mechanism):

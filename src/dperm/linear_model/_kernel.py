@@ -77,6 +77,13 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         self._validate_params()
         return self._make_linear_model(RFF_NORM_BOUND)._check_params()
 
+    def _public_budget(self, n_samples, n_features, label_set=None):
+        """``(epsilon, delta)`` a fit on ``n_samples`` rows spends: the linear model's on the
+        ``n_components`` random features (public; see ``PrivateLinearModelBase._public_budget``)."""
+        self._validate_params()
+        linear_model = self._make_linear_model(RFF_NORM_BOUND)
+        return linear_model._public_budget(n_samples, self.n_components, label_set)
+
     def _linear_params(self, data_norm):
         """The parameters shared by both dperm linear classifiers."""
         return dict(

@@ -7,7 +7,9 @@ costs no privacy and is recorded in ``privacy_``. See docs/design/mechanism_choi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Callable
 
 from dperm.mechanisms._problem import PublicProblem
 from dperm.mechanisms.registry import MECHANISMS
@@ -90,3 +92,95 @@ def _reason(chosen: str, scores: dict, problem: PublicProblem) -> str:
     others = ", ".join(f"{name} {score:.3g}" for name, score in scores.items() if name != chosen)
     return (f"{chosen}: smallest expected perturbation of the released point, {scores[chosen]:.3g} "
             f"(against {others}; public n, d, R, epsilon, delta and alpha = {problem.alpha:.3g})")
+
+
+#: The noise "swamps every coefficient" when its public RMS size reaches this multiple of the
+#: public bound on the minimiser's norm (:func:`noise_to_signal`); such a fit is refused.
+SWAMPED_RATIO = 10.0
+
+
+def noise_to_signal(problem: PublicProblem, name: str, epsilon: float, delta: float,
+                    tol: float) -> float:
+    """``E / B``: the noise's public RMS size over the largest norm a minimiser can have.
+
+    ``E`` is the mechanism's :attr:`Mechanism.expected_perturbation` (the RMS distance
+    its noise moves the released point). ``B = L R / alpha`` bounds ``||w*||`` for
+    every data set: at the minimiser of ``J(w) = (1/n) sum l(t_i) + alpha ||w||^2 / 2``,
+    ``alpha w* = -(1/n) sum l'(t_i) dt_i/dw`` with ``|l'| <= L`` (the loss's
+    ``solution_lipschitz``) and ``||dt_i/dw|| = ||x_i|| <= R``. ``E / B >= 1``: the
+    noise alone is at least as long as any coefficient vector the data could give.
+    Public quantities only; an alpha that is not finite and > 0 gives ``inf``.
+    """
+    alpha = problem.alpha
+    if not (math.isfinite(alpha) and alpha > 0):
+        return math.inf
+    lipschitz = problem.loss.solution_lipschitz(problem.data_norm, alpha)
+    bound = lipschitz * problem.data_norm / alpha
+    if not (math.isfinite(bound) and bound > 0):
+        return 0.0 if bound == math.inf else math.inf
+    noise = float(MECHANISMS[name].expected_perturbation(problem, epsilon, delta, tol))
+    return noise / bound if math.isfinite(noise) else math.inf
+
+
+def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name: str,
+                             epsilon: float, delta: float, tol: float, n_problems: int = 1) -> None:
+    """Refuse, before any budget is spent, an epsilon whose noise swamps every coefficient.
+
+    Parameters
+    ----------
+    problem_at : callable
+        ``problem_at(epsilon)``: the public problem at a total ``epsilon`` (its alpha is
+        the rule's at that epsilon for ``alpha="auto"``, else the given one).
+    name : str
+        The mechanism.
+    epsilon, delta : float
+        The fit's total budget; each of the ``n_problems`` one-vs-rest problems gets
+        ``1 / n_problems`` of it.
+
+    Raises
+    ------
+    ValueError
+        When :func:`noise_to_signal` is at least :data:`SWAMPED_RATIO`, naming the
+        smallest epsilon (found by bisection on the same public quantities) below it.
+    """
+    def ratio(total_epsilon):
+        return noise_to_signal(problem_at(total_epsilon), name, total_epsilon / n_problems,
+                               delta / n_problems, tol)
+
+    current = ratio(epsilon)
+    if current < SWAMPED_RATIO:
+        return
+    problem = problem_at(epsilon)
+    needed = _smallest_epsilon_below(ratio, epsilon)
+    advice = (f"epsilon >= {needed:.3g} would bring it below" if needed is not None
+              else "no epsilon up to 1e12 times this one brings it below; use more data")
+    raise ValueError(
+        f"epsilon={epsilon:g} is too small for n_samples={problem.n_samples}, d={problem.n_features}: "
+        f"the {name} noise (public expected size {current:.3g} times the largest norm any "
+        f"minimiser can have, L R / alpha with alpha={problem.alpha:.3g}) would swamp every "
+        f"coefficient. {advice[0].upper() + advice[1:]} (or use more rows or fewer features). "
+        "Nothing was spent."
+    )
+
+
+def _smallest_epsilon_below(ratio: Callable[[float], float], epsilon: float) -> float | None:
+    """The smallest total epsilon (to 3 digits, rounded up) with ``ratio < SWAMPED_RATIO``."""
+    low, high = epsilon, epsilon
+    for _ in range(40):  # doubling: 2^40 ~ 1e12
+        high *= 2.0
+        if ratio(high) < SWAMPED_RATIO:
+            break
+        low = high
+    else:
+        return None
+    for _ in range(40):  # bisection in log epsilon
+        middle = math.sqrt(low * high)
+        if ratio(middle) < SWAMPED_RATIO:
+            high = middle
+        else:
+            low = middle
+        if high <= low * (1 + 1e-4):
+            break
+    digits = 10.0 ** (math.floor(math.log10(high)) - 2)
+    rounded = math.ceil(high / digits) * digits
+    return rounded if ratio(rounded) < SWAMPED_RATIO else high

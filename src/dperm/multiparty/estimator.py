@@ -51,7 +51,7 @@ from dperm.multiparty.newton import (
 from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
-from dperm.validation import check_random_state
+from dperm.validation import check_budget_for_data, check_random_state
 
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
 MULTIPARTY_LOSSES = ("logistic", "huber")
@@ -161,6 +161,7 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
         check_budget_left(self.accountant, *budget)
         # the warning of a label set read from the data points at the caller of fit
         arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
+        check_budget_for_data(epsilon, delta, sum(X.shape[0] for X, _ in arrays))  # public n
         rng = check_random_state(self.random_state)
         return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
 

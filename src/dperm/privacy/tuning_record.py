@@ -38,6 +38,13 @@ class TuningRecord(RecordBase):
     per_repetition_epsilon, per_repetition_delta : float
         The guarantee of one repetition (train + noisy validation count);
         Alg. 4: of each candidate and of the selection.
+    candidate_budgets : tuple of (float, float)
+        ``(epsilon, delta)`` each grid candidate spends when trained (Alg. 4: on
+        its own part; random stopping: on a training part), with
+        ``mechanism="auto"`` resolved from the public part size as the candidate's
+        own ``fit`` resolves it. A function of public inputs only. Alg. 4's
+        ``delta`` is their largest (parallel composition); random stopping
+        needs them all pure.
     """
 
     epsilon: float = released(PUBLIC)
@@ -54,6 +61,7 @@ class TuningRecord(RecordBase):
     stopping_mean: float | None = released(DERIVED, None)
     per_repetition_epsilon: float | None = released(DERIVED, None)
     per_repetition_delta: float | None = released(DERIVED, None)
+    candidate_budgets: tuple = released(DERIVED, ())
 
     @property
     def guarantee(self) -> str:
