@@ -218,11 +218,6 @@ def _from_grid(integers, step: float) -> np.ndarray:
     return np.array([float(min(max(k, -limit), limit)) for k in integers]) * step
 
 
-def _audit_factor(rng) -> Fraction:
-    """The audit's deliberate noise factor (:class:`dperm.audit.ScaledNoiseGenerator`), else 1."""
-    return Fraction(getattr(rng, "noise_factor", 1.0))
-
-
 def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
     """Release ``g * (round(values / g) + z)`` with exact integer noise ``z``.
 
@@ -369,8 +364,8 @@ def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: f
 
 
 def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list[int]:
-    """The integer noise vector of ``calibration`` (the audit's noise factor applied)."""
-    scale = calibration.scale_in_steps * _audit_factor(rng)
+    """The integer noise vector of ``calibration``; ``rng`` only supplies bits (:class:`BitSource`)."""
+    scale = calibration.scale_in_steps
     bits = BitSource(rng)
     if calibration.norm == "l2":
         if dimension != calibration.dimension:
@@ -384,8 +379,6 @@ def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list
 
 def sample_discrete_gaussian_vector(dimension: int, sigma_squared: Fraction, rng) -> list[int]:
     """``dimension`` independent exact discrete Gaussian draws (variance parameter in grid steps^2)."""
-    factor = _audit_factor(rng)
-    sigma_squared = Fraction(sigma_squared) * factor * factor
     bits = BitSource(rng)
     return [sample_discrete_gaussian(sigma_squared, bits) for _ in range(dimension)]
 
