@@ -294,3 +294,27 @@ def test_random_stopping_end_to_end_on_breast_cancer():
     assert fitted.privacy_.per_repetition_epsilon == pytest.approx(10.0)
     np.testing.assert_array_equal(search().fit(X_train, y_train).best_estimator_.coef_,
                                   fitted.best_estimator_.coef_)
+
+
+@pytest.mark.parametrize("method", [{"method": "alg4"}, {"method": "random_stopping", "stopping_mean": 2}])
+def test_default_search_gives_every_candidate_an_os_noise_source(method, monkeypatch):
+    """With random_state=None each candidate fit draws its noise from os.urandom (issue 28).
+
+    The candidates' generators were once seeded with 63 bits of the search's numpy
+    stream, a pseudo-random generator between the OS and the candidates' noise.
+    """
+    from dperm.randomness import OSEntropyGenerator
+
+    seen = []
+    configured = PrivateParameterSearch._configured
+
+    def recording(self, params, epsilon, seed, classes):
+        seen.append(seed)
+        return configured(self, params, epsilon, seed, classes)
+
+    monkeypatch.setattr(PrivateParameterSearch, "_configured", recording)
+    X, y = _data(600)
+    PrivateParameterSearch(PrivateLogisticRegression(fit_intercept=False, classes=[0, 1]),
+                           {"alpha": [1e-2, 1e-1]}, epsilon=1.0, **method).fit(X, y)
+    fits = [seed for seed in seen if seed is not None]  # None: the unfitted checks before the budget
+    assert fits and all(isinstance(seed, OSEntropyGenerator) for seed in fits)
