@@ -5,6 +5,7 @@ the ``adult_home`` / ``kddcup_home`` fixtures give the directory or skip.
 """
 
 import pytest
+from _os_bytes import FakeURandom
 from _shared_data import DATA_HOME_ENV, shared_data_home
 
 
@@ -37,3 +38,15 @@ def adult_home():
 def kddcup_home():
     """``$DPERM_DATA`` holding the KDD Cup 99 10% training file and the corrected test file."""
     return _home("kddcup99")
+
+
+@pytest.fixture
+def fake_urandom(monkeypatch):
+    """``install(seed)`` routes ``os.urandom`` (the OS noise path) through a seeded byte stream."""
+    import os
+
+    def install(seed):
+        fake = FakeURandom(seed)
+        monkeypatch.setattr(os, "urandom", fake)
+        return fake
+    return install

@@ -622,16 +622,17 @@ def test_answers_lie_on_the_noise_grid(solver):
 def _feature_audit(noise_factor, random_state):
     """Label-flip canary on the features path: a bound support vector moves by B_Delta."""
     from dperm.audit import audit
-    from dperm.audit._composite import _label_flip_pair, _noise_stream
+    from dperm.audit._composite import _label_flip_pair
+    from dperm.audit._noise import under_noised_epsilon
 
     canary = np.array([0.05])
     X, y, y_prime = _label_flip_pair(canary)
 
     def runner(labels):
         def run(rng):
-            predictor = PrivatePredictor(1.0, 1.0, loss="hinge", alpha=2.0, solver="features",
-                                         n_components=8, classes=[-1, 1],
-                                         random_state=_noise_stream(rng, noise_factor))
+            epsilon = under_noised_epsilon(1.0, noise_factor)
+            predictor = PrivatePredictor(epsilon, epsilon, loss="hinge", alpha=2.0, solver="features",
+                                         n_components=8, classes=[-1, 1], random_state=rng)
             return float(predictor.fit(X, labels).decision_function(canary[None])[0])
         return run
 

@@ -374,3 +374,27 @@ def test_random_stopping_with_a_pure_auto_base_charges_no_delta(fitted_records):
     assert {r.delta for r in fitted_records} == {0.0}  # d = 3: "auto" chooses pure objective
     assert acc.spent == (1.0, 0.0) and search.privacy_.delta == 0.0
     assert search.privacy_.candidate_budgets == ((search.privacy_.per_repetition_epsilon, 0.0),)
+
+
+@pytest.mark.parametrize("method", [{"method": "alg4"}, {"method": "random_stopping", "stopping_mean": 2}])
+def test_default_search_gives_every_candidate_an_os_noise_source(method, monkeypatch):
+    """With random_state=None each candidate fit draws its noise from os.urandom (issue 28).
+
+    The candidates' generators were once seeded with 63 bits of the search's numpy
+    stream, a pseudo-random generator between the OS and the candidates' noise.
+    """
+    from dperm.randomness import OSEntropyGenerator
+
+    seen = []
+    configured = PrivateParameterSearch._configured
+
+    def recording(self, params, epsilon, seed, classes):
+        seen.append(seed)
+        return configured(self, params, epsilon, seed, classes)
+
+    monkeypatch.setattr(PrivateParameterSearch, "_configured", recording)
+    X, y = _data(600)
+    PrivateParameterSearch(PrivateLogisticRegression(fit_intercept=False, classes=[0, 1]),
+                           {"alpha": [1e-2, 1e-1]}, epsilon=1.0, **method).fit(X, y)
+    fits = [seed for seed in seen if seed is not None]  # None: the unfitted checks before the budget
+    assert fits and all(isinstance(seed, OSEntropyGenerator) for seed in fits)

@@ -95,8 +95,8 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         A shared budget to spend from as well: every batch is checked against
         both ``epsilon_total`` and this accountant, and recorded in both.
     random_state : None, int or numpy Generator, default=None
-        ``None`` draws the noise from OS entropy, as real use must. A seed is
-        for testing only: whoever knows it can subtract the noise.
+        ``None`` draws every noise bit from the OS CSPRNG (:mod:`dperm.randomness`),
+        as real use must. A seed is for testing only: whoever knows it can subtract the noise.
     solver : {"auto", "exact", "features"}, default="auto"
         ``"exact"``: the kernel ERM through the ``m x m`` Gram matrix (memory
         about 4 (squared) or 6 (hinge) ``m x m`` float64 matrices, time

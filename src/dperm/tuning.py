@@ -74,6 +74,7 @@ from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete
 from dperm.privacy.labels import LabelSet, check_classes, resolve_label_set
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.tuning_record import TuningRecord
+from dperm.randomness import child_generator
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
 
@@ -249,7 +250,8 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
         Steinke 2022, Thm 2, pure-DP form; see the module docstring).
     random_state : None, int or numpy Generator, default=None
         Drives the splits, the candidates' noise, the number of repetitions and
-        the selection. ``None`` uses OS entropy; a seed is for testing only.
+        the selection. ``None``: every noise bit from the OS CSPRNG, each candidate
+        with its own (:mod:`dperm.randomness`); a seed is for testing only.
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged once with the whole procedure's ``(epsilon, delta)``, after the
         grid, every candidate's parameters, the data and the labels have been
@@ -511,7 +513,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
                              self._label(len(candidates)))
         models, mistakes = [], []
         for params, part, budget in zip(candidates, parts[:-1], budgets):
-            seed = np.random.default_rng(rng.integers(2**63))
+            seed = child_generator(rng)
             model = self._configured(params, epsilon, seed, classes).fit(X[part], y[part])
             self._check_spent_as_charged(model, budget)
             models.append(model)
@@ -566,7 +568,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             order = rng.permutation(X.shape[0])
             validation, train = order[:n_validation], order[n_validation:]
             index = int(rng.integers(len(candidates)))
-            seed = np.random.default_rng(rng.integers(2**63))
+            seed = child_generator(rng)
             model = self._configured(candidates[index], per_epsilon, seed, classes).fit(
                 X[train], y[train])
             self._check_spent_as_charged(model, budgets[index])

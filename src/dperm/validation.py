@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import secrets
 
 import numpy as np
 
 from dperm.exceptions import DataClippingWarning, WeakGuaranteeWarning, warn_at_caller
+from dperm.randomness import OSEntropyGenerator
 
 #: Above this epsilon a fit warns (:class:`~dperm.exceptions.WeakGuaranteeWarning`) that the
 #: guarantee is weak: ``exp(10)`` is about 22,000 (docs/choosing_parameters.md).
@@ -184,15 +184,17 @@ def warn_clipped_rows(n_clipped: int, data_norm: float) -> None:
 
 
 def check_random_state(random_state) -> np.random.Generator:
-    """Return a numpy Generator for drawing privacy noise.
+    """Return the numpy Generator a fit draws its privacy noise through.
 
-    ``None`` (the default) seeds a fresh generator from the operating system's
-    entropy via :mod:`secrets`, which is what a released model must use. An
-    integer or a Generator makes runs reproducible and is meant for testing:
-    anyone who knows the seed can subtract the noise.
+    ``None`` (the default, and the only choice for a released model) gives an
+    :class:`~dperm.randomness.OSEntropyGenerator`: the exact noise samplers take
+    every bit from the operating system's CSPRNG (:func:`os.urandom`), directly.
+    An integer or a Generator is a testing aid: the noise becomes a
+    reproducible function of the seed, so anyone who knows it can subtract the
+    noise. dperm never stores the generator on a fitted model.
     """
     if random_state is None:
-        return np.random.default_rng(secrets.randbits(128))
+        return OSEntropyGenerator()
     if isinstance(random_state, np.random.Generator):
         return random_state
     if isinstance(random_state, np.random.RandomState):
@@ -200,8 +202,8 @@ def check_random_state(random_state) -> np.random.Generator:
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return np.random.default_rng(int(random_state))
     raise ValueError(
-        "random_state must be None (OS entropy, for real use), an int or a "
-        f"numpy Generator (reproducible, for testing); got {random_state!r}."
+        "random_state must be None (the OS CSPRNG, for real use), an int or a "
+        f"numpy Generator (reproducible, for testing only); got {random_state!r}."
     )
 
 

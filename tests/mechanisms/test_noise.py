@@ -127,6 +127,31 @@ def test_a_wrong_pmf_is_rejected_by_the_goodness_of_fit_check():
     assert _chi_square_against_pmf(draws, pmf, range(-60, 61)) < 1e-6
 
 
+# -- the same laws on the default noise path: every bit from os.urandom (issue 28) ------
+from dperm.randomness import OSEntropyGenerator  # noqa: E402
+
+
+@pytest.mark.parametrize("scale", [Fraction(1, 2), Fraction(7)])
+def test_discrete_laplace_keeps_its_law_on_the_os_path(fake_urandom, scale):
+    fake_urandom(5)
+    bits = BitSource(OSEntropyGenerator())
+    draws = [sample_discrete_laplace(scale, bits) for _ in range(20000)]
+    q = np.exp(-1 / float(scale))
+    pmf = lambda z: (1 - q) / (1 + q) * q ** abs(z)  # noqa: E731
+    assert _chi_square_against_pmf(draws, pmf, range(-60, 61)) > 1e-3
+
+
+def test_discrete_gaussian_keeps_its_law_on_the_real_os_csprng():
+    """Unpatched os.urandom: a statistical test whose threshold fails about once in 10^9 runs."""
+    sigma2 = Fraction(2)
+    bits = BitSource(OSEntropyGenerator())
+    draws = [sample_discrete_gaussian(sigma2, bits) for _ in range(20000)]
+    support = np.arange(-30, 31)
+    normaliser = np.exp(-support.astype(float) ** 2 / (2 * float(sigma2))).sum()
+    pmf = lambda z: np.exp(-z * z / (2 * float(sigma2))) / normaliser  # noqa: E731
+    assert _chi_square_against_pmf(draws, pmf, support) > 1e-9
+
+
 def test_grid_l1_sensitivity_bounds_every_rounded_neighbour():
     """Adversarial and random pairs at L2 distance S never move more than k grid steps in L1."""
     rng = np.random.default_rng(14)

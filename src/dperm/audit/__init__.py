@@ -25,7 +25,6 @@ _PUBLIC = {
     "CanaryPair": "dperm.audit._canaries",
     "EpsilonBound": "dperm.audit._bounds",
     "MIN_RUNS": "dperm.audit._core",
-    "ScaledNoiseGenerator": "dperm.audit._noise",
     "audit": "dperm.audit._core",
     "audit_estimator": "dperm.audit._builders",
     "audit_exponential_mechanism": "dperm.audit._builders",

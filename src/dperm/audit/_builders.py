@@ -15,7 +15,7 @@ from sklearn.base import clone
 
 from dperm.audit._canaries import CanaryPair, make_canary_pair, strong_alpha
 from dperm.audit._core import audit
-from dperm.audit._noise import noise_generator
+from dperm.audit._noise import under_noised_epsilon, under_noised_label, with_scaled_noise
 from dperm.losses import get_loss
 from dperm.validation import check_delta, check_epsilon, check_positive, check_random_state
 
@@ -92,8 +92,9 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
     n_runs, confidence, threshold_fraction
         As in :func:`dperm.audit.audit`.
     noise_factor : float, default=1
-        Multiplies every noise draw (:class:`ScaledNoiseGenerator`); ``0.25``
-        audits a copy with a quarter of the noise, which should FAIL.
+        Runs the mechanism calibrated for ``epsilon / noise_factor``
+        (:func:`~dperm.audit.with_scaled_noise`) against the claim ``epsilon``;
+        ``0.25`` audits a copy with about a quarter of the noise, which should FAIL.
     tol, max_iter
         Passed to the mechanism.
     random_state : None, int or numpy Generator
@@ -129,15 +130,14 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
     problem_d = ERMProblem(pair.X, pair.y, loss_function, alpha, pair.data_norm)
     problem_d_prime = ERMProblem(pair.X_prime, pair.y_prime, loss_function, alpha, pair.data_norm)
     privacy = (delta,) if passes_delta else ()
+    run_mechanism = function if noise_factor == 1.0 else with_scaled_noise(function, noise_factor)
 
     def runner(problem):
-        return lambda rng: function(problem, epsilon, *privacy, noise_generator(rng, noise_factor),
-                                    tol, max_iter)
+        return lambda rng: run_mechanism(problem, epsilon, *privacy, rng, tol, max_iter)
 
-    label = (f"{name}, {loss} loss, canary pair n={n_samples}, d={n_features}, "
-             f"alpha={alpha:g}, data_norm={pair.data_norm:g}, statistic={_name(statistic)}")
-    if noise_factor != 1.0:
-        label += f", noise x{noise_factor:g}"
+    label = under_noised_label(f"{name}, {loss} loss, canary pair n={n_samples}, d={n_features}, "
+                               f"alpha={alpha:g}, data_norm={pair.data_norm:g}, "
+                               f"statistic={_name(statistic)}", noise_factor)
     return audit(runner(problem_d), runner(problem_d_prime),
                  _margin_statistic(pair, loss_function, statistic), epsilon,
                  delta if takes_delta else 0.0, n_runs=n_runs, confidence=confidence,
@@ -178,7 +178,9 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
     confidence, threshold_fraction
         As in :func:`dperm.audit.audit`.
     noise_factor : float, default=1
-        Multiplies every noise draw; ``0.25`` audits an under-noised copy.
+        The runs fit the estimator at ``epsilon / noise_factor``
+        (:func:`~dperm.audit._noise.under_noised_epsilon`) against the claim of
+        the honest configuration; ``0.25`` audits an under-noised copy.
     random_state : None, int or numpy Generator
 
     Returns
@@ -219,9 +221,11 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
     claimed_epsilon = float(getattr(record, "epsilon", params["epsilon"]))
     claimed_delta = float(getattr(record, "delta", 0.0))
 
+    audited = clone(configured).set_params(epsilon=under_noised_epsilon(params["epsilon"], noise_factor))
+
     def runner(X, y):
         def fit(rng):
-            return clone(configured).set_params(random_state=noise_generator(rng, noise_factor)).fit(X, y)
+            return clone(audited).set_params(random_state=rng).fit(X, y)
         return fit
 
     canary = pair.canary_x[None, :]
@@ -239,10 +243,9 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
     else:
         raise ValueError(f"statistic must be one of {STATISTICS} or a callable; got {statistic!r}.")
     described = ", ".join(f"{key}={params[key]!r}" for key in ("mechanism", "loss") if key in params)
-    label = (f"{type(estimator).__name__}({described}) on a canary pair n={n_samples}, "
-             f"d={n_features}, alpha={params.get('alpha'):g}, statistic={_name(statistic)}")
-    if noise_factor != 1.0:
-        label += f", noise x{noise_factor:g}"
+    label = under_noised_label(f"{type(estimator).__name__}({described}) on a canary pair "
+                               f"n={n_samples}, d={n_features}, alpha={params.get('alpha'):g}, "
+                               f"statistic={_name(statistic)}", noise_factor)
     return audit(runner(pair.X, pair.y), runner(pair.X_prime, pair.y_prime), score,
                  claimed_epsilon, claimed_delta, n_runs=n_runs, confidence=confidence,
                  threshold_fraction=threshold_fraction, random_state=seed_runs, label=label)
@@ -294,7 +297,8 @@ def audit_exponential_mechanism(epsilon, *, n_candidates=None, select=None, n_ru
     n_runs, confidence, threshold_fraction, random_state
         As in :func:`dperm.audit.audit`. Selections are cheap: use 10^4 or more.
     noise_factor : float, default=1
-        Divides the mistake counts before selection, i.e. multiplies the
+        Selects at ``epsilon / noise_factor``
+        (:func:`~dperm.audit._noise.under_noised_epsilon`), i.e. multiplies the
         mechanism's noise scale ``2 / epsilon`` by it; ``0.25`` audits an
         under-noised copy.
 
@@ -309,13 +313,13 @@ def audit_exponential_mechanism(epsilon, *, n_candidates=None, select=None, n_ru
     m = exponential_audit_candidates(epsilon) if n_candidates is None else n_candidates
     mistakes_d, mistakes_d_prime = exponential_mechanism_neighbours(m)
 
-    def runner(mistakes):
-        scaled = mistakes / noise_factor
-        return lambda rng: float(select(scaled, epsilon, rng) == 0)
+    selection_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
-    label = f"exponential-mechanism selection (003 Alg. 4), {m} candidates"
-    if noise_factor != 1.0:
-        label += f", noise x{noise_factor:g}"
+    def runner(mistakes):
+        return lambda rng: float(select(mistakes, selection_epsilon, rng) == 0)
+
+    label = under_noised_label(f"exponential-mechanism selection (003 Alg. 4), {m} candidates",
+                               noise_factor)
     return audit(runner(mistakes_d), runner(mistakes_d_prime), None, epsilon, 0.0, n_runs=n_runs,
                  confidence=confidence, threshold_fraction=threshold_fraction,
                  random_state=random_state, label=label)

@@ -2,8 +2,9 @@
 
 Each builder sets up a worst-case neighbouring pair for its mechanism, runs the
 real dperm estimator on it, and returns :func:`dperm.audit.audit`'s result.
-``noise_factor < 1`` audits a deliberately under-noised copy (every noise draw
-scaled through :class:`~dperm.audit.ScaledNoiseGenerator`), to check power.
+``noise_factor < 1`` audits a deliberately under-noised copy (the estimator
+calibrated for ``epsilon / noise_factor``, :func:`~dperm.audit._noise.under_noised_epsilon`)
+against the honest claim, to check power.
 """
 
 from __future__ import annotations
@@ -13,14 +14,10 @@ import warnings
 import numpy as np
 
 from dperm.audit._core import audit
-from dperm.audit._noise import ScaledNoiseGenerator
+from dperm.audit._noise import under_noised_epsilon, under_noised_label
 
 #: Seed of the public random features of the kernel audit (the map is data-independent).
 KERNEL_FEATURE_SEED = 12345
-
-
-def _noise_stream(rng, noise_factor):
-    return rng if noise_factor == 1 else ScaledNoiseGenerator(rng, noise_factor)
 
 
 def _label_flip_pair(canary, n=20, seed=0):
@@ -56,13 +53,14 @@ def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confiden
 
     canary = strongest_kernel_canary()
     X, y, y_prime = _label_flip_pair(canary)
+    fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
     def runner(labels):
         def run(rng):
-            model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=epsilon, alpha=5.0,
+            model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=fit_epsilon, alpha=5.0,
                                      n_components=2, gamma=1.0, feature_random_state=KERNEL_FEATURE_SEED,
                                      classes=np.unique(np.concatenate([y, y_prime])),  # the audit's own labels
-                                     random_state=_noise_stream(rng, noise_factor))
+                                     random_state=rng)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(X, labels)
@@ -70,7 +68,8 @@ def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confiden
         return run
 
     return audit(runner(y), runner(y_prime), None, epsilon, n_runs=n_runs, confidence=confidence,
-                 random_state=random_state, label=f"PrivateKernelSVC(mechanism={mechanism!r})")
+                 random_state=random_state,
+                 label=under_noised_label(f"PrivateKernelSVC(mechanism={mechanism!r})", noise_factor))
 
 
 def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_factor=1.0,
@@ -84,18 +83,20 @@ def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_fact
 
     canary = np.array([0.05])
     X, y, y_prime = _label_flip_pair(canary)
+    fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
     def runner(labels):
         def run(rng):
-            predictor = PrivatePredictor(epsilon_total=epsilon, epsilon_per_query=epsilon,
+            predictor = PrivatePredictor(epsilon_total=fit_epsilon, epsilon_per_query=fit_epsilon,
                                          loss="hinge", alpha=2.0, gamma=1.0,
                                          classes=np.unique(np.concatenate([y, y_prime])),
-                                         random_state=_noise_stream(rng, noise_factor))
+                                         random_state=rng)
             return float(predictor.fit(X, labels).decision_function(canary[None])[0])
         return run
 
     return audit(runner(y), runner(y_prime), None, epsilon, n_runs=n_runs, confidence=confidence,
-                 random_state=random_state, label="PrivatePredictor(loss='hinge'), one answer")
+                 random_state=random_state,
+                 label=under_noised_label("PrivatePredictor(loss='hinge'), one answer", noise_factor))
 
 
 def _party_shards(flip_canary):
@@ -131,16 +132,17 @@ def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, con
     if kind not in MULTIPARTY_KINDS:
         raise ValueError(f"kind must be one of {list(MULTIPARTY_KINDS)}; got {kind!r}.")
     claimed_delta = 0.0 if kind == "local_aggregation" else delta
+    fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
     def make(noise):
         if kind.startswith("psgd"):
-            return PSGDClassifier(epsilon=epsilon, delta=delta, alpha=5.0, n_rounds=n_rounds,
+            return PSGDClassifier(epsilon=fit_epsilon, delta=delta, alpha=5.0, n_rounds=n_rounds,
                                   loss="huber", coordinator_dp=kind == "psgd_coordinator_dp",
                                   random_state=noise)
         if kind == "newton":
-            return NewtonClassifier(epsilon=epsilon, delta=delta, alpha=5.0, n_rounds=min(n_rounds, 5),
+            return NewtonClassifier(epsilon=fit_epsilon, delta=delta, alpha=5.0, n_rounds=min(n_rounds, 5),
                                     loss="huber", random_state=noise)
-        return LocalAggregationClassifier(epsilon=epsilon, alpha=5.0, loss="huber", random_state=noise)
+        return LocalAggregationClassifier(epsilon=fit_epsilon, alpha=5.0, loss="huber", random_state=noise)
 
     def runner(flip):
         shards = _party_shards(flip)
@@ -148,9 +150,10 @@ def audit_multiparty(kind, epsilon, delta=0.05, *, n_rounds=20, n_runs=1500, con
         def run(rng):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = make(_noise_stream(rng, noise_factor)).fit(shards)
+                model = make(rng).fit(shards)
             return float(model.decision_function(np.array([[1.0]]))[0])
         return run
 
     return audit(runner(False), runner(True), None, epsilon, claimed_delta, n_runs=n_runs,
-                 confidence=confidence, random_state=random_state, label=f"multiparty {kind}")
+                 confidence=confidence, random_state=random_state,
+                 label=under_noised_label(f"multiparty {kind}", noise_factor))

@@ -78,8 +78,8 @@ def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--candidates", type=int, default=None,
                         help="tuning only: number of candidates (default from epsilon)")
     parser.add_argument("--noise-factor", type=float, default=1.0,
-                        help="multiply the noise by this; 0.25 audits an under-noised copy "
-                             "(power check)")
+                        help="calibrate the audited copy for epsilon / this: 0.25 audits a "
+                             "copy with about a quarter of the noise (power check)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the audit (reproducible)")
     parser.add_argument("--json", default=None, help="also write the result to this JSON file")
     parser.set_defaults(func=run_audit_command)

@@ -248,8 +248,9 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         ``random_state``, since the published W and psi could then reveal the
         privacy noise (a :class:`~dperm.PrivacyLeakWarning` says so).
     random_state : None, int or numpy Generator, default=None
-        Source of the privacy noise; ``None`` draws it from OS entropy, as a
-        released model must. A seed makes fits reproducible, for testing only.
+        Source of the privacy noise; ``None`` draws every bit of it from the OS
+        CSPRNG (:mod:`dperm.randomness`), as a released model must. A seed makes
+        fits reproducible, for testing only.
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         As in :class:`dperm.PrivateLinearSVC`.
     classes : None or list of labels, default=None

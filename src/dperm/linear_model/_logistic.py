@@ -50,8 +50,9 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         The proofs assume the exact minimiser; the final gradient norm is
         recorded in ``privacy_`` as a certificate.
     random_state : None, int or numpy Generator, default=None
-        ``None`` draws the noise from OS entropy, as a released model must.
-        A seed makes fits reproducible and is meant for testing only.
+        ``None`` draws every noise bit from the OS CSPRNG (:mod:`dperm.randomness`),
+        as a released model must. A seed makes fits reproducible and is meant for
+        testing only: whoever knows it can subtract the noise.
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         If given, ``fit`` spends ``(epsilon, delta)`` from it (delta only for
         ``gaussian_objective``) after every parameter, data and label check

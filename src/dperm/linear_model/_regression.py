@@ -184,8 +184,8 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         Recorded in ``privacy_``; the pinball solve is certified to the radius
         above instead of a gradient norm.
     random_state : None, int or numpy Generator, default=None
-        ``None`` draws the noise from OS entropy, as a released model must.
-        A seed is meant for testing only.
+        ``None`` draws every noise bit from the OS CSPRNG (:mod:`dperm.randomness`),
+        as a released model must. A seed is meant for testing only.
 
     Attributes
     ----------

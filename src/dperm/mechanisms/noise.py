@@ -7,7 +7,10 @@ discrete Gaussian (their Alg. 3); the calibration adds the rounding step to the
 sensitivity (:func:`grid_l1_sensitivity`), so the guarantee holds exactly and
 only the noise grows (Mironov 2012 explains why float noise does not).
 :func:`sample_l2_laplace` and :func:`sample_gaussian` release nothing on the
-float-safe paths. Why and how: ``docs/design/noise.md``.
+float-safe paths. Every bit comes from :class:`BitSource`: on the default
+path (:class:`~dperm.randomness.OSEntropyGenerator`) straight from the OS
+CSPRNG; the samplers read nothing else from the generator. Why and how:
+``docs/design/noise.md``.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import random
 from fractions import Fraction
 
 import numpy as np
+from scipy.special import ndtri
 
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
 from dperm.privacy.sensitivity import grid_l1_sensitivity, grid_l2_sensitivity
+from dperm.randomness import OSBits, OSEntropyGenerator, urandom_words
 
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
@@ -37,34 +42,41 @@ CENTRE_LIMIT = 2**52
 
 
 # ---------------------------------------------------------------------------
-# Uniform integers from a numpy Generator (the only source of randomness)
+# Uniform integers: the operating system's CSPRNG, or a seed for testing
 # ---------------------------------------------------------------------------
 class BitSource:
-    """Exact uniform integers for the samplers, drawn from one numpy Generator.
+    """Exact uniform integers for the samplers.
 
-    A :class:`random.Random` seeded with 256 bits from ``rng`` (so a seeded
-    estimator is reproducible and an OS-entropy one is not) gives
-    ``getrandbits``; :meth:`below` rejects values ``>= n`` among the
-    ``(n - 1).bit_length()`` low bits, so it is exactly uniform for any
-    Python int ``n``.
+    For an :class:`~dperm.randomness.OSEntropyGenerator` (``random_state=None``,
+    the default) every bit is read from :func:`os.urandom`
+    (:class:`~dperm.randomness.OSBits`): the OS CSPRNG, with no pseudo-random
+    generator in between. For any other numpy Generator (a seed: testing only)
+    a :class:`random.Random` seeded with 256 bits from ``rng`` gives the bits,
+    so seeded runs are reproducible. :meth:`below` rejects values ``>= n``
+    among the ``(n - 1).bit_length()`` low bits, so it is exactly uniform for
+    any Python int ``n``.
     """
 
-    __slots__ = ("_random",)
+    __slots__ = ("_getrandbits",)
 
     def __init__(self, rng: np.random.Generator):
-        self._random = random.Random(int.from_bytes(rng.bytes(32), "little"))
+        if isinstance(rng, OSEntropyGenerator):
+            self._getrandbits = OSBits().getrandbits
+        else:
+            self._getrandbits = random.Random(int.from_bytes(rng.bytes(32), "little")).getrandbits
 
     def getrandbits(self, k: int) -> int:
         """``k`` fair bits as an integer in ``{0, ..., 2**k - 1}``."""
-        return self._random.getrandbits(k)
+        return self._getrandbits(k)
 
     def below(self, n: int) -> int:
         """A uniform integer in ``{0, ..., n - 1}``."""
         if n == 1:
             return 0
         bits = (n - 1).bit_length()
+        getrandbits = self._getrandbits
         while True:
-            value = self._random.getrandbits(bits)
+            value = getrandbits(bits)
             if value < n:
                 return value
 
@@ -218,11 +230,6 @@ def _from_grid(integers, step: float) -> np.ndarray:
     return np.array([float(min(max(k, -limit), limit)) for k in integers]) * step
 
 
-def _audit_factor(rng) -> Fraction:
-    """The audit's deliberate noise factor (:class:`dperm.audit.ScaledNoiseGenerator`), else 1."""
-    return Fraction(getattr(rng, "noise_factor", 1.0))
-
-
 def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
     """Release ``g * (round(values / g) + z)`` with exact integer noise ``z``.
 
@@ -369,8 +376,8 @@ def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: f
 
 
 def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list[int]:
-    """The integer noise vector of ``calibration`` (the audit's noise factor applied)."""
-    scale = calibration.scale_in_steps * _audit_factor(rng)
+    """The integer noise vector of ``calibration``; ``rng`` only supplies bits (:class:`BitSource`)."""
+    scale = calibration.scale_in_steps
     bits = BitSource(rng)
     if calibration.norm == "l2":
         if dimension != calibration.dimension:
@@ -384,8 +391,6 @@ def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list
 
 def sample_discrete_gaussian_vector(dimension: int, sigma_squared: Fraction, rng) -> list[int]:
     """``dimension`` independent exact discrete Gaussian draws (variance parameter in grid steps^2)."""
-    factor = _audit_factor(rng)
-    sigma_squared = Fraction(sigma_squared) * factor * factor
     bits = BitSource(rng)
     return [sample_discrete_gaussian(sigma_squared, bits) for _ in range(dimension)]
 
@@ -416,9 +421,31 @@ def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) ->
 
 
 def sample_gaussian(dimension: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Draw ``eta ~ N(0, sigma^2 I_d)`` (004 Alg. 4 line 2). Not float-safe (see above)."""
+    """Draw ``eta ~ N(0, sigma^2 I_d)`` (004 Alg. 4 line 2). Not float-safe (see above).
+
+    For an :class:`~dperm.randomness.OSEntropyGenerator` the draws are
+    :func:`os_standard_normal`'s (every bit from :func:`os.urandom`); for a
+    seeded Generator, ``rng.normal`` (testing only).
+    """
     if dimension < 1:
         raise ValueError(f"dimension must be >= 1; got {dimension!r}.")
     if not np.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}.")
+    if isinstance(rng, OSEntropyGenerator):
+        return sigma * os_standard_normal(dimension)
     return rng.normal(0.0, sigma, size=dimension)
+
+
+def os_standard_normal(size: int) -> np.ndarray:
+    """``size`` standard normal floats from :func:`os.urandom` words, by inversion.
+
+    Each 64-bit word gives a sign (its top bit) and ``u = (k + 1/2) 2^-64`` in
+    ``(0, 1/2)`` from its other 63 bits; ``-ndtri(u)`` is the half-normal
+    quantile (accurate in the tail). ``|draw| < 9.2`` always: the law is the
+    normal truncated where its mass is below ``1e-19``.
+    """
+    words = urandom_words(size)
+    negative = (words >> np.uint64(63)).astype(bool)
+    u = ((words & np.uint64(2**63 - 1)).astype(np.float64) + 0.5) * 2.0**-64
+    magnitude = -ndtri(u)
+    return np.where(negative, -magnitude, magnitude)

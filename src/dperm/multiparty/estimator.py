@@ -251,7 +251,8 @@ class PSGDClassifier(_MultipartyClassifierBase):
         :class:`~dperm.multiparty.flower.engine.FlowerSecureSum` (Flower's
         SecAgg+, ``pip install 'dperm[multiparty]'``) with the same range.
     random_state : None, int or numpy Generator, default=None
-        ``None`` (OS entropy) for real use; a seed for tests only.
+        ``None`` (every noise bit from the OS CSPRNG, :mod:`dperm.randomness`) for
+        real use; a seed for tests only.
     accountant : dperm.privacy.accounting.BudgetAccountant, optional
         Charged ``(epsilon, delta)`` after every parameter and shard check and
         the calibration, before any party is set up or any round runs.
