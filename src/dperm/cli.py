@@ -361,7 +361,8 @@ def _show(args) -> int:
         print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
     digest = document.get("digest")
     if digest is None:
-        print("Digest: none (a file written before dperm recorded digests; refit to get one).")
+        print("Digest: none (the file carries no digest, so nothing shows it is the file its "
+              "publisher wrote).")
     else:
         check = ("matches --expect-digest" if args.expect_digest
                  else "compare it with the digest the publisher printed")
