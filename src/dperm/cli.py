@@ -232,12 +232,20 @@ def _train_dask(args) -> int:
                                  row_norm_mode=args.row_norm, data_norm=args.data_norm,
                                  scheduler=scheduler, numeric_range=args.feature_range)
         model = _make_model(args).set_params(scheduler=scheduler).fit(X, y)
-    save_model(args.out, model, spec, args.target, [])
+    digest = save_model(args.out, model, spec, args.target, [])
     print(f"trained on {model.privacy_.n_samples} rows (every row of the files; none is dropped), "
           f"{spec.n_features} features; classes {model.classes_.tolist()}")
     print(model.privacy_.summary())
-    print(f"model written to {args.out}")
+    _print_written(args.out, digest)
     return 0
+
+
+def _print_written(path, digest) -> None:
+    """Where the model went and its digest, which the publisher prints beside it."""
+    print(f"model written to {path}")
+    print(f"model digest: {digest}")
+    print("  publish this digest beside the model; a reader checks the file with "
+          f"dperm show --model FILE --expect-digest {digest}")
 
 
 def _read_rows(path):
@@ -300,7 +308,7 @@ def _train(args) -> int:
     y = _targets(columns, args)
     _check_labels(y, args.classes, args)
     model = _make_model(args).fit(X, y)
-    save_model(args.out, model, spec, args.target, from_data)
+    digest = save_model(args.out, model, spec, args.target, from_data)
     what = (f"classes {model.classes_.tolist()}" if hasattr(model, "classes_")
             else f"numeric target {args.target!r}")
     print(f"trained on {X.shape[0]} rows (every row of the file; none is dropped), "
@@ -308,7 +316,7 @@ def _train(args) -> int:
     print(model.privacy_.summary())
     if from_data:
         print(f"WARNING: bounds/categories of {from_data} came from the data and are NOT covered.")
-    print(f"model written to {args.out}")
+    _print_written(args.out, digest)
     return 0
 
 
@@ -317,7 +325,7 @@ def _predict(args) -> int:
 
     from dperm.model_io import load_model
 
-    model, spec, _ = load_model(args.model)
+    model, spec, _ = load_model(args.model, expected_digest=args.expect_digest)
     columns = _read_rows(args.data)
     X = spec.transform(columns, source=args.data, warn=False)  # clipping is reported at fit only
     predictions = model.predict(X)
@@ -345,11 +353,20 @@ def _predict(args) -> int:
 def _show(args) -> int:
     from dperm.model_io import describe_model, load_model
 
-    model, spec, document = load_model(args.model)  # a single-party or a multiparty model file
+    # a single-party or a multiparty model file; its calibration and digest are checked on load
+    model, spec, document = load_model(args.model, expected_digest=args.expect_digest)
     print(describe_model(document, spec))
     print(model.privacy_.summary())
     if document.get("schema_from_data"):
         print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
+    digest = document.get("digest")
+    if digest is None:
+        print("Digest: none (the file carries no digest, so nothing shows it is the file its "
+              "publisher wrote).")
+    else:
+        check = ("matches --expect-digest" if args.expect_digest
+                 else "compare it with the digest the publisher printed")
+        print(f"Digest: {digest} ({check}).")
     return 0
 
 
@@ -552,13 +569,22 @@ def _predict_options(predict) -> None:
                          help="add class probabilities (logistic models only)")
     predict.add_argument("--out", default=None, metavar="FILE",
                          help="CSV to write (default: standard output)")
+    _expect_digest_option(predict)
     predict.set_defaults(func=_predict)
 
 
 def _show_options(show) -> None:
     show.add_argument("--model", required=True, metavar="FILE",
                       help="model file written by dperm train or dperm coordinate")
+    _expect_digest_option(show)
     show.set_defaults(func=_show)
+
+
+def _expect_digest_option(parser) -> None:
+    parser.add_argument("--expect-digest", default=None, metavar="sha256:HEX",
+                        help="refuse the model file unless its digest is this one (the digest "
+                             "its publisher printed; dperm train prints it). A digest detects "
+                             "edits and swapped files; it is not a signature")
 
 
 def _audit_options(sub) -> None:
@@ -632,8 +658,10 @@ COMMANDS = {
     "show": Command(
         "print a model file's privacy guarantee",
         "Print what a model file predicts, from which features, and its privacy record: the "
-        "guarantee, the mechanism and every number behind its calibration.",
-        "example:\n  dperm show --model model.json",
+        "guarantee, the mechanism and every number behind its calibration, checked against the "
+        "calibration recomputed from the file's public inputs; and the file's digest.",
+        "examples:\n  dperm show --model model.json\n"
+        "  dperm show --model model.json --expect-digest sha256:...",
         _show_options),
     "reproduce": Command(
         "reproduce a paper's experiments",

@@ -11,17 +11,35 @@ module never imports ``dperm.multiparty``.
 A model file never contains training rows. Loading checks the schema and the
 shapes, so a malformed, truncated or tampered file gets a clear ValueError
 instead of a model that predicts garbage.
+
+A ``dperm-model`` file cannot lie quietly about its guarantee: loading rebuilds
+the privacy record a fit with the file's public inputs (``params``, ``n``, the
+number of features and problems) would write, with the library's own
+calibration functions (:meth:`~dperm.linear_model._base.PrivateLinearModelBase._public_record`),
+and refuses a file whose recorded numbers differ, naming the first field
+(:func:`check_calibration`); every released coefficient must lie on the grid
+that calibration releases on (:func:`check_on_grid`). An edit of a public
+input *together with* everything derived from it is consistent and cannot be
+detected that way: the file's ``digest`` (:func:`document_digest`, SHA-256 of
+the canonical JSON) lets a reader match the digest its publisher printed
+(``dperm show --expect-digest``). A digest is not a signature: whoever can
+edit the file can recompute it; it detects accidental or naive edits and a
+file that differs from the one published.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
+import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from sklearn.base import clone
 
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
 from dperm.linear_model import (
@@ -35,10 +53,20 @@ from dperm.linear_model import (
 from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
+from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.mechanisms.registry import MECHANISMS
 
 FORMAT = "dperm-model"
-FORMAT_VERSION = 1
+#: Version 2 added ``digest``; version 1 (no digest) is still read, with a warning.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+#: The key of a document's content digest, and the hash it names.
+DIGEST_KEY = "digest"
+DIGEST_ALGORITHM = "sha256"
+#: Recorded calibration numbers must equal the recomputed ones to this relative
+#: tolerance (floating-point noise between platforms' ``log``/``exp``; on one
+#: machine they agree exactly). Any edit that changes a guarantee moves them by far more.
+CALIBRATION_RTOL = 1e-9
 #: Linear classifiers: ``coef`` is (n_problems, n_features), ``classes`` the labels.
 CLASSIFIERS = (PrivateLogisticRegression, PrivateLinearSVC)
 #: Linear regressors: ``coef`` is (n_features,), ``intercept`` one number, ``classes`` null.
@@ -51,6 +79,10 @@ REQUIRED_KEYS = {
     "format", "version", "estimator", "params", "classes", "coef", "intercept",
     "target", "spec", "privacy", "schema_from_data",
 }
+
+
+class InconsistentModelFile(ValueError):
+    """A model file whose numbers contradict each other or its digest: it was edited or corrupted."""
 #: Modules that register further formats, imported on first need: ``import dperm``
 #: is lazy, so ``load_model`` must not rely on it having imported them.
 FORMAT_MODULES = {"dperm-multiparty-model": "dperm.multiparty.model_file"}
@@ -128,23 +160,67 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     }
     if isinstance(model, REGRESSORS):
         document.update(classes=None, coef=model.coef_.tolist(), intercept=float(model.intercept_))
-        return document
+        return with_digest(document)
     linear = model.linear_model_ if isinstance(model, KERNEL_CLASSIFIERS) else model
     document.update(classes=[_json_scalar(c) for c in model.classes_], coef=linear.coef_.tolist(),
                     intercept=linear.intercept_.tolist())
     if isinstance(model, KERNEL_CLASSIFIERS):  # public, drawn without the data (003 Sec. 5.3)
         document["features"] = {"frequencies": model.features_.frequencies_.tolist(),
                                 "phases": model.features_.phases_.tolist()}
-    return document
+    return with_digest(document)
 
 
-def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=()) -> None:
-    """Write a model file (see :func:`model_to_dict`)."""
+def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=()) -> str:
+    """Write a model file (see :func:`model_to_dict`); returns its digest, for the publisher to print."""
     document = model_to_dict(model, spec, target, schema_from_data)
     Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return document[DIGEST_KEY]
 
 
-def load_model(path):
+def document_digest(document: dict) -> str:
+    """``"sha256:<hex>"`` of the document's content, its ``digest`` entry excluded.
+
+    The content is serialised canonically: JSON with sorted keys, no
+    whitespace, UTF-8, floats as Python writes them (the shortest repr that
+    reads back exactly), so the digest depends only on the values, not on the
+    file's layout. Raises ValueError for a value JSON cannot hold (NaN, a
+    non-string key).
+    """
+    content = {key: value for key, value in document.items() if key != DIGEST_KEY}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           allow_nan=False)
+    return f"{DIGEST_ALGORITHM}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+
+
+def with_digest(document: dict) -> dict:
+    """``document`` as JSON reads it back, with its :func:`document_digest` as the last entry."""
+    content = json.loads(json.dumps({k: v for k, v in document.items() if k != DIGEST_KEY},
+                                    allow_nan=False))
+    return {**content, DIGEST_KEY: document_digest(content)}
+
+
+def check_digest(document, expected: str | None = None) -> None:
+    """Refuse a document whose ``digest`` is not its content's, or not ``expected``.
+
+    Without a ``digest`` entry only ``expected`` is checked (it then fails):
+    which formats must carry one is their reader's business.
+    """
+    recorded = document.get(DIGEST_KEY)
+    if recorded is not None:
+        actual = document_digest(document)
+        if recorded != actual:
+            raise InconsistentModelFile(
+                f"'digest' is {recorded!r} but the file's content hashes to {actual!r}: the file "
+                "was edited or corrupted after it was written; ask the publisher for the file as "
+                "written, or refit.")
+    if expected is not None and recorded != expected.strip():
+        found = "has no digest" if recorded is None else f"has digest {recorded!r}"
+        raise InconsistentModelFile(
+            f"the file {found}, not the expected {expected.strip()!r}: it is not the file that was "
+            "published; ask the publisher for it.")
+
+
+def load_model(path, expected_digest: str | None = None):
     """Read a model file; returns ``(model, spec, document)``.
 
     Two formats are read:
@@ -165,12 +241,18 @@ def load_model(path):
     Either way ``spec.transform(columns)`` turns a parsed CSV file into the
     model's features and ``model.privacy_.summary()`` states the guarantee.
 
+    ``expected_digest`` (``"sha256:..."``, as its publisher printed it) must
+    equal the file's ``digest``.
+
     Raises
     ------
     ValueError
-        If the file is not valid JSON or does not follow its format's schema,
-        or (``dperm-model``) its ``privacy.epsilon`` or ``privacy.delta``
-        differs from ``params``: the record of an edited file is not trusted.
+        If the file is not valid JSON or does not follow its format's schema;
+        (``dperm-model``) if its privacy record differs from the one its public
+        inputs give (:func:`check_calibration`) or a coefficient is off the
+        release grid (:func:`check_on_grid`); or if its ``digest`` does not
+        match its content or ``expected_digest`` (:func:`check_digest`). The
+        message names the file and the first field at fault.
     """
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -181,8 +263,15 @@ def load_model(path):
     model_format = _format_of(document)
     try:
         model, spec = model_format.read(document)
-    except (ValueError, TypeError, KeyError) as error:
+        check_digest(document, expected_digest)  # last: the checks above name the field at fault
+    except InconsistentModelFile as error:
+        raise ValueError(f"{model_format.kind} {path}: {error}") from None
+    except (ValueError, TypeError, KeyError, ArithmeticError) as error:
         raise ValueError(f"malformed {model_format.kind} {path}: {error}") from None
+    if document.get(DIGEST_KEY) is None and model_format.name == FORMAT:
+        warnings.warn(f"model file {path} has no digest (written before dperm recorded one): its "
+                      "calibration was checked, but nothing shows it is the file its publisher "
+                      "wrote; refit to get a file with a digest.", UserWarning, stacklevel=2)
     return model, spec, document
 
 
@@ -203,7 +292,7 @@ def _check_record_agrees(document) -> None:
         expected["delta"] = MECHANISMS[record["mechanism"]].delta_spent(expected["delta"])
     for name in _RECORD_PARAMS:
         if name in expected and name in record and expected[name] != record[name]:
-            raise ValueError(
+            raise InconsistentModelFile(
                 f"'privacy.{name}' is {record[name]!r} but 'params.{name}' is {params[name]!r}; "
                 "the file was edited and its guarantee cannot be trusted: retrain, or restore "
                 "the file as written.")
@@ -238,12 +327,16 @@ def model_from_dict(document):
     missing = sorted(REQUIRED_KEYS - set(document))
     if missing:
         raise ValueError(f"missing keys {missing}.")
-    if document["format"] != FORMAT or document["version"] != FORMAT_VERSION:
+    if document["format"] != FORMAT or document["version"] not in READABLE_VERSIONS:
         raise ValueError(
             f"unsupported format {document['format']!r} version {document['version']!r}; "
-            f"this dperm reads {FORMAT!r} version {FORMAT_VERSION}"
+            f"this dperm reads {FORMAT!r} versions {list(READABLE_VERSIONS)}"
             + "".join(f" and {name!r}" for name in sorted(FORMATS) if name != FORMAT) + "."
         )
+    if document["version"] >= 2 and not isinstance(document.get(DIGEST_KEY), str):
+        raise InconsistentModelFile(
+            f"'digest' is missing or not a string, but version {document['version']} files carry "
+            "one: the file was edited or truncated; ask the publisher for the file as written.")
     cls = ESTIMATORS.get(document["estimator"])
     if cls is None:
         raise ValueError(f"unknown estimator {document['estimator']!r}; expected one of {sorted(ESTIMATORS)}.")
@@ -259,8 +352,88 @@ def model_from_dict(document):
     else:
         _set_classifier(model, document, spec.n_features)
         model.n_features_in_ = spec.n_features
+    linear = model.linear_model_ if issubclass(cls, KERNEL_CLASSIFIERS) else model
+    check_calibration(linear, document["privacy"])
+    check_on_grid(linear)
     _set_public_choices(model)
     return model, spec
+
+
+def check_calibration(linear, recorded: dict) -> None:
+    """Refuse a record that differs from the one the file's public inputs give, naming the field.
+
+    ``linear`` is the loaded linear model (a kernel model's ``linear_model_``):
+    its parameters (``params``), ``n_samples`` of the record, and the number of
+    features and problems its coefficients have are the public inputs.
+    :meth:`~dperm.linear_model._base.PrivateLinearModelBase._public_record`
+    rebuilds the record a fit with them writes, with the library's calibration
+    functions; every field must match (floats to :data:`CALIBRATION_RTOL`).
+    ``label_set_public`` and ``engine`` are taken from the file (checked
+    against ``params.classes`` before; the engine changes no number).
+    """
+    record = linear.privacy_
+    n_samples = record.n_samples
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
+        raise InconsistentModelFile(f"'privacy.n_samples' is {n_samples!r}; a fit has an integer "
+                                    "number of rows >= 2: the file was edited or corrupted.")
+    coef = np.atleast_2d(linear.coef_)
+    expected = clone(linear)._public_record(
+        n_samples, coef.shape[1], coef.shape[0], label_set_public=record.label_set_public,
+        engine=record.engine).to_dict()
+    for name, value in expected.items():
+        found = recorded.get(name, getattr(record, name))
+        if not _same(found, value):
+            raise InconsistentModelFile(
+                f"'privacy.{name}' is {found!r} but the calibration recomputed from the file's "
+                f"public inputs gives {value!r}: the file was edited or corrupted (or written by a "
+                "dperm that calibrates differently); refit, or ask the publisher for the file as "
+                "written.")
+
+
+def _same(found, expected) -> bool:
+    """Equal, or (two floats) within :data:`CALIBRATION_RTOL`; a bool is never a number here."""
+    numbers = (int, float)
+    if (isinstance(found, numbers) and isinstance(expected, numbers)
+            and not isinstance(found, bool) and not isinstance(expected, bool)):
+        return math.isclose(found, expected, rel_tol=CALIBRATION_RTOL, abs_tol=0.0)
+    return type(found) is type(expected) and found == expected
+
+
+def check_on_grid(linear) -> None:
+    """Refuse coefficients that are not ``grid * integer``, as every released coordinate is.
+
+    The mechanism releases ``g * (round(w / g) + z)`` with integer ``z``
+    (:func:`dperm.mechanisms.noise.release_on_grid`) on the grid ``g`` of the
+    record (AMP's ``output_grid`` for the objective mechanisms, else
+    ``noise_grid``); the estimator stores the intercept coordinate times
+    ``intercept_scaling``. Without an intercept, ``intercept`` is 0.
+    """
+    record = linear.privacy_
+    grid = record.output_grid or record.noise_grid
+    coef = np.atleast_2d(linear.coef_)
+    for row, values in enumerate(coef):
+        for column, value in enumerate(values):
+            where = f"coef[{row}][{column}]" if np.ndim(linear.coef_) == 2 else f"coef[{column}]"
+            _check_grid_value(float(value), grid, 1.0, where)
+    intercepts = np.atleast_1d(linear.intercept_)
+    for row, value in enumerate(intercepts):
+        where = f"intercept[{row}]" if np.ndim(linear.intercept_) == 1 else "intercept"
+        if not linear.fit_intercept:
+            if value != 0.0:
+                raise InconsistentModelFile(f"'{where}' is {float(value)!r} but 'params.fit_intercept' "
+                                            "is false, so it must be 0: the file was edited.")
+            continue
+        _check_grid_value(float(value), grid, float(linear.intercept_scaling), where)
+
+
+def _check_grid_value(value: float, grid: float, scaling: float, where: str) -> None:
+    """``value == (grid * k) * scaling`` for an integer ``|k| < 2**53``, exactly as the fit computes it."""
+    steps = round(value / scaling / grid)
+    if abs(steps) >= EXACT_INTEGER_LIMIT or float(steps * grid) * scaling != value:
+        raise InconsistentModelFile(
+            f"'{where}' is {value!r}, not a multiple of the grid {grid!r} the record's calibration "
+            "releases every coefficient on: the file was edited or corrupted; refit, or ask the "
+            "publisher for the file as written.")
 
 
 def _set_public_choices(model) -> None:

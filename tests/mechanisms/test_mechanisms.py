@@ -1,5 +1,7 @@
 """Mechanisms as units: the noise each one adds, recovered and tested by KS tests."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -7,12 +9,14 @@ from scipy import stats
 from dperm.losses import PinballLoss, SquaredLoss, get_loss
 from dperm.mechanisms import (
     ERMProblem,
+    PublicProblem,
     gaussian_objective_perturbation,
     objective_perturbation,
     output_perturbation,
     run_mechanism,
 )
 from dperm.mechanisms.output import output_noise_scale, release_output
+from dperm.mechanisms.registry import MECHANISMS
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 
 
@@ -204,3 +208,26 @@ def test_output_noise_helpers_match_the_mechanism(loss):
     assert output_noise_scale(problem, 0.7, 1e-8) == pytest.approx(out.noise_scale)
     again = release_output(problem, out.solve.coef, 0.7, 1e-8, np.random.default_rng(0))
     np.testing.assert_array_equal(out.coef, again)
+
+
+# -- each mechanism's calibration, recomputable from public quantities --------------------
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+@pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
+def test_a_release_records_exactly_its_public_calibration(name, loss_name):
+    """``Mechanism.calibration`` on the public problem gives every number the run records,
+    and every released coordinate lies on its release grid (what model files are checked against)."""
+    mechanism = MECHANISMS[name]
+    loss = get_loss(loss_name)
+    if not mechanism.accepts(loss, 1e-5):
+        pytest.skip(f"{name} does not cover the {loss_name} loss")
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-0.5, 0.5, size=(150, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    problem = ERMProblem(X, y, loss, 0.05, 1.0)
+    output = mechanism.function(problem, 0.7, 1e-5, np.random.default_rng(0), 1e-8, 1000)
+    public = PublicProblem(150, 3, loss, 0.05, 1.0)
+    calibration = mechanism.calibration(public, 0.7, 1e-5, 1e-8)
+    for field in dataclasses.fields(calibration):
+        assert getattr(output, field.name) == getattr(calibration, field.name), field.name
+    steps = output.coef / calibration.release_grid
+    np.testing.assert_array_equal(steps, np.round(steps))

@@ -27,7 +27,7 @@ from dperm.cloning import BudgetOnCloneMixin
 from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, get_mechanism, run_mechanism
 from dperm.mechanisms.choice import AUTO, candidate_mechanisms, check_noise_below_signal, choose_mechanism
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
-from dperm.privacy.labels import check_classes, one_vs_rest_positives, resolve_label_set
+from dperm.privacy.labels import LabelSet, check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
     append_intercept_feature,
@@ -162,7 +162,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         :func:`dperm.theory.auto_alpha` for the chosen mechanism. Never the data.
         """
         dimension = n_features + int(bool(self.fit_intercept))
-        norm = math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
+        norm = self._effective_norm(params)
         self._mechanism_choice = None
         given_alpha = params.alpha
         mechanism = params.mechanism
@@ -220,6 +220,36 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         params = self._with_public_choices(params, n_samples, n_features, n_problems)
         epsilon, delta, _ = self._budget_request(params)
         return epsilon, delta
+
+    def _effective_norm(self, params) -> float:
+        """The norm bound the calibration uses: ``sqrt(data_norm^2 + intercept_scaling^2)``
+        with an intercept (its constant feature counts, :meth:`_augment`), else ``data_norm``."""
+        return math.hypot(params.data_norm, params.scaling) if self.fit_intercept else params.data_norm
+
+    def _problem_budget(self, params, n_problems):
+        """``(epsilon, delta)`` each ERM problem of the fit is run with (basic composition)."""
+        return params.epsilon / n_problems, params.delta / n_problems
+
+    def _public_record(self, n_samples, n_features, n_problems=1, *, label_set_public=None,
+                      engine="memory"):
+        """The :class:`~dperm.privacy.record.PrivacyRecord` a fit would write, from public inputs only.
+
+        A fit with these parameters on ``n_samples`` rows of ``n_features``
+        features in ``n_problems`` problems (one-vs-rest) records exactly this:
+        the same public choices (:meth:`_with_public_choices`: ``mechanism="auto"``,
+        ``alpha="auto"``), the same calibration functions
+        (:attr:`dperm.mechanisms.registry.Mechanism.calibration`) and the same
+        record builder (:meth:`_record`); no data, no noise, no budget.
+        :func:`dperm.model_io.load_model` compares it with a model file's record.
+        """
+        params = self._with_public_choices(self._check_params(), n_samples, n_features, n_problems)
+        norm = self._effective_norm(params)
+        problem = PublicProblem(n_samples, n_features + int(bool(self.fit_intercept)), params.loss,
+                                params.alpha, norm)
+        epsilon, delta = self._problem_budget(params, n_problems)
+        calibration = get_mechanism(params.mechanism).calibration(problem, epsilon, delta, params.tol)
+        targets = Targets(None, LabelSet(None, label_set_public))
+        return self._record([calibration] * n_problems, params, norm, n_samples, targets, engine)
 
     @staticmethod
     def _auto_alpha(params, n_samples, dimension, norm, mechanism):
@@ -337,14 +367,14 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
     def _solve(self, X, targets, params, rng, effective_norm):
         """One binary problem per positive class of the public label set (one-vs-rest)."""
         positives = one_vs_rest_positives(targets.label_set.classes)  # the split comes from the label set only
-        n_problems = positives.size
+        epsilon, delta = self._problem_budget(params, positives.size)
         return [
             run_mechanism(
                 params.mechanism,
                 ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
                            params.alpha, effective_norm),
-                params.epsilon / n_problems,
-                params.delta / n_problems,
+                epsilon,
+                delta,
                 rng,
                 params.tol,
                 params.max_iter,
@@ -366,8 +396,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         )  # params: mechanism and alpha set after the scan (n is public)
         targets = Targets(None, label_set)
         self._store(outputs, targets, params)
-        effective_norm = (math.hypot(params.data_norm, params.scaling) if self.fit_intercept
-                          else params.data_norm)
+        effective_norm = self._effective_norm(params)
         self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, targets,
                                      engine="dask")
         return self

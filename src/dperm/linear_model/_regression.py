@@ -89,11 +89,15 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
         except ValueError as error:
             raise ValueError(f"y must hold real-valued targets for a regressor; {error}.") from None
 
+    def _problem_budget(self, params, n_problems):
+        """One problem, pure epsilon-DP: ``(epsilon, 0)``."""
+        return params.epsilon, 0.0
+
     def _solve(self, X, targets, params, rng, effective_norm):
         y = self._prepare_labels(targets.y, params.loss)
         problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm)
-        return [run_mechanism(MECHANISM, problem, params.epsilon, 0.0, rng, params.tol,
-                              params.max_iter)]
+        epsilon, delta = self._problem_budget(params, 1)
+        return [run_mechanism(MECHANISM, problem, epsilon, delta, rng, params.tol, params.max_iter)]
 
     def _store(self, outputs, targets, params):
         self._set_coefficients(outputs[0].coef, params.scaling)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -72,6 +73,39 @@ class PublicProblem:
 
 
 @dataclass(frozen=True)
+class MechanismCalibration:
+    """How one run of a mechanism is calibrated, from public quantities only.
+
+    The fields of :class:`MechanismOutput` without ``coef`` and ``solve`` (see
+    there for each). Every mechanism's calibration function computes one
+    (:attr:`dperm.mechanisms.registry.Mechanism.calibration`); the mechanism
+    releases with it, and :mod:`dperm.model_io` recomputes it from a model
+    file's public inputs to check the numbers the file records.
+    """
+
+    epsilon: float
+    delta: float
+    epsilon_noise: float
+    extra_regularization: float
+    noise_distribution: str
+    noise_scale: float
+    noise_grid: float
+    sensitivity: float | None
+    solution_radius_allowance: float
+    lipschitz: float | None = None
+    output_epsilon: float = 0.0
+    output_noise_scale: float = 0.0
+    output_grid: float = 0.0
+    output_sensitivity: float = 0.0
+    output_noise_distribution: str = ""
+
+    @property
+    def release_grid(self) -> float:
+        """The grid every released coordinate lies on: AMP's output grid, else the noise grid."""
+        return self.output_grid or self.noise_grid
+
+
+@dataclass(frozen=True)
 class MechanismOutput:
     """What a mechanism releases (``coef``) and how it was calibrated.
 
@@ -138,3 +172,8 @@ class MechanismOutput:
     output_grid: float = 0.0
     output_sensitivity: float = 0.0
     output_noise_distribution: str = ""
+
+    @classmethod
+    def released(cls, coef, solve, calibration: MechanismCalibration) -> "MechanismOutput":
+        """The output releasing ``coef`` (found by ``solve``) under ``calibration``."""
+        return cls(coef=coef, solve=solve, **dataclasses.asdict(calibration))

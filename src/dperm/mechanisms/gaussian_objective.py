@@ -14,8 +14,10 @@ from fractions import Fraction
 from dperm.privacy.accounting import spend_before_fitting
 from dperm.mechanisms._problem import ERMProblem
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
+from dperm.mechanisms._problem import MechanismCalibration
 from dperm.mechanisms.objective import (
     ObjectiveCalibration,
+    objective_mechanism_calibration,
     perturb_and_release,
     require_curvature,
 )
@@ -74,8 +76,16 @@ def gaussian_objective_perturbation(
     spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
     sigma_squared = Fraction(plan.scale_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
     noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), plan.grid)
-    return perturb_and_release(problem, plan, noise, plan.scale_steps * plan.grid,
-                               epsilon, delta, rng, tol, max_iter)
+    return perturb_and_release(problem, plan, noise, epsilon, delta, rng, tol, max_iter)
+
+
+def gaussian_objective_calibration(problem, epsilon: float, delta: float, tol: float,
+                                   calibration: str = "tight") -> MechanismCalibration:
+    """What :func:`gaussian_objective_perturbation` records, from public quantities of ``problem``."""
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta)
+    plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
+    return objective_mechanism_calibration(problem, plan, epsilon, delta, tol)
 
 
 def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: float,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
 from dperm.mechanisms.noise import (
     grid_vector,
     laplace_noise_on_grid,
@@ -237,35 +237,43 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
     spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
     noise = grid_vector(sample_grid_noise(plan.laplace, problem.n_features, rng), plan.grid)
-    return perturb_and_release(problem, plan, noise, float(plan.scale_steps * Fraction(plan.grid)),
-                               epsilon, 0.0, rng, tol, max_iter)
+    return perturb_and_release(problem, plan, noise, epsilon, 0.0, rng, tol, max_iter)
 
 
-def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, noise_scale: float,
-                        epsilon: float, delta: float, rng, tol: float, max_iter: int) -> MechanismOutput:
+def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, epsilon: float,
+                        delta: float, rng, tol: float, max_iter: int) -> MechanismOutput:
     """The objective mechanisms' last steps: solve with the linear term ``noise`` and release.
 
     Minimise ``J(w) + noise.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``
     (:func:`solve_perturbed`), then release that point with AMP's output noise
-    (:func:`release_approximate_minimiser`); the record's fields come from ``plan``.
+    (:func:`release_approximate_minimiser`); the record's fields come from ``plan``
+    (:func:`objective_mechanism_calibration`).
     """
     slack = plan.slack
     solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, output, radius, sensitivity = release_approximate_minimiser(
+    coef, _, _, _ = release_approximate_minimiser(
         problem, solve, problem.alpha + slack.extra_regularization, plan.grid, tol,
         plan.epsilon_output, rng)
-    return MechanismOutput(
-        coef=coef,
+    return MechanismOutput.released(coef, solve,
+                                    objective_mechanism_calibration(problem, plan, epsilon, delta, tol))
+
+
+def objective_mechanism_calibration(problem, plan: ObjectiveCalibration, epsilon: float,
+                                    delta: float, tol: float) -> MechanismCalibration:
+    """What an objective mechanism records: ``plan`` and AMP's output stage (public quantities only)."""
+    slack = plan.slack
+    output, radius, sensitivity = amp_output_calibration(
+        problem, problem.alpha + slack.extra_regularization, plan.grid, tol, plan.epsilon_output)
+    return MechanismCalibration(
         epsilon=epsilon,
         delta=delta,
         epsilon_noise=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
         noise_distribution=plan.noise_distribution,
-        noise_scale=noise_scale,
+        noise_scale=plan.noise_scale,
         noise_grid=plan.grid,
         sensitivity=None,
         solution_radius_allowance=radius,
-        solve=solve,
         lipschitz=problem.loss.lipschitz,
         output_epsilon=plan.epsilon_output,
         output_noise_scale=output.noise_scale,
@@ -273,3 +281,10 @@ def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, 
         output_noise_distribution=output.noise_distribution,
         output_sensitivity=sensitivity,
     )
+
+
+def objective_calibration(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
+    """Pure objective perturbation's calibration (spends no delta), from public quantities of ``problem``."""
+    epsilon = check_epsilon(epsilon)
+    return objective_mechanism_calibration(problem, calibrate_objective(problem, epsilon, tol),
+                                           epsilon, 0.0, tol)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
 from dperm.mechanisms.noise import release_on_grid, vector_laplace_calibration
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
@@ -149,18 +149,28 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     spend_before_fitting(accountant, epsilon, 0.0, "output perturbation (mechanism)")
     radius_allowed = solution_radius_allowance(problem, tol)
     solve = certified_minimiser(problem, radius_allowed, max_iter)  # always certifies (proven completion)
-    calibration = output_noise_calibration(problem, epsilon, tol)
-    return MechanismOutput(
-        coef=release_on_grid(solve.coef, calibration, rng),
+    coef = release_on_grid(solve.coef, output_noise_calibration(problem, epsilon, tol), rng)
+    return MechanismOutput.released(coef, solve, output_calibration(problem, epsilon, 0.0, tol))
+
+
+def output_calibration(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
+    """Output perturbation's calibration (pure: spends no delta), from public quantities of ``problem``.
+
+    What :func:`output_perturbation` records: the grid and scale of
+    :func:`output_noise_calibration`, the sensitivity :func:`output_sensitivity`,
+    the radius :func:`solution_radius_allowance` and ``C_L``.
+    """
+    epsilon = check_epsilon(epsilon)
+    noise = output_noise_calibration(problem, epsilon, tol)
+    return MechanismCalibration(
         epsilon=epsilon,
         delta=0.0,
         epsilon_noise=epsilon,
         extra_regularization=0.0,
-        noise_distribution=calibration.noise_distribution,
-        noise_scale=calibration.noise_scale,
-        noise_grid=calibration.step,
+        noise_distribution=noise.noise_distribution,
+        noise_scale=noise.noise_scale,
+        noise_grid=noise.step,
         sensitivity=output_sensitivity(problem, tol),
-        solution_radius_allowance=radius_allowed,
+        solution_radius_allowance=solution_radius_allowance(problem, tol),
         lipschitz=_lipschitz(problem),
-        solve=solve,
     )

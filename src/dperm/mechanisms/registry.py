@@ -17,16 +17,22 @@ from typing import Callable
 from dperm.mechanisms.catalog import CATALOG
 from dperm.mechanisms.gaussian_objective import (
     calibrate_gaussian_objective,
+    gaussian_objective_calibration,
     gaussian_objective_perturbation,
     gaussian_objective_perturbation_004,
 )
 from dperm.mechanisms.objective import (
     calibrate_objective,
     expected_objective_perturbation,
+    objective_calibration,
     objective_perturbation,
     require_curvature,
 )
-from dperm.mechanisms.output import expected_output_perturbation, output_perturbation
+from dperm.mechanisms.output import (
+    expected_output_perturbation,
+    output_calibration,
+    output_perturbation,
+)
 from dperm.privacy.references import REFERENCES
 
 
@@ -46,6 +52,11 @@ class Mechanism:
         noise moves the released point, from public quantities of ``problem`` only
         (a :class:`~dperm.mechanisms._problem.PublicProblem`); read by
         :func:`dperm.mechanisms.choice.choose_mechanism`.
+    calibration : callable
+        ``f(problem, epsilon, delta, tol) -> MechanismCalibration``: every number the
+        run records about its calibration, from public quantities of ``problem`` only;
+        the function releases with the same numbers, and :mod:`dperm.model_io`
+        recomputes them to check a model file.
     auto_candidate : bool
         Whether ``mechanism="auto"`` may choose it (``False`` for calibrations kept
         only to reproduce a paper).
@@ -57,6 +68,7 @@ class Mechanism:
     needs_curvature: bool
     summary: str
     expected_perturbation: Callable
+    calibration: Callable
     auto_candidate: bool = True
 
     @property
@@ -102,13 +114,19 @@ def _output_perturbation_size(problem, epsilon, delta, tol):
     return expected_output_perturbation(problem, epsilon, tol)
 
 
-#: Each mechanism's functions: ``(mechanism, expected perturbation)``; the rest of its
-#: entry (delta, curvature, summary, auto) is :data:`dperm.mechanisms.catalog.CATALOG`'s.
+def _gaussian_calibration_004(problem, epsilon, delta, tol):
+    return gaussian_objective_calibration(problem, epsilon, delta, tol, calibration="004")
+
+
+#: Each mechanism's functions: ``(mechanism, expected perturbation, calibration)``; the rest
+#: of its entry (delta, curvature, summary, auto) is :data:`dperm.mechanisms.catalog.CATALOG`'s.
 _FUNCTIONS = {
-    "objective": (objective_perturbation, _objective_perturbation_size),
-    "output": (output_perturbation, _output_perturbation_size),
-    "gaussian_objective": (gaussian_objective_perturbation, _gaussian_perturbation_size("tight")),
-    "gaussian_objective_004": (gaussian_objective_perturbation_004, _gaussian_perturbation_size("004")),
+    "objective": (objective_perturbation, _objective_perturbation_size, objective_calibration),
+    "output": (output_perturbation, _output_perturbation_size, output_calibration),
+    "gaussian_objective": (gaussian_objective_perturbation, _gaussian_perturbation_size("tight"),
+                           gaussian_objective_calibration),
+    "gaussian_objective_004": (gaussian_objective_perturbation_004, _gaussian_perturbation_size("004"),
+                               _gaussian_calibration_004),
 }
 if set(_FUNCTIONS) != set(CATALOG):  # a catalog entry without functions, or functions without one
     raise ImportError(f"dperm.mechanisms: the catalog names {sorted(CATALOG)} but the registry has "
@@ -117,7 +135,8 @@ if set(_FUNCTIONS) != set(CATALOG):  # a catalog entry without functions, or fun
 MECHANISMS: dict[str, Mechanism] = {
     name: Mechanism(name, _FUNCTIONS[name][0], uses_delta=info.uses_delta,
                     needs_curvature=info.needs_curvature, summary=info.summary,
-                    expected_perturbation=_FUNCTIONS[name][1], auto_candidate=info.auto_candidate)
+                    expected_perturbation=_FUNCTIONS[name][1], calibration=_FUNCTIONS[name][2],
+                    auto_candidate=info.auto_candidate)
     for name, info in CATALOG.items()
 }
 

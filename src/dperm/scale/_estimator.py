@@ -67,14 +67,13 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
         spend(params)  # check first, spend last-possible: after the validating scan, before any noise
         warn_clipped_rows(scan.rows_clipped, params.data_norm)
         positives = one_vs_rest_positives(label_set.classes)
+        epsilon, delta = estimator._problem_budget(params, positives.size)
         outputs = []
         for positive in positives:
             data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
             problem = ERMProblem(data, None, params.loss, params.alpha, effective_norm(spec))
-            outputs.append(run_mechanism(
-                params.mechanism, problem, params.epsilon / positives.size,
-                params.delta / positives.size, rng, params.tol, params.max_iter,
-            ))
+            outputs.append(run_mechanism(params.mechanism, problem, epsilon, delta, rng,
+                                         params.tol, params.max_iter))
         passes = runner.passes
     estimator.n_features_in_ = n_features
     return outputs, label_set, scan, passes, params
