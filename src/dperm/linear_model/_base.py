@@ -150,7 +150,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         """How many ERM problems share the budget (one-vs-rest for a classifier)."""
         return 1
 
-    def _with_public_choices(self, params, n_samples, n_features, n_problems=1):
+    def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
+                             check_budget=True):
         """``params`` with the mechanism and ``alpha`` set from public quantities only.
 
         ``mechanism="auto"``: :func:`dperm.mechanisms.choice.choose_mechanism` on the
@@ -160,6 +161,9 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         (pure objective perturbation for a smooth loss). Sets ``mechanism_`` and the
         reason the record prints. Then ``alpha_``: the given value or
         :func:`dperm.theory.auto_alpha` for the chosen mechanism. Never the data.
+        Then the budget's sanity checks (:meth:`_check_budget_for_data`), which a fit
+        runs and a model file's recomputation (``check_budget=False``) does not: a
+        file is checked against the calibration, not re-judged as a request.
         """
         dimension = n_features + int(bool(self.fit_intercept))
         norm = self._effective_norm(params)
@@ -179,7 +183,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm, mechanism)
         self.alpha_ = alpha
         params = params._replace(alpha=alpha)
-        self._check_budget_for_data(params, given_alpha, n_samples, dimension, norm, n_problems)
+        if check_budget:
+            self._check_budget_for_data(params, given_alpha, n_samples, dimension, norm, n_problems)
         return params
 
     def _check_budget_for_data(self, params, given_alpha, n_samples, dimension, norm, n_problems):
@@ -242,7 +247,8 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         record builder (:meth:`_record`); no data, no noise, no budget.
         :func:`dperm.model_io.load_model` compares it with a model file's record.
         """
-        params = self._with_public_choices(self._check_params(), n_samples, n_features, n_problems)
+        params = self._with_public_choices(self._check_params(), n_samples, n_features, n_problems,
+                                           check_budget=False)
         norm = self._effective_norm(params)
         problem = PublicProblem(n_samples, n_features + int(bool(self.fit_intercept)), params.loss,
                                 params.alpha, norm)
