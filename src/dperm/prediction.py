@@ -90,7 +90,8 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
     y_bound : float, default=1.0
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).
     max_iter : int, default=1000
-        Iteration budget of the hinge solver.
+        Iteration budget of the hinge solver's fast methods (at least 1,000);
+        a proven method finishes a solve they leave uncertified.
     accountant : dperm.privacy.accounting.BudgetAccountant or None, default=None
         A shared budget to spend from as well: every batch is checked against
         both ``epsilon_total`` and this accountant, and recorded in both.

@@ -238,7 +238,8 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     intercept_scaling : float, default=1.0
         Value of the constant feature when ``fit_intercept=True``.
     max_iter : int, default=1000
-        Maximum solver iterations of the linear problem.
+        Maximum fast-solver iterations of the linear problem; a proven method
+        finishes a solve they leave uncertified (docs/releases.md, "Solver failures").
     tol : float, default=1e-8
         Gradient-norm tolerance of the linear problem (recorded in ``privacy_``).
     feature_random_state : None, int or numpy Generator, default=None

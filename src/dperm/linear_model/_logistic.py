@@ -44,7 +44,9 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     intercept_scaling : float, default=1.0
         Value of the constant feature.
     max_iter : int, default=1000
-        Maximum L-BFGS iterations.
+        Maximum L-BFGS iterations of the fast solver. A fit that has spent its
+        budget always releases: if these leave the solve uncertified, a proven
+        method finishes it (docs/releases.md, "Solver failures").
     tol : float, default=1e-8
         Tolerance on the L2 norm of the gradient of the (perturbed) objective.
         The proofs assume the exact minimiser; the final gradient norm is

@@ -183,7 +183,9 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         ``sqrt(data_norm**2 + intercept_scaling**2)``) and is regularised.
     intercept_scaling : float, default=1.0
     max_iter : int, default=1000
-        Iteration budget of each solver stage.
+        Iteration budget of each fast solver stage (at least 1,000 for the
+        pinball); a proven method finishes a solve they leave uncertified
+        (docs/releases.md, "Solver failures").
     tol : float, default=1e-8
         Recorded in ``privacy_``; the pinball solve is certified to the radius
         above instead of a gradient norm.

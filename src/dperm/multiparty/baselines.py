@@ -207,7 +207,7 @@ def local_aggregation(parties, secure_sum, calibration: LocalAggregationCalibrat
     secure_sum : dperm.multiparty.secure_sum.SecureSum
     calibration : LocalAggregationCalibration
     max_iter : int
-        Iteration budget of each local solve.
+        Fast-solver budget of each local solve (a proven method finishes it).
     random_state : None, int or numpy Generator
         Picks the party that adds the noise.
 
