@@ -292,7 +292,7 @@ def objective_noise_norm(mechanism: str, dimension: int, epsilon: float, delta: 
       ``sqrt(2 k d)`` times that with ``k = floor(d/2) + 1``; for ``d <= 2``,
       independent coordinates calibrated to the L1 bound ``s sqrt(d)``, RMS
       ``sqrt(2 d) s sqrt(d) / eps'`` (the same number);
-    - ``"gaussian_objective"``: ``sigma sqrt(d)`` with the tight calibration's sigma
+    - ``"gaussian_objective"``: ``sigma sqrt(d)`` with the default calibration's sigma
       (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_calibration`, taken
       on a fine grid, ``s / h = 2^30``, where its rounding terms vanish);
     - ``"gaussian_objective_004"``: ``sigma sqrt(d)`` with 004's rule as dperm draws it
@@ -327,7 +327,7 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     ``n ~ d / (epsilon_g epsilon_p)``. The base is therefore ``R_x * RMS||b|| / n`` with
     the RMS norm of the noise the chosen mechanism actually draws
     (:func:`objective_noise_norm`: the float-safe Laplace-type noise of pure objective
-    perturbation, the tight or 004 sigma of the Gaussian one; it scales with ``R``), so
+    perturbation, the default or 004 sigma of the Gaussian one; it scales with ``R``), so
     one ``(C, p)`` serves every objective calibration. An intercept's column widens the
     noise (``R = sqrt(R_x^2 + s^2)``) but not the features, so the weights' scale stays
     ``1 / R_x``. With output perturbation the noise ``~ 2 L R d / (n alpha eps)``
@@ -357,7 +357,7 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     when it has that many rows (errors on the other 30 %; n = 30,000 exists for movies,
     InstEval and the synthetic families, 70,000 for the synthetic ones), eps = 0.05, 0.1,
     0.5, 1 and 5, with and without an intercept, and for the objective family both pure
-    objective perturbation and the tight Gaussian one (delta = 1e-5); alpha = m * base
+    objective perturbation and the Gaussian one (delta = 1e-5); alpha = m * base
     for m = 4^-6 ... 4, test error averaged over 6 draws per cell (700 objective cells
     with the logistic loss; 700 output cells, the logistic and the Huber loss).
     ``(C, p)`` minimises the mean excess test error over the cells (error at the rule's

@@ -12,7 +12,13 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
-from dperm.privacy.accounting import BudgetAccountant, Spend, advanced_composition, basic_composition
+from dperm.privacy.accounting import (
+    BudgetAccountant,
+    Spend,
+    advanced_composition,
+    advanced_filter_epsilon,
+    basic_composition,
+)
 from dperm.exceptions import BudgetExceededError
 
 
@@ -73,6 +79,61 @@ def test_advanced_accountant_admits_more_small_spends():
     count_basic, count_advanced = len(basic.ledger), len(advanced.ledger)
     assert count_basic == 100
     assert count_advanced > 2 * count_basic
+
+
+def test_advanced_filter_total_is_whitehouse_et_al_formula():
+    # sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i^2 / 2, by hand: ln(1e6) = 13.815510557964274;
+    # three spends of 0.1: S = 0.03, sqrt(2 * 13.8155 * 0.03) = 0.910456, + 0.015.
+    spends = [Spend(0.1, 0.0, "")] * 3
+    assert advanced_filter_epsilon(spends, 1e-6) == pytest.approx(0.925456, abs=1e-6)
+    # Unequal epsilons: S = 0.25 + 0.04 + 0.01 = 0.3; sqrt(2 * ln(1e3) * 0.3) = 2.035842, + 0.15.
+    mixed = [Spend(0.5, 0.0, ""), Spend(0.2, 0.0, ""), Spend(0.1, 0.0, "")]
+    assert advanced_filter_epsilon(mixed, 1e-3) == pytest.approx(2.185842, abs=1e-6)
+    assert advanced_filter_epsilon([], 1e-6) == 0.0
+    with pytest.raises(ValueError, match="slack"):
+        advanced_filter_epsilon(spends, 0.0)
+
+
+def test_advanced_filter_stops_where_the_theorem_says():
+    # Budget epsilon 1, delta' = 1e-6: three spends of 0.1 reach 0.925 <= 1, a fourth 1.0713 > 1.
+    acc = BudgetAccountant(1.0, 1e-5, composition="advanced", slack=1e-6)
+    for _ in range(3):
+        acc.spend(0.1)
+    assert acc.spent[0] == pytest.approx(0.925456, abs=1e-6)
+    assert acc.spent[1] == pytest.approx(1e-6)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.1)
+    assert len(acc.ledger) == 3
+
+
+def test_advanced_filter_refuses_what_the_old_either_rule_accepted():
+    # The old rule accepted a spend when basic OR Dwork-Rothblum-Vadhan composition stayed
+    # under the budget: the fourth 0.1 (basic sum 0.4 <= 1) was accepted. No theorem covers
+    # that stopping rule for adaptively chosen spends; the filter refuses it.
+    acc = BudgetAccountant(1.0, 1e-5, composition="advanced", slack=1e-6)
+    for _ in range(3):
+        acc.spend(0.1)
+    assert sum(s.epsilon for s in acc.ledger) + 0.1 <= 1.0  # the old rule's basic branch
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.1)
+
+
+def test_advanced_filter_leaves_delta_minus_slack_for_the_spends():
+    acc = BudgetAccountant(10.0, 1e-5, composition="advanced", slack=4e-6)
+    acc.spend(0.1, 6e-6)  # sum delta_i = 6e-6 = delta - delta'
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.1, 1e-9)
+    with pytest.raises(ValueError, match="slack delta' > 0"):
+        BudgetAccountant(1.0, 1e-5, composition="advanced")
+
+
+def test_basic_composition_unchanged_by_the_filter():
+    acc = BudgetAccountant(1.0, 1e-5)
+    for _ in range(10):
+        acc.spend(0.1, 1e-6)
+    assert acc.spent == pytest.approx((1.0, 1e-5))
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1e-6)
 
 
 def test_estimators_spend_before_touching_data():

@@ -224,7 +224,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
         recorded in ``privacy_``), or
         objective perturbation (003 Alg. 2), output perturbation (003 Alg. 1)
-        or Gaussian objective perturbation (tight GLM calibration,
+        or Gaussian objective perturbation (GLM calibration with the one-factor Jacobian bound,
         docs/design/gaussian_objective.md; ``"gaussian_objective_004"``: 004 Alg. 4),
         run on the features.
     fit_intercept : bool, default=False

@@ -27,10 +27,10 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
         ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
         recorded in ``privacy_``): objective perturbation under a pure budget, the
-        tight Gaussian one when ``delta > 0`` and its noise is smaller. Otherwise
+        Gaussian one when ``delta > 0`` and its noise is smaller. Otherwise
         objective perturbation (Chaudhuri et al. 2011, Alg. 2, c = 1/4), output
         perturbation (Alg. 1) or Gaussian objective perturbation ((epsilon, delta)-DP,
-        tight GLM calibration, docs/design/gaussian_objective.md; ``"gaussian_objective_004"``
+        GLM calibration with the one-factor Jacobian bound, docs/design/gaussian_objective.md; ``"gaussian_objective_004"``
         keeps Rajkumar & Agarwal 2012, Alg. 4's sigma*).
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto

@@ -60,7 +60,7 @@ def choose_mechanism(problem: PublicProblem, epsilon: float, delta: float,
 
     Every candidate is scored at the same ``problem`` (same alpha): pure objective
     perturbation's Laplace-type noise has ``E||b||^2 = 2 d s^2`` with ``s`` of
-    order ``2 L R sqrt(d) / eps'``, the tight Gaussian one ``d sigma^2`` with
+    order ``2 L R sqrt(d) / eps'``, the Gaussian one ``d sigma^2`` with
     ``sigma`` of order ``2 L R sqrt(log(1/delta)) / eps``; so the Gaussian wins
     once ``d`` is large against ``log(1/delta)``, and pure DP wins at small ``d``
     or tiny ``delta``. Ties go to the earlier entry of the table (pure first).

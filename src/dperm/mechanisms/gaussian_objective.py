@@ -1,8 +1,9 @@
 """Gaussian objective perturbation ((epsilon, delta)-DP), float-safe and for an inexact solve by
 approximate minima perturbation (Iyengar et al. 2019).
 
-Two calibrations of the noise: ``"tight"`` (the default, mechanism ``"gaussian_objective"``)
-uses the GLM structure of the loss (the neighbours' noises differ in a fixed two-dimensional
+Two calibrations of the noise: ``"tight"`` (the default, mechanism ``"gaussian_objective"``;
+"tight" is a historical name, kept as a public parameter value: the calibration is an upper
+bound, its sigma 1.17-1.30x the analytic Gaussian mechanism's at delta 1e-5) uses the GLM structure of the loss (the neighbours' noises differ in a fixed two-dimensional
 span; Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
 docs/design/gaussian_objective.md; ``"004"`` (mechanism ``"gaussian_objective_004"``) is 004
 Alg. 4's sigma* rule, kept for the reproduction of 004's experiments."""
@@ -125,7 +126,7 @@ def gaussian_objective_perturbation_004(
 ):
     """:func:`gaussian_objective_perturbation` with 004's calibration (Alg. 4, Procs. 2-3).
 
-    For the reproduction of Rajkumar & Agarwal (2012); the tight default needs about a
+    For the reproduction of Rajkumar & Agarwal (2012); the default calibration needs about a
     third of its sigma at Adult's size (docs/design/gaussian_objective.md).
     """
     return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter,

@@ -23,13 +23,32 @@ Composition rules (all standard results):
   (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Thm 3.16);
 - parallel composition: mechanisms applied to disjoint parts of the data cost
   the largest of their budgets (McSherry 2009, Thm 4), see :meth:`spend_parallel`;
-- advanced composition (Dwork, Rothblum & Vadhan 2010, Thm III.3; Dwork & Roth
-  2014, Thm 3.20), optional: for spends ``(eps_i, delta_i)`` and a slack
-  ``delta' > 0`` the total is ``(eps~, sum delta_i + delta')`` with
-  ``eps~ = sqrt(2 ln(1/delta') sum eps_i^2) + sum eps_i (e^eps_i - 1)``; the
-  proof (Azuma's inequality on the privacy-loss martingale, whose i-th step has
-  mean at most ``eps_i (e^eps_i - 1)`` and range ``eps_i``) covers unequal
-  epsilons. dperm reports the smaller of this and the basic sum.
+- advanced composition as a *privacy filter* (``composition="advanced"``):
+  the accountant chooses each spend after seeing earlier results, and stops
+  at the budget, so the spends' epsilons are chosen adaptively and the
+  number of spends is a stopping time. Dwork, Rothblum & Vadhan's advanced
+  composition (2010, Thm III.3; Dwork & Roth 2014, Thm 3.20) assumes the
+  privacy parameters are fixed before the interaction and does not cover
+  this. The fully adaptive result that does is the advanced composition
+  filter of Whitehouse, Ramdas, Rogers & Wu, "Fully-Adaptive Composition in
+  Differential Privacy" (ICML 2023, PMLR 202:36990-37007; arXiv 2203.05481,
+  Sec. 3): for a target ``(epsilon, delta)`` with ``delta = delta' + delta''``,
+  ``delta' > 0``, the interaction that runs the next mechanism only while
+
+      sqrt(2 ln(1/delta') sum eps_i^2) + (1/2) sum eps_i^2 <= epsilon
+      and  sum delta_i <= delta''
+
+  (the sums include that next mechanism) is ``(epsilon, delta)``-DP, however
+  the ``(eps_i, delta_i)`` were chosen. ``delta'`` is the accountant's
+  ``slack``; see :func:`advanced_filter_epsilon`. The guarantee is the
+  budget's: the running total the filter compares with it is not a privacy
+  guarantee of the spends so far (that would be a privacy odometer, which
+  costs more; Rogers, Roth, Ullman & Vadhan 2016).
+
+The mode is chosen once, when the accountant is made, never per spend: a
+rule that accepts a spend when *either* basic *or* advanced composition
+stays under the budget is not a filter any cited theorem covers. For a few
+large spends choose ``"basic"``; for many small ones ``"advanced"``.
 """
 
 from __future__ import annotations
@@ -67,10 +86,17 @@ def basic_composition(spends) -> tuple[float, float]:
 
 
 def advanced_composition(spends, slack: float) -> tuple[float, float]:
-    """Dwork-Rothblum-Vadhan advanced composition with slack ``delta'``.
+    """Dwork-Rothblum-Vadhan advanced composition with slack ``delta'``, for *fixed* parameters.
 
     Returns ``(min(sum eps_i, sqrt(2 ln(1/slack) sum eps_i^2) + sum eps_i (e^eps_i - 1)),
     sum delta_i + slack)``; with ``slack == 0`` it is basic composition.
+
+    Valid when the ``(eps_i, delta_i)`` and their number are fixed before the
+    interaction (Dwork, Rothblum & Vadhan 2010, Thm III.3; Dwork & Roth 2014,
+    Thm 3.20; the algorithms may still be chosen adaptively), as in a protocol
+    with a public number of rounds. Taking the smaller of two valid bounds for
+    the same fixed sequence is valid. Not for an accountant that stops at a
+    budget: that is :func:`advanced_filter_epsilon`'s job.
     """
     epsilon_basic, delta_basic = basic_composition(spends)
     if slack <= 0 or not spends:
@@ -83,6 +109,42 @@ def advanced_composition(spends, slack: float) -> tuple[float, float]:
     return epsilon_basic, delta_basic
 
 
+def advanced_filter_epsilon(spends, slack: float) -> float:
+    """The running total of the advanced composition filter: ``sqrt(2 ln(1/slack) S) + S / 2``.
+
+    ``S = sum eps_i^2`` over ``spends``. Whitehouse, Ramdas, Rogers & Wu
+    (ICML 2023, Sec. 3, advanced composition filter): running the next
+    mechanism only while this total, the next one included, is at most the
+    budget ``epsilon`` (and ``sum delta_i <= delta - slack``) makes the whole
+    fully adaptive interaction ``(epsilon, delta)``-DP.
+
+    Why (the ``delta_i = 0`` case): the privacy loss of an ``eps_i``-DP step
+    has conditional mean at most ``eps_i^2 / 2`` (its KL divergence; Bun &
+    Steinke 2016, Prop. 3.3) and lies in ``[-eps_i, eps_i]``, so its centred
+    sum ``M_n`` makes ``exp(lam M_n - lam^2 S_n / 2)`` a supermartingale
+    (Hoeffding's lemma). The filter keeps ``S_N <= S*``, the root of
+    ``sqrt(2 ln(1/slack) S*) + S* / 2 = epsilon``; Ville's inequality with
+    ``lam = sqrt(2 ln(1/slack) / S*)`` gives ``P(M_N >= sqrt(2 ln(1/slack) S*))
+    <= slack``, so the loss exceeds ``epsilon`` with probability at most
+    ``slack``. The ``delta_i`` are handled in the paper.
+
+    Parameters
+    ----------
+    spends : sequence of Spend
+    slack : float in (0, 1)
+        The filter's ``delta'``.
+
+    Returns
+    -------
+    float
+        The total compared with the budget's epsilon (0 for no spends).
+    """
+    if not 0.0 < slack < 1.0:
+        raise ValueError(f"the advanced composition filter needs a slack delta' in (0, 1); got {slack!r}.")
+    squares = sum(s.epsilon**2 for s in spends)
+    return math.sqrt(2.0 * math.log(1.0 / slack) * squares) + 0.5 * squares
+
+
 class BudgetAccountant:
     """A total privacy budget and the ledger of what was spent from it.
 
@@ -93,9 +155,13 @@ class BudgetAccountant:
     delta : float, default=0.0
         Total delta available, in [0, 1).
     composition : {"basic", "advanced"}, default="basic"
-        How spends combine (see the module docstring).
+        How spends combine (see the module docstring): ``"basic"`` sums them;
+        ``"advanced"`` is the advanced composition filter of Whitehouse,
+        Ramdas, Rogers & Wu (ICML 2023), see :func:`advanced_filter_epsilon`.
+        Chosen once, here: the accountant never switches rule per spend.
     slack : float, default=0.0
-        The ``delta'`` of advanced composition; counts toward ``delta``.
+        The ``delta'`` of the advanced composition filter, in (0, 1) and at
+        most ``delta``; the spends' deltas may add up to ``delta - slack``.
 
     Examples
     --------
@@ -118,6 +184,9 @@ class BudgetAccountant:
         self.slack = check_delta(slack, "slack")
         if composition == "basic" and self.slack:
             raise ValueError("slack is the delta' of advanced composition; use composition='advanced'.")
+        if composition == "advanced" and not self.slack:
+            raise ValueError("the advanced composition filter needs a slack delta' > 0 "
+                             "(Whitehouse, Ramdas, Rogers & Wu 2023); or use composition='basic'.")
         if self.slack > self.delta:
             raise ValueError(f"slack={self.slack:g} exceeds the total delta={self.delta:g}.")
         self._ledger: list[Spend] = []
@@ -144,8 +213,17 @@ class BudgetAccountant:
 
     # -- totals -----------------------------------------------------------
     def _total(self, spends) -> tuple[float, float]:
+        """What is compared with the budget: the basic sums, or the filter's totals.
+
+        Under ``"advanced"``: ``(advanced_filter_epsilon, sum delta_i + slack)``
+        once anything is spent, so ``delta`` bounds ``sum delta_i`` by
+        ``delta - slack`` (the theorem's ``delta''``).
+        """
         if self.composition == "advanced":
-            return advanced_composition(spends, self.slack)
+            if not spends:
+                return 0.0, 0.0
+            delta = min(1.0, sum(s.delta for s in spends) + self.slack)
+            return advanced_filter_epsilon(spends, self.slack), delta
         return basic_composition(spends)
 
     @property
@@ -156,7 +234,12 @@ class BudgetAccountant:
 
     @property
     def spent(self) -> tuple[float, float]:
-        """``(epsilon, delta)`` spent so far under the composition rule."""
+        """``(epsilon, delta)`` spent so far under the composition rule.
+
+        Under ``"advanced"`` this is the filter's running total, the quantity
+        it compares with the budget, not a guarantee for the spends so far:
+        the filter's guarantee is the budget ``(epsilon, delta)`` itself.
+        """
         return self._total(self.ledger)
 
     @property
@@ -217,8 +300,10 @@ class BudgetAccountant:
 
     def summary(self) -> str:
         """A readable account of the budget, each spend and the total."""
-        lines = [f"Budget: epsilon={self.epsilon:g}, delta={self.delta:g} ({self.composition} composition"
-                 + (f", slack {self.slack:g})" if self.composition == "advanced" else ")")]
+        lines = [f"Budget: epsilon={self.epsilon:g}, delta={self.delta:g} ("
+                 + (f"advanced composition filter, slack {self.slack:g}; Whitehouse, Ramdas, Rogers & Wu "
+                    "2023: the whole is (epsilon, delta)-DP, the running total is not a guarantee)"
+                    if self.composition == "advanced" else "basic composition)")]
         ledger = self.ledger
         for number, spend in enumerate(ledger, start=1):
             lines.append(f"  {number:3d}. epsilon={spend.epsilon:<10.6g} delta={spend.delta:<10.3g} {spend.label}")

@@ -146,7 +146,7 @@ def objective_perturbation_slack(
     """Split epsilon between the Jacobian term and the noise as 003 Alg. 2 prints it (two factors).
 
     Kept for 004's calibration (the reproduction) and the multiparty baselines; dperm's
-    pure and tight Gaussian objective perturbation use :func:`glm_objective_slack`,
+    pure and Gaussian objective perturbation use :func:`glm_objective_slack`,
     whose Jacobian term is one factor of this.
 
     ``eps' = eps - 2 log(1 + c R^2 / (n alpha))`` (003 Alg. 2 line 1 writes
@@ -305,10 +305,14 @@ def discrete_gaussian_sigma_steps(l2_steps: float, dimension: int, epsilon_tilde
     return l2_steps * (q + math.sqrt(q * q + 2.0 * epsilon_tilde)) / (2.0 * epsilon_tilde)
 
 
-# -- tight Gaussian objective perturbation ---------------------------------------------
+# -- Gaussian objective perturbation, default calibration ----------------------------
 #: The calibrations of ``mechanism="gaussian_objective"``: ``"tight"`` (the default,
 #: :func:`tight_discrete_gaussian_sigma_steps`) and ``"004"`` (004 Proc. 3,
 #: :func:`discrete_gaussian_sigma_steps`, kept for the reproduction of 004).
+#: "tight" is a historical name, kept because it is a public parameter value and
+#: function names use it: the calibration is not tight (its sigma is 1.17-1.30x the
+#: analytic Gaussian mechanism's at delta 1e-5, 1.35-2.3x at 1e-2;
+#: docs/design/gaussian_objective.md, "How far from the Gaussian mechanism").
 GAUSSIAN_OBJECTIVE_CALIBRATIONS = ("tight", "004")
 
 
@@ -334,7 +338,7 @@ def glm_objective_slack(epsilon: float, n_samples: int, alpha: float, curvature:
     """Split epsilon between the Jacobian term (:func:`glm_jacobian_epsilon`) and the noise.
 
     Used by pure objective perturbation (003 Alg. 2 with the one-factor Jacobian bound)
-    and by the tight Gaussian one: the Jacobian argument does not depend on the noise law.
+    and by the Gaussian one: the Jacobian argument does not depend on the noise law.
     003 Alg. 2's rule with the single Jacobian factor: ``Delta = 0`` and
     ``eps~ = eps - log(1 + c R^2 / (n alpha))`` when that leaves the noise at least
     half of ``eps``; otherwise ``Delta = c R^2 / (n (e^(eps/2) - 1)) - alpha`` makes the
@@ -358,7 +362,9 @@ def _log_normal_tail(x: float) -> float:
 
 def tight_gaussian_objective_delta(sigma: float, span_steps: float, dimension: int,
                                    epsilon_tilde: float, norm_delta: float) -> float:
-    """The delta that float-safe Gaussian objective perturbation spends for ``eps~`` (tight analysis).
+    """The delta that float-safe Gaussian objective perturbation spends for ``eps~``.
+
+    An upper bound, not the exact profile ("tight" in the name is historical).
 
     Setting (docs/design/gaussian_objective.md): noise ``z`` with independent
     ``N_Z(0, sigma^2)`` coordinates (grid steps). For a GLM the neighbours' noises that
@@ -435,7 +441,8 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
 
 def tight_discrete_gaussian_sigma_steps(span_steps: float, dimension: int, epsilon_tilde: float,
                                         delta: float) -> float:
-    """Std (grid steps) of float-safe Gaussian objective perturbation's noise, tight calibration.
+    """Std (grid steps) of float-safe Gaussian objective perturbation's noise, default calibration
+    (historically named ``"tight"``; an upper bound, not tight).
 
     ``span_steps`` is ``2 L R / h``; see :func:`tight_gaussian_objective_calibration`.
     """
