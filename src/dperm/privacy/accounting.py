@@ -126,7 +126,14 @@ def advanced_filter_epsilon(spends, slack: float) -> float:
     ``sqrt(2 ln(1/slack) S*) + S* / 2 = epsilon``; Ville's inequality with
     ``lam = sqrt(2 ln(1/slack) / S*)`` gives ``P(M_N >= sqrt(2 ln(1/slack) S*))
     <= slack``, so the loss exceeds ``epsilon`` with probability at most
-    ``slack``. The ``delta_i`` are handled in the paper.
+    ``slack``. The same rule follows, for pure spends, from two cited results:
+    an ``eps_i``-DP step is ``eps_i^2 / 2``-zCDP (Bun & Steinke 2016, Prop. 3.3),
+    a filter that keeps the running sum of Renyi parameters under a budget is
+    valid under fully adaptive composition at every order (Feldman & Zrnic 2021,
+    Thm 3.1), so stopping at ``S_N / 2 <= rho`` gives ``rho``-zCDP, which is
+    ``(rho + 2 sqrt(rho ln(1/slack)), slack)``-DP (Bun & Steinke 2016, Prop. 1.3):
+    with ``rho = S / 2`` that is this total. The ``delta_i`` of approximate-DP
+    spends are handled in Whitehouse et al.
 
     Parameters
     ----------
