@@ -384,8 +384,30 @@ def party_reply(context, parameters, config) -> list:
     return [reply, counts]
 
 
-#: The party's ClientApp: ``secaggplus_mod`` around :func:`party_reply`.
-client_app = _flower.make_party_client_app(party_reply, party_setup)
+def party_secagg_terms(context, config):
+    """The SecAgg+ terms of the party's checked calibration for the round ``config`` asks for.
+
+    ``K`` comes from the calibration the party checked and saved at set-up
+    (never from the round message); the encoding is the one the party's
+    count is encoded with (PSGD; ``config``) or its calibration's (Newton).
+    :func:`~dperm.multiparty.flower.grid.secaggplus_guard` compares them with
+    the round Flower has set up before :func:`party_reply` runs.
+    """
+    if config.get("protocol") == "newton":
+        from dperm.multiparty.flower.newton import newton_secagg_terms
+
+        return newton_secagg_terms(context, config)
+    run_id = check_run_id(config.get("run-id"))
+    saved = load_run_state(context, run_id)
+    if saved is None:
+        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request for run {run_id} before its "
+                           "set-up.")
+    return _flower.SecAggTerms(n_parties=saved[0].n_parties, clipping_range=float(config["clipping-range"]),
+                               quantization_range=int(config["quantization-range"]))
+
+
+#: The party's ClientApp: ``secaggplus_mod`` around :func:`party_reply`, behind the party's SecAgg+ checks.
+client_app = _flower.make_party_client_app(party_reply, party_setup, expected_terms=party_secagg_terms)
 
 
 # -- the coordinator (004 Alg. 1) ------------------------------------------------------

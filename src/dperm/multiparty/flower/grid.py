@@ -14,7 +14,9 @@ which is why ``dperm[multiparty]`` pins ``flwr>=1.41,<1.42``.
 - :func:`secagg_sum_round`: one SecAgg+ round (Flower's four stages) over any
   Grid, in-process or networked, that reveals the parties' sum or raises;
 - :func:`make_party_client_app`: a ClientApp with ``secaggplus_mod`` whose
-  train function returns a party's vector.
+  train function returns a party's vector, behind :func:`secaggplus_guard`;
+- :func:`secaggplus_guard`: the party's check of each SecAgg+ stage message
+  before Flower's mod answers it (the rule is in its docstring).
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ import re
 import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
-from flwr.app import ConfigRecord, Context, Error, Message, RecordDict
+from flwr.app import ConfigRecord, Context, Error, Message, MessageType, RecordDict
 from flwr.client.mod import secaggplus_mod
+from flwr.client.mod.secure_aggregation.secaggplus_mod import SecAggPlusState
 from flwr.clientapp import ClientApp
 from flwr.common import Code, FitIns, FitRes, Status, ndarrays_to_parameters, parameters_to_ndarrays
 from flwr.common.constant import ErrorCode
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, RECORD_KEY_STATE, Key, Stage
 from flwr.compat.common import recorddict_compat as compat
 from flwr.server.client_manager import SimpleClientManager
 from flwr.server.compat.grid_client_proxy import GridClientProxy
@@ -271,8 +276,164 @@ class PollingGrid(Grid):
 
 # -- the party side --------------------------------------------------------------------
 
+_LOG = logging.getLogger("dperm.multiparty")
 
-def make_party_client_app(reply_fn, setup_fn=None, mods=()) -> ClientApp:
+
+class SecAggRefusal(RuntimeError):
+    """A party refused a SecAgg+ stage message (:func:`secaggplus_guard`); it sends nothing for it."""
+
+
+@dataclass(frozen=True)
+class SecAggTerms:
+    """The SecAgg+ terms a party agreed to for one round, checked against its own calibration.
+
+    Built by the protocol from the party's saved, checked calibration (not
+    from the coordinator's word) and compared by :func:`secaggplus_guard`
+    with the round Flower's mod has set up, before the party computes its reply.
+
+    Attributes
+    ----------
+    n_parties : int
+        ``K`` of the calibration: the SecAgg+ sample size, share number,
+        threshold and number of public keys must all be ``K``.
+    clipping_range : float
+    quantization_range : int
+        The fixed-point encoding the party's reply (and its count) is made for.
+    modulus_range : int, optional
+        Pinned when the calibration fixes it (Newton); otherwise only
+        ``K x quantization_range < modulus_range`` is required (no wrap-around).
+    """
+
+    n_parties: int
+    clipping_range: float
+    quantization_range: int
+    modulus_range: int | None = None
+
+
+def _secagg_state(context) -> SecAggPlusState:
+    """This party's SecAgg+ state as Flower's mod saved it (empty before the first set-up)."""
+    saved = context.state.config_records.get(RECORD_KEY_STATE)
+    return SecAggPlusState(**dict(saved)) if saved is not None else SecAggPlusState()
+
+
+def _refuse(context, stage: str, reason: str):
+    message = f"party {context.node_config.get('party-name', f'node {context.node_id}')!r} refuses the " \
+              f"SecAgg+ {stage} message: {reason}"
+    _LOG.warning(message)
+    raise SecAggRefusal(message)
+
+
+def _check_setup(context, configs) -> None:
+    """Full threshold: every participant holds a share and all ``K`` are needed to rebuild a seed."""
+    sample, shares, threshold = (configs.get(key) for key in (Key.SAMPLE_NUMBER, Key.SHARE_NUMBER, Key.THRESHOLD))
+    if not (isinstance(sample, int) and sample >= 2 and shares == sample and threshold == sample):
+        _refuse(context, Stage.SETUP, f"sample size {sample}, share number {shares} and reconstruction threshold "
+                f"{threshold} must be one and the same K >= 2 (dperm tolerates no dropout).")
+    if configs.get(Key.MAX_WEIGHT) != MAX_WEIGHT:
+        _refuse(context, Stage.SETUP, f"max_weight {configs.get(Key.MAX_WEIGHT)!r} must be {MAX_WEIGHT} (every "
+                f"party reports weight {NUM_EXAMPLES}).")
+
+
+def _check_share_keys(context, configs, state) -> None:
+    """Exactly the ``K`` participants of the set-up, this party among them, each with its keys."""
+    nodes = {int(key) for key in configs if key != Key.STAGE}
+    if len(nodes) != state.sample_num or state.nid not in nodes:
+        _refuse(context, Stage.SHARE_KEYS, f"it was given the public keys of {len(nodes)} participants"
+                + ("" if state.nid in nodes else ", not its own,") + f" for a round of {state.sample_num}.")
+
+
+def _check_collect(context, message, configs, state, expected_terms) -> None:
+    """Every other participant's shares arrived, and the round is the one the party's calibration is for."""
+    participants = set(state.public_keys_dict)
+    sources = configs.get(Key.SOURCE_LIST) or []
+    if sorted(sources) != sorted(participants - {state.nid}):
+        _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"it got key shares from {len(sources)} participants; "
+                f"every other one of the {len(participants)} must send one (its pairwise masks cover them all).")
+    if expected_terms is None:
+        return
+    config = dict(compat.recorddict_to_fitins(message.content, keep_input=True).config)
+    terms = expected_terms(context, config)
+    if len(participants) != terms.n_parties or state.sample_num != terms.n_parties:
+        _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"the calibration it checked is for K={terms.n_parties} "
+                f"parties but {len(participants)} take part in the secure sum; the noise shares would not "
+                "add up to the calibrated noise.")
+    seen = (state.clipping_range, state.target_range, state.mod_range)
+    wanted = (float(terms.clipping_range), int(terms.quantization_range),
+              state.mod_range if terms.modulus_range is None else int(terms.modulus_range))
+    if seen != wanted or terms.n_parties * state.target_range >= state.mod_range:
+        _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"the SecAgg+ encoding (clipping, quantization, modulus) "
+                f"= {seen} is not the agreed {wanted} with K x quantization < modulus.")
+
+
+def _check_unmask(context, configs, state) -> None:
+    """No dropped node, and every participant active: see :func:`secaggplus_guard`."""
+    dropped = list(configs.get(Key.DEAD_NODE_ID_LIST) or [])
+    active = list(configs.get(Key.ACTIVE_NODE_ID_LIST) or [])
+    if dropped:
+        _refuse(context, Stage.UNMASK, f"it names {len(dropped)} dropped node(s) {sorted(dropped)[:5]}; dperm "
+                "tolerates no dropout, so a request for a private-key share can only serve to unmask a reply.")
+    if sorted(active) != sorted(state.public_keys_dict):
+        _refuse(context, Stage.UNMASK, f"its {len(active)} active nodes are not the round's "
+                f"{len(state.public_keys_dict)} participants.")
+
+
+def secaggplus_guard(expected_terms=None):
+    """A Flower mod, placed just outside ``secaggplus_mod``, that checks each SecAgg+ stage message first.
+
+    The rule. SecAgg (Bonawitz et al., CCS 2017, Sec. 4 and Fig. 4; SecAgg+,
+    Bell et al., CCS 2020, keeps the argument) hides a party's masked reply
+    ``y_u = x_u + PRG(b_u) + sum_v +-PRG(s_uv)`` as long as the server never
+    holds *both* enough shares of ``b_u`` (the self-mask seed, released for
+    parties that sent a reply) and of ``s_u^SK`` (the mask private key,
+    released for parties that dropped): with ``b_u`` alone the pairwise masks
+    still hide ``x_u`` and cancel only in the sum; with both, ``x_u`` is in
+    the clear. In the paper an honest user sends ``s_v^SK`` shares only for
+    the users it saw drop and ``b_v`` shares only for the others, disjoint
+    by construction; Flower 1.41's mod takes both lists from the server
+    unchecked, so an unmask request with active == dropped returns both
+    shares of every party. dperm never
+    recovers a dropout (a party that drops takes its noise share with it;
+    :class:`AbortOnDropoutSecAggPlusWorkflow`), so the party's rule is
+    stricter and simpler: **it never sends a share of its or anyone's
+    private key** -- an unmask request must name no dropped node and must
+    list exactly the round's participants as active. Then the server gets
+    only self-mask seeds, and no sequence of requests (Flower's stage order
+    allows one unmask per set-up) yields a private-key share.
+
+    The round's terms are pinned too: sample size = share number =
+    reconstruction threshold = ``K`` >= 2 and ``max_weight = 1`` at set-up;
+    exactly ``K`` public keys, the party's own among them, at share-keys; at
+    collect (before the party's reply is computed) shares from every other
+    participant, so its pairwise masks cover all of them, and, when
+    ``expected_terms(context, fit_config) -> SecAggTerms`` is given, ``K``
+    and the encoding equal those of the party's checked calibration.
+
+    Every refusal raises :class:`SecAggRefusal` with a one-line reason (also
+    logged on ``dperm.multiparty``); the SuperNode turns it into an error
+    reply and the party sends nothing else for that stage.
+    """
+
+    def guard(message: Message, context: Context, call_next):
+        content = message.content
+        if message.metadata.message_type != MessageType.TRAIN or RECORD_KEY_CONFIGS not in content.config_records:
+            return call_next(message, context)
+        configs = content.config_records[RECORD_KEY_CONFIGS]
+        stage = configs.get(Key.STAGE)
+        state = _secagg_state(context)
+        if stage == Stage.SETUP:
+            _check_setup(context, configs)
+        elif stage == Stage.SHARE_KEYS:
+            _check_share_keys(context, configs, state)
+        elif stage == Stage.COLLECT_MASKED_VECTORS:
+            _check_collect(context, message, configs, state, expected_terms)
+        elif stage == Stage.UNMASK:
+            _check_unmask(context, configs, state)
+        return call_next(message, context)
+
+    return guard
+
+
+def make_party_client_app(reply_fn, setup_fn=None, mods=(), expected_terms=None) -> ClientApp:
     """A ClientApp running Flower's ``secaggplus_mod`` around a party's reply.
 
     Parameters
@@ -289,8 +450,12 @@ def make_party_client_app(reply_fn, setup_fn=None, mods=()) -> ClientApp:
     mods : sequence of Flower mods, optional
         Run outside ``secaggplus_mod`` (first = outermost), e.g. the
         simulation's mod that sets each node's ``node_config``.
+    expected_terms : callable ``(context, config) -> SecAggTerms``, optional
+        The SecAgg+ terms of the party's checked calibration for the round
+        that ``config`` (the fit config) belongs to; given to
+        :func:`secaggplus_guard`, which always runs just outside ``secaggplus_mod``.
     """
-    app = ClientApp(mods=[*mods, secaggplus_mod])
+    app = ClientApp(mods=[*mods, secaggplus_guard(expected_terms), secaggplus_mod])
 
     @app.train()
     def train(message: Message, context: Context) -> Message:

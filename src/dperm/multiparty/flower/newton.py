@@ -132,6 +132,19 @@ def newton_reply(context, parameters, config) -> list:
     return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None))]
 
 
+def newton_secagg_terms(context, config):
+    """``K`` and the secure sum's encoding of the party's checked Newton calibration for this run."""
+    run_id = _app.check_run_id(config.get("run-id"))
+    saved = _load_state(context, run_id)
+    if saved is None:
+        raise RuntimeError(f"party {_app._party_name(context)!r} got a Newton request for run {run_id} before its "
+                           "set-up.")
+    calibration = saved[0]
+    return _app._flower.SecAggTerms(n_parties=calibration.n_parties, clipping_range=calibration.clipping_range,
+                                    quantization_range=calibration.quantization_range,
+                                    modulus_range=calibration.modulus_range)
+
+
 class FlowerNewtonNetwork(_app.GridNetwork, NewtonNetwork):
     """The Newton protocol's network over a Flower grid: one SecAgg+ round per sum, in the calibration's encoding.
 

@@ -142,7 +142,8 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
         flower_app.coordinator_main(grid, context)
 
     client_app = flower_app._flower.make_party_client_app(
-        flower_app.party_reply, flower_app.party_setup, mods=[node_config_mod(node_configs)])
+        flower_app.party_reply, flower_app.party_setup, mods=[node_config_mod(node_configs)],
+        expected_terms=flower_app.party_secagg_terms)
     # run_simulation sets Flower's process-wide task identity and leaves it set; restore it so
     # that later in-process runs in this process keep their own.
     saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
