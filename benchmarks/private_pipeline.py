@@ -46,6 +46,7 @@ import numpy as np
 
 import dperm
 from dperm import PrivateLogisticRegression, PrivateParameterSearch
+from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms.registry import MECHANISMS
 
 from _dpgd import DPGDLogisticRegression, accounted_epsilon
@@ -260,18 +261,26 @@ def learning_curve(data, sizes, epsilons, draws) -> list:
         for epsilon in epsilons:
             for n in sizes:
                 errors, alphas, start, cpu_start = [], [], time.perf_counter(), cpu_seconds()
+                status = "ok"
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     for draw in range(draws):
                         rows = np.random.default_rng(10_000 + draw).choice(X.shape[0], size=n, replace=False)
-                        model = dperm_model(epsilon, delta, seed(draw)).fit(X[rows], y[rows])
+                        try:
+                            model = dperm_model(epsilon, delta, seed(draw)).fit(X[rows], y[rows])
+                        except NoiseSwampsSignalError as refusal:  # public n, d, epsilon: every draw alike
+                            status = f"refused: {refusal}"
+                            break
                         errors.append(error(model, data))
                         alphas.append(float(getattr(model, "alpha_", model.alpha)))
-                cells.append({"n": int(n), "epsilon": epsilon, "delta": delta, "mean": float(np.mean(errors)),
-                              "std": float(np.std(errors, ddof=1)) if draws > 1 else 0.0, "errors": errors,
-                              "alpha_": alphas, "draws": draws, "seconds": time.perf_counter() - start,
+                ran = len(errors)
+                cells.append({"n": int(n), "epsilon": epsilon, "delta": delta, "status": status,
+                              "mean": float(np.mean(errors)) if ran else None,
+                              "std": float(np.std(errors, ddof=1)) if ran > 1 else 0.0, "errors": errors,
+                              "alpha_": alphas, "draws": max(ran, 1), "seconds": time.perf_counter() - start,
                               "cpu_seconds": cpu_seconds() - cpu_start})
-                print(f"  learning curve n={n} eps={epsilon:g} delta={delta:g}: {cells[-1]['mean']:.4f}", flush=True)
+                shown = f"{cells[-1]['mean']:.4f}" if ran else "refused (the noise would swamp the signal)"
+                print(f"  learning curve n={n} eps={epsilon:g} delta={delta:g}: {shown}", flush=True)
     return cells
 
 
@@ -323,7 +332,9 @@ def markdown(result: dict) -> str:
     if result.get("learning_curve"):
         lines += ["### Learning curve of dperm default on Adult subsamples", "",
                   "| n | epsilon | setting | test error |", "|---|---|---|---|"]
-        lines += [f"| {c['n']} | {c['epsilon']:g} | {setting(c['delta'])} | {c['mean']:.4f} +- {c['std']:.4f} |"
+        lines += [f"| {c['n']} | {c['epsilon']:g} | {setting(c['delta'])} | "
+                  + (f"{c['mean']:.4f} +- {c['std']:.4f} |" if c["mean"] is not None
+                     else "refused before the spend: the noise would swamp every coefficient |")
                   for c in result["learning_curve"]]
     return "\n".join(lines) + "\n"
 
@@ -370,7 +381,8 @@ def plot_learning_curve(cells: list, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for k, (eps, delta) in enumerate(sorted({(c["epsilon"], c["delta"]) for c in cells})):
-        sub = sorted((c for c in cells if c["epsilon"] == eps and c["delta"] == delta), key=lambda c: c["n"])
+        sub = sorted((c for c in cells if c["epsilon"] == eps and c["delta"] == delta
+                      and c["mean"] is not None), key=lambda c: c["n"])
         ax.errorbar([c["n"] for c in sub], [c["mean"] for c in sub], yerr=[c["std"] for c in sub],
                     marker="o", capsize=2, color=f"C{k}", label=f"default, eps={eps:g}, {setting(delta)}")
     ax.set_xscale("log")

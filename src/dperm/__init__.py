@@ -20,6 +20,7 @@ _PUBLIC = {
     "DataClippingWarning": "dperm.exceptions",
     "PrivacyLeakWarning": "dperm.exceptions",
     "WeakGuaranteeWarning": "dperm.exceptions",
+    "NoiseSwampsSignalError": "dperm.exceptions",
     "RandomFourierFeatures": "dperm.kernels",
     "PrivateKernelLogisticRegression": "dperm.linear_model",
     "PrivateKernelSVC": "dperm.linear_model",

@@ -95,6 +95,17 @@ class BudgetWarning(UserWarning):
     """
 
 
+class NoiseSwampsSignalError(ValueError):
+    """The requested epsilon is too small for n and d: the noise would swamp every coefficient.
+
+    Raised before anything is spent by
+    :func:`dperm.mechanisms.choice.check_noise_below_signal`, whose message names
+    the smallest epsilon that passes. A ``ValueError``, like every other refused
+    parameter; its own class lets a script (or a benchmark's learning curve)
+    record the refusal as such.
+    """
+
+
 class WeakGuaranteeWarning(UserWarning):
     """The requested guarantee is so weak that it protects little.
 

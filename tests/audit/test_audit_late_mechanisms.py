@@ -15,9 +15,9 @@ CASES = {
     "kernel": (lambda **kw: audit_kernel_estimator(1.0, **kw), 1.0),
     "prediction": (lambda **kw: audit_private_predictor(1.0, **kw), 1.0),
     "local_aggregation": (lambda **kw: audit_multiparty("local_aggregation", 1.0, **kw), 1.0),
-    "psgd": (lambda **kw: audit_multiparty("psgd", 3.0, 0.05, **kw), 3.0),
-    "psgd_coordinator_dp": (lambda **kw: audit_multiparty("psgd_coordinator_dp", 3.0, 0.05, **kw), 3.0),
-    "newton": (lambda **kw: audit_multiparty("newton", 3.0, 0.05, **kw), 3.0),
+    "psgd": (lambda **kw: audit_multiparty("psgd", 3.0, 0.04, **kw), 3.0),
+    "psgd_coordinator_dp": (lambda **kw: audit_multiparty("psgd_coordinator_dp", 3.0, 0.04, **kw), 3.0),
+    "newton": (lambda **kw: audit_multiparty("newton", 3.0, 0.04, **kw), 3.0),
 }
 
 

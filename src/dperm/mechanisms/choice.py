@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms._problem import PublicProblem
 from dperm.mechanisms.registry import MECHANISMS
 
@@ -139,8 +140,8 @@ def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name:
 
     Raises
     ------
-    ValueError
-        When :func:`noise_to_signal` is at least :data:`SWAMPED_RATIO`, naming the
+    NoiseSwampsSignalError
+        A ``ValueError``, when :func:`noise_to_signal` is at least :data:`SWAMPED_RATIO`, naming the
         smallest epsilon (found by bisection on the same public quantities) below it.
     """
     def ratio(total_epsilon):
@@ -154,7 +155,7 @@ def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name:
     needed = _smallest_epsilon_below(ratio, epsilon)
     advice = (f"epsilon >= {needed:.3g} would bring it below" if needed is not None
               else "no epsilon up to 1e12 times this one brings it below; use more data")
-    raise ValueError(
+    raise NoiseSwampsSignalError(
         f"epsilon={epsilon:g} is too small for n_samples={problem.n_samples}, d={problem.n_features}: "
         f"the {name} noise (public expected size {current:.3g} times the largest norm any "
         f"minimiser can have, L R / alpha with alpha={problem.alpha:.3g}) would swamp every "
