@@ -352,6 +352,24 @@ def test_a_text_column_suggests_categorical(tmp_path, capsys):
     assert "--categorical x" in err
 
 
+@pytest.mark.parametrize("cell", ["inf", "-inf", "1e400"])
+@pytest.mark.parametrize("bounds_given", [True, False])
+def test_an_infinite_cell_is_refused_before_anything_is_spent(tmp_path, capsys, recwarn, cell,
+                                                              bounds_given):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", f"x,y\n1,0\n{cell},1\n9,1\n")
+    extra = ["--bounds", str(bounds)] if bounds_given else []
+    code = main(["train", "--data", str(data), "--target", "y", "--epsilon", "1",
+                 "--classes", "0,1", "--out", str(tmp_path / "m.json"), *extra])
+    assert code == 2
+    err = _error(capsys)
+    assert f"{data}: line 3, column 'x': '{cell}' is not a finite number" in err
+    assert not (tmp_path / "m.json").exists()  # nothing fitted, nothing released
+    from dperm.exceptions import DataClippingWarning
+
+    assert not [w for w in recwarn if issubclass(w.category, DataClippingWarning)]
+
+
 def test_line_numbers_count_the_skipped_blank_lines(tmp_path, capsys):
     bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
     data = _write(tmp_path, "d.csv", "x,y\n1,0\n\n\n2,1\n?,1\n")
