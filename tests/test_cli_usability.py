@@ -2,9 +2,11 @@
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -505,3 +507,65 @@ def test_feature_range_unit_keeps_the_old_encoding(table):
     assert _train(table, "--epsilon", "1", "--classes", "no,yes", "--feature-range", "unit") == 0
     document = json.loads((folder / "m.json").read_text())
     assert "numeric_range" not in document["spec"]
+
+
+# -- output to a closed pipe, and how warnings print ------------------------------------------
+
+
+def _cli(*args, **kwargs):
+    """``python -m dperm.cli ARGS`` in a subprocess (stderr captured as text)."""
+    return subprocess.run([sys.executable, "-m", "dperm.cli", *map(str, args)],
+                          stderr=subprocess.PIPE, text=True, timeout=120, **kwargs)
+
+
+@pytest.mark.parametrize("command", ["predict", "show"])
+def test_a_closed_stdout_ends_quietly(table, command):
+    folder, _, _, new = table
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before dperm writes a byte: every write fails
+    try:
+        extra = ["--data", new] if command == "predict" else []
+        result = _cli(command, "--model", folder / "m.json", *extra, stdout=write)
+    finally:
+        os.close(write)
+    assert result.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored"
+    assert result.returncode == cli.EXIT_BROKEN_PIPE == 141
+
+
+def test_predict_into_head_ends_quietly(table, tmp_path):
+    folder = table[0]
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    many = tmp_path / "many.csv"  # about 200 kB of predictions, more than a pipe holds
+    many.write_text("age,color,score\n" + "30,red,60\n" * 50_000)
+    process = subprocess.Popen([sys.executable, "-m", "dperm.cli", "predict", "--model",
+                                str(folder / "m.json"), "--data", str(many)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "prediction\n"  # `| head -1`
+    process.stdout.close()
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141 and stderr == ""
+
+
+def test_warnings_print_as_one_dperm_line_without_a_file(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n1,0\n50,1\n2,1\n")  # 50 is outside the public bounds: clipped
+    bounds = tmp_path / "b.json"
+    bounds.write_text(json.dumps({"x": [0, 10]}))
+    result = _cli("train", "--data", data, "--target", "y", "--bounds", bounds, "--classes", "0,1",
+                  "--epsilon", "1", "--out", tmp_path / "m.json", stdout=subprocess.DEVNULL)
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("dperm: warning: 1 value(s) in 3 rows were outside the public bounds")
+    assert "Warning:" not in lines[0] and ".py:" not in lines[0] and "runpy" not in lines[0]
+
+
+def test_the_warning_format_is_the_cli_s_only_while_main_runs(table):
+    original = warnings.formatwarning
+    assert original is not cli._format_warning  # importing dperm.cli changed nothing
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    assert warnings.formatwarning is original
+    message = cli._format_warning(UserWarning("two\nlines"), UserWarning, "/venv/bin/dperm", 6)
+    assert message == "dperm: warning: two lines\n"

@@ -24,6 +24,7 @@ subpackages when they run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -757,19 +758,69 @@ def _alpha_option(text: str):
         raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
 
 
+#: Exit status when the reader of standard output went away (``dperm predict ... | head``):
+#: 128 + SIGPIPE, what a shell reports for a command ended by a closed pipe.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the CLI prints it: ``dperm: warning: <message>``, one line.
+
+    No file and line: they would point at dperm's entry-point script (``bin/dperm:6``)
+    or at library code, neither of which is the user's to act on; the message says
+    what happened and what to do.
+    """
+    return f"dperm: warning: {' '.join(str(message).split())}\n"
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so a later flush cannot fail again.
+
+    The recipe of the Python documentation for SIGPIPE (``signal`` module notes):
+    Python's final flush of ``sys.stdout`` would raise BrokenPipeError once more.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (an in-process capture)
+        pass
+
+
 def main(argv=None) -> int:
+    """Run ``dperm`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    0 on success, 2 on an error (one line, ``dperm: error: ...``), and
+    :data:`EXIT_BROKEN_PIPE` quietly when the reader of standard output closed
+    it early (``dperm predict ... | head``). While it runs, warnings print as
+    ``dperm: warning: <message>``; the warning format is restored on return.
+    """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe surfaces here, not at interpreter exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # no subcommand named (dperm --help, --version, a typo): build none of their options
     args = build_parser(_command_of(argv) or "").parse_args(argv)
     from dperm.exceptions import CertificateError
 
+    original_format = warnings.formatwarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            warnings.formatwarning = _format_warning
             return args.func(args)
     except (ValueError, FileNotFoundError, IsADirectoryError, CertificateError) as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = original_format
 
 
 if __name__ == "__main__":
