@@ -569,3 +569,33 @@ def test_the_warning_format_is_the_cli_s_only_while_main_runs(table):
     assert warnings.formatwarning is original
     message = cli._format_warning(UserWarning("two\nlines"), UserWarning, "/venv/bin/dperm", 6)
     assert message == "dperm: warning: two lines\n"
+
+
+# -- one name and one definition for alpha -------------------------------------------------
+
+#: The definition of alpha every user-facing text gives (CLI help, estimators, docs).
+ALPHA_OBJECTIVE = "sum loss + (alpha/2) ||"
+ALPHA_NAMES = "alpha is Chaudhuri et al.'s Lambda and Nie & Wang's lambda is alpha/2"
+
+
+def _one_line(text):
+    return " ".join(text.replace("``", "").replace("`", "").split())
+
+
+def test_train_help_defines_alpha_as_the_estimators_do(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = _one_line(capsys.readouterr().out)
+    assert "--alpha ALPHA L2 regularisation strength alpha (> 0): the objective is (1/n) " \
+           + ALPHA_OBJECTIVE in help_text
+    assert ALPHA_NAMES in help_text
+    assert "strength lambda" not in help_text
+
+    import dperm
+
+    # PrivateLinearSVC, PrivateLeastSquares and PrivateKernelLogisticRegression document
+    # alpha "as in" one of these
+    for name in ("PrivateLogisticRegression", "PrivateQuantileRegressor", "PrivateKernelSVC",
+                 "PrivatePredictor"):
+        doc = _one_line(getattr(dperm, name).__doc__)
+        assert ALPHA_OBJECTIVE in doc and ALPHA_NAMES in doc, name

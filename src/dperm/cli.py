@@ -528,7 +528,9 @@ def _train_options(train) -> None:
     model.add_argument("--n-components", type=int, default=None,
                        help="kernel_* models: number of random Fourier features (default 100)")
     model.add_argument("--alpha", type=_alpha_option, default="auto",
-                       help="L2 regularisation strength lambda (> 0), or 'auto' (default): set "
+                       help="L2 regularisation strength alpha (> 0): the objective is "
+                            "(1/n) sum loss + (alpha/2) ||w||^2, so alpha is Chaudhuri et al.'s "
+                            "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
                             "mechanism, never from the data (dperm.theory.auto_alpha)")
     model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
@@ -677,7 +679,8 @@ COMMANDS = {
     "experiment": Command(
         "run an experiment (learning-rates)",
         "Experiments beyond the papers' tables: learning-rates measures excess risk against the "
-        "training size m under the theory's choice of epsilon(m) and lambda(m).",
+        "training size m under the theory's choice of epsilon(m) and Nie & Wang's lambda(m) "
+        "(dperm's alpha is 2 lambda).",
         "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5",
         _experiment_options, external=True),
     "party": Command(
