@@ -599,3 +599,42 @@ def test_train_help_defines_alpha_as_the_estimators_do(capsys):
                  "PrivatePredictor"):
         doc = _one_line(getattr(dperm, name).__doc__)
         assert ALPHA_OBJECTIVE in doc and ALPHA_NAMES in doc, name
+
+
+# -- the intercept: the CLI's default differs from the estimators', and says so ---------------
+
+
+@pytest.mark.parametrize("option, fitted", [(None, False), ("--fit-intercept", True),
+                                            ("--no-fit-intercept", False), ("--intercept", True)])
+def test_fit_intercept_option_reaches_the_model_and_show_states_it(table, capsys, option, fitted):
+    folder = table[0]
+    extra = [option] if option else []
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes", *extra) == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert document["params"]["fit_intercept"] is fitted
+    assert (document["intercept"] != [0.0]) is fitted  # released only when fitted
+    capsys.readouterr()
+    assert main(["show", "--model", str(folder / "m.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = "Intercept: fitted (fit_intercept=True)" if fitted else \
+        "Intercept: none (fit_intercept=False; dperm train's default)"
+    assert lines[1].startswith(expected)
+
+
+def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsys):
+    import dperm
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = _one_line(capsys.readouterr().out)
+    assert "--fit-intercept, --no-fit-intercept" in help_text
+    assert ("fit an intercept (default: no, unlike the linear Python estimators, whose "
+            "fit_intercept defaults to True; the kernel ones default to no as well)") in help_text
+    # the help's claim about the estimators is true (a test to update if their default changes)
+    for name in ("PrivateLogisticRegression", "PrivateLinearSVC", "PrivateLeastSquares",
+                 "PrivateQuantileRegressor"):
+        assert getattr(dperm, name)().fit_intercept is True, name
+    for name in ("PrivateKernelSVC", "PrivateKernelLogisticRegression"):
+        assert getattr(dperm, name)().fit_intercept is False, name
+    assert cli.build_parser("train").parse_args(
+        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is False

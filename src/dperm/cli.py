@@ -148,9 +148,9 @@ def _make_model(args):
 
     family, loss = MODELS[args.model]
     # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
-    # measured worse once the public ranges are centred); --intercept asks for one.
+    # measured worse once the public ranges are centred); --fit-intercept asks for one.
     common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
-                  fit_intercept=bool(args.intercept))
+                  fit_intercept=bool(args.fit_intercept))
     if family == "regressor":
         common["data_norm"] = args.data_norm
         if args.model == "least_squares":
@@ -357,6 +357,8 @@ def _show(args) -> int:
     # a single-party or a multiparty model file; its calibration and digest are checked on load
     model, spec, document = load_model(args.model, expected_digest=args.expect_digest)
     print(describe_model(document, spec))
+    if hasattr(model, "fit_intercept"):  # a multiparty file's description says "no intercept"
+        print(_intercept_line(model))
     print(model.privacy_.summary())
     if document.get("schema_from_data"):
         print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
@@ -369,6 +371,15 @@ def _show(args) -> int:
                  else "compare it with the digest the publisher printed")
         print(f"Digest: {digest} ({check}).")
     return 0
+
+
+def _intercept_line(model) -> str:
+    """Whether ``model`` has an intercept: a public parameter of the fit, never its value."""
+    if model.fit_intercept:
+        return ("Intercept: fitted (fit_intercept=True); it is released with the coefficients, "
+                "under the same guarantee.")
+    return ("Intercept: none (fit_intercept=False; dperm train's default): predictions use "
+            "w.x alone.")
 
 
 def _reproduce(args) -> int:
@@ -533,9 +544,16 @@ def _train_options(train) -> None:
                             "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
                             "mechanism, never from the data (dperm.theory.auto_alpha)")
-    model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
-                       help="fit an intercept (default: no; it costs part of the norm budget and "
-                            "measured worse with centred features, benchmarks/cli_recipe.py)")
+    model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
+                       default=False,
+                       help="fit an intercept (default: no, unlike the linear Python "
+                            "estimators, whose fit_intercept defaults to True; the kernel ones "
+                            "default to no as well). dperm train follows "
+                            "dperm.preprocessing.make_private_pipeline: public bounds map numeric "
+                            "columns to [-1, 1], which puts the middle of every range at 0, and "
+                            "an intercept's constant feature raises the norm bound and with it "
+                            "the noise; it measured worse (benchmarks/cli_recipe.py). dperm show "
+                            "says whether a model has one")
 
     privacy = train.add_argument_group("privacy")
     privacy.add_argument("--epsilon", type=float, required=True,
