@@ -2,9 +2,11 @@
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -352,6 +354,24 @@ def test_a_text_column_suggests_categorical(tmp_path, capsys):
     assert "--categorical x" in err
 
 
+@pytest.mark.parametrize("cell", ["inf", "-inf", "1e400"])
+@pytest.mark.parametrize("bounds_given", [True, False])
+def test_an_infinite_cell_is_refused_before_anything_is_spent(tmp_path, capsys, recwarn, cell,
+                                                              bounds_given):
+    bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
+    data = _write(tmp_path, "d.csv", f"x,y\n1,0\n{cell},1\n9,1\n")
+    extra = ["--bounds", str(bounds)] if bounds_given else []
+    code = main(["train", "--data", str(data), "--target", "y", "--epsilon", "1",
+                 "--classes", "0,1", "--out", str(tmp_path / "m.json"), *extra])
+    assert code == 2
+    err = _error(capsys)
+    assert f"{data}: line 3, column 'x': '{cell}' is not a finite number" in err
+    assert not (tmp_path / "m.json").exists()  # nothing fitted, nothing released
+    from dperm.exceptions import DataClippingWarning
+
+    assert not [w for w in recwarn if issubclass(w.category, DataClippingWarning)]
+
+
 def test_line_numbers_count_the_skipped_blank_lines(tmp_path, capsys):
     bounds = _write(tmp_path, "b.json", json.dumps({"x": [0, 10]}))
     data = _write(tmp_path, "d.csv", "x,y\n1,0\n\n\n2,1\n?,1\n")
@@ -487,3 +507,134 @@ def test_feature_range_unit_keeps_the_old_encoding(table):
     assert _train(table, "--epsilon", "1", "--classes", "no,yes", "--feature-range", "unit") == 0
     document = json.loads((folder / "m.json").read_text())
     assert "numeric_range" not in document["spec"]
+
+
+# -- output to a closed pipe, and how warnings print ------------------------------------------
+
+
+def _cli(*args, **kwargs):
+    """``python -m dperm.cli ARGS`` in a subprocess (stderr captured as text)."""
+    return subprocess.run([sys.executable, "-m", "dperm.cli", *map(str, args)],
+                          stderr=subprocess.PIPE, text=True, timeout=120, **kwargs)
+
+
+@pytest.mark.parametrize("command", ["predict", "show"])
+def test_a_closed_stdout_ends_quietly(table, command):
+    folder, _, _, new = table
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before dperm writes a byte: every write fails
+    try:
+        extra = ["--data", new] if command == "predict" else []
+        result = _cli(command, "--model", folder / "m.json", *extra, stdout=write)
+    finally:
+        os.close(write)
+    assert result.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored"
+    assert result.returncode == cli.EXIT_BROKEN_PIPE == 141
+
+
+def test_predict_into_head_ends_quietly(table, tmp_path):
+    folder = table[0]
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    many = tmp_path / "many.csv"  # about 200 kB of predictions, more than a pipe holds
+    many.write_text("age,color,score\n" + "30,red,60\n" * 50_000)
+    process = subprocess.Popen([sys.executable, "-m", "dperm.cli", "predict", "--model",
+                                str(folder / "m.json"), "--data", str(many)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "prediction\n"  # `| head -1`
+    process.stdout.close()
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141 and stderr == ""
+
+
+def test_warnings_print_as_one_dperm_line_without_a_file(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n1,0\n50,1\n2,1\n")  # 50 is outside the public bounds: clipped
+    bounds = tmp_path / "b.json"
+    bounds.write_text(json.dumps({"x": [0, 10]}))
+    result = _cli("train", "--data", data, "--target", "y", "--bounds", bounds, "--classes", "0,1",
+                  "--epsilon", "1", "--out", tmp_path / "m.json", stdout=subprocess.DEVNULL)
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("dperm: warning: 1 value(s) in 3 rows were outside the public bounds")
+    assert "Warning:" not in lines[0] and ".py:" not in lines[0] and "runpy" not in lines[0]
+
+
+def test_the_warning_format_is_the_cli_s_only_while_main_runs(table):
+    original = warnings.formatwarning
+    assert original is not cli._format_warning  # importing dperm.cli changed nothing
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes") == 0
+    assert warnings.formatwarning is original
+    message = cli._format_warning(UserWarning("two\nlines"), UserWarning, "/venv/bin/dperm", 6)
+    assert message == "dperm: warning: two lines\n"
+
+
+# -- one name and one definition for alpha -------------------------------------------------
+
+#: The definition of alpha every user-facing text gives (CLI help, estimators, docs).
+ALPHA_OBJECTIVE = "sum loss + (alpha/2) ||"
+ALPHA_NAMES = "alpha is Chaudhuri et al.'s Lambda and Nie & Wang's lambda is alpha/2"
+
+
+def _one_line(text):
+    return " ".join(text.replace("``", "").replace("`", "").split())
+
+
+def test_train_help_defines_alpha_as_the_estimators_do(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = _one_line(capsys.readouterr().out)
+    assert "--alpha ALPHA L2 regularisation strength alpha (> 0): the objective is (1/n) " \
+           + ALPHA_OBJECTIVE in help_text
+    assert ALPHA_NAMES in help_text
+    assert "strength lambda" not in help_text
+
+    import dperm
+
+    # PrivateLinearSVC, PrivateLeastSquares and PrivateKernelLogisticRegression document
+    # alpha "as in" one of these
+    for name in ("PrivateLogisticRegression", "PrivateQuantileRegressor", "PrivateKernelSVC",
+                 "PrivatePredictor"):
+        doc = _one_line(getattr(dperm, name).__doc__)
+        assert ALPHA_OBJECTIVE in doc and ALPHA_NAMES in doc, name
+
+
+# -- the intercept: the CLI's default differs from the estimators', and says so ---------------
+
+
+@pytest.mark.parametrize("option, fitted", [(None, False), ("--fit-intercept", True),
+                                            ("--no-fit-intercept", False), ("--intercept", True)])
+def test_fit_intercept_option_reaches_the_model_and_show_states_it(table, capsys, option, fitted):
+    folder = table[0]
+    extra = [option] if option else []
+    assert _train(table, "--epsilon", "1", "--classes", "no,yes", *extra) == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert document["params"]["fit_intercept"] is fitted
+    assert (document["intercept"] != [0.0]) is fitted  # released only when fitted
+    capsys.readouterr()
+    assert main(["show", "--model", str(folder / "m.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    expected = "Intercept: fitted (fit_intercept=True)" if fitted else \
+        "Intercept: none (fit_intercept=False; dperm train's default)"
+    assert lines[1].startswith(expected)
+
+
+def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsys):
+    import dperm
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = _one_line(capsys.readouterr().out)
+    assert "--fit-intercept, --no-fit-intercept" in help_text
+    assert ("fit an intercept (default: no, unlike the linear Python estimators, whose "
+            "fit_intercept defaults to True; the kernel ones default to no as well)") in help_text
+    # the help's claim about the estimators is true (a test to update if their default changes)
+    for name in ("PrivateLogisticRegression", "PrivateLinearSVC", "PrivateLeastSquares",
+                 "PrivateQuantileRegressor"):
+        assert getattr(dperm, name)().fit_intercept is True, name
+    for name in ("PrivateKernelSVC", "PrivateKernelLogisticRegression"):
+        assert getattr(dperm, name)().fit_intercept is False, name
+    assert cli.build_parser("train").parse_args(
+        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is False

@@ -137,3 +137,58 @@ def test_shell_commands_name_existing_commands_options_targets_and_extras(page):
                 problems += [f"{command!r}: no extra {name}"
                              for name in extra.split(",") if name not in extras]
     assert not problems, f"{name_of(page)}:\n" + "\n".join(problems)
+
+
+#: Import names of distributions whose import name is not their distribution name.
+IMPORT_NAMES = {"scikit-learn": "sklearn"}
+
+
+def _requirement_names(requirements) -> set[str]:
+    """Import names of PEP 508 requirements (``"scikit-learn>=1.4"`` -> ``"sklearn"``)."""
+    names = set()
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement.strip()).group(0).lower()
+        names.add(IMPORT_NAMES.get(name, name.replace("-", "_")))
+    return names
+
+
+def _installed_by(command: str, pyproject: dict) -> set[str]:
+    """Import names a ``pip install -e .[extras] other ...`` command makes available."""
+    project = pyproject["project"]
+    names = {"dperm"}
+    for word in command.split()[2:]:
+        word = word.strip("'\"")
+        if word == "-e":
+            continue
+        local = re.fullmatch(r"\.(?:\[([\w,-]+)\])?", word)
+        if local:
+            names |= _requirement_names(project["dependencies"])
+            for extra in (local.group(1) or "").split(",") if local.group(1) else ():
+                names |= _requirement_names(project["optional-dependencies"][extra])
+        else:
+            names |= _requirement_names([word])
+    return names
+
+
+def test_the_readme_quick_start_imports_only_what_its_install_line_installs():
+    """Issue 32, finding 1: after ``pip install -e .`` the quick start failed on ``import pandas``."""
+    import ast
+    import sys
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("```python\n")
+    install_blocks = re.findall(r"^```sh\n(.*?)^```", text[:start], re.S | re.M)
+    commands = [line.split("#", 1)[0].strip() for line in install_blocks[-1].splitlines()]
+    commands = [command for command in commands if command.startswith("pip install")]
+    assert len(commands) == 1, "the quick start should follow exactly one install command"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    available = _installed_by(commands[0], pyproject) | set(sys.stdlib_module_names)
+
+    tree = ast.parse(blocks(ROOT / "README.md", "python")[0])
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert {"numpy", "sklearn", "dperm", "pandas"} <= imported  # the parse found the imports
+    assert imported <= available, (f"{commands[0]!r} does not install "
+                                   f"{sorted(imported - available)}")

@@ -297,6 +297,30 @@ def test_raw_numeric_column_refuses_a_bad_cell_in_one_line(cell, problem):
         assert "finite number" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("cell, problem", [
+    ("inf", "'inf' is not a finite number; "),
+    ("-Infinity", "'-Infinity' is not a finite number; "),
+    ("1e400", "'1e400' is not a finite number (it is beyond the largest float"),
+    (np.inf, "inf is not a finite number; "),  # a float cell, as a Parquet column holds it
+])
+def test_bounded_column_refuses_an_infinite_cell_instead_of_clipping_it(cell, problem, no_warnings):
+    columns = {"age": np.array(["20", cell, "30"], dtype=object), "gain": ["0", "0", "0"],
+               "sex": ["Male", "Male", "Female"]}
+    for check in (small_spec().transform, small_spec().validate):
+        with pytest.raises(TableCellError) as caught:  # and no DataClippingWarning
+            check(columns, source="t.csv")
+        message = str(caught.value)
+        assert message.startswith("t.csv: column 'age', data row 2 (1-based, header not counted): "
+                                  + problem), message
+        assert "write a finite number" in message and "\n" not in message
+
+
+def test_bounds_read_from_the_data_refuse_an_infinite_cell():
+    columns = {"x": ["1", "2", "1e400"], "y": ["a", "b", "a"]}
+    with pytest.raises(TableCellError, match=r"t\.csv: column 'x', data row 3 .*'1e400' is not a finite"):
+        build_spec(columns, ["x"], source="t.csv")
+
+
 def test_raw_numeric_column_round_trips_with_its_type():
     spec = raw_spec(row_norm_mode="scale", data_norm=3.0)
     as_dict = spec.to_dict()

@@ -24,6 +24,7 @@ subpackages when they run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -147,9 +148,9 @@ def _make_model(args):
 
     family, loss = MODELS[args.model]
     # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
-    # measured worse once the public ranges are centred); --intercept asks for one.
+    # measured worse once the public ranges are centred); --fit-intercept asks for one.
     common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
-                  fit_intercept=bool(args.intercept))
+                  fit_intercept=bool(args.fit_intercept))
     if family == "regressor":
         common["data_norm"] = args.data_norm
         if args.model == "least_squares":
@@ -356,6 +357,8 @@ def _show(args) -> int:
     # a single-party or a multiparty model file; its calibration and digest are checked on load
     model, spec, document = load_model(args.model, expected_digest=args.expect_digest)
     print(describe_model(document, spec))
+    if hasattr(model, "fit_intercept"):  # a multiparty file's description says "no intercept"
+        print(_intercept_line(model))
     print(model.privacy_.summary())
     if document.get("schema_from_data"):
         print(f"WARNING: bounds/categories of {document['schema_from_data']} came from the data.")
@@ -368,6 +371,15 @@ def _show(args) -> int:
                  else "compare it with the digest the publisher printed")
         print(f"Digest: {digest} ({check}).")
     return 0
+
+
+def _intercept_line(model) -> str:
+    """Whether ``model`` has an intercept: a public parameter of the fit, never its value."""
+    if model.fit_intercept:
+        return ("Intercept: fitted (fit_intercept=True); it is released with the coefficients, "
+                "under the same guarantee.")
+    return ("Intercept: none (fit_intercept=False; dperm train's default): predictions use "
+            "w.x alone.")
 
 
 def _reproduce(args) -> int:
@@ -527,12 +539,21 @@ def _train_options(train) -> None:
     model.add_argument("--n-components", type=int, default=None,
                        help="kernel_* models: number of random Fourier features (default 100)")
     model.add_argument("--alpha", type=_alpha_option, default="auto",
-                       help="L2 regularisation strength lambda (> 0), or 'auto' (default): set "
+                       help="L2 regularisation strength alpha (> 0): the objective is "
+                            "(1/n) sum loss + (alpha/2) ||w||^2, so alpha is Chaudhuri et al.'s "
+                            "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
                             "mechanism, never from the data (dperm.theory.auto_alpha)")
-    model.add_argument("--intercept", action=argparse.BooleanOptionalAction, default=False,
-                       help="fit an intercept (default: no; it costs part of the norm budget and "
-                            "measured worse with centred features, benchmarks/cli_recipe.py)")
+    model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
+                       default=False,
+                       help="fit an intercept (default: no, unlike the linear Python "
+                            "estimators, whose fit_intercept defaults to True; the kernel ones "
+                            "default to no as well). dperm train follows "
+                            "dperm.preprocessing.make_private_pipeline: public bounds map numeric "
+                            "columns to [-1, 1], which puts the middle of every range at 0, and "
+                            "an intercept's constant feature raises the norm bound and with it "
+                            "the noise; it measured worse (benchmarks/cli_recipe.py). dperm show "
+                            "says whether a model has one")
 
     privacy = train.add_argument_group("privacy")
     privacy.add_argument("--epsilon", type=float, required=True,
@@ -676,7 +697,8 @@ COMMANDS = {
     "experiment": Command(
         "run an experiment (learning-rates)",
         "Experiments beyond the papers' tables: learning-rates measures excess risk against the "
-        "training size m under the theory's choice of epsilon(m) and lambda(m).",
+        "training size m under the theory's choice of epsilon(m) and Nie & Wang's lambda(m) "
+        "(dperm's alpha is 2 lambda).",
         "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5",
         _experiment_options, external=True),
     "party": Command(
@@ -757,19 +779,69 @@ def _alpha_option(text: str):
         raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
 
 
+#: Exit status when the reader of standard output went away (``dperm predict ... | head``):
+#: 128 + SIGPIPE, what a shell reports for a command ended by a closed pipe.
+EXIT_BROKEN_PIPE = 128 + 13
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the CLI prints it: ``dperm: warning: <message>``, one line.
+
+    No file and line: they would point at dperm's entry-point script (``bin/dperm:6``)
+    or at library code, neither of which is the user's to act on; the message says
+    what happened and what to do.
+    """
+    return f"dperm: warning: {' '.join(str(message).split())}\n"
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device, so a later flush cannot fail again.
+
+    The recipe of the Python documentation for SIGPIPE (``signal`` module notes):
+    Python's final flush of ``sys.stdout`` would raise BrokenPipeError once more.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (an in-process capture)
+        pass
+
+
 def main(argv=None) -> int:
+    """Run ``dperm`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    0 on success, 2 on an error (one line, ``dperm: error: ...``), and
+    :data:`EXIT_BROKEN_PIPE` quietly when the reader of standard output closed
+    it early (``dperm predict ... | head``). While it runs, warnings print as
+    ``dperm: warning: <message>``; the warning format is restored on return.
+    """
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe surfaces here, not at interpreter exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # no subcommand named (dperm --help, --version, a typo): build none of their options
     args = build_parser(_command_of(argv) or "").parse_args(argv)
     from dperm.exceptions import CertificateError
 
+    original_format = warnings.formatwarning
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            warnings.formatwarning = _format_warning
             return args.func(args)
     except (ValueError, FileNotFoundError, IsADirectoryError, CertificateError) as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = original_format
 
 
 if __name__ == "__main__":

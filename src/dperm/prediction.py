@@ -84,8 +84,10 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         (000 Sec. 5.2), two classes; ``predict`` returns the class of the sign of
         ``f_z(x) + b``, :meth:`decision_function` the noisy value itself.
     alpha : float, default=0.1
-        Regularisation strength of ``alpha/2 ||f||_K^2`` (Nie & Wang's
-        ``lambda = alpha / 2``, paper note 7). The noise shrinks like ``1 / (alpha m)``
+        L2 regularisation strength: the objective is
+        ``(1/m) sum loss + (alpha/2) ||f||_K^2``, so ``alpha`` is Chaudhuri et
+        al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
+        note 7). The noise shrinks like ``1 / (alpha m)``
         (hinge) or ``alpha^(-3/2) / m`` (least squares).
     y_bound : float, default=1.0
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).

@@ -245,9 +245,12 @@ class NumericColumn:
         ------
         TableCellError
             At the first missing cell when the column has no ``fill``, or at
-            the first cell that is not a number.
+            the first cell that is not a number or is infinite (``inf``, or
+            ``1e400``, beyond the largest float): refused as the Python API
+            refuses it, never clipped to a bound.
         """
         numbers, missing = parse_numbers(values, self.name)
+        _refuse_infinite(values, numbers, self.name, remedy=INFINITE_REMEDY)
         if not missing.any():
             return numbers
         if self.fill is None:
@@ -919,12 +922,49 @@ def finite_numbers(values, column: str, *, source=None, remedy: str = "fix the c
     numbers, missing = parse_numbers(values, column, source=source, remedy=remedy)
     if missing.any():
         raise TableCellError(column, int(np.argmax(missing)), "the value is missing", remedy, source)
-    infinite = np.isinf(numbers)
-    if infinite.any():
-        row = int(np.argmax(infinite))
-        cell = _as_1d(values, column)[row].item()
-        raise TableCellError(column, row, f"{cell!r} is not a finite number", remedy, source)
+    _refuse_infinite(values, numbers, column, remedy=remedy, source=source)
     return numbers
+
+
+#: What to do about an infinite cell of a column with public bounds (:class:`NumericColumn`).
+INFINITE_REMEDY = ("write a finite number (a value outside the public bounds is clipped to them, "
+                   "but an infinite one is refused, as the Python estimators refuse it); dperm "
+                   "never drops a row, since n is public")
+
+
+def _refuse_infinite(values, numbers: np.ndarray, column: str, *, remedy: str,
+                    source=None) -> None:
+    """Refuse the first infinite cell of a parsed numeric column, naming what it holds.
+
+    A cell such as ``inf``, ``-Infinity`` or ``1e400`` (beyond the largest
+    float, so it parses to infinity) is an error, not a value to clip: the
+    estimators' input checks refuse infinity too, and a bound would hide a
+    cell that is almost surely a mistake. The error stops the run before
+    anything is fitted or spent.
+
+    Parameters
+    ----------
+    values : 1-D array-like
+        The raw cells, quoted in the message.
+    numbers : ndarray of float64
+        Their floats, from :func:`parse_numbers`.
+    column, remedy, source
+        As in :class:`TableCellError`.
+
+    Raises
+    ------
+    TableCellError
+        At the first infinite cell.
+    """
+    infinite = np.isinf(numbers)
+    if not infinite.any():
+        return
+    row = int(np.argmax(infinite))
+    cell = _as_1d(values, column)[row:row + 1].tolist()[0]  # a Python scalar, any dtype
+    problem = f"{cell!r} is not a finite number"
+    if isinstance(cell, str) and "inf" not in cell.lower():
+        problem += " (it is beyond the largest float, about 1.8e308, so it reads as infinity)"
+    raise TableCellError(column, row, problem, remedy, source)
 
 
 def _first_non_number(cells: np.ndarray, column: str, remedy: str, source) -> TableCellError:
@@ -1170,6 +1210,7 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
         else:
             try:  # the whole column, so an error names the cell's own row
                 numbers, missing = parse_numbers(values, name, source=source)
+                _refuse_infinite(values, numbers, name, remedy=INFINITE_REMEDY, source=source)
             except TableCellError as error:
                 raise error.on_lines(columns) from None
             numbers = numbers[~missing]

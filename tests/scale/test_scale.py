@@ -536,7 +536,7 @@ def test_parquet_missing_cells_follow_the_same_rule(tmp_path):
 
 
 @pytest.mark.parametrize("line, column", [("?,red,yes", "age"), ("30,red,", "label"),
-                                          ("30,red,?", "label")])
+                                          ("30,red,?", "label"), ("1e400,red,yes", "age")])
 def test_dask_reader_refuses_a_missing_cell_naming_file_column_and_row(tmp_path, line, column):
     # 2 files, several blocks each: the row is counted within its file, across blocks
     from dperm.tabular import TableCellError

@@ -216,7 +216,10 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
     delta : float, default=0.0
         In [0, 1); only the Gaussian objective mechanisms use it (and need it > 0).
     alpha : float or "auto", default="auto"
-        L2 regularisation strength, the papers' Lambda. ``"auto"`` sets it from
+        L2 regularisation strength: the objective is
+        ``(1/n) sum loss + (alpha/2) ||w||^2``, so ``alpha`` is Chaudhuri et
+        al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
+        note 7). ``"auto"`` sets it from
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
         the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
         value used is ``alpha_``. Larger alpha means less noise.

@@ -170,7 +170,10 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float or "auto", default="auto"
-        L2 regularisation strength, the papers' Lambda. ``"auto"`` sets it from
+        L2 regularisation strength: the objective is
+        ``(1/n) sum loss + (alpha/2) ||w||^2``, so ``alpha`` is Chaudhuri et
+        al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
+        note 7). ``"auto"`` sets it from
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
         the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
         value used is ``alpha_``. Larger alpha means less noise.
