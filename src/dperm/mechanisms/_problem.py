@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,48 +75,14 @@ class PublicProblem:
 class MechanismCalibration:
     """How one run of a mechanism is calibrated, from public quantities only.
 
-    The fields of :class:`MechanismOutput` without ``coef`` and ``solve`` (see
-    there for each). Every mechanism's calibration function computes one
+    Every mechanism's calibration function computes one
     (:attr:`dperm.mechanisms.registry.Mechanism.calibration`); the mechanism
-    releases with it, and :mod:`dperm.model_io` recomputes it from a model
-    file's public inputs to check the numbers the file records.
-    """
-
-    epsilon: float
-    delta: float
-    epsilon_noise: float
-    extra_regularization: float
-    noise_distribution: str
-    noise_scale: float
-    noise_grid: float
-    sensitivity: float | None
-    solution_radius_allowance: float
-    lipschitz: float | None = None
-    output_epsilon: float = 0.0
-    output_noise_scale: float = 0.0
-    output_grid: float = 0.0
-    output_sensitivity: float = 0.0
-    output_noise_distribution: str = ""
-
-    @property
-    def release_grid(self) -> float:
-        """The grid every released coordinate lies on: AMP's output grid, else the noise grid."""
-        return self.output_grid or self.noise_grid
-
-
-@dataclass(frozen=True)
-class MechanismOutput:
-    """What a mechanism releases (``coef``) and how it was calibrated.
-
-    Every field but ``solve`` is public input, the noised output, or derived
-    from those (:mod:`dperm.privacy.release`); ``solve`` holds the solver's
-    diagnostics, which depend on the data and are never released (estimators
-    must not copy them).
+    releases with it (:class:`MechanismOutput` embeds it), and
+    :mod:`dperm.model_io` recomputes it from a model file's public inputs to
+    check the numbers the file records.
 
     Attributes
     ----------
-    coef : ndarray of shape (d,)
-        The private weight vector, exactly on the grid ``noise_grid``.
     epsilon, delta : float
         The guarantee this one run gives.
     epsilon_noise : float
@@ -151,11 +116,8 @@ class MechanismOutput:
     lipschitz : float or None
         The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
         output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
-    solve : SolveResult
-        Diagnostics; not released.
     """
 
-    coef: np.ndarray
     epsilon: float
     delta: float
     epsilon_noise: float
@@ -165,7 +127,6 @@ class MechanismOutput:
     noise_grid: float
     sensitivity: float | None
     solution_radius_allowance: float
-    solve: SolveResult = field(repr=False)
     lipschitz: float | None = None
     output_epsilon: float = 0.0
     output_noise_scale: float = 0.0
@@ -173,7 +134,41 @@ class MechanismOutput:
     output_sensitivity: float = 0.0
     output_noise_distribution: str = ""
 
+    @property
+    def release_grid(self) -> float:
+        """The grid every released coordinate lies on: AMP's output grid, else the noise grid."""
+        return self.output_grid or self.noise_grid
+
+
+@dataclass(frozen=True)
+class MechanismOutput:
+    """What a mechanism releases (``coef``) and the calibration it was released under.
+
+    ``coef`` is the noised output and ``calibration`` public or derived
+    (:mod:`dperm.privacy.release`); ``solve`` holds the solver's diagnostics,
+    which depend on the data and are never released (estimators must not copy
+    them). The calibration's fields read as the output's own
+    (``output.noise_scale`` is ``output.calibration.noise_scale``).
+
+    Attributes
+    ----------
+    coef : ndarray of shape (d,)
+        The private weight vector, exactly on the calibration's release grid.
+    solve : SolveResult
+        Diagnostics; not released.
+    calibration : MechanismCalibration
+    """
+
+    coef: np.ndarray
+    solve: SolveResult = field(repr=False)
+    calibration: MechanismCalibration
+
     @classmethod
     def released(cls, coef, solve, calibration: MechanismCalibration) -> "MechanismOutput":
         """The output releasing ``coef`` (found by ``solve``) under ``calibration``."""
-        return cls(coef=coef, solve=solve, **dataclasses.asdict(calibration))
+        return cls(coef=coef, solve=solve, calibration=calibration)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "calibration":  # copy and pickle probe before __init__
+            raise AttributeError(name)
+        return getattr(self.calibration, name)
