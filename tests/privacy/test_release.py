@@ -121,6 +121,8 @@ def test_parameter_search_releases_nothing_but_noised_outputs(method):
     on_d, on_d_prime = _fit_both(make)
     assert on_d.best_index_ == on_d_prime.best_index_  # same seed: the same selection here
     _assert_same(non_noised(on_d), non_noised(on_d_prime))
+    # the record, its per-candidate budgets (issue 28) included, is public: the same on D and D'
+    assert on_d.privacy_.candidate_budgets and on_d.privacy_.to_dict() == on_d_prime.privacy_.to_dict()
 
 
 def test_dask_fit_releases_nothing_but_noised_outputs():
