@@ -55,8 +55,9 @@ def clone_message(estimator) -> str:
         "and on the same data the guarantees add up (k fits cost k times the budget; a "
         "shared accountant=BudgetAccountant(...) refuses fits past a total). The scores "
         "such a tool returns are computed from the private rows without noise and are not "
-        f"covered by any guarantee. {tuning}To estimate accuracy, score on data the private "
-        "model was not fitted on. This warning is shown once per estimator."
+        f"covered by any guarantee. {tuning}To publish a score, use dperm.metrics (private scores, "
+        "each with its epsilon) or dperm.metrics.cross_val_score (one stated budget for all "
+        "folds). This warning is shown once per estimator."
     )
 
 
