@@ -13,11 +13,14 @@ export DPERM_DATA
 .PHONY: demo test test-slow install docs bench bench-pipeline bench-scale clean
 
 $(BIN)/python:
+	@echo "dperm: creating the virtual environment $(VENV) (first run only)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[test,multiparty,dask]"
+	@echo "dperm: installing dperm and its test, multiparty and Dask extras into $(VENV)"
+	@echo "       (numpy, scipy, scikit-learn, Flower, Dask, pytest: a few minutes on the first run only)"
+	$(BIN)/python -m pip install --progress-bar off -e ".[test,multiparty,dask]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -33,8 +36,9 @@ TEST_ENV := MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1
 test: install
 	$(TEST_ENV) $(BIN)/python -m pytest -q -m "not slow"
 
+# -v: each slow test's name is printed when it starts (some take minutes).
 test-slow: install
-	$(TEST_ENV) $(BIN)/python -m pytest -q -m slow
+	$(TEST_ENV) $(BIN)/python -m pytest -v -m slow
 
 # The documentation site: API reference from the docstrings, the gallery executed.
 $(VENV)/.docs-installed: $(VENV)/.installed

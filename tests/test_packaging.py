@@ -45,6 +45,14 @@ def test_citation_file_cites_the_software_and_the_four_papers():
         assert any(words in title for title in titles), words
 
 
+def _readme_quick_start() -> tuple[str, str]:
+    """The install line and the first python block of the README's "Quick start" section."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quick start", 1)[1]
+    install = section.split("```sh", 1)[1].split("```", 1)[0].strip()
+    code = section.split("```python", 1)[1].split("```", 1)[0]
+    return install, code
+
+
 def _run(command, cwd, env=None, timeout=1200):
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                             timeout=timeout)
@@ -94,6 +102,18 @@ def test_wheel_installs_into_a_clean_venv_and_runs_the_demo(tmp_path):
          cwd=tmp_path, env=env)
     where = _run([str(python), "-c", "import dperm; print(dperm.__file__)"], cwd=tmp_path, env=env)
     assert str(venv) in where and str(ROOT) not in where  # the installed copy, not the checkout
+
+    # The README's quick start, after exactly the install line it follows ("pip install -e . pandas",
+    # here the wheel and pandas), run from a directory that is not the checkout.
+    install_line, quick_start = _readme_quick_start()
+    assert install_line.split("#")[0].split() == ["pip", "install", "-e", ".", "pandas"]
+    _run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "pandas"], cwd=tmp_path, env=env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "quick_start.py").write_text(quick_start, encoding="utf-8")
+    printed = _run([str(python), "quick_start.py"], cwd=elsewhere, env=env)
+    assert "Guarantee:" in printed
+    assert "usage: dperm demo" in _run([str(venv / "bin" / "dperm"), "demo", "--help"], cwd=elsewhere, env=env)
 
     out = tmp_path / "demo"
     _run([str(venv / "bin" / "dperm"), "demo", "--subset", "2000", "--epsilons", "1",
