@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What a build needs from the checkout (copied, so the build leaves nothing in the repository).
-BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "CITATION.cff", "src")
+BUILD_INPUTS = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "CITATION.cff", "src", "docs")
 
 
 def test_pyproject_uses_an_spdx_license_and_a_setuptools_that_reads_it():
@@ -43,6 +43,21 @@ def test_citation_file_cites_the_software_and_the_four_papers():
     for words in ("Differentially Private Empirical Risk Minimization", "Multiparty Classification",
                   "Perturbation of convex risk minimization", "Error Analysis and Variable Selection"):
         assert any(words in title for title in titles), words
+
+
+def _cited_pages() -> set[str]:
+    """Every ``docs/....md`` page cited in the package's source."""
+    import re
+
+    text = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "src" / "dperm").rglob("*.py"))
+    return set(re.findall(r"docs/[a-z_/]+\.md", text))
+
+
+def test_every_page_the_code_cites_exists_in_the_checkout():
+    from dperm.documentation import cited_page
+
+    for citation in _cited_pages():
+        assert cited_page(citation).is_file(), citation
 
 
 def _readme_quick_start() -> tuple[str, str]:
@@ -114,6 +129,13 @@ def test_wheel_installs_into_a_clean_venv_and_runs_the_demo(tmp_path):
     printed = _run([str(python), "quick_start.py"], cwd=elsewhere, env=env)
     assert "Guarantee:" in printed
     assert "usage: dperm demo" in _run([str(venv / "bin" / "dperm"), "demo", "--help"], cwd=elsewhere, env=env)
+
+    # Every page the code cites opens from the installed copy.
+    cited = sorted(_cited_pages())
+    script = ("import sys; from dperm.documentation import cited_page; "
+              "print('\\n'.join(str(cited_page(c)) for c in sys.argv[1:]))")
+    found = _run([str(python), "-c", script, *cited], cwd=elsewhere, env=env).split()
+    assert len(found) == len(cited) and all(str(venv) in path for path in found)
 
     out = tmp_path / "demo"
     _run([str(venv / "bin" / "dperm"), "demo", "--subset", "2000", "--epsilons", "1",

@@ -373,6 +373,65 @@ def _show(args) -> int:
     return 0
 
 
+def _evaluate(args) -> int:
+    import json
+
+    from dperm import metrics
+    from dperm.model_io import load_model
+    from dperm.tabular import TableCellError, finite_numbers, parse_labels
+
+    model, spec, document = load_model(args.model, expected_digest=args.expect_digest)
+    columns = _read_rows(args.data)
+    target = document["target"]
+    if target not in columns:
+        raise ValueError(f"target column {target!r} (the model's) is not in {args.data}; columns are "
+                         f"{list(columns)}.")
+    is_classifier = hasattr(model, "classes_")
+    metric = args.metric or ("accuracy" if is_classifier else "r2")
+    if (metric in CLASSIFIER_METRICS) != is_classifier:
+        raise ValueError(f"--metric {metric} does not fit a {type(model).__name__}; use one of "
+                         f"{CLASSIFIER_METRICS if is_classifier else REGRESSOR_METRICS}.")
+    if not is_classifier and args.y_bounds is None:
+        raise ValueError("--y-bounds LOWER,UPPER is required for a regressor: the public range of "
+                         f"{target!r} (values outside it are clipped before scoring).")
+    try:
+        y = (parse_labels(columns[target], target, source=args.data) if is_classifier else
+             finite_numbers(columns[target], target, source=args.data,
+                            remedy="a regressor's target holds finite numbers only; fix the cell"))
+    except TableCellError as error:
+        raise error.on_lines(columns) from None
+    predictions = model.predict(spec.transform(columns, source=args.data, warn=False))
+    if is_classifier:
+        y = y.astype(model.classes_.dtype) if model.classes_.dtype.kind in "iuf" else y
+        score = (metrics.confusion_matrix(y, predictions, labels=model.classes_, epsilon=args.epsilon)
+                 if metric == "confusion_matrix" else metrics.accuracy_score(y, predictions, epsilon=args.epsilon))
+    else:
+        score = getattr(metrics, REGRESSOR_METRICS[metric])(y, predictions, y_bounds=args.y_bounds,
+                                                             epsilon=args.epsilon)
+    print(score.privacy_.summary())
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(score.privacy_.to_json())
+        print(f"evaluation record written to {args.out}; attach it with dperm report --evaluation")
+    return 0
+
+
+def _report(args) -> int:
+    from dperm.model_io import load_model
+    from dperm.report import load_evaluation, model_card
+
+    model, _, document = load_model(args.model, expected_digest=args.expect_digest)
+    evaluations = [load_evaluation(path) for path in args.evaluation]
+    card = model_card(document, model.privacy_.summary(), evaluations)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(card)
+        print(f"model card written to {args.out}")
+    else:
+        sys.stdout.write(card)
+    return 0
+
+
 def _intercept_line(model) -> str:
     """Whether ``model`` has an intercept: a public parameter of the fit, never its value."""
     if model.fit_intercept:
@@ -601,6 +660,43 @@ def _show_options(show) -> None:
     show.set_defaults(func=_show)
 
 
+CLASSIFIER_METRICS = ("accuracy", "confusion_matrix")
+#: --metric -> the dperm.metrics function.
+REGRESSOR_METRICS = {"r2": "r2_score", "mse": "mean_squared_error", "rmse": "root_mean_squared_error"}
+
+
+def _bounds_pair(text: str):
+    try:
+        lower, upper = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOWER,UPPER (two numbers), got {text!r}") from None
+    return lower, upper
+
+
+def _evaluate_options(evaluate) -> None:
+    evaluate.add_argument("--model", required=True, help="the model file (from dperm train)")
+    evaluate.add_argument("--data", required=True,
+                          help="CSV file of private held-out rows, with the model's target column")
+    evaluate.add_argument("--epsilon", type=float, required=True, help="the score's privacy budget")
+    evaluate.add_argument("--metric", choices=[*CLASSIFIER_METRICS, *REGRESSOR_METRICS],
+                          help="accuracy (a classifier's default), confusion_matrix, r2 (a regressor's "
+                               "default), mse or rmse")
+    evaluate.add_argument("--y-bounds", type=_bounds_pair, metavar="LOWER,UPPER",
+                          help="a regressor's public target range")
+    evaluate.add_argument("--out", help="write the evaluation's privacy record (JSON) here")
+    _expect_digest_option(evaluate)
+    evaluate.set_defaults(func=_evaluate)
+
+
+def _report_options(report) -> None:
+    report.add_argument("--model", required=True, help="the model file (from dperm train)")
+    report.add_argument("--evaluation", action="append", default=[], metavar="FILE",
+                        help="an evaluation record from dperm evaluate --out (repeatable)")
+    report.add_argument("--out", help="write the Markdown model card here (default: print it)")
+    _expect_digest_option(report)
+    report.set_defaults(func=_report)
+
+
 def _expect_digest_option(parser) -> None:
     parser.add_argument("--expect-digest", default=None, metavar="sha256:HEX",
                         help="refuse the model file unless its digest is this one (the digest "
@@ -684,6 +780,21 @@ COMMANDS = {
         "examples:\n  dperm show --model model.json\n"
         "  dperm show --model model.json --expect-digest sha256:...",
         _show_options),
+    "evaluate": Command(
+        "score a model file on private held-out rows, with noise",
+        "Score a model file on a CSV file of private held-out rows and print the score released "
+        "with its own epsilon (dperm.metrics: exact discrete Laplace noise). A score computed "
+        "on private rows without noise must not be published.",
+        "examples:\n  dperm evaluate --model model.json --data test.csv --epsilon 0.5 --out eval.json\n"
+        "  dperm evaluate --model model.json --data test.csv --epsilon 0.5 --metric r2 "
+        "--y-bounds 0,500000",
+        _evaluate_options),
+    "report": Command(
+        "write a model card (Markdown)",
+        "Write one Markdown page for a reviewer: what is published, the guarantee, the public "
+        "schema, the calibration, the private evaluations and the total budget.",
+        "example:\n  dperm report --model model.json --evaluation eval.json --out card.md",
+        _report_options),
     "reproduce": Command(
         "reproduce a paper's experiments",
         "Re-run the experiments of Chaudhuri, Monteleoni & Sarwate (2011) or Rajkumar & "
