@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "docs"))          # _gallery_order (the gallery's reading order)
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import dperm  # noqa: E402
@@ -60,7 +61,7 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "download_all_examples": False,
     "remove_config_comments": True,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "_gallery_order.GalleryOrder",
     "min_reported_time": 1,
 }
 
