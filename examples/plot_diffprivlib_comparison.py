@@ -1,6 +1,6 @@
 """
-Privacy-accuracy trade-off beside diffprivlib (from the committed benchmarks)
-============================================================================
+dperm beside diffprivlib: the privacy-accuracy trade-off
+========================================================
 
 How does dperm compare with IBM's diffprivlib, the library most data
 scientists know for private logistic regression? diffprivlib needs an older
