@@ -91,8 +91,8 @@ print("predicted probability of default:", private[0].predict_proba(new)[:, 1].r
 
 # %%
 # Coefficients: the private models' spread against the non-private fit. The
-# features the label depends on (income, debt ratio, self-employed) stand out
-# from the noise; the region columns, which do not matter, scatter around 0.
+# features the label depends on (income, debt ratio, age, self-employed) stand
+# out from the noise; the region columns, which do not matter, scatter around 0.
 coefs = np.array([model[-1].coef_.ravel() for model in private])
 fig, ax = plt.subplots(figsize=(7, 4))
 positions = np.arange(len(names))
