@@ -84,5 +84,7 @@ fig.tight_layout()
 # problem gets 0.1 with ~1,250 rows: far too little, and the model is close to
 # guessing. On a table this small a ten-class private model is only useful at
 # budgets that protect little; more rows, fewer classes or fewer features
-# (the noise grows with the dimension) are the way out. The digits that are
-# confused are the ones that look alike (compare the off-diagonal cells).
+# (the noise grows with the dimension) are the way out. In the matrix, some
+# classes are recovered well and others are absorbed by a neighbour's
+# one-vs-rest score: each class's noise is drawn separately, so which classes
+# suffer changes from one draw to the next.
