@@ -67,6 +67,8 @@ for (name, values), marker in zip(errors.items(), ["o", "s", "^"]):
 ax.axhline(min(adult.y_test.mean(), 1 - adult.y_test.mean()), color="grey", linestyle=":",
            label="majority class")
 ax.set_xscale("log")
+ax.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
+ax.minorticks_off()
 ax.set_xlabel("epsilon (delta 1e-5 for Newton; pure for the others)")
 ax.set_ylabel("test error")
 ax.set_title(f"Adult, 5 parties x {len(shards[0][1])} rows, alpha {alpha:g}")
