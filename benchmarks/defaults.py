@@ -768,16 +768,14 @@ def main(argv=None):
 
     if not args.report:
         # small tables first, so a run cut short has covered the most tables
-        sizes = {n: (_tables.SPECS[n].key == "kddcup99", n) for n in names}
-        order = sorted(names, key=lambda n: sizes[n])
+        order = _by_size(names)
         for part in parts:
             if part == "adult":
                 section_adult(store, args.quick, log)
             elif part == "timing":
                 section_timing(store, order, args.quick, args.timing_repeats, args.default_regressor, log)
             elif part == "cv":
-                section_cv(store, _by_size(order), estimators, epsilons, args.quick, log)
-                report(store, out, args.default_regressor)
+                section_cv(store, order, estimators, epsilons, args.quick, log)
             else:
                 parser.error(f"--parts: unknown section {part!r}")
     all_names = list(TABLES)
