@@ -48,8 +48,11 @@ bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
   ``LinearRegression()`` on ``columns`` / ``unit`` (one fit per fold, no noise);
 - ``majority`` / ``mean``: the training fold's majority class / mean, scored on the test fold.
 
-``--default-regressor`` names the estimator the regression targets judge (``lsq`` today; the
-new regressor once it exists: add it to ``ESTIMATORS`` and re-run with ``--estimators``).
+``--default-regressor`` names the estimator the regression targets judge: ``lsq`` today; once
+the new regressor exists, ``--default-regressor dperm:<Class> --parts cv,timing --estimators
+dperm:<Class>`` runs just it into the same JSON (any class dperm exports, at its defaults, given
+the public target range; see ``register_dperm_regressor``), and ``--report --default-regressor
+dperm:<Class>`` judges it beside the stored peers.
 
 Section ``timing``: on the largest regression table, median process CPU time (and wall time)
 of fitting the default regressor vs scikit-learn's ``LinearRegression`` and
@@ -198,9 +201,34 @@ def diffprivlib_version():
     return diffprivlib.__version__
 
 
+def register_dperm_regressor(name):
+    """``"dperm:<Class>"``: any regressor dperm exports, at its defaults, as the new default to judge
+    (``--default-regressor dperm:PrivateLinearRegression``); given the public target range through the
+    first parameter it has of ``y_bounds`` / ``target_bounds`` (``(min y, max y)``) or ``y_bound``
+    (``max |y|``, the symmetric shorthand), nothing else."""
+    if name.startswith("dperm:") and name not in ESTIMATORS:
+        ESTIMATORS[name] = Estimator(("regression",), "unit", True, True, f"dperm {name[6:]} (default)")
+    return name
+
+
+def _dperm_default_regressor(name, table, epsilon, seed):
+    import dperm
+
+    model = getattr(dperm, name[len("dperm:"):])(epsilon=epsilon, random_state=seed)
+    params = model.get_params()
+    for bounds in ("y_bounds", "target_bounds"):
+        if bounds in params:
+            return model.set_params(**{bounds: table.y_range})
+    if "y_bound" in params:
+        model.set_params(y_bound=max(abs(table.y_range[0]), abs(table.y_range[1])))
+    return model
+
+
 def make_estimator(name, table, epsilon, seed, X_columns=None):
     """An unfitted model for ``name`` (see ``ESTIMATORS``)."""
     task, labels = table.task, list(table.labels)
+    if name.startswith("dperm:"):
+        return _dperm_default_regressor(name, table, epsilon, seed)
     if name == "default":
         from dperm import PrivateLogisticRegression
 
@@ -267,7 +295,7 @@ def key_of(cell):
 class Store:
     """The JSON on disk: cells are added one at a time and written at once (atomic replace)."""
 
-    def __init__(self, path, protocol, fresh):
+    def __init__(self, path, protocol, fresh, record_run=True):
         self.path = Path(path)
         self.data = None
         if self.path.exists() and not fresh:
@@ -279,7 +307,12 @@ class Store:
         if self.data is None:
             self.data = {"benchmark": "defaults (issue 30)", "protocol": protocol, "cells": []}
         self.done = {key_of(c) for c in self.data["cells"]}
-        self.data["runs"] = self.data.get("runs", []) + [{
+        self.data.setdefault("runs", [])
+        if record_run:
+            self.record_run()
+
+    def record_run(self):
+        self.data["runs"] = self.data["runs"] + [{
             "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "git_head": git("rev-parse", "HEAD"),
             "base_commit": git("merge-base", "HEAD", "main"),
@@ -394,7 +427,8 @@ def section_cv(store, names, estimators, epsilons, quick, log):
                 cell = run_cv_cell(table, enc, folds, estimator, eps, draws)
                 store.add(cell)
                 log(f"cv {name:13s} {estimator:18s} eps={eps!s:4s} {cell['status'][:10]:10s} "
-                    f"mean={cell.get('mean')!s:.8s} ({cell.get('seconds', 0):.1f} s)")
+                    f"mean={cell.get('mean') if cell.get('mean') is None else format(cell['mean'], '.4g')} "
+                    f"({cell.get('seconds', 0):.1f} s)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -584,7 +618,8 @@ def evaluate_targets(data, default_regressor="lsq"):
                          error=c["mean"], std=c["std"], draws=c["draws"], alpha=c["alpha"],
                          majority_error=c["majority_error"])
         out["adult"].append(entry)
-    timing = {c["pair"]: c for c in data["cells"] if c["section"] == "timing"}
+    timing = {c["pair"]: c for c in data["cells"] if c["section"] == "timing"
+              and (c["pair"] == "quantile" or c["estimator"] == r)}
     out["fit_time"] = []
     for pair in ("regressor", "quantile"):
         c = timing.get(pair)
@@ -611,10 +646,12 @@ COLUMNS = {
 
 def markdown(data, targets):
     cells = _cells(data)
-    run = data["runs"][-1]
-    lines = [f"Measured: dperm at {run.get('base_commit', '?')[:7]} (src/ last changed in "
-             f"{run['dperm_source_commit'][:7]}{', src dirty' if run.get('dirty_src') else ''}; benchmark at "
-             f"{run['git_head'][:7]}), "
+    runs = [data["runs"][i] for i in sorted({c["run"] for c in data["cells"]})]
+    measured = "; ".join(sorted({f"dperm at {r.get('base_commit', '?')[:7]} (src/ last changed in "
+                                 f"{r['dperm_source_commit'][:7]}{', src dirty' if r.get('dirty_src') else ''})"
+                                 for r in runs}))
+    heads = ", ".join(sorted({r["git_head"][:7] for r in runs}))
+    lines = [f"Measured: {measured}; benchmark at {heads}, "
              f"protocol {data['protocol']}. Mean over folds x draws (+- std); accuracy for classifiers, "
              f"R^2 for regressors. Status: {data.get('status', 'partial')}.", ""]
     for task in ("binary", "regression", "multiclass"):
@@ -702,7 +739,7 @@ def plot(data, path, default_regressor="lsq"):
             if row == 0 and col == 0 or (col == 0):
                 ax.legend(fontsize=6, loc="lower left")
     fig.suptitle(f"dperm defaults on the evaluation set ({data.get('status', 'partial')}, "
-                 f"dperm at {data['runs'][-1].get('base_commit', '?')[:7]})", fontsize=10)
+                 f"dperm at {', '.join(sorted({data['runs'][c['run']].get('base_commit', '?')[:7] for c in data['cells']}))})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -742,26 +779,28 @@ def main(argv=None):
     parser.add_argument("--estimators", default=None, help=f"comma-separated, from {sorted(ESTIMATORS)}")
     parser.add_argument("--epsilons", default=None, help="comma-separated (default 0.5,1,3)")
     parser.add_argument("--parts", default="adult,timing,cv", help="sections to run: adult, timing, cv")
-    parser.add_argument("--default-regressor", default="lsq", help="the estimator the regression targets judge")
+    parser.add_argument("--default-regressor", default="lsq",
+                        help="the estimator the regression targets judge (lsq, or dperm:<Class>)")
     parser.add_argument("--timing-repeats", type=int, default=3)
     parser.add_argument("--out", default=None, help="JSON path (default results/defaults.json, "
                                                      "results/defaults_quick.json with --quick)")
     parser.add_argument("--fresh", action="store_true", help="ignore an existing JSON (default: resume it)")
     parser.add_argument("--report", action="store_true", help="only rewrite targets, table and plot")
     args = parser.parse_args(argv)
+    register_dperm_regressor(args.default_regressor)
+    for name in (args.estimators or "").split(","):
+        register_dperm_regressor(name)
     out = Path(args.out or RESULTS / ("defaults_quick.json" if args.quick else "defaults.json"))
     names = args.only.split(",") if args.only else list(TABLES)
     unknown = [n for n in names if n not in TABLES]
     if unknown:
         parser.error(f"--only: {unknown} are not evaluation tables; choose from {sorted(TABLES)}")
-    estimators = args.estimators.split(",") if args.estimators else [
-        e for e in ESTIMATORS if e != "lsq" or args.default_regressor == "lsq"] + (
-        [args.default_regressor] if args.default_regressor not in ESTIMATORS else [])
+    estimators = args.estimators.split(",") if args.estimators else list(ESTIMATORS)
     epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else list(EPSILONS)
     parts = args.parts.split(",")
     protocol = {"folds": QUICK_FOLDS if args.quick else FOLDS, "draws": QUICK_DRAWS if args.quick else DRAWS,
                 "quick": args.quick, "adult_draws": QUICK_DRAWS if args.quick else ADULT_DRAWS}
-    store = Store(out, protocol, args.fresh)
+    store = Store(out, protocol, args.fresh, record_run=not args.report)
 
     def log(message):
         print(time.strftime("%H:%M:%S"), message, flush=True)
@@ -779,7 +818,7 @@ def main(argv=None):
             else:
                 parser.error(f"--parts: unknown section {part!r}")
     all_names = list(TABLES)
-    expected = expected_keys(all_names, [e for e in ESTIMATORS if e != "lsq" or args.default_regressor == "lsq"],
+    expected = expected_keys(all_names, list(ESTIMATORS),
                              list(EPSILONS), ["cv"], args.default_regressor)
     expected |= {key_of({"section": "adult", "table": "adult", "estimator": "default", "epsilon": e, "delta": d})
                  for e, d in ADULT_TARGETS}
