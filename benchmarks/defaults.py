@@ -55,6 +55,15 @@ dperm:<Class>`` runs just it into the same JSON (any class dperm exports, at its
 the public target range; see ``register_dperm_regressor``), and ``--report --default-regressor
 dperm:<Class>`` judges it beside the stored peers.
 
+Targets (``evaluate_targets``, cell by cell, never loosened): regression (the default
+regressor) R^2 >= -0.02 at every table and epsilon; at epsilon 1 on tables with n >= 5,000
+R^2 >= 0.8x ``sklearn``'s; R^2 at the next epsilon not below this one's by more than two
+standard errors (``2 sqrt(se1^2 + se2^2)``, se = std of the 25 scores / 5, folds treated as
+draws); R^2 above ``diffprivlib_linreg``'s. Binary: ``default`` >= ``diffprivlib`` - 0.005,
+>= ``majority`` - 0.005 and >= ``recipe`` - 0.005 (i.e. within 0.005 of the better of the
+two). Multiclass: ``default`` > ``ovr``. Adult: mean test error <= 0.232 / 0.176 (pure eps
+0.1 / 1), <= 0.205 / 0.168 (delta 1e-5). Fit time: CPU ratio <= 3.
+
 Section ``timing``: on the largest regression table, median process CPU time (and wall time)
 of fitting the default regressor vs scikit-learn's ``LinearRegression`` and
 ``PrivateQuantileRegressor`` vs ``QuantileRegressor(solver="highs")`` (its defaults), one
