@@ -88,3 +88,12 @@ def test_targets_judge_each_cell_with_the_issues_slack(bench):
     assert [t["status"] for t in targets["regression_08x_sklearn_eps1_large_n"]] == ["pass"]  # 0.50 >= 0.48
     assert [t["status"] for t in targets["regression_nondecreasing_in_eps"]] == ["miss"]  # 0.03 > 2 se
     assert [t["status"] for t in targets["regression_ahead_of_diffprivlib"]] == ["miss", "not measured"]
+
+
+def test_a_new_dperm_regressor_plugs_in_by_name_with_the_public_target_range(bench):
+    name = bench.register_dperm_regressor("dperm:PrivateLeastSquares")
+    assert bench.ESTIMATORS[name].tasks == ("regression",) and bench.ESTIMATORS[name].noisy
+    table = bench._tables.Table("t", "regression", np.zeros((3, 1)), np.array([-2.0, 1.0, 5.0]), np.zeros(1),
+                                np.ones(1), y_range=(-2.0, 5.0))
+    model = bench.make_estimator(name, table, 0.5, 7)
+    assert (model.epsilon, model.y_bound, model.random_state) == (0.5, 5.0, 7)
