@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 DPERM_DATA ?= $(abspath ../shared/data)
 export DPERM_DATA
 
-.PHONY: demo test test-slow install docs bench bench-pipeline bench-scale clean
+.PHONY: demo test test-slow install docs bench bench-pipeline bench-defaults bench-scale clean
 
 $(BIN)/python:
 	@echo "dperm: creating the virtual environment $(VENV) (first run only)"
@@ -64,6 +64,12 @@ bench: $(BENCH_VENV)/.installed
 # runtime_estimate_full_seconds; BENCH_ARGS="--quick" for a smoke run, "--jobs 2" for both cores).
 bench-pipeline: $(BENCH_VENV)/.installed
 	MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/private_pipeline.py $(BENCH_ARGS)
+
+# Issue 30's benchmark of the defaults on public tables no rule was fitted on (one process, one
+# BLAS thread; resumes benchmarks/results/defaults.json cell by cell). BENCH_ARGS="--quick" for a
+# smoke run, "--only diamonds --parts cv" for a part, "--report" to redraw the table and plot.
+bench-defaults: $(BENCH_VENV)/.installed
+	OPENBLAS_NUM_THREADS=1 MPLBACKEND=Agg $(BENCH_VENV)/bin/python benchmarks/defaults.py $(BENCH_ARGS)
 
 # Scale benchmark: ~10 GiB of Parquet (the KDD Cup 99 design replicated with fresh noise,
 # 5x the 2 x 1 GiB of Dask workers), then dperm on Dask vs dask-ml and in-memory dperm vs
