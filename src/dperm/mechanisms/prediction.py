@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dperm.catalog import loss_names
 from dperm.kernels import PAIR_MAP_KAPPA, get_kernel
 from dperm.losses import HingeLoss, SquaredLoss
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 #: Losses the prediction mechanism supports (000 Sec. 5.1 and 5.2).
-PREDICTION_LOSSES = ("squared", "hinge")
+PREDICTION_LOSSES = loss_names(prediction=True)
 #: The closed-form least-squares solve is exact up to rounding; the public
 #: allowance for that rounding is this fraction of ``B_Delta / kappa``.
 CLOSED_FORM_RADIUS_FRACTION = 1e-6

@@ -1,0 +1,181 @@
+"""The one table of losses (``dperm.catalog.LOSSES``): its rows agree with the loss classes, and
+every list of losses in dperm is a filter of it, so that a loss declared there is picked up."""
+
+import inspect
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import dperm.losses as losses
+from dperm.catalog import LOSSES, LossInfo, build_estimator, cli_models, loss_names, loss_names_with
+
+#: Parameters at which the declared formulas of L and c are checked against the classes.
+PARAMS = {"h": 0.3, "quantile": 0.3, "y_bound": 2.0}
+
+
+def _build(info):
+    return losses.get_loss(info.name, **PARAMS)
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_each_row_names_its_class_and_agrees_with_it(name):
+    info = LOSSES[name]
+    cls = losses.loss_class(name)
+    assert cls.__name__ == info.class_name and issubclass(cls, losses.ConvexLoss)
+    loss = _build(info)
+    assert (loss.name, loss.kind) == (info.name, info.kind)
+    assert loss.twice_differentiable == info.smooth
+    assert tuple(inspect.signature(cls).parameters) == info.params
+    assert loss.params() == {key: PARAMS[key] for key in info.params}
+
+
+@pytest.mark.parametrize("name", LOSSES)
+def test_the_declared_constants_are_the_classes(name):
+    """``lipschitz`` and ``curvature`` as the papers write them evaluate to the class's numbers."""
+    info = LOSSES[name]
+    loss = _build(info)
+    scope = {"max": max, "inf": float("inf"), **PARAMS}
+    assert eval(info.lipschitz, scope) == pytest.approx(loss.lipschitz, rel=1e-15)
+    if info.curvature is None:
+        assert loss.curvature is None
+    else:
+        assert eval(info.curvature, scope) == pytest.approx(loss.curvature, rel=1e-15)
+
+
+def test_every_loss_class_has_a_row():
+    classes = {obj.__name__ for obj in vars(losses).values()
+               if inspect.isclass(obj) and issubclass(obj, losses.ConvexLoss) and not inspect.isabstract(obj)
+               and obj.__module__ == "dperm.losses"}
+    assert classes == {info.class_name for info in LOSSES.values()}
+
+
+def test_rows_use_known_kinds_and_their_estimators_exist():
+    import dperm
+
+    for info in LOSSES.values():
+        assert info.kind in ("margin", "residual")
+        assert info.curvature is None or info.smooth
+        for name in (info.estimator, info.kernel_estimator):
+            if name is not None:
+                assert name in dperm.__all__, name
+        if info.kernel_estimator is not None or info.multiparty or info.paper_label:
+            assert info.kind == "margin", info.name
+
+
+@pytest.mark.parametrize("name", loss_names_with("estimator"))
+def test_the_estimator_of_each_loss_fits_that_loss(name):
+    info = LOSSES[name]
+    estimator = build_estimator(name, h=PARAMS["h"], quantile=PARAMS["quantile"], y_bound=PARAMS["y_bound"])
+    assert type(estimator).__name__ == info.estimator
+    loss = estimator._make_loss()
+    assert loss.name == name
+    assert loss.params() == {key: PARAMS[key] for key in info.params}
+
+
+def test_build_estimator_refuses_a_loss_without_one():
+    with pytest.raises(ValueError, match="loss must be one of .*'logistic'"):
+        build_estimator("smooth_pinball")
+    with pytest.raises(ValueError, match="loss must be one of"):
+        build_estimator("squared", kernel=True)
+    with pytest.raises(ValueError, match="loss must be one of"):
+        build_estimator(None)
+
+
+def test_every_list_of_losses_is_a_filter_of_the_table():
+    from dperm.audit.cli import AUDIT_TARGETS
+    from dperm.experiments import chaudhuri2011, demo
+    from dperm.linear_model._svc import SVC_LOSSES
+    from dperm.mechanisms.prediction import PREDICTION_LOSSES
+    from dperm.multiparty.estimator import MULTIPARTY_LOSSES
+    from dperm.multiparty.newton_privacy import NEWTON_LOSSES
+
+    # the values these lists had before the table: a filter must not change them
+    assert SVC_LOSSES == ("huber", "smooth_hinge", "hinge")
+    assert MULTIPARTY_LOSSES == NEWTON_LOSSES == ("logistic", "huber")
+    assert set(PREDICTION_LOSSES) == {"squared", "hinge"}  # in table order now
+    assert losses.LOSS_NAMES == ("logistic", "huber", "smooth_hinge", "hinge")
+    assert demo.LOSSES == {"logistic": "LR", "huber": "Huber SVM"}
+    assert chaudhuri2011.LOSSES == ("logistic", "huber")
+    assert AUDIT_TARGETS == ("logistic", "huber", "smooth_hinge", "hinge", "tuning")
+    assert cli_models() == {
+        "logistic": ("classifier", "logistic"), "huber": ("classifier", "huber"),
+        "smooth_hinge": ("classifier", "smooth_hinge"), "hinge": ("classifier", "hinge"),
+        "least_squares": ("regressor", "squared"), "quantile": ("regressor", "pinball"),
+        "kernel_logistic": ("kernel", "logistic"), "kernel_huber": ("kernel", "huber"),
+        "kernel_smooth_hinge": ("kernel", "smooth_hinge"), "kernel_hinge": ("kernel", "hinge"),
+    }
+
+
+def test_loss_names_refuses_an_unknown_field():
+    with pytest.raises(AttributeError, match="no field 'smoth'"):
+        loss_names(smoth=True)
+    assert loss_names(objective=True) == ("logistic", "huber", "smooth_hinge")
+
+
+def test_get_loss_builds_every_row_and_refuses_other_names():
+    assert isinstance(losses.get_loss("squared", y_bound=3.0, h=0.1), losses.SquaredLoss)
+    assert losses.get_loss("pinball", quantile=0.2).quantile == 0.2
+    with pytest.raises(ValueError, match="loss must be one of"):
+        losses.get_loss("squared_hinge")
+
+
+#: A fresh interpreter declares one more hinge-type loss (one row, one class) before dperm's
+#: estimators and command line are imported, then checks that each of them offers it.
+DECLARE_A_LOSS = textwrap.dedent("""
+    import dataclasses
+    import io
+    import contextlib
+
+    import dperm.catalog as catalog
+    import dperm.losses as losses
+
+    class WideHuberLoss(losses.HuberLoss):
+        name = "wide_huber"
+
+    losses.WideHuberLoss = WideHuberLoss
+    catalog.LOSSES["wide_huber"] = dataclasses.replace(
+        catalog.LOSSES["huber"], name="wide_huber", class_name="WideHuberLoss",
+        multiparty=False, paper_label=None, cli_name="wide_huber")
+
+    import numpy as np
+    from dperm import PrivateKernelSVC, PrivateLinearSVC
+    from dperm.audit.cli import AUDIT_TARGETS
+    from dperm.cli import _models, build_parser
+    from dperm.linear_model._svc import SVC_LOSSES
+    from dperm.multiparty.estimator import MULTIPARTY_LOSSES
+
+    assert "wide_huber" in SVC_LOSSES and "wide_huber" in AUDIT_TARGETS
+    assert "wide_huber" not in MULTIPARTY_LOSSES
+    assert _models()["wide_huber"] == ("classifier", "wide_huber")
+    assert _models()["kernel_wide_huber"] == ("kernel", "wide_huber")
+    help_text = io.StringIO()
+    with contextlib.redirect_stdout(help_text):
+        try:
+            build_parser().parse_args(["train", "--help"])
+        except SystemExit:
+            pass
+    assert "kernel_wide_huber" in help_text.getvalue()
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = PrivateLinearSVC(loss="wide_huber", epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    assert model.privacy_.loss == "wide_huber" and model.privacy_.mechanism == "objective"
+    kernel = PrivateKernelSVC(loss="wide_huber", n_components=10, classes=[0, 1], random_state=0).fit(X, y)
+    assert kernel.privacy_.loss == "wide_huber"
+    print("OK")
+""")
+
+
+def test_a_loss_declared_in_the_table_alone_is_offered_everywhere():
+    """The walkthrough of docs/developer.md: one row and one class, nothing else."""
+    result = subprocess.run([sys.executable, "-c", DECLARE_A_LOSS], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("OK")
+
+
+def test_a_row_is_frozen():
+    with pytest.raises(AttributeError):
+        LOSSES["logistic"].smooth = False
+    assert isinstance(LOSSES["logistic"], LossInfo)
