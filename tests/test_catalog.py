@@ -179,3 +179,45 @@ def test_a_row_is_frozen():
     with pytest.raises(AttributeError):
         LOSSES["logistic"].smooth = False
     assert isinstance(LOSSES["logistic"], LossInfo)
+
+
+# -- the one table of estimators (dperm.ESTIMATORS) ---------------------------------------
+
+
+def test_every_estimator_row_resolves_to_its_class():
+    import dperm
+
+    for name, info in dperm.ESTIMATORS.items():
+        cls = getattr(dperm, name)
+        assert cls.__name__ == name and name in dperm.__all__
+        assert info.model_file in (None, "classifier", "regressor", "kernel")
+
+
+def test_linear_model_and_model_files_read_the_estimator_table():
+    import dperm
+    import dperm.linear_model
+    from dperm import model_io
+
+    assert dperm.linear_model.__all__ == sorted(
+        name for name, info in dperm.ESTIMATORS.items() if info.module.startswith("dperm.linear_model."))
+    assert list(model_io.ESTIMATORS) == [name for name, info in dperm.ESTIMATORS.items() if info.model_file]
+    assert {cls.__name__ for cls in model_io.REGRESSORS} == {"PrivateLeastSquares", "PrivateQuantileRegressor"}
+    assert {cls.__name__ for cls in model_io.KERNEL_CLASSIFIERS} == {
+        "PrivateKernelLogisticRegression", "PrivateKernelSVC"}
+
+
+def test_the_tests_estimator_list_covers_every_estimator_and_loss():
+    """tests/conftest.py's list has every model-file estimator, the linear ones with every loss the
+    table gives them (a kernel model fits its loss through the linear one: once is enough)."""
+    import dperm
+    from conftest import ESTIMATORS
+
+    def loss_of(estimator):  # a kernel model fits its loss through its linear model
+        linear = estimator._make_linear_model(1.0) if hasattr(estimator, "_make_linear_model") else estimator
+        return linear._make_loss().name
+
+    covered = {(type(e).__name__, loss_of(e)) for e in ESTIMATORS.values()}
+    for info in LOSSES.values():
+        if info.estimator is not None and dperm.ESTIMATORS[info.estimator].model_file:
+            assert (info.estimator, info.name) in covered, (info.estimator, info.name)
+    assert {name for name, _ in covered} == {name for name, info in dperm.ESTIMATORS.items() if info.model_file}
