@@ -619,6 +619,13 @@ def _audit_options(sub) -> None:
     add_audit_subparser(sub)
 
 
+def _learning_rates(args) -> int:
+    """``dperm experiment learning-rates``: imports the experiment (NumPy, SciPy) only when it runs."""
+    from dperm.experiments.learning_rates import run_learning_rates_command
+
+    return run_learning_rates_command(args)
+
+
 def _experiment_options(sub) -> None:
     from dperm.experiments.options import add_learning_rates_subparser
 
@@ -626,7 +633,7 @@ def _experiment_options(sub) -> None:
                                 description=COMMANDS["experiment"].description,
                                 epilog=COMMANDS["experiment"].epilog)
     inner = experiment.add_subparsers(dest="experiment", required=True, metavar="{learning-rates}")
-    rates = add_learning_rates_subparser(inner)
+    rates = add_learning_rates_subparser(inner, func=_learning_rates)
     rates.epilog = "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5"
 
 
