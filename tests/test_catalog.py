@@ -221,3 +221,58 @@ def test_the_tests_estimator_list_covers_every_estimator_and_loss():
         if info.estimator is not None and dperm.ESTIMATORS[info.estimator].model_file:
             assert (info.estimator, info.name) in covered, (info.estimator, info.name)
     assert {name for name, _ in covered} == {name for name, info in dperm.ESTIMATORS.items() if info.model_file}
+
+
+#: The estimator walkthrough of docs/developer.md, followed literally on a copy of the package:
+#: one new module under dperm/linear_model and one row in dperm.ESTIMATORS, nothing else.
+WIDE_SVC_MODULE = '''"""A second linear SVC (a walkthrough test's estimator)."""
+
+from dperm.linear_model._svc import PrivateLinearSVC
+
+
+class PrivateWideSVC(PrivateLinearSVC):
+    """:class:`dperm.PrivateLinearSVC` under another name."""
+'''
+USE_WIDE_SVC = textwrap.dedent("""
+    import json, sys, warnings
+    import numpy as np
+    import dperm
+    from dperm import model_io
+    from dperm.linear_model import PrivateWideSVC
+    from dperm.tabular import NumericColumn, TabularSpec
+
+    assert dperm.PrivateWideSVC is PrivateWideSVC and "PrivateWideSVC" in dperm.__all__
+    assert model_io.ESTIMATORS["PrivateWideSVC"] is PrivateWideSVC
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(120, 2))
+    y = np.where(X[:, 0] > 0, "b", "a")
+    model = PrivateWideSVC(loss="smooth_hinge", epsilon=1.0, classes=["a", "b"], random_state=0).fit(X, y)
+    spec = TabularSpec([NumericColumn("x0", -0.5, 0.5), NumericColumn("x1", -0.5, 0.5)])
+    model_io.save_model(sys.argv[1], model, spec, "label")
+    loaded, _, _ = model_io.load_model(sys.argv[1])
+    assert type(loaded) is PrivateWideSVC and json.loads(open(sys.argv[1]).read())["estimator"] == "PrivateWideSVC"
+    assert np.array_equal(loaded.coef_, model.coef_) and loaded.privacy_.loss == "smooth_hinge"
+    print("OK")
+""")
+
+
+def test_an_estimator_declared_by_one_row_is_exported_and_saved(tmp_path):
+    import os
+    import shutil
+    from pathlib import Path
+
+    import dperm
+
+    copy = tmp_path / "src" / "dperm"
+    shutil.copytree(Path(dperm.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "linear_model" / "_wide.py").write_text(WIDE_SVC_MODULE)
+    init = copy / "__init__.py"
+    anchor = '    "PrivatePredictor": EstimatorInfo("dperm.prediction"),\n'
+    assert anchor in init.read_text()
+    row = '    "PrivateWideSVC": EstimatorInfo("dperm.linear_model._wide", "classifier"),\n'
+    init.write_text(init.read_text().replace(anchor, row + anchor))
+    environment = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    result = subprocess.run([sys.executable, "-c", USE_WIDE_SVC, str(tmp_path / "model.json")],
+                            capture_output=True, text=True, env=environment)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("OK")
