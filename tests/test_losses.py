@@ -13,9 +13,11 @@ from dperm.losses import (
     SquaredLoss,
     get_loss,
 )
+from dperm.catalog import loss_names
 from dperm.privacy.sensitivity import least_squares_lipschitz
 
-SMOOTH = ["logistic", "huber", "smooth_hinge"]
+#: The losses objective perturbation accepts (smooth margin losses of the table).
+SMOOTH = loss_names(objective=True)
 H = 0.5
 
 

@@ -145,7 +145,7 @@ def _neighbours(X, y, j, rng):
     yield X[other], -y[other]  # duplicate of another record with the opposite label
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 @pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_empirical_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
     rng = np.random.default_rng(7)
@@ -406,7 +406,7 @@ def _arrays_in(value):
             yield from _arrays_in(item)
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_no_public_attribute_exposes_training_rows_or_coefficients(loss):
     X, y = _classification_data(m=50) if loss == "hinge" else _regression_data(m=50)
     predictor = PrivatePredictor(1.0, 0.1, loss=loss, alpha=0.5, random_state=0).fit(X, y)
@@ -507,7 +507,7 @@ def _feature_values(X, y, loss, alpha, frequencies, queries):
     return model.values(queries), b_delta
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 @pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_features_path_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
     from dperm.solvers.kernel import feature_frequencies
@@ -595,7 +595,7 @@ def test_features_are_public_fixed_by_the_seed_not_the_data_or_the_noise():
     assert (record["solver"], record["n_components"], record["feature_seed"]) == ("features", 256, 7)
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_features_path_releases_the_same_record_on_neighbours(loss):
     from dperm.privacy.release import non_noised
 
