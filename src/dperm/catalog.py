@@ -34,7 +34,7 @@ class LossInfo:
     name : str
         The value of ``loss=``, of the privacy record's ``loss`` and of model files.
     class_name : str
-        Its class in :mod:`dperm.losses` (a :class:`~dperm.losses.ConvexLoss`).
+        Its class (a :class:`~dperm.losses.ConvexLoss`) in ``module``.
     kind : {"margin", "residual"}
         A function of the margin ``z = y w.x`` with labels ``y`` in {-1, +1}
         (classification, 003 Sec. 3.4) or of the residual ``r = y - w.x``
@@ -72,6 +72,9 @@ class LossInfo:
         the reproduction of 003 and the demo run.
     reference : str
         Where the loss and its constants come from.
+    module : str
+        The module that defines the class: :mod:`dperm.losses`, or a module of
+        its own for a loss with a longer story.
     """
 
     name: str
@@ -88,6 +91,7 @@ class LossInfo:
     prediction: bool = False
     paper_label: str | None = None
     reference: str = ""
+    module: str = "dperm.losses"
 
     @property
     def objective(self) -> bool:

@@ -17,6 +17,7 @@ entry from its class here.
 
 from __future__ import annotations
 
+import importlib
 import numbers
 from abc import ABC, abstractmethod
 
@@ -424,7 +425,7 @@ def loss_class(name: str) -> type[ConvexLoss]:
         info = LOSSES[name]
     except (KeyError, TypeError):
         raise ValueError(f"loss must be one of {tuple(LOSSES)}; got {name!r}.") from None
-    return globals()[info.class_name]
+    return getattr(importlib.import_module(info.module), info.class_name)
 
 
 def get_loss(name: str, **params) -> ConvexLoss:
