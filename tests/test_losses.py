@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dperm.catalog import loss_names
 from dperm.losses import (
     LOSS_NAMES,
     HingeLoss,
@@ -13,7 +14,6 @@ from dperm.losses import (
     SquaredLoss,
     get_loss,
 )
-from dperm.catalog import loss_names
 from dperm.privacy.sensitivity import least_squares_lipschitz
 
 #: The losses objective perturbation accepts (smooth margin losses of the table).

@@ -8,10 +8,10 @@ behaviours with negligible noise where a check needs accuracy
 
 import warnings
 
+from conftest import estimators
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import estimators
 from dperm import BudgetWarning, DataClippingWarning, PrivacyLeakWarning
 from dperm.kernels import RandomFourierFeatures
 from dperm.preprocessing import PublicBoundsScaler, RowNormalizer

@@ -6,10 +6,10 @@ notes on them as "paper note N": section N of docs/paper_notes.md.
 The names are imported on first use (PEP 562), so ``import dperm`` and the
 ``dperm`` command line start without importing scikit-learn or SciPy.
 
-:data:`ESTIMATORS` is dperm's one table of estimators: every public name,
-:mod:`dperm.linear_model`'s names, the model files' estimators
-(:mod:`dperm.model_io`) and the tests' estimator list (``tests/conftest.py``)
-are read from it.
+:data:`ESTIMATORS` is dperm's one table of estimators: the public estimator
+names, :mod:`dperm.linear_model`'s names and the model files' estimators
+(:mod:`dperm.model_io`) are read from it, and the tests' estimator list
+(``tests/conftest.py``) is checked against it.
 """
 
 import importlib

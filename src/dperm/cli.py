@@ -15,7 +15,7 @@ coordinate Multiparty private training over Flower SecAgg+: SuperLink + ServerAp
 Imports are lazy: this module imports only the standard library, and a
 subcommand's options are built only when that subcommand is run, so ``dperm
 --help`` starts at once. The option builders read only import-free tables
-(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.experiments.options`,
+(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.catalog`, :mod:`dperm.experiments.options`,
 :mod:`dperm.multiparty.defaults`), so every ``dperm COMMAND --help`` does too
 (a test checks). The handlers import numpy, scikit-learn and dperm's
 subpackages when they run.
@@ -30,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
+
 
 @cache
 def _models() -> dict[str, tuple[str, str]]:

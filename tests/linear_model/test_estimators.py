@@ -4,13 +4,13 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import estimators
 from sklearn.base import clone
 from sklearn.datasets import make_blobs, make_classification
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import check_classifiers_train
 
-from conftest import estimators
 from dperm import (
     DataClippingWarning,
     PrivacyLeakWarning,

@@ -11,8 +11,8 @@ import warnings
 
 import numpy as np
 import pytest
-
 from conftest import estimators, fresh
+
 from dperm import PrivateLogisticRegression, PrivatePredictor
 from dperm.catalog import LOSSES
 from dperm.mechanisms.prediction import PREDICTION_LOSSES

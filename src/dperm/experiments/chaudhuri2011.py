@@ -26,6 +26,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
+from dperm.catalog import LOSSES as LOSS_TABLE
 from dperm.experiments._report import (
     misclassification_error,
     output_dir,
@@ -38,7 +39,6 @@ from dperm.experiments._report import (
     write_json,
     write_lines,
 )
-from dperm.catalog import LOSSES as LOSS_TABLE
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, objective_perturbation
 from dperm.mechanisms.output import release_output

@@ -30,6 +30,8 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from dperm.catalog import LOSSES as LOSS_TABLE
+from dperm.catalog import build_estimator
 from dperm.experiments._report import (
     misclassification_error,
     output_dir,
@@ -39,8 +41,6 @@ from dperm.experiments._report import (
     summary_stats,
     write_json,
 )
-from dperm.catalog import LOSSES as LOSS_TABLE
-from dperm.catalog import build_estimator
 from dperm.linear_model import PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sklearn.utils._param_validation import StrOptions
 
-from dperm.linear_model._base import POSITIVE, PrivateLinearClassifierBase
 from dperm.catalog import loss_names
+from dperm.linear_model._base import POSITIVE, PrivateLinearClassifierBase
 from dperm.losses import get_loss
 
 #: ``loss=`` choices: the losses :data:`dperm.catalog.LOSSES` gives this estimator.
