@@ -50,3 +50,52 @@ def fake_urandom(monkeypatch):
         monkeypatch.setattr(os, "urandom", fake)
         return fake
     return install
+
+
+# -- the one estimator list --------------------------------------------------------------
+
+def _estimators():
+    from dperm import (
+        PrivateKernelLogisticRegression,
+        PrivateKernelSVC,
+        PrivateLeastSquares,
+        PrivateLinearSVC,
+        PrivateLogisticRegression,
+        PrivateQuantileRegressor,
+    )
+
+    return {
+        "logistic": PrivateLogisticRegression(),
+        "logistic-output": PrivateLogisticRegression(mechanism="output"),
+        "logistic-gaussian": PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5),
+        "svc-huber": PrivateLinearSVC(),
+        "svc-smooth-hinge": PrivateLinearSVC(loss="smooth_hinge"),
+        "svc-hinge-output": PrivateLinearSVC(loss="hinge", mechanism="output"),
+        "quantile": PrivateQuantileRegressor(),
+        "quantile-0.9": PrivateQuantileRegressor(quantile=0.9),
+        "least-squares": PrivateLeastSquares(),
+        "kernel-logistic": PrivateKernelLogisticRegression(),
+        "kernel-svc": PrivateKernelSVC(),
+        "kernel-svc-hinge-output": PrivateKernelSVC(loss="hinge", mechanism="output"),
+    }
+
+
+#: Every estimator of ``dperm.ESTIMATORS`` a model file stores, in each configuration the tests
+#: share (every loss of ``dperm.catalog.LOSSES`` it fits, each mechanism family), unfitted and
+#: unseeded: tests take :func:`estimators` with their own seeds. ``tests/test_catalog.py`` checks
+#: that a new estimator or loss appears here.
+ESTIMATORS = _estimators()
+
+
+def estimators(*layouts, **params):
+    """``{name: estimator}`` of :data:`ESTIMATORS` whose model-file layout is in ``layouts``
+    ("classifier", "regressor", "kernel"; all if none), fresh copies with ``params`` set."""
+    import dperm
+
+    return {name: fresh(estimator, **params) for name, estimator in ESTIMATORS.items()
+            if not layouts or dperm.ESTIMATORS[type(estimator).__name__].model_file in layouts}
+
+
+def fresh(estimator, **params):
+    """A new unfitted ``estimator`` with its parameters and ``params`` (not ``clone``, which warns)."""
+    return type(estimator)(**{**estimator.get_params(deep=False), **params})

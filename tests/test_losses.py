@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from dperm.catalog import loss_names
 from dperm.losses import (
     LOSS_NAMES,
     HingeLoss,
@@ -15,7 +16,8 @@ from dperm.losses import (
 )
 from dperm.privacy.sensitivity import least_squares_lipschitz
 
-SMOOTH = ["logistic", "huber", "smooth_hinge"]
+#: The losses objective perturbation accepts (smooth margin losses of the table).
+SMOOTH = loss_names(objective=True)
 H = 0.5
 
 

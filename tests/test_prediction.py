@@ -16,10 +16,11 @@ from threadpoolctl import threadpool_limits
 
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, DataClippingWarning
+from dperm.losses import get_loss
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.mechanisms.prediction import (
     CLOSED_FORM_RADIUS_FRACTION,
-    prediction_loss,
+    PREDICTION_LOSSES,
     prediction_sensitivity,
     solution_radius_allowance,
 )
@@ -127,10 +128,11 @@ def test_b_delta_against_hand_computation():
 def _secret_values(X, y, loss, alpha, gamma, queries):
     """The exact (projected) values and B_Delta for one data set, without any noise."""
     m = X.shape[0]
-    lipschitz = prediction_loss(loss, 1.0).solution_lipschitz(1.0, alpha)
+    loss = get_loss(loss, y_bound=1.0)
+    lipschitz = loss.solution_lipschitz(1.0, alpha)
     b_delta = prediction_sensitivity(1.0, lipschitz, alpha / 2, m)
     radius = solution_radius_allowance(loss, b_delta, 1.0)
-    model, _ = fit_exact_kernel_model(X, y, loss, "rbf", gamma, alpha, radius, 1000, y_bound=1.0)
+    model, _ = fit_exact_kernel_model(X, y, loss, "rbf", gamma, alpha, radius, 1000)
     return model.values(queries), b_delta
 
 
@@ -143,7 +145,7 @@ def _neighbours(X, y, j, rng):
     yield X[other], -y[other]  # duplicate of another record with the opposite label
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 @pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_empirical_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
     rng = np.random.default_rng(7)
@@ -404,7 +406,7 @@ def _arrays_in(value):
             yield from _arrays_in(item)
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_no_public_attribute_exposes_training_rows_or_coefficients(loss):
     X, y = _classification_data(m=50) if loss == "hinge" else _regression_data(m=50)
     predictor = PrivatePredictor(1.0, 0.1, loss=loss, alpha=0.5, random_state=0).fit(X, y)
@@ -463,6 +465,7 @@ def test_the_crash_size_fits_on_the_features_path_with_auto(monkeypatch):
 def test_auto_switches_at_the_documented_size(loss, m_exact_max):
     from dperm.solvers.kernel import plan_prediction_solver
 
+    loss = get_loss(loss)
     assert plan_prediction_solver("auto", loss, m_exact_max, 14, 256, 2.0).solver == "exact"
     assert plan_prediction_solver("auto", loss, m_exact_max + 1, 14, 256, 2.0).solver == "features"
 
@@ -496,14 +499,15 @@ def _feature_values(X, y, loss, alpha, frequencies, queries):
     """The secret values of the features path and B_Delta (kappa = 1 for k_z)."""
     from dperm.solvers.kernel import fit_random_feature_model
 
-    lipschitz = prediction_loss(loss, 1.0).solution_lipschitz(1.0, alpha)
+    loss = get_loss(loss, y_bound=1.0)
+    lipschitz = loss.solution_lipschitz(1.0, alpha)
     b_delta = prediction_sensitivity(1.0, lipschitz, alpha / 2, X.shape[0])
     radius = solution_radius_allowance(loss, b_delta, 1.0)
-    model = fit_random_feature_model(X, y, loss, frequencies, alpha, radius, 100_000, y_bound=1.0)
+    model = fit_random_feature_model(X, y, loss, frequencies, alpha, radius, 100_000)
     return model.values(queries), b_delta
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 @pytest.mark.parametrize("alpha, gamma", [(0.1, 1.0), (1.0, 0.5), (2.0, 3.0)])
 def test_features_path_sensitivity_never_exceeds_b_delta(loss, alpha, gamma):
     from dperm.solvers.kernel import feature_frequencies
@@ -591,7 +595,7 @@ def test_features_are_public_fixed_by_the_seed_not_the_data_or_the_noise():
     assert (record["solver"], record["n_components"], record["feature_seed"]) == ("features", 256, 7)
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_features_path_releases_the_same_record_on_neighbours(loss):
     from dperm.privacy.release import non_noised
 
@@ -669,3 +673,29 @@ def test_the_readme_example_runs_as_written(capsys):
     assert printed[1].startswith("refused:")
     assert namespace["answers"].shape == (10,)
     assert namespace["predictor"].queries_answered_ == 10
+
+
+@pytest.mark.parametrize("name", PREDICTION_LOSSES)
+def test_each_prediction_loss_is_solved_for_its_own_objective(name):
+    """The kernel path asks the loss object its kind; whatever it solves must minimise *this* loss.
+
+    ``J(c) = (1/m) sum loss(argument(y_i, (K c)_i)) + (alpha/2) c^T K c`` at the
+    certified coefficients is no larger than at any small perturbation of them
+    (a loss marked ``prediction=True`` in the table but solved as another would fail).
+    """
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1.0, 1.0, size=(40, 2))
+    loss = get_loss(name, y_bound=1.0)
+    y = np.sin(2.0 * X[:, 0]) * 0.8 if loss.kind == "residual" else np.where(X[:, 0] > 0.1, 1.0, -1.0)
+    alpha, gamma = 0.1, 1.0
+    model, solve = fit_exact_kernel_model(X, y, loss, "rbf", gamma, alpha, 1e-9, 10_000)
+    K = kernel_matrix("rbf", X, X, gamma)
+
+    def objective(c):
+        return float(np.mean(loss.value(loss.argument(y, K @ c))) + 0.5 * alpha * c @ K @ c)
+
+    best = objective(solve.coef)
+    for _ in range(50):
+        step = rng.normal(size=X.shape[0])
+        step *= 1e-3 / math.sqrt(max(float(step @ K @ step), 1e-300))  # RKHS norm 1e-3
+        assert objective(solve.coef + step) >= best - 1e-12

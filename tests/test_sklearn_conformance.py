@@ -8,20 +8,11 @@ behaviours with negligible noise where a check needs accuracy
 
 import warnings
 
+from conftest import estimators
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dperm import (
-    BudgetWarning,
-    DataClippingWarning,
-    PrivacyLeakWarning,
-    PrivateKernelLogisticRegression,
-    PrivateKernelSVC,
-    PrivateLeastSquares,
-    PrivateLinearSVC,
-    PrivateLogisticRegression,
-    PrivateQuantileRegressor,
-)
+from dperm import BudgetWarning, DataClippingWarning, PrivacyLeakWarning
 from dperm.kernels import RandomFourierFeatures
 from dperm.preprocessing import PublicBoundsScaler, RowNormalizer
 
@@ -51,19 +42,10 @@ EXPECTED_FAILED_CHECKS = {
 
 # n_components=20 keeps the kernel estimators' checks quick; the checks do not depend on D.
 _SEEDS = dict(n_components=20, feature_random_state=12345, random_state=0)
+#: The one estimator list (tests/conftest.py), seeded, then the transformers.
 ESTIMATORS = [
-    PrivateLogisticRegression(random_state=0),
-    PrivateLogisticRegression(mechanism="output", random_state=0),
-    PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0),
-    PrivateLinearSVC(random_state=0),
-    PrivateLinearSVC(loss="smooth_hinge", random_state=0),
-    PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0),
-    PrivateQuantileRegressor(random_state=0),
-    PrivateQuantileRegressor(quantile=0.9, random_state=0),
-    PrivateLeastSquares(random_state=0),
-    PrivateKernelLogisticRegression(**_SEEDS),
-    PrivateKernelSVC(**_SEEDS),
-    PrivateKernelSVC(loss="hinge", mechanism="output", **_SEEDS),
+    *estimators("classifier", "regressor", random_state=0).values(),
+    *estimators("kernel", **_SEEDS).values(),
     RandomFourierFeatures(kernel="rbf", random_state=0),
     RandomFourierFeatures(kernel="laplacian", random_state=0),
     RowNormalizer(),

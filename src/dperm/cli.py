@@ -15,7 +15,7 @@ coordinate Multiparty private training over Flower SecAgg+: SuperLink + ServerAp
 Imports are lazy: this module imports only the standard library, and a
 subcommand's options are built only when that subcommand is run, so ``dperm
 --help`` starts at once. The option builders read only import-free tables
-(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.experiments.options`,
+(:mod:`dperm.mechanisms.catalog`, :mod:`dperm.catalog`, :mod:`dperm.experiments.options`,
 :mod:`dperm.multiparty.defaults`), so every ``dperm COMMAND --help`` does too
 (a test checks). The handlers import numpy, scikit-learn and dperm's
 subpackages when they run.
@@ -28,21 +28,26 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
-#: ``train --model`` values and what each fits: (estimator family, loss).
-MODELS = {
-    "logistic": ("classifier", "logistic"),
-    "huber": ("classifier", "huber"),
-    "smooth_hinge": ("classifier", "smooth_hinge"),
-    "hinge": ("classifier", "hinge"),
-    "least_squares": ("regressor", "squared"),
-    "quantile": ("regressor", "pinball"),
-    "kernel_logistic": ("kernel", "logistic"),
-    "kernel_huber": ("kernel", "huber"),
-    "kernel_smooth_hinge": ("kernel", "smooth_hinge"),
-    "kernel_hinge": ("kernel", "hinge"),
-}
+
+@cache
+def _models() -> dict[str, tuple[str, str]]:
+    """``train --model`` values and what each fits: (estimator family, loss), from :data:`dperm.catalog.LOSSES`.
+
+    Read on first need: ``import dperm.cli`` and ``dperm --help`` import no other dperm module.
+    """
+    from dperm.catalog import cli_models
+
+    return cli_models()
+
+
+def _loss_params(loss: str) -> tuple[str, ...]:
+    """The parameters the loss ``loss`` declares (``h``, ``quantile``, ``y_bound``)."""
+    from dperm.catalog import LOSSES
+
+    return LOSSES[loss].params
 
 #: ``demo --encoding`` values (the keys of ``dperm.datasets.ADULT_ENCODINGS``; a test checks).
 ADULT_ENCODING_NAMES = ("unit_norm", "constant", "unit_norm_log")
@@ -115,7 +120,7 @@ def _demo(args) -> int:
 
 def _check_model_options(args) -> None:
     """Refuse option combinations the chosen ``--model`` cannot use, before any data is read."""
-    family, _ = MODELS[args.model]
+    family, loss = _models()[args.model]
     if 0 < args.epsilon < MIN_EPSILON:  # epsilon <= 0 is refused by the estimator
         raise ValueError(
             f"--epsilon {args.epsilon!r} is below {MIN_EPSILON:g}, the smallest epsilon whose "
@@ -129,45 +134,49 @@ def _check_model_options(args) -> None:
             raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
         if args.classes is not None:
             raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
-        if args.model == "least_squares" and args.y_bound is None:
+        if "y_bound" in _loss_params(loss) and args.y_bound is None:
             raise ValueError(
-                "--model least_squares needs --y-bound M, a PUBLIC bound on |target| (targets "
+                f"--model {args.model} needs --y-bound M, a PUBLIC bound on |target| (targets "
                 "beyond it are clipped to it; predictions lie in [-M, M]); choose it without "
                 "looking at the data, e.g. from the target's documented range.")
     elif args.y_bound is not None:
-        raise ValueError("--y-bound is for --model least_squares only.")
-    if args.model != "quantile" and args.quantile is not None:
-        raise ValueError("--quantile is for --model quantile only.")
+        raise ValueError(f"--y-bound is for --model {_models_with('y_bound')} only.")
+    if "quantile" not in _loss_params(loss) and args.quantile is not None:
+        raise ValueError(f"--quantile is for --model {_models_with('quantile')} only.")
     if family != "kernel" and (args.gamma is not None or args.n_components is not None):
         raise ValueError("--gamma and --n-components are for the kernel_* models only.")
 
 
-def _make_model(args):
-    """The estimator ``--model`` names, with the options given."""
-    from dperm import linear_model
+def _models_with(param: str) -> str:
+    """The ``--model`` values whose loss takes ``param`` (for error messages)."""
+    return " / ".join(model for model, (_, loss) in _models().items() if param in _loss_params(loss))
 
-    family, loss = MODELS[args.model]
+
+def _model_help() -> str:
+    """The ``--model`` help: the values by family, as :func:`_models` lists them."""
+    def listed(family):
+        return ", ".join(model + (" (needs --y-bound)" if "y_bound" in _loss_params(loss) else "")
+                         for model, (kind, loss) in _models().items() if kind == family)
+
+    return (f"classifiers: {listed('classifier')}; regressors: {listed('regressor')}; kernel "
+            f"classifiers by random Fourier features: {listed('kernel')}")
+
+
+def _make_model(args):
+    """The estimator ``--model`` names (:func:`dperm.catalog.build_estimator`), with the options given."""
+    from dperm.catalog import build_estimator
+
+    family, loss = _models()[args.model]
     # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
     # measured worse once the public ranges are centred); --fit-intercept asks for one.
-    common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
-                  fit_intercept=bool(args.fit_intercept))
-    if family == "regressor":
-        common["data_norm"] = args.data_norm
-        if args.model == "least_squares":
-            return linear_model.PrivateLeastSquares(y_bound=args.y_bound, **common)
-        quantile = 0.5 if args.quantile is None else args.quantile
-        return linear_model.PrivateQuantileRegressor(quantile=quantile, **common)
-    common.update(delta=args.delta, mechanism=args.mechanism or "auto", classes=args.classes)
-    if family == "kernel":
-        kernel = dict(gamma=1.0 if args.gamma is None else args.gamma,
-                      n_components=100 if args.n_components is None else args.n_components)
-        if loss == "logistic":
-            return linear_model.PrivateKernelLogisticRegression(**kernel, **common)
-        return linear_model.PrivateKernelSVC(loss=loss, h=args.h, **kernel, **common)
-    common["data_norm"] = args.data_norm
-    if loss == "logistic":
-        return linear_model.PrivateLogisticRegression(**common)
-    return linear_model.PrivateLinearSVC(loss=loss, h=args.h, **common)
+    return build_estimator(
+        loss, kernel=family == "kernel", epsilon=args.epsilon, alpha=args.alpha,
+        random_state=args.random_state, fit_intercept=bool(args.fit_intercept),
+        data_norm=args.data_norm, delta=args.delta, mechanism=args.mechanism or "auto",
+        classes=args.classes, h=args.h, y_bound=args.y_bound,
+        quantile=0.5 if args.quantile is None else args.quantile,
+        gamma=1.0 if args.gamma is None else args.gamma,
+        n_components=100 if args.n_components is None else args.n_components)
 
 
 def _parse_classes(text):
@@ -209,7 +218,7 @@ def _check_strict(args, from_data) -> None:
     if from_data:
         problems.append(f"bounds/categories of {from_data} would be read from the data (give "
                         "them in the --bounds file)")
-    if MODELS[args.model][0] != "regressor" and args.classes is None:
+    if _models()[args.model][0] != "regressor" and args.classes is None:
         problems.append("the label set would be read from the data (give --classes)")
     if problems:
         raise ValueError(f"--strict: {'; and '.join(problems)}.")
@@ -221,7 +230,7 @@ def _train_dask(args) -> int:
     from dperm.scale import dask_scheduler, lazy_design
     from dperm.tabular import read_bounds_file
 
-    if MODELS[args.model][0] != "classifier":
+    if _models()[args.model][0] != "classifier":
         raise ValueError(f"--engine dask fits the linear classifiers only; --model {args.model} "
                          "needs --engine memory.")
     _check_strict(args, [])  # the Dask reader itself refuses features without public bounds
@@ -288,7 +297,7 @@ def _targets(columns, args):
     from dperm.tabular import TableCellError, finite_numbers, parse_labels
 
     try:
-        if MODELS[args.model][0] == "regressor":
+        if _models()[args.model][0] == "regressor":
             return finite_numbers(columns[args.target], args.target, source=args.data,
                                   remedy="a regressor's target holds finite numbers only; fix "
                                          "the cell (dperm never drops a row, since n is public)")
@@ -580,11 +589,8 @@ def _train_options(train) -> None:
                       help="public bound R on every row's L2 norm")
 
     model = train.add_argument_group("model")
-    model.add_argument("--model", choices=tuple(MODELS), default="logistic",
-                       help="classifiers: logistic, huber, smooth_hinge, hinge (linear SVMs); "
-                            "regressors: least_squares (needs --y-bound), quantile; kernel "
-                            "classifiers by random Fourier features: kernel_logistic, "
-                            "kernel_huber, kernel_smooth_hinge, kernel_hinge")
+    model.add_argument("--model", choices=tuple(_models()), default="logistic",
+                       help=_model_help())
     model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
                        help="huber/smooth_hinge models: width h of the smoothed part of the loss")
     model.add_argument("--y-bound", type=float, default=None, metavar="M",
@@ -710,6 +716,13 @@ def _audit_options(sub) -> None:
     add_audit_subparser(sub)
 
 
+def _learning_rates(args) -> int:
+    """``dperm experiment learning-rates``: imports the experiment (NumPy, SciPy) only when it runs."""
+    from dperm.experiments.learning_rates import run_learning_rates_command
+
+    return run_learning_rates_command(args)
+
+
 def _experiment_options(sub) -> None:
     from dperm.experiments.options import add_learning_rates_subparser
 
@@ -717,7 +730,7 @@ def _experiment_options(sub) -> None:
                                 description=COMMANDS["experiment"].description,
                                 epilog=COMMANDS["experiment"].epilog)
     inner = experiment.add_subparsers(dest="experiment", required=True, metavar="{learning-rates}")
-    rates = add_learning_rates_subparser(inner)
+    rates = add_learning_rates_subparser(inner, func=_learning_rates)
     rates.epilog = "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5"
 
 

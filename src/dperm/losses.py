@@ -8,16 +8,23 @@ bound ``L``, the curvature bound ``c`` and ``C_L`` of 000 Thm 2
 (``solution_lipschitz``). The privacy arithmetic (``dperm.privacy.sensitivity``)
 reads ``L`` and ``c`` from here; no other module hard-codes them. The interface
 in full: ``docs/design/losses.md``.
+
+Which losses exist and who accepts each is one table, :data:`LOSSES`
+(:mod:`dperm.catalog`, import-free so the command line can read it): every
+list of losses in dperm is a filter of it, and :func:`get_loss` builds each
+entry from its class here.
 """
 
 from __future__ import annotations
 
+import importlib
 import numbers
 from abc import ABC, abstractmethod
 
 import numpy as np
 from scipy.special import expit
 
+from dperm.catalog import LOSSES, loss_names
 from dperm.privacy.sensitivity import least_squares_lipschitz
 from dperm.validation import check_positive
 
@@ -402,26 +409,51 @@ class SquaredLoss(ResidualLoss):
         return {"y_bound": self.y_bound}
 
 
-_LOSSES = {
-    "logistic": LogisticLoss,
-    "huber": HuberLoss,
-    "smooth_hinge": SmoothHingeLoss,
-    "hinge": HingeLoss,
-}
-
-#: Margin losses, built by :func:`get_loss` (classification).
-LOSS_NAMES = tuple(_LOSSES)
+#: Margin losses (classification), in table order.
+LOSS_NAMES = loss_names(kind="margin")
 
 
-def get_loss(name: str, **params) -> MarginLoss:
-    """Build a margin loss by name: ``"logistic"``, ``"huber"``, ``"smooth_hinge"`` or ``"hinge"``.
+def loss_class(name: str) -> type[ConvexLoss]:
+    """The class of the loss ``name`` in :data:`~dperm.catalog.LOSSES`.
 
-    ``h`` is passed to the losses that have a width and ignored by the others.
+    Raises
+    ------
+    ValueError
+        If ``name`` is not in the table.
     """
     try:
-        cls = _LOSSES[name]
+        info = LOSSES[name]
     except (KeyError, TypeError):
-        raise ValueError(f"loss must be one of {LOSS_NAMES}; got {name!r}.") from None
-    if cls in (HuberLoss, SmoothHingeLoss):
-        return cls(**{k: v for k, v in params.items() if k == "h"})
-    return cls()
+        raise ValueError(f"loss must be one of {tuple(LOSSES)}; got {name!r}.") from None
+    return getattr(importlib.import_module(info.module), info.class_name)
+
+
+def get_loss(name: str, **params) -> ConvexLoss:
+    """Build the loss ``name`` of :data:`~dperm.catalog.LOSSES` (``"logistic"``, ``"huber"``, ...).
+
+    Each loss takes the parameters its table entry declares (``h``, ``quantile``,
+    ``y_bound``) and ignores the others, so ``get_loss(name, h=h)`` builds any
+    margin loss.
+    """
+    cls = loss_class(name)
+    return cls(**{key: value for key, value in params.items() if key in LOSSES[name].params})
+
+
+__all__ = [
+    "HUBER_SMOOTHING_GAP",
+    "LOSSES",
+    "LOSS_NAMES",
+    "ConvexLoss",
+    "HingeLoss",
+    "HuberLoss",
+    "LogisticLoss",
+    "MarginLoss",
+    "PinballLoss",
+    "ResidualLoss",
+    "SmoothHingeLoss",
+    "SmoothPinballLoss",
+    "SquaredLoss",
+    "check_quantile",
+    "get_loss",
+    "loss_class",
+]

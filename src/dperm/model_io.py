@@ -41,15 +41,8 @@ from typing import Callable
 import numpy as np
 from sklearn.base import clone
 
+import dperm
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
-from dperm.linear_model import (
-    PrivateKernelLogisticRegression,
-    PrivateKernelSVC,
-    PrivateLeastSquares,
-    PrivateLinearSVC,
-    PrivateLogisticRegression,
-    PrivateQuantileRegressor,
-)
 from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
@@ -67,13 +60,21 @@ DIGEST_ALGORITHM = "sha256"
 #: tolerance (floating-point noise between platforms' ``log``/``exp``; on one
 #: machine they agree exactly). Any edit that changes a guarantee moves them by far more.
 CALIBRATION_RTOL = 1e-9
+
+
+def _estimators(layout: str) -> tuple:
+    """The estimators of :data:`dperm.ESTIMATORS` a model file stores with ``layout``."""
+    return tuple(getattr(dperm, name) for name, info in dperm.ESTIMATORS.items() if info.model_file == layout)
+
+
 #: Linear classifiers: ``coef`` is (n_problems, n_features), ``classes`` the labels.
-CLASSIFIERS = (PrivateLogisticRegression, PrivateLinearSVC)
+CLASSIFIERS = _estimators("classifier")
 #: Linear regressors: ``coef`` is (n_features,), ``intercept`` one number, ``classes`` null.
-REGRESSORS = (PrivateLeastSquares, PrivateQuantileRegressor)
+REGRESSORS = _estimators("regressor")
 #: Random-Fourier-feature classifiers: ``coef`` is (n_problems, n_components) on the
 #: features, and the public feature map (``"features"``: frequencies and phases) is stored.
-KERNEL_CLASSIFIERS = (PrivateKernelLogisticRegression, PrivateKernelSVC)
+KERNEL_CLASSIFIERS = _estimators("kernel")
+#: Every estimator a ``dperm-model`` file stores, by class name (the file's ``"estimator"``).
 ESTIMATORS = {cls.__name__: cls for cls in CLASSIFIERS + REGRESSORS + KERNEL_CLASSIFIERS}
 REQUIRED_KEYS = {
     "format", "version", "estimator", "params", "classes", "coef", "intercept",

@@ -26,7 +26,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from dperm.catalog import LOSSES
 from dperm.cloning import BudgetOnCloneMixin
+from dperm.losses import get_loss
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNEL_NAMES
 from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
@@ -251,20 +253,24 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
                 f"{self.epsilon_total:g}: not even one answer fits. Raise epsilon_total or lower "
                 "epsilon_per_query."
             )
-        if self.loss == "squared" and self.classes is not None:
-            raise ValueError("classes is for loss='hinge'; leave classes=None with loss='squared'.")
-        if self.loss == "squared" and self.y_bound is None:
-            raise ValueError("loss='squared' needs y_bound, a public bound M on |y|; got None.")
+        regression = LOSSES[self.loss].kind == "residual"
+        if regression and self.classes is not None:
+            margin = " or ".join(f"loss={name!r}" for name in PREDICTION_LOSSES if LOSSES[name].kind == "margin")
+            raise ValueError(f"classes is for {margin}; leave classes=None with loss={self.loss!r}.")
+        if "y_bound" in LOSSES[self.loss].params and self.y_bound is None:
+            raise ValueError(f"loss={self.loss!r} needs y_bound, a public bound M on |y|; got None.")
+        y_bound = float(self.y_bound) if "y_bound" in LOSSES[self.loss].params else None
         return {
             "epsilon_total": float(self.epsilon_total),
             "epsilon_per_query": float(self.epsilon_per_query),
             "gamma": float(self.gamma),
             "alpha": float(self.alpha),
-            "y_bound": float(self.y_bound) if self.loss == "squared" else None,
+            "y_bound": y_bound,
             "max_iter": int(self.max_iter),
             "n_components": int(self.n_components),
             "max_memory_gb": float(self.max_memory_gb),
-            "classes": check_classes(self.classes, n_classes=2) if self.loss == "hinge" else None,
+            "classes": None if regression else check_classes(self.classes, n_classes=2),
+            "loss": get_loss(self.loss, y_bound=y_bound),
         }
 
     # -- fitting ----------------------------------------------------------
@@ -292,21 +298,23 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         """
         refuse_dask_input(self, X, y)
         params = self._check_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=self.loss == "squared",
+        loss = params["loss"]
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=loss.kind == "residual",
                              ensure_min_samples=2)
         check_budget_for_data(params["epsilon_total"], 0.0, X.shape[0])  # pure: warns if weak
         # Before anything m x m is allocated (and nothing is ever spent in fit): the path and
         # its estimated cost, from public inputs only.
-        plan = plan_prediction_solver(self.solver, self.loss, X.shape[0], X.shape[1],
+        plan = plan_prediction_solver(self.solver, loss, X.shape[0], X.shape[1],
                                       params["n_components"], params["max_memory_gb"])
         y = self._prepare_labels(y, params)
         fit = fit_private_prediction(
-            X, y, loss=self.loss, kernel=self.kernel, gamma=params["gamma"], alpha=params["alpha"],
-            y_bound=params["y_bound"], max_iter=params["max_iter"],
+            X, y, loss=loss, kernel=self.kernel, gamma=params["gamma"], alpha=params["alpha"],
+            max_iter=params["max_iter"],
             epsilon_per_query=params["epsilon_per_query"], solver=plan.solver,
             n_components=params["n_components"], feature_seed=self.feature_seed,
         )
         self._exact_model = fit.model  # secret: the certified model (rows and/or coefficients)
+        self._loss = loss
         self._noise = fit.calibration.noise
         self._noise_rng = check_random_state(self.random_state)
         self._own_budget = BudgetAccountant(epsilon=params["epsilon_total"])
@@ -317,7 +325,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
             fit.calibration, kernel=self.kernel, kernel_gamma=params["gamma"], loss=self.loss,
             alpha=params["alpha"], y_bound=params["y_bound"], n_samples=X.shape[0],
             epsilon_total=params["epsilon_total"],
-            label_set_public=self.loss == "squared" or params["classes"] is not None,
+            label_set_public=loss.kind == "residual" or params["classes"] is not None,
             solver=plan.solver, n_components=params["n_components"],
             feature_seed=self.feature_seed, max_memory_gb=params["max_memory_gb"],
         )
@@ -325,7 +333,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
 
     def _prepare_labels(self, y, params):
         """Clip least-squares labels to ``[-M, M]`` (per record); map two classes to -1/+1 for the hinge."""
-        if self.loss == "squared":
+        if params["loss"].kind == "residual":
             y, n_clipped = clip_labels_to_bound(np.asarray(y, dtype=np.float64), params["y_bound"])
             warn_clipped_labels(n_clipped, params["y_bound"])
             return y
@@ -333,7 +341,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         observed = np.unique(y)
         if params["classes"] is None and observed.size > 2:
             raise ValueError(
-                f"loss='hinge' needs exactly two classes; y has {observed.size} ({observed.tolist()})."
+                f"loss={self.loss!r} needs exactly two classes; y has {observed.size} ({observed.tolist()})."
             )
         classes = resolve_label_set(params["classes"], y).classes
         self.classes_ = classes
@@ -418,13 +426,13 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
             and nothing is spent.
         """
         noisy = self._noisy_values(X)
-        if self.loss == "hinge":
+        if self._loss.kind == "margin":
             return self.classes_[(noisy > 0.0).astype(int)]
         return noisy
 
     def decision_function(self, X):
         """Hinge only: the noisy values ``f_z(x) + b``; costs ``len(X) * epsilon_per_query``."""
-        if self.loss != "hinge":
+        if LOSSES[self.loss].kind != "margin":
             raise ValueError("decision_function is for loss='hinge'; use predict for least squares.")
         return self._noisy_values(X)
 

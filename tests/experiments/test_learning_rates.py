@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from dperm.experiments.learning_rates import (
-    add_learning_rates_subparser,
     best_linear_hinge_risk,
     conditional_hinge_risk,
     fit_log_log_slope,
     make_test_sample,
     run_learning_rates,
+    run_learning_rates_command,
     save_results,
 )
+from dperm.experiments.options import add_learning_rates_subparser
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_best_linear_hinge_risk_is_below_any_linear_function():
 
 def test_subparser_hook_runs_the_command(tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="dperm")
-    add_learning_rates_subparser(parser.add_subparsers(dest="command"))
+    add_learning_rates_subparser(parser.add_subparsers(dest="command"), func=run_learning_rates_command)
     args = parser.parse_args(["learning-rates", "--sizes", "300", "600", "--seeds", "1", "--n-test",
                               "1000", "--jobs", "1", "--out", str(tmp_path / "out")])
     assert args.func(args) == 0
@@ -84,3 +85,18 @@ def test_subparser_hook_runs_the_command(tmp_path, capsys):
 def test_a_single_size_is_rejected():
     with pytest.raises(ValueError, match="at least two distinct sizes"):
         run_learning_rates(sizes=[500], n_seeds=1, n_test=1000, n_jobs=1, progress=None)
+
+
+def test_the_options_module_imports_no_experiment():
+    """options <-> learning_rates was a file-level circle closed by a function-level import (issue 29):
+    the import-free options module now imports no dperm module at all, at any level."""
+    import ast
+    import inspect
+
+    from dperm.experiments import options
+
+    tree = ast.parse(inspect.getsource(options))
+    imported = [node.module if isinstance(node, ast.ImportFrom) else alias.name
+                for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+                for alias in node.names]
+    assert not [name for name in imported if name and name.startswith("dperm")]

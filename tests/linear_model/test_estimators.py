@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import estimators
 from sklearn.base import clone
 from sklearn.datasets import make_blobs, make_classification
 from sklearn.pipeline import make_pipeline
@@ -23,14 +24,8 @@ from dperm import (
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.BudgetWarning")
 
 
-ESTIMATORS = [
-    PrivateLogisticRegression(random_state=0),
-    PrivateLogisticRegression(mechanism="output", random_state=0),
-    PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0),
-    PrivateLinearSVC(random_state=0),
-    PrivateLinearSVC(loss="smooth_hinge", random_state=0),
-    PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0),
-]
+#: The linear classifiers of the one estimator list (tests/conftest.py).
+ESTIMATORS = list(estimators("classifier", random_state=0).values())
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)

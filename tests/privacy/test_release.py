@@ -11,16 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import estimators, fresh
 
-from dperm import (
-    PrivateKernelLogisticRegression,
-    PrivateKernelSVC,
-    PrivateLeastSquares,
-    PrivateLinearSVC,
-    PrivateLogisticRegression,
-    PrivatePredictor,
-    PrivateQuantileRegressor,
-)
+from dperm import PrivateLogisticRegression, PrivatePredictor
+from dperm.catalog import LOSSES
+from dperm.mechanisms.prediction import PREDICTION_LOSSES
 from dperm.privacy.release import (
     DERIVED,
     FITTED_ATTRIBUTES,
@@ -67,29 +62,15 @@ def _fit_both(make, regression=False):
         return make().fit(X, y), make().fit(X2, y2)
 
 
-ESTIMATORS = {
-    "logistic-objective": lambda: PrivateLogisticRegression(epsilon=1.0, random_state=3),
-    "logistic-output": lambda: PrivateLogisticRegression(epsilon=1.0, mechanism="output", random_state=3),
-    "logistic-gaussian": lambda: PrivateLogisticRegression(epsilon=1.0, delta=1e-5,
-                                                           mechanism="gaussian_objective", random_state=3),
-    "svc-huber": lambda: PrivateLinearSVC(epsilon=1.0, random_state=3),
-    "svc-smooth-hinge": lambda: PrivateLinearSVC(loss="smooth_hinge", epsilon=1.0, random_state=3),
-    "svc-hinge-output": lambda: PrivateLinearSVC(loss="hinge", mechanism="output", epsilon=1.0,
-                                                 random_state=3),
-    "kernel-svc": lambda: PrivateKernelSVC(n_components=20, epsilon=2.0, random_state=3,
-                                           feature_random_state=1),
-    "kernel-logistic": lambda: PrivateKernelLogisticRegression(n_components=20, epsilon=2.0,
-                                                               random_state=3, feature_random_state=1),
-}
-REGRESSORS = {
-    "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, random_state=3),
-    "least-squares": lambda: PrivateLeastSquares(y_bound=1.0, epsilon=1.0, alpha=0.1, random_state=3),
-}
+#: Every classifier and regressor of the one estimator list (tests/conftest.py), seeded.
+ESTIMATORS = {**estimators("classifier", epsilon=1.0, random_state=3),
+              **estimators("kernel", n_components=20, epsilon=2.0, random_state=3, feature_random_state=1)}
+REGRESSORS = estimators("regressor", epsilon=1.0, random_state=3)
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
 def test_classifier_releases_nothing_but_noised_outputs(name):
-    on_d, on_d_prime = _fit_both(ESTIMATORS[name])
+    on_d, on_d_prime = _fit_both(lambda: fresh(ESTIMATORS[name]))
     _assert_same(non_noised(on_d), non_noised(on_d_prime))
     # the noised coefficients do differ: the comparison above is not vacuous
     assert not np.array_equal(released_attributes(on_d).get("coef_", on_d.linear_model_.coef_ if hasattr(on_d, "linear_model_") else None),
@@ -98,17 +79,17 @@ def test_classifier_releases_nothing_but_noised_outputs(name):
 
 @pytest.mark.parametrize("name", sorted(REGRESSORS))
 def test_regressor_releases_nothing_but_noised_outputs(name):
-    on_d, on_d_prime = _fit_both(REGRESSORS[name], regression=True)
+    on_d, on_d_prime = _fit_both(lambda: fresh(REGRESSORS[name]), regression=True)
     _assert_same(non_noised(on_d), non_noised(on_d_prime))
     assert not np.array_equal(on_d.coef_, on_d_prime.coef_)
 
 
-@pytest.mark.parametrize("loss", ["squared", "hinge"])
+@pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_private_predictor_releases_nothing_before_its_answers(loss):
     kwargs = {"y_bound": 1.0} if loss == "squared" else {}
     make = lambda: PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.5, loss=loss,  # noqa: E731
                                     random_state=3, **kwargs)
-    on_d, on_d_prime = _fit_both(make, regression=loss == "squared")
+    on_d, on_d_prime = _fit_both(make, regression=LOSSES[loss].kind == "residual")
     _assert_same(non_noised(on_d), non_noised(on_d_prime))
     assert on_d.privacy_.to_dict() == on_d_prime.privacy_.to_dict()
 
@@ -142,7 +123,7 @@ def test_model_file_fields_are_identical_on_neighbours_but_the_coefficients():
     from dperm.model_io import model_to_dict
     from dperm.tabular import NumericColumn, TabularSpec
 
-    on_d, on_d_prime = _fit_both(ESTIMATORS["logistic-objective"])
+    on_d, on_d_prime = _fit_both(lambda: fresh(ESTIMATORS["logistic"]))
     spec = TabularSpec([NumericColumn(f"x{i}", -1.0, 1.0) for i in range(3)])
     first, second = (model_to_dict(m, spec, "label") for m in (on_d, on_d_prime))
     for document in (first, second):
@@ -152,7 +133,7 @@ def test_model_file_fields_are_identical_on_neighbours_but_the_coefficients():
 
 
 def test_an_undeclared_fitted_attribute_is_refused():
-    model = ESTIMATORS["logistic-objective"]().fit(*_neighbours()[0])
+    model = fresh(ESTIMATORS["logistic"]).fit(*_neighbours()[0])
     model.n_iter_ = 7  # a solver diagnostic: computed from the data
     with pytest.raises(TypeError, match="n_iter_ is not declared"):
         released_attributes(model)

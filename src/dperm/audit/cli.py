@@ -21,11 +21,13 @@ import argparse
 import json
 from pathlib import Path
 
+from dperm.catalog import LOSSES, build_estimator
 from dperm.mechanisms.catalog import CATALOG, mechanism_help
 
-#: ``--estimator`` values: a dperm linear classifier by its loss, or the private
-#: selection of parameter tuning.
-AUDIT_TARGETS = ("logistic", "huber", "smooth_hinge", "hinge", "tuning")
+#: ``--estimator`` values: a dperm linear classifier by its loss (:data:`dperm.catalog.LOSSES`),
+#: or the private selection of parameter tuning.
+AUDIT_TARGETS = (*(info.name for info in LOSSES.values() if info.family == "classifier" and info.estimator),
+                 "tuning")
 
 
 def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
@@ -87,13 +89,9 @@ def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
 
 
 def _estimator(args):
-    from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
-
-    common = dict(epsilon=args.epsilon, delta=args.delta, mechanism=args.mechanism,
-                  data_norm=args.data_norm, fit_intercept=args.intercept)
-    if args.estimator == "logistic":
-        return PrivateLogisticRegression(**common)
-    return PrivateLinearSVC(loss=args.estimator, h=args.h, **common)
+    return build_estimator(args.estimator, epsilon=args.epsilon, delta=args.delta,
+                           mechanism=args.mechanism, data_norm=args.data_norm,
+                           fit_intercept=args.intercept, h=args.h)
 
 
 def run_audit_command(args) -> int:

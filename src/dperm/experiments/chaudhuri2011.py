@@ -26,6 +26,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold
 
+from dperm.catalog import LOSSES as LOSS_TABLE
 from dperm.experiments._report import (
     misclassification_error,
     output_dir,
@@ -47,7 +48,8 @@ HUBER_WIDTH = 0.5
 EPSILON = 0.1
 TOL = 1e-8
 MAX_ITER = 5000
-LOSSES = ("logistic", "huber")
+#: The losses of 003's experiments (Sec. 6: LR and Huber SVM), from :data:`dperm.catalog.LOSSES`.
+LOSSES = tuple(info.name for info in LOSS_TABLE.values() if info.paper_label)
 ROWS = ("nonprivate", "output", "objective")
 TABLE1_GRID = (1e-10, 1e-7, 1e-4, 10**-3.5, 1e-3, 10**-2.5, 1e-2, 10**-1.5)
 TABLE2_GRID = (1e-9, 1e-7, 1e-5, 10**-3.5, 1e-3, 10**-2.5, 1e-2, 10**-1.5)

@@ -30,6 +30,8 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from dperm.catalog import LOSSES as LOSS_TABLE
+from dperm.catalog import build_estimator
 from dperm.experiments._report import (
     misclassification_error,
     output_dir,
@@ -39,7 +41,7 @@ from dperm.experiments._report import (
     summary_stats,
     write_json,
 )
-from dperm.linear_model import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.linear_model import PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 from dperm.validation import check_positive_int
@@ -56,7 +58,8 @@ NONPRIVATE_ALPHA_GRID = (1e-6, 1e-5) + ALPHA_GRID
 #: private fits ~18 s, the two non-private paths ~12 s (measured, results.json "cpu_seconds").
 REFERENCE_REPEATS = 2
 DEMO_MECHANISMS = ("output", "objective")
-LOSSES = {"logistic": "LR", "huber": "Huber SVM"}
+#: The losses of 003's experiments, by their name there ("LR", "Huber SVM"): :data:`dperm.catalog.LOSSES`.
+LOSSES = {info.name: info.paper_label for info in LOSS_TABLE.values() if info.paper_label}
 HUBER_WIDTH = 0.5
 #: Adult's label set is public (<=50K / >50K), so the estimators are told it.
 CLASSES = (0, 1)
@@ -91,9 +94,7 @@ def _make_estimator(loss: str, mechanism: str, epsilon: float, alpha, seed: int)
                   classes=list(CLASSES), random_state=seed)
     if alpha is not None:
         common["alpha"] = alpha
-    if loss == "logistic":
-        return PrivateLogisticRegression(**common)
-    return PrivateLinearSVC(loss=loss, h=HUBER_WIDTH, **common)
+    return build_estimator(loss, h=HUBER_WIDTH, **common)
 
 
 def _fit_seed(fit: Fit, seed: int) -> int:

@@ -32,13 +32,7 @@ from dperm.experiments._report import (
     write_csv,
     write_json,
 )
-from dperm.experiments.options import (  # the defaults and the parser, import-free for --help
-    DIMENSION,
-    N_SEEDS,
-    N_TEST,
-    SIZES,
-    add_learning_rates_subparser,
-)
+from dperm.experiments.options import DIMENSION, N_SEEDS, N_TEST, SIZES  # import-free for --help
 from dperm.linear_model import PrivateLeastSquares, PrivateLinearSVC
 from dperm.losses import HuberLoss
 from dperm.solvers import solve_hinge_svm
@@ -47,7 +41,6 @@ from dperm.theory import least_squares_parameter_choice, nie_wang_parameter_choi
 __all__ = [
     "SIZES",
     "TASKS",
-    "add_learning_rates_subparser",
     "best_linear_hinge_risk",
     "conditional_hinge_risk",
     "fit_log_log_slope",

@@ -34,8 +34,14 @@ N_TEST = 20000
 DIMENSION = 2
 
 
-def add_learning_rates_subparser(subparsers, name: str = "learning-rates"):
-    """Add the ``learning-rates`` command to an ``argparse`` subparsers object; return its parser."""
+def add_learning_rates_subparser(subparsers, name: str = "learning-rates", func=None):
+    """Add the ``learning-rates`` command to an ``argparse`` subparsers object; return its parser.
+
+    ``func``, the parser's ``func`` default, is the command's handler: the
+    caller's, so that this module imports nothing of the experiment it
+    describes (``dperm.cli`` passes one that imports
+    :func:`dperm.experiments.learning_rates.run_learning_rates_command` when it runs).
+    """
     parser = subparsers.add_parser(
         name, help="empirical learning rates vs Nie & Wang's theory (000 Thm 4, 002 Thm 3)",
         description="Excess risk of DP least squares and the DP SVM against m under the theory's "
@@ -48,15 +54,8 @@ def add_learning_rates_subparser(subparsers, name: str = "learning-rates"):
     parser.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
     parser.add_argument("--jobs", type=int, default=2, help="parallel workers (default 2)")
     parser.add_argument("--out", default="dperm-learning-rates", help="output directory")
-    parser.set_defaults(func=_run_learning_rates)
+    parser.set_defaults(func=func)
     return parser
-
-
-def _run_learning_rates(args) -> int:
-    """The command's handler: imports the experiment (NumPy, SciPy) only when it runs."""
-    from dperm.experiments.learning_rates import run_learning_rates_command
-
-    return run_learning_rates_command(args)
 
 
 __all__ = ["DIMENSION", "ENCODINGS", "ENGINES", "N_DATASETS", "N_ROUNDS", "N_SEEDS", "N_TEST", "RUNS",

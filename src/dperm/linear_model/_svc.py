@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from sklearn.utils._param_validation import StrOptions
 
+from dperm.catalog import loss_names
 from dperm.linear_model._base import POSITIVE, PrivateLinearClassifierBase
 from dperm.losses import get_loss
 
-SVC_LOSSES = ("huber", "smooth_hinge", "hinge")
+#: ``loss=`` choices: the losses :data:`dperm.catalog.LOSSES` gives this estimator.
+SVC_LOSSES = loss_names(estimator="PrivateLinearSVC")
 
 
 class PrivateLinearSVC(PrivateLinearClassifierBase):

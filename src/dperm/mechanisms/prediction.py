@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dperm.catalog import loss_names
 from dperm.kernels import PAIR_MAP_KAPPA, get_kernel
-from dperm.losses import HingeLoss, SquaredLoss
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
@@ -37,14 +37,13 @@ __all__ = [
     "calibrated_prediction_sensitivity",
     "path_kappa",
     "fit_private_prediction",
-    "prediction_loss",
     "prediction_noise_calibration",
     "prediction_sensitivity",
     "solution_radius_allowance",
 ]
 
 #: Losses the prediction mechanism supports (000 Sec. 5.1 and 5.2).
-PREDICTION_LOSSES = ("squared", "hinge")
+PREDICTION_LOSSES = loss_names(prediction=True)
 #: The closed-form least-squares solve is exact up to rounding; the public
 #: allowance for that rounding is this fraction of ``B_Delta / kappa``.
 CLOSED_FORM_RADIUS_FRACTION = 1e-6
@@ -52,15 +51,6 @@ CLOSED_FORM_RADIUS_FRACTION = 1e-6
 # ---------------------------------------------------------------------------
 # Calibration: pure functions, each citing its formula
 # ---------------------------------------------------------------------------
-def prediction_loss(name: str, y_bound: float | None = None):
-    """The dperm loss object behind ``loss=name``: :class:`SquaredLoss` (``|y| <= y_bound``) or :class:`HingeLoss`."""
-    if name == "squared":
-        return SquaredLoss(y_bound)
-    if name == "hinge":
-        return HingeLoss()
-    raise ValueError(f"loss must be one of {PREDICTION_LOSSES}; got {name!r}.")
-
-
 def prediction_sensitivity(
     kappa: float, C_L: float, lam: float, m: int, gamma: float = SQUARED_NORM_GAMMA
 ) -> float:
@@ -92,15 +82,16 @@ def prediction_sensitivity(
     return kappa * lipschitz_loss_sensitivity(kappa, C_L, lam, m, gamma)
 
 
-def solution_radius_allowance(loss_name: str, sensitivity: float, kappa: float) -> float:
+def solution_radius_allowance(loss, sensitivity: float, kappa: float) -> float:
     """The RKHS radius ``r`` around the exact minimiser that the solve must certify.
 
     A fraction of the RKHS sensitivity ``B_Delta / kappa`` fixed before the data
-    is solved: :data:`CLOSED_FORM_RADIUS_FRACTION` for least squares (closed
-    form), :data:`dperm.mechanisms.output.NONSMOOTH_RADIUS_FRACTION` for the
-    hinge (duality gap), the allowance dperm's output perturbation uses.
+    is solved: :data:`CLOSED_FORM_RADIUS_FRACTION` for least squares, the residual
+    loss (closed form), :data:`dperm.mechanisms.output.NONSMOOTH_RADIUS_FRACTION`
+    for the hinge, the margin loss (duality gap), the allowance dperm's output
+    perturbation uses (:mod:`dperm.solvers.kernel`).
     """
-    fraction = CLOSED_FORM_RADIUS_FRACTION if loss_name == "squared" else NONSMOOTH_RADIUS_FRACTION
+    fraction = CLOSED_FORM_RADIUS_FRACTION if loss.kind == "residual" else NONSMOOTH_RADIUS_FRACTION
     return fraction * sensitivity / kappa
 
 
@@ -178,13 +169,17 @@ def path_kappa(kernel: str, solver: str) -> float:
     return get_kernel(kernel).kappa if solver == "exact" else PAIR_MAP_KAPPA
 
 
-def calibrate_prediction(loss_name: str, y_bound, alpha: float, m: int, epsilon_per_query: float,
+def calibrate_prediction(loss, alpha: float, m: int, epsilon_per_query: float,
                          kappa: float) -> PredictionCalibration:
-    """The whole calibration of 000 Prop. 1 and Lemma 1 for ``m`` training rows (paper notes 5, 7, 8)."""
+    """The whole calibration of 000 Prop. 1 and Lemma 1 for ``m`` training rows (paper notes 5, 7, 8).
+
+    ``loss`` is a prediction loss object (:data:`PREDICTION_LOSSES`): its
+    ``solution_lipschitz`` is ``C_L`` (000 Sec. 5.1 for least squares with its ``y_bound``).
+    """
     lam = lambda_from_alpha(alpha)
-    lipschitz = prediction_loss(loss_name, y_bound).solution_lipschitz(kappa, alpha)
+    lipschitz = loss.solution_lipschitz(kappa, alpha)
     sensitivity = prediction_sensitivity(kappa, lipschitz, lam, m, SQUARED_NORM_GAMMA)
-    radius = solution_radius_allowance(loss_name, sensitivity, kappa)
+    radius = solution_radius_allowance(loss, sensitivity, kappa)
     calibrated = calibrated_prediction_sensitivity(sensitivity, kappa, radius)
     return PredictionCalibration(
         kappa=kappa, lam=lam, strong_convexity=SQUARED_NORM_GAMMA, lipschitz=lipschitz,
@@ -211,21 +206,21 @@ class PredictionFit:
     calibration: PredictionCalibration
 
 
-def fit_private_prediction(X, y, *, loss, kernel, gamma, alpha, y_bound, max_iter, epsilon_per_query,
+def fit_private_prediction(X, y, *, loss, kernel, gamma, alpha, max_iter, epsilon_per_query,
                            solver, n_components=None, feature_seed=None) -> PredictionFit:
     """Calibrate from public inputs, then solve the kernel ERM to the certified radius.
 
     Releases nothing and spends nothing: each later answer costs
     ``epsilon_per_query`` (the caller's budget). ``solver`` is the planned path
-    (:func:`dperm.solvers.kernel.plan_prediction_solver`); ``y`` holds labels in
-    ``[-y_bound, y_bound]`` (squared) or in {-1, +1} (hinge).
+    (:func:`dperm.solvers.kernel.plan_prediction_solver`); ``loss`` the loss
+    object (:func:`dperm.losses.get_loss`); ``y`` holds targets in
+    ``[-loss.y_bound, loss.y_bound]`` (squared) or labels in {-1, +1} (hinge).
 
     The solve always certifies the radius the noise is calibrated for (a proven
     method finishes what ``max_iter`` fast iterations leave, :mod:`dperm.solvers.proven`).
     """
-    calibration = calibrate_prediction(loss, y_bound, alpha, X.shape[0], epsilon_per_query,
+    calibration = calibrate_prediction(loss, alpha, X.shape[0], epsilon_per_query,
                                        kappa=path_kappa(kernel, solver))
     model = fit_kernel_model(X, y, solver, loss, kernel, gamma, alpha, calibration.radius_allowance,
-                             max_iter, y_bound=y_bound, n_components=n_components,
-                             feature_seed=feature_seed)
+                             max_iter, n_components=n_components, feature_seed=feature_seed)
     return PredictionFit(model=model, calibration=calibration)

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_X_y
 
 from dperm.cloning import BudgetOnCloneMixin
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
+from dperm.catalog import loss_names
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
@@ -54,7 +55,7 @@ from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_se
 from dperm.validation import check_budget_for_data, check_random_state
 
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
-MULTIPARTY_LOSSES = ("logistic", "huber")
+MULTIPARTY_LOSSES = loss_names(multiparty=True)
 
 #: A finite number > 0 (the closed-open ends refuse 0, inf and nan).
 _POSITIVE = Interval(Real, 0, math.inf, closed="neither")

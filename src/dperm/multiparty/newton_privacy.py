@@ -65,6 +65,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dperm.catalog import loss_names
 from dperm.exceptions import CalibrationRefusedError
 from dperm.multiparty.privacy import PartyFloor, check_open_delta
 from dperm.validation import check_epsilon, check_positive, check_positive_int
@@ -85,7 +86,7 @@ CALIBRATION_RTOL = 1e-9
 #: the noisy Newton iteration's fixed point depends on the gradient only, the Hessian sets its speed.
 DEFAULT_GRADIENT_SHARE = 0.75
 #: Losses the protocol accepts: twice differentiable, with ``0 <= phi'' <= c``.
-NEWTON_LOSSES = ("logistic", "huber")
+NEWTON_LOSSES = loss_names(multiparty=True)
 
 
 def packed_length(n_features: int) -> int:

@@ -12,6 +12,12 @@ fast method runs under ``max_iter`` and a proven method finishes it
 picks the path from public inputs and refuses one over the memory cap before
 anything is allocated. Why both paths share one calibration:
 ``docs/design/prediction.md``.
+
+Every function takes the loss object (:mod:`dperm.losses`) and asks it its kind:
+the prediction losses of :data:`dperm.catalog.LOSSES` are one residual loss,
+least squares (real targets in ``[-y_bound, y_bound]``, solved in closed form),
+and one margin loss, the hinge (labels in {-1, +1}, solved in its dual). A test
+checks each solve against its own loss's objective.
 """
 
 from __future__ import annotations
@@ -61,11 +67,11 @@ DEFAULT_MAX_MEMORY_GB = 2.0
 #: Default number of random frequencies D of the features path (2D features).
 DEFAULT_N_COMPONENTS = 256
 BYTES_PER_FLOAT = 8
-#: ``m x m`` float64 matrices alive at the peak of the exact solve. Measured with
-#: tracemalloc at m = 2000: 3.1 (squared: K, K + lambda m I, its Cholesky copy)
-#: and 2.0 (hinge, L-BFGS only); the hinge's active-set steps copy blocks of Q
-#: and factor them, hence the margin.
-EXACT_PEAK_MATRICES = {"squared": 4, "hinge": 6}
+#: ``m x m`` float64 matrices alive at the peak of the exact solve, by the loss's kind.
+#: Measured with tracemalloc at m = 2000: 3.1 (residual, least squares: K, K + lambda m I,
+#: its Cholesky copy) and 2.0 (margin, the hinge, L-BFGS only); the hinge's active-set
+#: steps copy blocks of Q and factor them, hence the margin.
+EXACT_PEAK_MATRICES = {"residual": 4, "margin": 6}
 #: Copies of the ``m x 2D`` feature matrix alive in the hinge features solve:
 #: Z, liblinear's internal copy (an index and a value per entry: two floats),
 #: and the duality gap's scaled copy.
@@ -104,19 +110,19 @@ class SolverPlan:
     seconds: float
 
 
-def exact_solver_cost(loss_name: str, m: int, n_features: int) -> tuple[float, float]:
+def exact_solver_cost(loss, m: int, n_features: int) -> tuple[float, float]:
     """``(bytes, seconds)`` of the exact kernel solve: ``O(m^2)`` memory, ``O(m^3)`` time.
 
     Memory: :data:`EXACT_PEAK_MATRICES` ``m x m`` float64 matrices. Time: the
     Gram matrix (``3 m^2 d`` flops) plus a Cholesky factorisation (``m^3 / 3``;
     the hinge's active-set steps factor the free block, the same order).
     """
-    memory = EXACT_PEAK_MATRICES[loss_name] * BYTES_PER_FLOAT * float(m) ** 2
+    memory = EXACT_PEAK_MATRICES[loss.kind] * BYTES_PER_FLOAT * float(m) ** 2
     flops = 3.0 * m * m * n_features + float(m) ** 3 / 3.0
     return memory, flops / NOMINAL_FLOPS
 
 
-def features_solver_cost(loss_name: str, m: int, n_features: int, n_components: int) -> tuple[float, float]:
+def features_solver_cost(loss, m: int, n_features: int, n_components: int) -> tuple[float, float]:
     """``(bytes, seconds)`` of the random-feature solve with ``2 D`` features.
 
     Squared loss: the ``2D x 2D`` Gram matrix and its factor plus one block of
@@ -128,7 +134,7 @@ def features_solver_cost(loss_name: str, m: int, n_features: int, n_components: 
     width = 2 * n_components
     block = min(m, FEATURE_ROW_BLOCK)
     map_flops = 2.0 * m * n_components * n_features
-    if loss_name == "squared":
+    if loss.kind == "residual":
         memory = BYTES_PER_FLOAT * (3.0 * width**2 + 4.0 * block * width)
         flops = map_flops + 2.0 * m * width**2 + width**3 / 3.0
     else:
@@ -142,7 +148,7 @@ def _gigabytes(n_bytes: float) -> str:
 
 
 def plan_prediction_solver(
-    solver: str, loss_name: str, m: int, n_features: int, n_components: int, max_memory_gb: float
+    solver: str, loss, m: int, n_features: int, n_components: int, max_memory_gb: float
 ) -> SolverPlan:
     """Choose the path and check it fits ``max_memory_gb``, before anything is allocated.
 
@@ -157,8 +163,8 @@ def plan_prediction_solver(
         One line: the path, its estimated memory and time, the cap, and what to do.
     """
     cap = max_memory_gb * 1e9
-    exact = SolverPlan("exact", *exact_solver_cost(loss_name, m, n_features))
-    features = SolverPlan("features", *features_solver_cost(loss_name, m, n_features, n_components))
+    exact = SolverPlan("exact", *exact_solver_cost(loss, m, n_features))
+    features = SolverPlan("features", *features_solver_cost(loss, m, n_features, n_components))
     if solver == "auto":
         solver = "exact" if exact.memory_bytes <= cap else "features"
     plan = exact if solver == "exact" else features
@@ -170,7 +176,7 @@ def plan_prediction_solver(
     else:
         advice = "lower n_components or raise max_memory_gb"
     raise ValueError(
-        f"PrivatePredictor: solver={plan.solver!r} with loss={loss_name!r} on m={m} rows needs an "
+        f"PrivatePredictor: solver={plan.solver!r} with loss={loss.name!r} on m={m} rows needs an "
         f"estimated {_gigabytes(plan.memory_bytes)} of memory (about {plan.seconds:.3g} s), over "
         f"max_memory_gb={max_memory_gb:g}; nothing was fitted or spent: {advice}."
     )
@@ -445,15 +451,17 @@ class ExactKernelModel:
         return f"ExactKernelModel(kernel={self._kernel!r}, m={self._coef.shape[0]}, <secret>)"
 
 
-def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, max_iter, y_bound=None):
-    """Solve the kernel ERM of ``loss_name`` exactly enough and return the secret model and its solve.
+def fit_exact_kernel_model(X, y, loss, kernel, gamma, alpha, radius_tol, max_iter):
+    """Solve the kernel ERM of ``loss`` exactly enough and return the secret model and its solve.
 
     Parameters
     ----------
     X : ndarray of shape (m, d)
     y : ndarray of shape (m,)
-        Labels in ``[-y_bound, y_bound]`` (squared) or in {-1, +1} (hinge).
-    loss_name : {"squared", "hinge"}
+        Targets in ``[-y_bound, y_bound]`` (squared) or labels in {-1, +1} (hinge).
+    loss : SquaredLoss or HingeLoss
+        A prediction loss (:data:`dperm.mechanisms.prediction.PREDICTION_LOSSES`);
+        least squares projects its values to ``[-loss.y_bound, loss.y_bound]``.
     kernel, gamma
         See :data:`dperm.kernels.KERNELS`.
     alpha : float
@@ -462,16 +470,19 @@ def fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, ma
         The RKHS radius the solve must certify
         (:func:`dperm.mechanisms.prediction.solution_radius_allowance`).
     max_iter : int
-    y_bound : float or None
-        ``M`` for least squares (projection of the values).
     """
     K = kernel_matrix(kernel, X, X, gamma)
-    if loss_name == "squared":
+    if loss.kind == "residual":
         solve = solve_kernel_least_squares(K, y, alpha, radius_tol)
     else:
         solve = solve_kernel_hinge(K, y, alpha, radius_tol, max_iter)
-    model = ExactKernelModel(X, solve.coef, kernel, gamma, y_bound if loss_name == "squared" else None)
+    model = ExactKernelModel(X, solve.coef, kernel, gamma, _value_bound(loss))
     return model, solve
+
+
+def _value_bound(loss):
+    """``M``, the bound answers are projected to (002 eq. 2), for a residual loss; ``None`` for a margin loss."""
+    return loss.y_bound if loss.kind == "residual" else None
 
 
 # ---------------------------------------------------------------------------
@@ -569,15 +580,16 @@ class RandomFeatureKernelModel:
         return f"RandomFeatureKernelModel(n_features={self._coef.shape[0]}, <secret>)"
 
 
-def fit_random_feature_model(X, y, loss_name, frequencies, alpha, radius_tol, max_iter, y_bound=None):
+def fit_random_feature_model(X, y, loss, frequencies, alpha, radius_tol, max_iter):
     """Solve the kernel ERM for ``k_z`` in its ``2D``-dimensional primal; return the secret model.
 
     Parameters
     ----------
     X : ndarray of shape (m, d)
     y : ndarray of shape (m,)
-        Labels in ``[-y_bound, y_bound]`` (squared) or in {-1, +1} (hinge).
-    loss_name : {"squared", "hinge"}
+        Targets in ``[-y_bound, y_bound]`` (squared) or labels in {-1, +1} (hinge).
+    loss : SquaredLoss or HingeLoss
+        As in :func:`fit_exact_kernel_model`.
     frequencies : ndarray of shape (D, d)
         Public (:func:`feature_frequencies`).
     alpha : float
@@ -585,13 +597,12 @@ def fit_random_feature_model(X, y, loss_name, frequencies, alpha, radius_tol, ma
         The radius the solve must certify (the same allowance as the exact path).
     max_iter : int
         liblinear's iteration budget (hinge).
-    y_bound : float or None
     """
-    if loss_name == "squared":
+    if loss.kind == "residual":
         coef, _ = solve_feature_least_squares(X, y, frequencies, alpha, radius_tol)
     else:
         coef = solve_hinge_svm(_feature_matrix(X, frequencies), y, alpha, radius_tol, max_iter).coef
-    return RandomFeatureKernelModel(frequencies, coef, y_bound if loss_name == "squared" else None)
+    return RandomFeatureKernelModel(frequencies, coef, _value_bound(loss))
 
 
 def query_block_rows(m: int) -> int:
@@ -602,8 +613,8 @@ def query_block_rows(m: int) -> int:
 # ---------------------------------------------------------------------------
 # Either path
 # ---------------------------------------------------------------------------
-def fit_kernel_model(X, y, solver, loss_name, kernel, gamma, alpha, radius_tol, max_iter,
-                     y_bound=None, n_components=None, feature_seed=None):
+def fit_kernel_model(X, y, solver, loss, kernel, gamma, alpha, radius_tol, max_iter,
+                     n_components=None, feature_seed=None):
     """The secret certified model of the planned path: exact kernel or public random features.
 
     ``solver`` is :attr:`SolverPlan.solver`. The features path draws its
@@ -611,9 +622,7 @@ def fit_kernel_model(X, y, solver, loss_name, kernel, gamma, alpha, radius_tol, 
     (:func:`feature_frequencies`): public inputs, never the data or the noise.
     """
     if solver == "exact":
-        model, _ = fit_exact_kernel_model(X, y, loss_name, kernel, gamma, alpha, radius_tol, max_iter,
-                                          y_bound=y_bound)
+        model, _ = fit_exact_kernel_model(X, y, loss, kernel, gamma, alpha, radius_tol, max_iter)
         return model
     frequencies = feature_frequencies(kernel, gamma, n_components, X.shape[1], feature_seed)
-    return fit_random_feature_model(X, y, loss_name, frequencies, alpha, radius_tol, max_iter,
-                                    y_bound=y_bound)
+    return fit_random_feature_model(X, y, loss, frequencies, alpha, radius_tol, max_iter)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dperm.catalog import loss_names
 from dperm.multiparty.flower import deploy
 from dperm.multiparty.flower.deploy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -200,7 +201,7 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--gradient-share", type=float, default=0.75,
                             help="newton: share of each round's privacy loss spent on the gradient (default 0.75)")
     coordinate.add_argument("--data-norm", type=float, default=1.0, help="public row norm bound R (default 1)")
-    coordinate.add_argument("--loss", choices=("logistic", "huber"), default="logistic",
+    coordinate.add_argument("--loss", choices=loss_names(multiparty=True), default="logistic",
                             help="the loss of the classifier (default logistic)")
     coordinate.add_argument("--huber-width", dest="h", type=float, default=0.5,
                             help="huber loss: the width h of its quadratic part (default 0.5)")
