@@ -42,7 +42,8 @@ from dperm.multiparty import (  # noqa: E402
     psgd,
 )
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
-from dperm.multiparty.flower.grid import InProcessGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower._adapter import server_identity  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.flower.deploy import (  # noqa: E402
     free_loopback_ports,
     stop_process_group,

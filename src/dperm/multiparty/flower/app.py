@@ -59,7 +59,9 @@ from dperm.multiparty.flower.engine import (
     count_clipped,
     decode_counts,
     encode_counts,
+    flower_poll_seconds,
     load_flower,
+    object_pull_waits,
 )
 from dperm.multiparty.model_file import (
     MODEL_FORMAT,
@@ -91,6 +93,8 @@ from dperm.tabular import finite_numbers, read_csv_columns
 _flower = load_flower()
 
 from flwr.serverapp import ServerApp  # noqa: E402  (after load_flower's environment)
+
+from dperm.multiparty.flower._adapter import object_pull_backoff, server_identity  # noqa: E402
 
 #: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).
 FLOOR_KEYS = {"max_epsilon": "max-epsilon", "max_delta": "max-delta", "max_rounds": "max-rounds"}
@@ -479,7 +483,7 @@ class GridNetwork:
 
     def _send_setup(self, config: dict) -> None:
         """Send a set-up query to every party; any refusal fails the set-up."""
-        with _flower.server_identity(self.grid.run.run_id):
+        with server_identity(self.grid.run.run_id):
             _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
 
     def _secure_round(self, coef, config: dict, round_index: int, encoding) -> list:
@@ -616,7 +620,7 @@ def wait_for_parties(grid, n_parties: int, wait_seconds: float, poll_seconds: fl
 
 def describe_parties(grid, node_ids, timeout=None) -> list:
     """Ask each party for its public size, ``d`` and feature names; check they agree."""
-    with _flower.server_identity(grid.run.run_id):
+    with server_identity(grid.run.run_id):
         replies = _flower.query_parties(grid, node_ids, {"action": "describe"}, timeout=timeout)
     parties = [
         PartyInfo(node_id=node_id, name=str(reply["name"]), n_samples=int(reply["n-samples"]),
@@ -734,10 +738,12 @@ def coordinator_main(grid, context) -> None:
     settings = CoordinatorSettings.from_run_config(context.run_config)
     out, status_path = context.run_config["out"], context.run_config["status"]
     started = time.monotonic()
-    grid = _flower.PollingGrid(grid)  # Flower's grid waits 3 s between pulls for replies
+    # Flower's grid waits 3 s between pulls for replies, and 1 s, 2 s, ... for a reply's missing objects
+    grid = _flower.PollingGrid(grid, flower_poll_seconds(_flower.GRID_POLL_SECONDS))
     try:
-        result, parties, network, record = coordinate(grid, settings, server_context=context,
-                                                      engine_name=context.run_config.get("engine", ENGINE_NAME))
+        with object_pull_backoff(*object_pull_waits()):
+            result, parties, network, record = coordinate(grid, settings, server_context=context,
+                                                          engine_name=context.run_config.get("engine", ENGINE_NAME))
     except Exception as error:
         write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
                                  "seconds": time.monotonic() - started, **_timing(started_at, grid)})
