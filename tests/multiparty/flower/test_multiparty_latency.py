@@ -16,6 +16,7 @@ from flwr.app import Context, RecordDict  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
 
 from _multiparty_data import make_data, split  # noqa: E402
+from dperm.multiparty.flower import _party  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower import supernode as _flower_supernode  # noqa: E402
 from dperm.multiparty.flower._adapter import object_pull_backoff, server_identity  # noqa: E402
@@ -169,16 +170,16 @@ def test_the_superlink_gets_a_short_superexec_poll_unless_set(monkeypatch):
 
 def test_the_party_reads_its_shard_once_and_again_when_it_changes(shard_files, monkeypatch):
     reads = []
-    original = flower_app.load_shard
-    monkeypatch.setattr(flower_app, "load_shard", lambda *args: reads.append(args) or original(*args))
-    monkeypatch.setattr(flower_app, "_SHARD_CACHE", {})
-    X1, y1 = flower_app._cached_shard(str(shard_files[0]), "label")
+    original = _party.load_shard
+    monkeypatch.setattr(_party, "load_shard", lambda *args: reads.append(args) or original(*args))
+    monkeypatch.setattr(_party, "_SHARD_CACHE", {})
+    X1, y1 = _party.cached_shard(str(shard_files[0]), "label")
     X1[:] = 99.0  # a caller's change does not reach the cache
-    X2, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    X2, _ = _party.cached_shard(str(shard_files[0]), "label")
     assert len(reads) == 1 and not np.any(X2 == 99.0)
     X, y = make_data(n=10)
     write_shard(shard_files[0], X, y)  # new content (size differs)
-    X3, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    X3, _ = _party.cached_shard(str(shard_files[0]), "label")
     assert len(reads) == 2 and X3.shape[0] == 10
 
 

@@ -243,7 +243,7 @@ def plan_party(args) -> PartyPlan:
     and the party's key. Raises ImportError (naming ``dperm[multiparty]``)
     when Flower is missing, ValueError naming the option otherwise.
     """
-    from dperm.multiparty.flower.app import load_shard
+    from dperm.multiparty.flower._party import load_shard
 
     floor = party_floor(args)
     ledger, budget = party_ledger(args, floor)
