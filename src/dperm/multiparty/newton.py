@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +33,7 @@ from dperm.multiparty.newton_privacy import (
     party_sigma_squared_fraction,
     view_guarantee,
 )
-from dperm.multiparty.protocol import ShardOwner
+from dperm.multiparty.protocol import InProcessParties, PartyNetwork, ShardOwner
 from dperm.multiparty.secure_sum import check_contribution, summarise_reports
 from dperm.solvers import loss_sums
 
@@ -128,57 +128,26 @@ class NewtonParty(ShardOwner):
 # -- the network -------------------------------------------------------------------------------------
 
 
-class NewtonNetwork(ABC):
-    """The coordinator's only channel: broadcast ``w_t``, get the secure sum of the replies."""
-
-    @property
-    @abstractmethod
-    def n_samples_by_party(self) -> tuple:
-        """Public ``N_k``."""
-
-    @property
-    @abstractmethod
-    def n_features(self) -> int:
-        """Public ``d``."""
-
-    @abstractmethod
-    def setup(self, calibration: NewtonCalibration) -> None:
-        """Announce the calibration; every party checks it (or the set-up fails)."""
+class NewtonNetwork(PartyNetwork):
+    """The Newton protocol's channel: broadcast ``w_t``, get the secure sum of the parties' replies."""
 
     @abstractmethod
     def round_sum(self, coef, round_index: int):
         """Return ``(sum of the parties' replies at coef, SecureSumReport)``."""
 
 
-class InProcessNewtonNetwork(NewtonNetwork):
-    """Parties and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one process.
+class InProcessNewtonNetwork(InProcessParties, NewtonNetwork):
+    """Newton's parties and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one process.
 
     The secure sum's encoding must be the calibration's (clipping range
     ``C``, ``Q``, ``M``): replies lie on its grid, so the fixed-point
     encoding is exact and the revealed sum is the sum of the replies.
     """
 
-    def __init__(self, parties, secure_sum):
-        parties = list(parties)
-        if len(parties) < 2:
-            raise ValueError(f"a multiparty network needs at least 2 parties; got {len(parties)}.")
-        if len({party.n_features for party in parties}) != 1:
-            raise ValueError("the parties' shards have different numbers of features.")
-        self._parties = parties
-        self._secure_sum = secure_sum
-        self._dimension = None
-
-    @property
-    def n_samples_by_party(self) -> tuple:
-        return tuple(party.n_samples for party in self._parties)
-
-    @property
-    def n_features(self) -> int:
-        return self._parties[0].n_features
+    _dimension = None
 
     def setup(self, calibration: NewtonCalibration) -> None:
-        for party in self._parties:
-            party.setup(calibration)
+        super().setup(calibration)
         self._dimension = calibration.dimension
 
     def round_sum(self, coef, round_index: int):

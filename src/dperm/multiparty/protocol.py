@@ -254,13 +254,16 @@ class Party(ShardOwner):
 # -- the coordinator's channel ---------------------------------------------------------
 
 
-class GradientSumNetwork(ABC):
-    """The coordinator's only channel to the parties: broadcast ``w_t``, receive a secure sum.
+class PartyNetwork(ABC):
+    """The coordinator's only channel to the ``K`` parties, whatever the protocol and the transport.
 
-    An engine (in-process, Flower SecAgg+) implements it. The coordinator
-    learns the public sizes, the sums and the secure-sum reports, nothing
-    else; a report counts clipped coordinates only when
-    :func:`~dperm.multiparty.privacy.clipping_count_is_covered` admits it.
+    The coordinator learns the public sizes and ``d``, announces the public
+    calibration (:meth:`setup`; each party checks it against its own floor)
+    and then receives secure sums only; each protocol adds its request
+    (:class:`GradientSumNetwork` for PSGD, 004 Alg. 1;
+    :class:`~dperm.multiparty.newton.NewtonNetwork` for Newton). Transports:
+    :class:`InProcessParties` (one process) and
+    :class:`~dperm.multiparty.flower._grid_network.GridNetwork` (Flower).
     """
 
     @property
@@ -278,27 +281,16 @@ class GradientSumNetwork(ABC):
         return len(self.n_samples_by_party)
 
     @abstractmethod
-    def setup(self, calibration: PSGDCalibration) -> None:
-        """Send the public calibration to every party (each draws ``eta^k`` once)."""
-
-    @abstractmethod
-    def gradient_sum(self, coef, scale: float, round_index: int):
-        """``(scale * sum_k grad^G_k(w_t), SecureSumReport)`` through a secure sum."""
+    def setup(self, calibration) -> None:
+        """Send the public calibration to every party; any refusal fails the set-up."""
 
 
-class InProcessNetwork(GradientSumNetwork):
+class InProcessParties(PartyNetwork):
     """Parties and a secure sum in one process, with the coordinator kept outside.
-
-    :meth:`gradient_sum` plays the network: it runs each party's side (004
-    Proc. 3, then the party's reply check and scaling) and hands the replies
-    straight to the secure sum, whose aggregator sees only masked vectors. It
-    returns only the revealed sum and its report. A party that raises
-    :class:`~dperm.exceptions.PartyUnavailableError` counts as dropped
-    for the round.
 
     Parameters
     ----------
-    parties : sequence of Party
+    parties : sequence of Party or NewtonParty
         At least two, with the same number of features and distinct ids.
     secure_sum : dperm.multiparty.secure_sum.SecureSum
     """
@@ -315,7 +307,6 @@ class InProcessNetwork(GradientSumNetwork):
             raise ValueError(f"party ids must be distinct; got {ids}.")
         self._parties = parties
         self._secure_sum = secure_sum
-        self._count_clipped = False
 
     @property
     def n_samples_by_party(self) -> tuple:
@@ -325,9 +316,46 @@ class InProcessNetwork(GradientSumNetwork):
     def n_features(self) -> int:
         return self._parties[0].n_features
 
-    def setup(self, calibration: PSGDCalibration) -> None:
+    def setup(self, calibration) -> None:
+        """Every party checks the calibration against its floor and sets up (PSGD: draws ``eta^k`` once)."""
         for party in self._parties:
             party.setup(calibration)
+
+
+class GradientSumNetwork(PartyNetwork):
+    """PSGD's channel (004 Alg. 1): broadcast ``w_t``, receive the secure sum of the noisy gradients.
+
+    An engine (in-process, Flower SecAgg+) implements it. A report counts
+    clipped coordinates only when
+    :func:`~dperm.multiparty.privacy.clipping_count_is_covered` admits it.
+    """
+
+    @abstractmethod
+    def gradient_sum(self, coef, scale: float, round_index: int):
+        """``(scale * sum_k grad^G_k(w_t), SecureSumReport)`` through a secure sum."""
+
+
+class InProcessNetwork(InProcessParties, GradientSumNetwork):
+    """PSGD's parties and a secure sum in one process, with the coordinator kept outside.
+
+    :meth:`gradient_sum` plays the network: it runs each party's side (004
+    Proc. 3, then the party's reply check and scaling) and hands the replies
+    straight to the secure sum, whose aggregator sees only masked vectors. It
+    returns only the revealed sum and its report. A party that raises
+    :class:`~dperm.exceptions.PartyUnavailableError` counts as dropped
+    for the round.
+
+    Parameters
+    ----------
+    parties : sequence of Party
+        At least two, with the same number of features and distinct ids.
+    secure_sum : dperm.multiparty.secure_sum.SecureSum
+    """
+
+    _count_clipped = False
+
+    def setup(self, calibration: PSGDCalibration) -> None:
+        super().setup(calibration)
         self._count_clipped = clipping_count_is_covered(calibration)
 
     def _party_reply(self, party, coef, scale):

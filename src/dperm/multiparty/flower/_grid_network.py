@@ -19,6 +19,7 @@ import numpy as np
 
 from dperm.multiparty.flower.engine import load_flower
 from dperm.multiparty.ledger import check_run_id
+from dperm.multiparty.protocol import PartyNetwork
 from dperm.multiparty.secure_sum import SecureSumReport, quantization_error_bound
 
 _flower = load_flower()  # Flower's environment first, then Flower and the grid
@@ -45,7 +46,7 @@ def new_run_id() -> str:
     return secrets.token_hex(16)
 
 
-class GridNetwork:
+class GridNetwork(PartyNetwork):
     """The coordinator's channel to ``K`` parties over a Flower grid, shared by both protocols.
 
     Holds the parties, the run id and the grid; sends a set-up query to
