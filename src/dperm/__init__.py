@@ -29,6 +29,7 @@ _PUBLIC = {
     "PrivateLogisticRegression": "dperm.linear_model",
     "PrivateQuantileRegressor": "dperm.linear_model",
     "LocalAggregationClassifier": "dperm.multiparty",
+    "NewtonClassifier": "dperm.multiparty",
     "PSGDClassifier": "dperm.multiparty",
     "PrivatePredictor": "dperm.prediction",
     "PrivacyRecord": "dperm.privacy.record",

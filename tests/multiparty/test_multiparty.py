@@ -788,3 +788,33 @@ def test_local_aggregation_parties_refuse_a_weaker_setup(recording_aggregator):
             local_aggregation(parties, engine, weaker, random_state=0)
     assert recording_aggregator.instances == []
     assert local_aggregation(parties, engine, honest, random_state=0).record.epsilon == 1.0
+
+
+# -- one fit skeleton, keyword-only parameters, one party-network base (issue 29) -------------------
+
+
+def test_the_multiparty_estimators_share_one_fit_and_take_keyword_only_parameters():
+    import dperm
+    from dperm.multiparty import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
+    from dperm.multiparty.estimator import _MultipartyClassifierBase
+
+    assert dperm.NewtonClassifier is NewtonClassifier  # the default protocol of `dperm coordinate`
+    for cls in (PSGDClassifier, LocalAggregationClassifier, NewtonClassifier):
+        assert cls.fit is _MultipartyClassifierBase.fit, cls.__name__
+        with pytest.raises(TypeError):
+            cls(1.0)  # epsilon is keyword-only, as in the single-party estimators
+
+
+def test_every_network_is_a_party_network():
+    from dperm.multiparty import InProcessNetwork, InProcessNewtonNetwork
+    from dperm.multiparty.newton import NewtonNetwork
+    from dperm.multiparty.protocol import GradientSumNetwork, InProcessParties, PartyNetwork
+
+    for network in (InProcessNetwork, InProcessNewtonNetwork):
+        assert issubclass(network, InProcessParties) and issubclass(network, PartyNetwork)
+    assert issubclass(GradientSumNetwork, PartyNetwork) and issubclass(NewtonNetwork, PartyNetwork)
+    X, y = make_data(n=40)
+    floor = dict(max_epsilon=1.0, max_delta=1e-5, max_rounds=1)
+    parties = [Party(Xk, yk, loss=get_loss("logistic"), party_id=0, **floor) for Xk, yk in split(X, y, (20, 20))]
+    with pytest.raises(ValueError, match="party ids must be distinct"):
+        InProcessNewtonNetwork(parties, MaskedSecureSum(random_state=0))
