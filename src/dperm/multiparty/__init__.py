@@ -10,7 +10,7 @@ Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
   baseline of Pathak et al. (2010), 004 eq. 5;
 - :class:`NewtonClassifier` / :func:`private_newton` (beyond the papers): a
   few-round protocol, damped Newton on securely summed gradient and Hessian
-  sums with distributed discrete Gaussian noise (``newton``, ``newton_privacy``);
+  sums with distributed discrete Gaussian noise (``newton``, ``newton_privacy``; the arithmetic in :mod:`dperm.privacy.newton`);
 - :class:`SecureSum`, the interface an engine implements, and
   :class:`MaskedSecureSum`, an in-process simulation of secure aggregation
   (fixed point, pairwise masks, abort on dropout);
@@ -54,7 +54,7 @@ _PUBLIC = {
     "MalformedReplyError": "dperm.exceptions",
     "MaskedAggregator": "dperm.multiparty.secure_sum",
     "MaskedSecureSum": "dperm.multiparty.secure_sum",
-    "NewtonCalibration": "dperm.multiparty.newton_privacy",
+    "NewtonCalibration": "dperm.privacy.newton",
     "NewtonClassifier": "dperm.multiparty.estimator",
     "NewtonNetwork": "dperm.multiparty.newton",
     "NewtonParty": "dperm.multiparty.newton",

@@ -47,8 +47,9 @@ from dperm.multiparty.newton import (
     newton_summary,
     private_newton,
 )
-from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
+from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
+from dperm.privacy.newton import view_guarantee
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_budget_for_data, check_random_state
 
@@ -500,7 +501,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
 class NewtonClassifier(_MultipartyClassifierBase):
     """Few-round multiparty learning: damped Newton on securely summed, noised gradients and Hessians.
 
-    Beyond the papers (see :mod:`dperm.multiparty.newton_privacy` for the
+    Beyond the papers (see :mod:`dperm.privacy.newton` for the
     proof). Each of ``n_rounds`` rounds, every party sends its gradient and
     Hessian sums at the current ``w_t`` (``d + d(d+1)/2`` numbers) rounded to
     a public grid with its share of exact discrete Gaussian noise; the secure

@@ -12,7 +12,7 @@ needs tens). Three roles, as in :mod:`dperm.multiparty.protocol`:
 - :func:`private_newton`, the coordinator, turns each sum into a damped
   Newton step (:func:`newton_update`): post-processing of the sums only.
 
-The privacy arithmetic and its proof are in :mod:`dperm.multiparty.newton_privacy`.
+The privacy arithmetic and its proof are in :mod:`dperm.privacy.newton`.
 """
 
 from __future__ import annotations
@@ -25,16 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector, to_grid
-
-from dperm.multiparty.newton_privacy import (
+from dperm.multiparty.newton_privacy import check_newton_calibration
+from dperm.multiparty.protocol import InProcessParties, PartyNetwork, ShardOwner
+from dperm.multiparty.secure_sum import check_contribution, summarise_reports
+from dperm.privacy.newton import (
     NewtonCalibration,
-    check_newton_calibration,
     collusion_epsilon,
     party_sigma_squared_fraction,
     view_guarantee,
 )
-from dperm.multiparty.protocol import InProcessParties, PartyNetwork, ShardOwner
-from dperm.multiparty.secure_sum import check_contribution, summarise_reports
 from dperm.solvers import loss_sums
 
 
@@ -75,7 +74,7 @@ def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.nda
     ``Z_k`` holds ``D`` exact discrete Gaussians of variance parameter
     ``party_sigma_squared`` (CKS 2020, Alg. 3); rows must already have norm
     ``<= data_norm``. The clip to ``[-C, C]`` acts only on the event the
-    calibration's ``range_probability`` bounds (``newton_privacy``, point 5).
+    calibration's ``range_probability`` bounds (:mod:`dperm.privacy.newton`, point 5).
     """
     coef = np.asarray(coef, dtype=float)
     _, gradient, hessian = loss_sums(loss, X, y, coef, with_hessian=True)

@@ -334,7 +334,7 @@ class NewtonPrivacyRecord(RecordBase):
     """What a run of the few-round Newton protocol guarantees, and how it was calibrated.
 
     Every field is a public input or a number computed from public inputs
-    (:class:`~dperm.multiparty.newton_privacy.NewtonCalibration`); nothing is
+    (:class:`~dperm.privacy.newton.NewtonCalibration`); nothing is
     computed from the private rows or from the secure sums' values.
 
     The headline (``epsilon``, ``delta``) is proven for the coordinator's
@@ -342,7 +342,7 @@ class NewtonPrivacyRecord(RecordBase):
     (post-processing): the Renyi-DP account of the distributed discrete
     Gaussian (``rdp_epsilon`` at ``rdp_delta``) plus ``range_delta`` for the
     event that some noise leaves the secure sum's range
-    (:mod:`dperm.multiparty.newton_privacy`).
+    (:mod:`dperm.privacy.newton`).
 
     Attributes
     ----------

@@ -911,7 +911,8 @@ def test_the_party_check_catches_a_broken_party(tmp_path, monkeypatch, mutation)
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
 def test_deployment_apps_run_the_newton_protocol_in_process(shard_files, tmp_path):
     """`dperm coordinate --protocol newton`: the same apps, each round one SecAgg+ sum of packed noisy sums."""
-    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
 
     grid = deployment_grid(shard_files, record=True)
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
@@ -963,7 +964,8 @@ def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
 def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budget(shard_files):
     """The Newton set-up charges each party's ledger under the run id; a repeat neither charges nor resets."""
     from dperm.multiparty.flower.newton import FlowerNewtonNetwork
-    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
 
     floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 2.5, "budget-delta": 1e-4}
     grid = deployment_grid(shard_files[:2], floor=floor)

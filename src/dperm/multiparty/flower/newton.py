@@ -28,8 +28,9 @@ from dperm.multiparty.flower._party import party_floor, party_ledger, party_name
 from dperm.multiparty.flower.grid import SecAggTerms
 from dperm.multiparty.ledger import check_run_id, write_private_atomically
 from dperm.multiparty.newton import NewtonNetwork, party_reply
-from dperm.multiparty.newton_privacy import NewtonCalibration, check_newton_calibration, view_guarantee
+from dperm.multiparty.newton_privacy import check_newton_calibration
 from dperm.multiparty.secure_sum import check_contribution
+from dperm.privacy.newton import NewtonCalibration, view_guarantee
 from dperm.validation import check_random_state, clip_rows_to_norm
 
 PROTOCOL = "newton"
