@@ -818,3 +818,20 @@ def test_every_network_is_a_party_network():
     parties = [Party(Xk, yk, loss=get_loss("logistic"), party_id=0, **floor) for Xk, yk in split(X, y, (20, 20))]
     with pytest.raises(ValueError, match="party ids must be distinct"):
         InProcessNewtonNetwork(parties, MaskedSecureSum(random_state=0))
+
+
+def test_psgd_calibration_has_one_owner_under_privacy_and_the_boundary_only_checks():
+    """dperm.privacy.psgd computes (trusting its inputs); calibrate_psgd checks them and adds the grid's noise scale."""
+    from dperm.multiparty.privacy import calibrate_psgd, round_noise_scale
+    from dperm.privacy.psgd import PSGDCalibration as Owned, coordinator_dp_calibration, psgd_calibration
+
+    loss = get_loss("logistic")
+    public = dict(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4, n_rounds=20,
+                  loss=loss, data_norm=1.0)
+    constants = (1.0, 1e-5, 0.05, 120, 3, 4, 20, float(loss.lipschitz), float(loss.curvature), 1.0, "logistic")
+    checked = calibrate_psgd(**public, round_epsilon=0.5)
+    assert isinstance(checked, Owned)
+    assert checked == psgd_calibration(*constants, 0.5, round_noise_scale(0.5, float(loss.lipschitz), 1.0, 4))
+    assert calibrate_psgd(**public, coordinator_dp=True) == coordinator_dp_calibration(*constants, "pld")
+    with pytest.raises(ValueError, match="at least 2 parties"):
+        calibrate_psgd(**{**public, "n_parties": 1})

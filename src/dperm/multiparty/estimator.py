@@ -27,12 +27,8 @@ from dperm.multiparty.baselines import (
     local_aggregation,
     local_aggregation_clipping_range,
 )
-from dperm.multiparty.privacy import (
-    PartyFloor,
-    accepting_floor,
-    COORDINATOR_ACCOUNTANTS,
-    calibrate_psgd,
-)
+from dperm.multiparty.privacy import calibrate_psgd
+from dperm.privacy.psgd import PartyFloor, accepting_floor, COORDINATOR_ACCOUNTANTS
 from dperm.multiparty.protocol import (
     InProcessNetwork,
     Party,
@@ -272,7 +268,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         over ``n_rounds`` rounds is (epsilon, delta)-DP, and the released model
         is too (post-processing). Needs ``pip install 'dperm[multiparty]'``;
         ``round_epsilon`` and ``composition_slack`` must be None.
-        See :func:`dperm.multiparty.privacy.calibrate_coordinator_gaussian`.
+        See :func:`dperm.privacy.psgd.calibrate_coordinator_gaussian`.
     coordinator_accountant : {"pld", "rdp"}, default="pld"
         dp-accounting's accountant for ``coordinator_dp``: privacy loss
         distributions (tight) or Renyi DP (looser, more noise).
@@ -307,7 +303,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     -----
     In process the estimator plays every role; each party gets the floor
     that accepts exactly this calibration
-    (:func:`~dperm.multiparty.privacy.accepting_floor`) and still recomputes
+    (:func:`~dperm.privacy.psgd.accepting_floor`) and still recomputes
     and checks it. A row longer than ``data_norm`` is scaled onto it with a
     ``DataClippingWarning`` from its party; the count is not released.
 
@@ -360,11 +356,11 @@ class PSGDClassifier(_MultipartyClassifierBase):
         )
 
     def _floor(self, calibration, epsilon, delta):
-        """The floor that accepts exactly this calibration (:func:`~dperm.multiparty.privacy.accepting_floor`)."""
+        """The floor that accepts exactly this calibration (:func:`~dperm.privacy.psgd.accepting_floor`)."""
         return accepting_floor(calibration, self.composition_slack)
 
     def _secure_sum(self, calibration, sizes, loss, rng):
-        """The engine, its clipping range from public constants (:func:`~dperm.multiparty.protocol.psgd_clipping_range`)."""
+        """The engine, clipping from public constants (:func:`~dperm.multiparty.protocol.psgd_clipping_range`)."""
         if self.secure_sum is None:
             return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng.spawn(1)[0])
         if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
@@ -575,7 +571,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
     _party_class = NewtonParty
 
     def _calibrate(self, epsilon, delta, alpha, sizes, n_features, loss, data_norm):
-        """The distributed discrete Gaussian of every round (:func:`~dperm.multiparty.newton_privacy.calibrate_newton`)."""
+        """Every round's distributed discrete Gaussian (:func:`~dperm.multiparty.newton_privacy.calibrate_newton`)."""
         return calibrate_newton(
             epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=int(self.n_rounds), n_samples_by_party=sizes,
             n_features=n_features, loss=loss, data_norm=data_norm, gradient_share=self.gradient_share)

@@ -98,7 +98,7 @@ class NewtonParty(ShardOwner):
     random_state : None, int or Generator
         Source of the noise (``None``: OS entropy).
     max_epsilon, max_delta, max_rounds :
-        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`).
+        The party's own floor (:class:`~dperm.privacy.psgd.PartyFloor`).
     """
 
     def setup(self, calibration: NewtonCalibration) -> None:

@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict
 
 from dperm.exceptions import CalibrationRefusedError
-from dperm.multiparty.privacy import PartyFloor, check_open_delta
+from dperm.privacy.psgd import PartyFloor, check_open_delta
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 

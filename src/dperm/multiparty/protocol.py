@@ -35,15 +35,8 @@ from dperm.exceptions import (
     PartyUnavailableError,
     SecureSumClippingWarning,
 )
-from dperm.multiparty.privacy import (
-    PartyFloor,
-    PSGDCalibration,
-    check_psgd_calibration,
-    clipping_count_is_covered,
-    discrete_laplace_tail_bound,
-    psgd_coordinator_view,
-    round_noise_calibration,
-)
+from dperm.multiparty.privacy import check_psgd_calibration, discrete_laplace_tail_bound, round_noise_calibration
+from dperm.privacy.psgd import PartyFloor, PSGDCalibration, clipping_count_is_covered, psgd_coordinator_view
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
@@ -125,7 +118,7 @@ class Party(ShardOwner):
     random_state : None, int or numpy Generator
         Source of ``eta^k`` and ``rho_t^k`` (``None``: OS entropy, for real use).
     max_epsilon, max_delta : float
-        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`):
+        The party's own floor (:class:`~dperm.privacy.psgd.PartyFloor`):
         the largest epsilon and delta it accepts, both as a set-up's target
         and as the guarantee proven for what it sends.
     max_rounds : int
@@ -190,7 +183,7 @@ class Party(ShardOwner):
         """``coordinator_dp``'s ``rho_t^k ~ N(0, scale^2 I)``, ``scale = sigma / sqrt(K)``.
 
         The ``K`` parties' noise sums to ``N(0, sigma^2 I)``
-        (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+        (:func:`~dperm.privacy.psgd.calibrate_coordinator_gaussian`).
         Drawn in floating point: this option is not float-safe (README).
         """
         return sample_gaussian(self.n_features, self._calibration.round_noise_scale, self._rng)
@@ -327,7 +320,7 @@ class GradientSumNetwork(PartyNetwork):
 
     An engine (in-process, Flower SecAgg+) implements it. A report counts
     clipped coordinates only when
-    :func:`~dperm.multiparty.privacy.clipping_count_is_covered` admits it.
+    :func:`~dperm.privacy.psgd.clipping_count_is_covered` admits it.
     """
 
     @abstractmethod
@@ -484,7 +477,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     so that it fits a fixed clipping range (the noise is added before: paper note 14).
     The released ``w_T`` is a post-processing of the coordinator's view, so it
     has the view's guarantee for the ``T`` rounds run
-    (:func:`~dperm.multiparty.privacy.psgd_coordinator_view`): that is the
+    (:func:`~dperm.privacy.psgd.psgd_coordinator_view`): that is the
     record's headline. The iterates converge to GOP's minimiser
     ``argmin J(w) + eta.w/N + Delta/2 ||w||^2`` with ``eta = sum_k eta^k``
     (004 eqs. 15-17), for which 004 Thm 4.2 proves ``(epsilon, delta)``; that
@@ -507,7 +500,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     With ``calibration.coordinator_dp`` (beyond 004, paper note 13) the same loop
     runs with ``eta^k = 0``, Gaussian ``rho_t^k`` and ``Delta = 0``: noisy
     gradient descent whose whole transcript, hence ``w_psgd``, is
-    ``(epsilon, delta)``-DP (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+    ``(epsilon, delta)``-DP (:func:`~dperm.privacy.psgd.calibrate_coordinator_gaussian`).
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""dperm's one adapter to Flower's internals (issue 29): version-guarded, nothing patched at import, each patch scoped."""
+"""dperm's one adapter to Flower's internals (issue 29): version-guarded, no patch at import, each one scoped."""
 
 from __future__ import annotations
 

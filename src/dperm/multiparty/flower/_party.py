@@ -16,7 +16,7 @@ import numpy as np
 
 from dperm.multiparty.ledger import PartyLedger, check_run_id
 from dperm.multiparty.model_file import SHARD_CELL_REMEDY, load_numeric_columns
-from dperm.multiparty.privacy import PartyFloor
+from dperm.privacy.psgd import PartyFloor
 from dperm.tabular import finite_numbers, read_csv_columns
 
 #: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).

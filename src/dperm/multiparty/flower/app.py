@@ -29,7 +29,7 @@ names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
 masked vectors. No metric is sent. With 004's scheme each party's count of
 clipped coordinates of its noisy reply travels inside the secure sum
 (:func:`~dperm.multiparty.flower.engine.encode_counts`), so only the total
-is revealed (:func:`~dperm.multiparty.privacy.clipping_count_is_covered`);
+is revealed (:func:`~dperm.privacy.psgd.clipping_count_is_covered`);
 with ``coordinator_dp`` no count is sent. No party sends a count of its
 rows scaled onto ``data_norm``: it warns in its own log. The coordinator is
 trusted to follow the protocol (semi-honest); the parties do not trust its
@@ -75,13 +75,8 @@ from dperm.multiparty.flower._party import (
 from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
 from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
 from dperm.multiparty.ledger import check_run_id, write_private_atomically
-from dperm.multiparty.privacy import (
-    PSGDCalibration,
-    calibrate_psgd,
-    check_psgd_calibration,
-    clipping_count_is_covered,
-    party_view,
-)
+from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration, party_view
+from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
@@ -254,7 +249,7 @@ def party_reply(context, parameters, config) -> list:
     rho_t^k + eta^k)`` and ``counts`` the number of coordinates of ``reply``
     (noisy, not yet quantised) outside the clipping range, on the fixed-point
     grid; with ``coordinator_dp`` just ``[reply]`` (the count is not covered:
-    :func:`~dperm.multiparty.privacy.clipping_count_is_covered`), and the
+    :func:`~dperm.privacy.psgd.clipping_count_is_covered`), and the
     party warns in its own log. Nothing computed from the rows alone (such
     as how many rows were scaled onto ``data_norm``) is sent. The party
     answers at most the agreed ``n_rounds`` and its own ``max-rounds`` per

@@ -170,7 +170,7 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 def party_floor(args):
     """The party's floor from ``--max-epsilon``, ``--max-delta``, ``--max-rounds`` (checked here)."""
-    from dperm.multiparty.privacy import PartyFloor
+    from dperm.privacy.psgd import PartyFloor
 
     try:
         return PartyFloor(args.max_epsilon, args.max_delta, args.max_rounds)

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dperm.multiparty.privacy import PartyFloor
+from dperm.privacy.psgd import PartyFloor
 
 SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.42'"
 
