@@ -51,6 +51,7 @@ ESTIMATORS = {
     "PrivateParameterSearch": EstimatorInfo("dperm.tuning"),
     "LocalAggregationClassifier": EstimatorInfo("dperm.multiparty"),
     "PSGDClassifier": EstimatorInfo("dperm.multiparty"),
+    "NewtonClassifier": EstimatorInfo("dperm.multiparty"),
 }
 
 #: Public name -> the module that defines it: the estimators, then the other public names.

@@ -788,3 +788,50 @@ def test_local_aggregation_parties_refuse_a_weaker_setup(recording_aggregator):
             local_aggregation(parties, engine, weaker, random_state=0)
     assert recording_aggregator.instances == []
     assert local_aggregation(parties, engine, honest, random_state=0).record.epsilon == 1.0
+
+
+# -- one fit skeleton, keyword-only parameters, one party-network base (issue 29) -------------------
+
+
+def test_the_multiparty_estimators_share_one_fit_and_take_keyword_only_parameters():
+    import dperm
+    from dperm.multiparty import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
+    from dperm.multiparty.estimator import _MultipartyClassifierBase
+
+    assert dperm.NewtonClassifier is NewtonClassifier  # the default protocol of `dperm coordinate`
+    for cls in (PSGDClassifier, LocalAggregationClassifier, NewtonClassifier):
+        assert cls.fit is _MultipartyClassifierBase.fit, cls.__name__
+        with pytest.raises(TypeError):
+            cls(1.0)  # epsilon is keyword-only, as in the single-party estimators
+
+
+def test_every_network_is_a_party_network():
+    from dperm.multiparty import InProcessNetwork, InProcessNewtonNetwork
+    from dperm.multiparty.newton import NewtonNetwork
+    from dperm.multiparty.protocol import GradientSumNetwork, InProcessParties, PartyNetwork
+
+    for network in (InProcessNetwork, InProcessNewtonNetwork):
+        assert issubclass(network, InProcessParties) and issubclass(network, PartyNetwork)
+    assert issubclass(GradientSumNetwork, PartyNetwork) and issubclass(NewtonNetwork, PartyNetwork)
+    X, y = make_data(n=40)
+    floor = dict(max_epsilon=1.0, max_delta=1e-5, max_rounds=1)
+    parties = [Party(Xk, yk, loss=get_loss("logistic"), party_id=0, **floor) for Xk, yk in split(X, y, (20, 20))]
+    with pytest.raises(ValueError, match="party ids must be distinct"):
+        InProcessNewtonNetwork(parties, MaskedSecureSum(random_state=0))
+
+
+def test_psgd_calibration_has_one_owner_under_privacy_and_the_boundary_only_checks():
+    """dperm.privacy.psgd computes (trusting its inputs); calibrate_psgd checks them and adds the grid's noise scale."""
+    from dperm.multiparty.privacy import calibrate_psgd, round_noise_scale
+    from dperm.privacy.psgd import PSGDCalibration as Owned, coordinator_dp_calibration, psgd_calibration
+
+    loss = get_loss("logistic")
+    public = dict(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4, n_rounds=20,
+                  loss=loss, data_norm=1.0)
+    constants = (1.0, 1e-5, 0.05, 120, 3, 4, 20, float(loss.lipschitz), float(loss.curvature), 1.0, "logistic")
+    checked = calibrate_psgd(**public, round_epsilon=0.5)
+    assert isinstance(checked, Owned)
+    assert checked == psgd_calibration(*constants, 0.5, round_noise_scale(0.5, float(loss.lipschitz), 1.0, 4))
+    assert calibrate_psgd(**public, coordinator_dp=True) == coordinator_dp_calibration(*constants, "pld")
+    with pytest.raises(ValueError, match="at least 2 parties"):
+        calibrate_psgd(**{**public, "n_parties": 1})

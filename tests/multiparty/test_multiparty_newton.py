@@ -29,16 +29,9 @@ from dperm.multiparty.newton import (
     private_newton,
     unpack,
 )
-from dperm.multiparty.newton_privacy import (
-    PartyFloor,
-    calibrate_newton,
-    check_newton_calibration,
-    collusion_epsilon,
-    packed_length,
-    rounds_epsilon,
-    view_guarantee,
-)
+from dperm.multiparty.newton_privacy import PartyFloor, calibrate_newton, check_newton_calibration
 from dperm.multiparty.secure_sum import MaskedSecureSum
+from dperm.privacy.newton import collusion_epsilon, packed_length, rounds_epsilon, view_guarantee
 from dperm.privacy.release import released_attributes
 from dperm.solvers import loss_sums
 
@@ -391,3 +384,18 @@ def test_the_label_set_is_read_from_the_data_only_with_a_warning():
 
     with pytest.warns(PrivacyLeakWarning):
         NewtonClassifier(random_state=0).fit(_shards())
+
+
+def test_the_calibration_has_one_owner_under_privacy_and_the_boundary_only_checks():
+    """dperm.privacy.newton computes; calibrate_newton checks the public inputs and the loss, then asks it."""
+    from dperm.privacy.newton import NewtonCalibration as Owned, newton_calibration
+
+    loss = get_loss("huber", h=0.5)
+    checked = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=4, n_samples_by_party=(30, 50),
+                               n_features=3, loss=loss, data_norm=1.0)
+    direct = newton_calibration(1.0, 1e-5, 0.01, 4, (80, 2, 50), 3, "huber", float(loss.lipschitz),
+                                float(loss.curvature), 1.0, 0.75)
+    assert isinstance(checked, Owned) and checked == direct
+    with pytest.raises(ValueError, match="needs a loss among"):
+        calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=4, n_samples_by_party=(30, 50),
+                         n_features=3, loss=get_loss("hinge"), data_norm=1.0)

@@ -10,7 +10,8 @@ Engine-free protocols of Rajkumar & Agarwal (2012, paper 004):
   baseline of Pathak et al. (2010), 004 eq. 5;
 - :class:`NewtonClassifier` / :func:`private_newton` (beyond the papers): a
   few-round protocol, damped Newton on securely summed gradient and Hessian
-  sums with distributed discrete Gaussian noise (``newton``, ``newton_privacy``);
+  sums with distributed discrete Gaussian noise (``newton``, ``newton_privacy``;
+  the arithmetic is :mod:`dperm.privacy.newton`, PSGD's :mod:`dperm.privacy.psgd`);
 - :class:`SecureSum`, the interface an engine implements, and
   :class:`MaskedSecureSum`, an in-process simulation of secure aggregation
   (fixed point, pairwise masks, abort on dropout);
@@ -41,9 +42,9 @@ from dperm._lazy import lazy_attributes
 #: Public name -> the module that defines it.
 _PUBLIC = {
     "CalibrationRefusedError": "dperm.exceptions",
-    "CoordinatorView": "dperm.multiparty.privacy",
+    "CoordinatorView": "dperm.privacy.psgd",
     "DropoutError": "dperm.exceptions",
-    "GaussianRounds": "dperm.multiparty.privacy",
+    "GaussianRounds": "dperm.privacy.psgd",
     "GradientSumNetwork": "dperm.multiparty.protocol",
     "InProcessNetwork": "dperm.multiparty.protocol",
     "InProcessNewtonNetwork": "dperm.multiparty.newton",
@@ -54,40 +55,40 @@ _PUBLIC = {
     "MalformedReplyError": "dperm.exceptions",
     "MaskedAggregator": "dperm.multiparty.secure_sum",
     "MaskedSecureSum": "dperm.multiparty.secure_sum",
-    "NewtonCalibration": "dperm.multiparty.newton_privacy",
+    "NewtonCalibration": "dperm.privacy.newton",
     "NewtonClassifier": "dperm.multiparty.estimator",
     "NewtonNetwork": "dperm.multiparty.newton",
     "NewtonParty": "dperm.multiparty.newton",
     "NewtonPrivacyRecord": "dperm.privacy.multiparty_record",
-    "PSGDCalibration": "dperm.multiparty.privacy",
+    "PSGDCalibration": "dperm.privacy.psgd",
     "PSGDClassifier": "dperm.multiparty.estimator",
     "PSGDPrivacyRecord": "dperm.privacy.multiparty_record",
     "PSGDResult": "dperm.multiparty.protocol",
     "Party": "dperm.multiparty.protocol",
-    "PartyFloor": "dperm.multiparty.privacy",
+    "PartyFloor": "dperm.privacy.psgd",
     "PartyUnavailableError": "dperm.exceptions",
     "RobbinsMonroSteps": "dperm.multiparty.protocol",
     "SecureSum": "dperm.multiparty.secure_sum",
     "SecureSumClippingWarning": "dperm.exceptions",
     "SecureSumReport": "dperm.multiparty.secure_sum",
     "SecureSumSummary": "dperm.multiparty.secure_sum",
-    "accepting_floor": "dperm.multiparty.privacy",
-    "calibrate_coordinator_gaussian": "dperm.multiparty.privacy",
+    "accepting_floor": "dperm.privacy.psgd",
+    "calibrate_coordinator_gaussian": "dperm.privacy.psgd",
     "calibrate_local_aggregation": "dperm.multiparty.baselines",
     "calibrate_newton": "dperm.multiparty.newton_privacy",
     "calibrate_psgd": "dperm.multiparty.privacy",
     "check_local_aggregation_calibration": "dperm.multiparty.baselines",
     "check_newton_calibration": "dperm.multiparty.newton_privacy",
     "check_psgd_calibration": "dperm.multiparty.privacy",
-    "clipping_count_is_covered": "dperm.multiparty.privacy",
-    "coordinator_view_guarantee": "dperm.multiparty.privacy",
-    "gaussian_rounds_epsilon": "dperm.multiparty.privacy",
+    "clipping_count_is_covered": "dperm.privacy.psgd",
+    "coordinator_view_guarantee": "dperm.privacy.psgd",
+    "gaussian_rounds_epsilon": "dperm.privacy.psgd",
     "gradient_sum_sensitivity": "dperm.privacy.sensitivity",
     "local_aggregation": "dperm.multiparty.baselines",
     "local_aggregation_sensitivity": "dperm.privacy.sensitivity",
     "private_newton": "dperm.multiparty.newton",
     "psgd": "dperm.multiparty.protocol",
-    "psgd_coordinator_view": "dperm.multiparty.privacy",
+    "psgd_coordinator_view": "dperm.privacy.psgd",
     "round_noise_scale": "dperm.multiparty.privacy",
 }
 

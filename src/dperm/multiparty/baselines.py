@@ -33,7 +33,8 @@ import numpy as np
 
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import discrete_laplace_calibration, round_to_grid
-from dperm.multiparty.privacy import CALIBRATION_RTOL, PartyFloor, discrete_laplace_tail_bound
+from dperm.multiparty.privacy import CALIBRATION_RTOL, discrete_laplace_tail_bound
+from dperm.privacy.psgd import PartyFloor
 from dperm.privacy.sensitivity import local_aggregation_sensitivity
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
-from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -29,12 +28,8 @@ from dperm.multiparty.baselines import (
     local_aggregation,
     local_aggregation_clipping_range,
 )
-from dperm.multiparty.privacy import (
-    PartyFloor,
-    accepting_floor,
-    COORDINATOR_ACCOUNTANTS,
-    calibrate_psgd,
-)
+from dperm.multiparty.privacy import calibrate_psgd
+from dperm.privacy.psgd import PartyFloor, accepting_floor, COORDINATOR_ACCOUNTANTS
 from dperm.multiparty.protocol import (
     InProcessNetwork,
     Party,
@@ -49,8 +44,9 @@ from dperm.multiparty.newton import (
     newton_summary,
     private_newton,
 )
-from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton, view_guarantee
+from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
+from dperm.privacy.newton import view_guarantee
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_budget_for_data, check_random_state
 
@@ -127,19 +123,16 @@ def check_shards(shards, classes=None):
     return arrays, classes, widths[0]
 
 
-class _FitInputs(NamedTuple):
-    """What :meth:`_MultipartyClassifierBase._fit_inputs` hands a fit: checked, nothing spent."""
-
-    budget: tuple
-    arrays: list
-    classes: np.ndarray
-    n_features: int
-    rng: np.random.Generator
-    party_rngs: list
-
-
 class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseEstimator):
-    """Shared plumbing: the parameter check, the fit preamble, the parties and the fitted model."""
+    """The one fit skeleton of the multiparty estimators (:meth:`fit`); a protocol fills in its steps.
+
+    A subclass declares its parameters (``_parameter_constraints``) and
+    gives ``_calibrate`` (public inputs only), ``_floor`` (what each
+    in-process party accepts), ``_secure_sum`` and ``_run`` (the protocol
+    over in-process parties, returning ``(coef, privacy record)``);
+    optionally ``_delta`` (0 for pure epsilon-DP), ``_check_options`` and
+    ``_party_class``.
+    """
 
     _parameter_constraints: dict = _COMMON_CONSTRAINTS
 
@@ -151,29 +144,63 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
     def _spend_label(self):
         return f"{type(self).__name__}(loss={self.loss!r})"
 
-    def _fit_inputs(self, shards, epsilon: float, delta: float) -> _FitInputs:
-        """The start every fit shares, after its parameter checks and before anything is spent.
+    def fit(self, shards, y=None):
+        """Run the protocol over the parties' shards: the one fit skeleton of the multiparty estimators.
 
-        Checks that the accountant can pay ``(epsilon, delta)`` and the
-        shards (against the public label set ``classes``), and draws the
-        coordinator's generator and one per party.
+        Check the parameters, the budget and the shards (against the public
+        label set ``classes``); calibrate from public inputs only
+        (:meth:`_calibrate`); the floor each in-process party checks the
+        calibration against (:meth:`_floor`); the secure sum
+        (:meth:`_secure_sum`) and what the constraints cannot say
+        (:meth:`_check_options`); spend ``(epsilon, delta)``; only then build
+        one party per shard and run the protocol (:meth:`_run`); store the
+        model and its record.
+
+        Parameters
+        ----------
+        shards : list of (X_k, y_k)
+            At least two, with the same number of features and two classes overall.
+        y : ignored
+
+        Returns
+        -------
+        self
         """
+        epsilon, alpha, data_norm, loss = self._check_params()
+        delta = self._delta()
         budget = (epsilon, delta, self._spend_label())
         check_budget_left(self.accountant, *budget)
         # the warning of a label set read from the data points at the caller of fit
         arrays, classes, n_features = check_shards(shards, check_classes(self.classes, n_classes=2))
-        check_budget_for_data(epsilon, delta, sum(X.shape[0] for X, _ in arrays))  # public n
+        sizes = [X.shape[0] for X, _ in arrays]
+        check_budget_for_data(epsilon, delta, sum(sizes))  # public n
         rng = check_random_state(self.random_state)
-        return _FitInputs(budget, arrays, classes, n_features, rng, rng.spawn(len(arrays)))
-
-    def _make_parties(self, arrays, classes, loss, data_norm, party_rngs, floor: PartyFloor):
-        """One :class:`Party` per shard; in process every party gets the same ``floor``."""
-        return [
-            Party(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
-                  party_id=index, random_state=party_rng, max_epsilon=floor.max_epsilon,
-                  max_delta=floor.max_delta, max_rounds=floor.max_rounds)
+        party_rngs = rng.spawn(len(arrays))
+        calibration = self._calibrate(epsilon, delta, alpha, sizes, n_features, loss, data_norm)
+        floor = self._floor(calibration, epsilon, delta)
+        secure_sum = self._secure_sum(calibration, sizes, loss, rng)
+        self._check_options(calibration)
+        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
+        parties = [
+            self._party_class(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
+                              party_id=index, random_state=party_rng, max_epsilon=floor.max_epsilon,
+                              max_delta=floor.max_delta, max_rounds=floor.max_rounds)
             for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
         ]
+        coef, record = self._run(parties, secure_sum, calibration, rng)
+        self._set_model(coef, classes, n_features)
+        self.privacy_ = record
+        return self
+
+    #: The party of the protocol, one per shard.
+    _party_class = Party
+
+    def _delta(self) -> float:
+        """The delta the fit spends (pure epsilon-DP estimators: 0)."""
+        return float(self.delta)
+
+    def _check_options(self, calibration) -> None:
+        """What ``_parameter_constraints`` cannot say, checked before the budget is spent (default: nothing)."""
 
     def _set_model(self, coef, classes, n_features):
         self.classes_ = classes
@@ -242,7 +269,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         over ``n_rounds`` rounds is (epsilon, delta)-DP, and the released model
         is too (post-processing). Needs ``pip install 'dperm[multiparty]'``;
         ``round_epsilon`` and ``composition_slack`` must be None.
-        See :func:`dperm.multiparty.privacy.calibrate_coordinator_gaussian`.
+        See :func:`dperm.privacy.psgd.calibrate_coordinator_gaussian`.
     coordinator_accountant : {"pld", "rdp"}, default="pld"
         dp-accounting's accountant for ``coordinator_dp``: privacy loss
         distributions (tight) or Renyi DP (looser, more noise).
@@ -277,7 +304,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
     -----
     In process the estimator plays every role; each party gets the floor
     that accepts exactly this calibration
-    (:func:`~dperm.multiparty.privacy.accepting_floor`) and still recomputes
+    (:func:`~dperm.privacy.psgd.accepting_floor`) and still recomputes
     and checks it. A row longer than ``data_norm`` is scaled onto it with a
     ``DataClippingWarning`` from its party; the count is not released.
 
@@ -299,7 +326,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, *, data_norm=1.0,
+    def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
                  composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
                  secure_sum=None, random_state=None, accountant=None, classes=None):
@@ -320,46 +347,28 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.accountant = accountant
         self.classes = classes
 
-    def fit(self, shards, y=None):
-        """Run PSGD over the parties' shards.
-
-        Parameters
-        ----------
-        shards : list of (X_k, y_k)
-            At least two, with the same number of features and two classes overall.
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        epsilon, alpha, data_norm, loss = self._check_params()
-        delta, n_rounds = float(self.delta), int(self.n_rounds)
-        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
-        sizes = [X.shape[0] for X, _ in arrays]
-        calibration = calibrate_psgd(
+    def _calibrate(self, epsilon, delta, alpha, sizes, n_features, loss, data_norm):
+        """004 Alg. 1, Procs. 2-3 from public inputs (:func:`~dperm.multiparty.privacy.calibrate_psgd`)."""
+        return calibrate_psgd(
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
-            n_features=n_features, n_rounds=n_rounds, loss=loss, data_norm=data_norm,
+            n_features=n_features, n_rounds=int(self.n_rounds), loss=loss, data_norm=data_norm,
             round_epsilon=self.round_epsilon, coordinator_dp=bool(self.coordinator_dp),
             coordinator_accountant=self.coordinator_accountant,
         )
-        floor = accepting_floor(calibration, self.composition_slack)
-        secure_sum = self.secure_sum
-        if secure_sum is None:
-            secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes),
-                                         random_state=rng.spawn(1)[0])
-        elif isinstance(secure_sum, str):  # "flower", the only name _parameter_constraints lets through
-            secure_sum = secure_sum_engine(secure_sum)(clipping_range=psgd_clipping_range(calibration, sizes))
-        self._check_round_options(calibration)
-        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
-        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs, floor)
-        result = psgd(InProcessNetwork(parties, secure_sum), calibration,
-                      step_size=self.step_size, composition_slack=self.composition_slack)
-        self._set_model(result.coef, classes, n_features)
-        self.privacy_ = result.record
-        return self
 
-    def _check_round_options(self, calibration):
+    def _floor(self, calibration, epsilon, delta):
+        """The floor that accepts exactly this calibration (:func:`~dperm.privacy.psgd.accepting_floor`)."""
+        return accepting_floor(calibration, self.composition_slack)
+
+    def _secure_sum(self, calibration, sizes, loss, rng):
+        """The engine, clipping from public constants (:func:`~dperm.multiparty.protocol.psgd_clipping_range`)."""
+        if self.secure_sum is None:
+            return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng.spawn(1)[0])
+        if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
+            return secure_sum_engine(self.secure_sum)(clipping_range=psgd_clipping_range(calibration, sizes))
+        return self.secure_sum
+
+    def _check_options(self, calibration):
         """What ``_parameter_constraints`` cannot say about ``step_size`` and ``composition_slack``.
 
         Checked before the budget is spent; :func:`~dperm.multiparty.protocol.psgd`
@@ -371,6 +380,12 @@ class PSGDClassifier(_MultipartyClassifierBase):
                 f"composition_slack={self.composition_slack!r} cannot be combined with "
                 "coordinator_dp=True (the view is accounted by dp-accounting); leave it None."
             )
+
+    def _run(self, parties, secure_sum, calibration, rng):
+        """004 Alg. 1 over an in-process network; ``(w_T, its record)``."""
+        result = psgd(InProcessNetwork(parties, secure_sum), calibration,
+                      step_size=self.step_size, composition_slack=self.composition_slack)
+        return result.coef, result.record
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):
@@ -440,7 +455,7 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         "secure_sum": [None, _ENGINE],
     }
 
-    def __init__(self, epsilon=1.0, alpha=0.01, *, data_norm=1.0, loss="logistic", h=0.5,
+    def __init__(self, *, epsilon=1.0, alpha=0.01, data_norm=1.0, loss="logistic", h=0.5,
                  tol=1e-8, max_iter=1000, secure_sum=None, random_state=None, accountant=None,
                  classes=None):
         self.epsilon = epsilon
@@ -455,43 +470,35 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         self.accountant = accountant
         self.classes = classes
 
-    def fit(self, shards, y=None):
-        """Train one classifier per party and release their noisy average.
+    def _delta(self) -> float:
+        return 0.0  # pure epsilon-DP (004 eq. 5)
 
-        Parameters
-        ----------
-        shards : list of (X_k, y_k)
-        y : ignored
-
-        Returns
-        -------
-        self
-        """
-        epsilon, alpha, data_norm, loss = self._check_params()
-        tol, max_iter = float(self.tol), int(self.max_iter)
-        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, 0.0)
-        calibration = calibrate_local_aggregation(
-            epsilon=epsilon, alpha=alpha, n_samples_by_party=[X.shape[0] for X, _ in arrays],
-            n_features=n_features, loss=loss, data_norm=data_norm, tol=tol,
+    def _calibrate(self, epsilon, delta, alpha, sizes, n_features, loss, data_norm):
+        """The output noise of 004 eq. 5 (:func:`~dperm.multiparty.baselines.calibrate_local_aggregation`)."""
+        return calibrate_local_aggregation(
+            epsilon=epsilon, alpha=alpha, n_samples_by_party=sizes, n_features=n_features, loss=loss,
+            data_norm=data_norm, tol=float(self.tol),
         )
-        secure_sum = self.secure_sum
-        if secure_sum is None:
-            secure_sum = MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
-                                         random_state=rng.spawn(1)[0])
-        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
-        # one pure epsilon-DP release: the floor that accepts exactly it
-        floor = PartyFloor(epsilon, 0.0, 1)
-        parties = self._make_parties(arrays, classes, loss, data_norm, party_rngs, floor)
-        result = local_aggregation(parties, secure_sum, calibration, max_iter=max_iter, random_state=rng)
-        self._set_model(result.coef, classes, n_features)
-        self.privacy_ = result.record
-        return self
+
+    def _floor(self, calibration, epsilon, delta):
+        return PartyFloor(epsilon, 0.0, 1)  # one pure epsilon-DP release: the floor that accepts exactly it
+
+    def _secure_sum(self, calibration, sizes, loss, rng):
+        if self.secure_sum is None:
+            return MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
+                                   random_state=rng.spawn(1)[0])
+        return self.secure_sum
+
+    def _run(self, parties, secure_sum, calibration, rng):
+        """Each party's local minimiser, their noisy average (Pathak et al. 2010); ``(coef, record)``."""
+        result = local_aggregation(parties, secure_sum, calibration, max_iter=int(self.max_iter), random_state=rng)
+        return result.coef, result.record
 
 
 class NewtonClassifier(_MultipartyClassifierBase):
     """Few-round multiparty learning: damped Newton on securely summed, noised gradients and Hessians.
 
-    Beyond the papers (see :mod:`dperm.multiparty.newton_privacy` for the
+    Beyond the papers (see :mod:`dperm.privacy.newton` for the
     proof). Each of ``n_rounds`` rounds, every party sends its gradient and
     Hessian sums at the current ``w_t`` (``d + d(d+1)/2`` numbers) rounded to
     a public grid with its share of exact discrete Gaussian noise; the secure
@@ -546,7 +553,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
     }
 
-    def __init__(self, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=10, *, data_norm=1.0, loss="logistic",
+    def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=10, data_norm=1.0, loss="logistic",
                  h=0.5, gradient_share=DEFAULT_GRADIENT_SHARE, secure_sum=None, random_state=None, accountant=None,
                  classes=None):
         self.epsilon = epsilon
@@ -562,41 +569,21 @@ class NewtonClassifier(_MultipartyClassifierBase):
         self.accountant = accountant
         self.classes = classes
 
-    def fit(self, shards, y=None):
-        """Run the Newton protocol over the parties' shards.
+    _party_class = NewtonParty
 
-        Parameters
-        ----------
-        shards : list of (X_k, y_k)
-            At least two, with the same number of features and two classes overall.
-        y : ignored
+    def _calibrate(self, epsilon, delta, alpha, sizes, n_features, loss, data_norm):
+        """Every round's distributed discrete Gaussian (:func:`~dperm.multiparty.newton_privacy.calibrate_newton`)."""
+        return calibrate_newton(
+            epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=int(self.n_rounds), n_samples_by_party=sizes,
+            n_features=n_features, loss=loss, data_norm=data_norm, gradient_share=self.gradient_share)
 
-        Returns
-        -------
-        self
-        """
-        epsilon, alpha, data_norm, loss = self._check_params()
-        delta, n_rounds = float(self.delta), int(self.n_rounds)
-        budget, arrays, classes, n_features, rng, party_rngs = self._fit_inputs(shards, epsilon, delta)
-        calibration = calibrate_newton(
-            epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=n_rounds,
-            n_samples_by_party=[X.shape[0] for X, _ in arrays], n_features=n_features, loss=loss,
-            data_norm=data_norm, gradient_share=self.gradient_share)
-        secure_sum = self._secure_sum(calibration, rng)
-        spend_before_fitting(self.accountant, *budget)  # every check passed; no party set up yet
+    def _floor(self, calibration, epsilon, delta):
+        """The target and the view's guarantee, whichever is larger, and the agreed rounds."""
         view_epsilon, view_delta = view_guarantee(calibration)
-        parties = [
-            NewtonParty(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm, party_id=index,
-                        random_state=party_rng, max_epsilon=max(epsilon, view_epsilon),
-                        max_delta=max(delta, view_delta), max_rounds=n_rounds)
-            for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
-        ]
-        result = private_newton(InProcessNewtonNetwork(parties, secure_sum), calibration)
-        self._set_model(result.coef, classes, n_features)
-        self.privacy_ = newton_record(result)
-        return self
+        return PartyFloor(max(epsilon, view_epsilon), max(delta, view_delta), int(self.n_rounds))
 
-    def _secure_sum(self, calibration, rng):
+    def _secure_sum(self, calibration, sizes, loss, rng):
+        """The engine in the calibration's encoding ``(C, Q, M)``."""
         encoding = (calibration.clipping_range, calibration.quantization_range, calibration.modulus_range)
         if self.secure_sum is None:
             return MaskedSecureSum(*encoding, random_state=rng.spawn(1)[0])
@@ -607,6 +594,10 @@ class NewtonClassifier(_MultipartyClassifierBase):
             raise ValueError(f"the secure sum's encoding (C, Q, M) must be the calibration's {encoding}; got "
                              f"{(engine.clipping_range, engine.quantization_range, engine.modulus_range)}.")
         return engine
+
+    def _run(self, parties, secure_sum, calibration, rng):
+        result = private_newton(InProcessNewtonNetwork(parties, secure_sum), calibration)
+        return result.coef, newton_record(result)
 
     @available_if(lambda self: self.loss == "logistic")
     def predict_proba(self, X):

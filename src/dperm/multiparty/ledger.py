@@ -1,7 +1,7 @@
 """A party's own spending ledger: what each private training has cost it, on its own machine.
 
 A multiparty party answers a coordinator it does not fully trust. Its floor
-(:class:`~dperm.multiparty.privacy.PartyFloor`) bounds what one run may cost;
+(:class:`~dperm.privacy.psgd.PartyFloor`) bounds what one run may cost;
 this ledger bounds what *all* runs together may cost. Before a party draws
 any noise for a run it charges the run's guarantee here, keyed by the run
 identifier the coordinator announced, and refuses once its own total budget

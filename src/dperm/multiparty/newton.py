@@ -12,29 +12,28 @@ needs tens). Three roles, as in :mod:`dperm.multiparty.protocol`:
 - :func:`private_newton`, the coordinator, turns each sum into a damped
   Newton step (:func:`newton_update`): post-processing of the sums only.
 
-The privacy arithmetic and its proof are in :mod:`dperm.multiparty.newton_privacy`.
+The privacy arithmetic and its proof are in :mod:`dperm.privacy.newton`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
 from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector, to_grid
-
-from dperm.multiparty.newton_privacy import (
+from dperm.multiparty.newton_privacy import check_newton_calibration
+from dperm.multiparty.protocol import InProcessParties, PartyNetwork, ShardOwner
+from dperm.multiparty.secure_sum import check_contribution, summarise_reports
+from dperm.privacy.newton import (
     NewtonCalibration,
-    check_newton_calibration,
     collusion_epsilon,
     party_sigma_squared_fraction,
     view_guarantee,
 )
-from dperm.multiparty.protocol import ShardOwner
-from dperm.multiparty.secure_sum import check_contribution, summarise_reports
 from dperm.solvers import loss_sums
 
 
@@ -75,7 +74,7 @@ def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.nda
     ``Z_k`` holds ``D`` exact discrete Gaussians of variance parameter
     ``party_sigma_squared`` (CKS 2020, Alg. 3); rows must already have norm
     ``<= data_norm``. The clip to ``[-C, C]`` acts only on the event the
-    calibration's ``range_probability`` bounds (``newton_privacy``, point 5).
+    calibration's ``range_probability`` bounds (:mod:`dperm.privacy.newton`, point 5).
     """
     coef = np.asarray(coef, dtype=float)
     _, gradient, hessian = loss_sums(loss, X, y, coef, with_hessian=True)
@@ -99,7 +98,7 @@ class NewtonParty(ShardOwner):
     random_state : None, int or Generator
         Source of the noise (``None``: OS entropy).
     max_epsilon, max_delta, max_rounds :
-        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`).
+        The party's own floor (:class:`~dperm.privacy.psgd.PartyFloor`).
     """
 
     def setup(self, calibration: NewtonCalibration) -> None:
@@ -128,57 +127,26 @@ class NewtonParty(ShardOwner):
 # -- the network -------------------------------------------------------------------------------------
 
 
-class NewtonNetwork(ABC):
-    """The coordinator's only channel: broadcast ``w_t``, get the secure sum of the replies."""
-
-    @property
-    @abstractmethod
-    def n_samples_by_party(self) -> tuple:
-        """Public ``N_k``."""
-
-    @property
-    @abstractmethod
-    def n_features(self) -> int:
-        """Public ``d``."""
-
-    @abstractmethod
-    def setup(self, calibration: NewtonCalibration) -> None:
-        """Announce the calibration; every party checks it (or the set-up fails)."""
+class NewtonNetwork(PartyNetwork):
+    """The Newton protocol's channel: broadcast ``w_t``, get the secure sum of the parties' replies."""
 
     @abstractmethod
     def round_sum(self, coef, round_index: int):
         """Return ``(sum of the parties' replies at coef, SecureSumReport)``."""
 
 
-class InProcessNewtonNetwork(NewtonNetwork):
-    """Parties and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one process.
+class InProcessNewtonNetwork(InProcessParties, NewtonNetwork):
+    """Newton's parties and a :class:`~dperm.multiparty.secure_sum.SecureSum` in one process.
 
     The secure sum's encoding must be the calibration's (clipping range
     ``C``, ``Q``, ``M``): replies lie on its grid, so the fixed-point
     encoding is exact and the revealed sum is the sum of the replies.
     """
 
-    def __init__(self, parties, secure_sum):
-        parties = list(parties)
-        if len(parties) < 2:
-            raise ValueError(f"a multiparty network needs at least 2 parties; got {len(parties)}.")
-        if len({party.n_features for party in parties}) != 1:
-            raise ValueError("the parties' shards have different numbers of features.")
-        self._parties = parties
-        self._secure_sum = secure_sum
-        self._dimension = None
-
-    @property
-    def n_samples_by_party(self) -> tuple:
-        return tuple(party.n_samples for party in self._parties)
-
-    @property
-    def n_features(self) -> int:
-        return self._parties[0].n_features
+    _dimension = None
 
     def setup(self, calibration: NewtonCalibration) -> None:
-        for party in self._parties:
-            party.setup(calibration)
+        super().setup(calibration)
         self._dimension = calibration.dimension
 
     def round_sum(self, coef, round_index: int):

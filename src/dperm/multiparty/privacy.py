@@ -1,48 +1,37 @@
-"""Privacy arithmetic of the multiparty protocols, as pure functions.
+"""PSGD's calibration at the boundary: checked public inputs, the per-round noise's grid, a party's check.
 
-Everything single-party is reused from :mod:`dperm.privacy.sensitivity`
-(computeSlack, ``sigma*``, the ERM sensitivity) and :mod:`dperm.privacy.accounting`
-(composition); this module adds only what the multiparty setting needs:
+The arithmetic and the coordinator's view are in :mod:`dperm.privacy.psgd`
+(pure functions that trust their inputs). Here:
 
-- the per-round sensitivity of a party's summed gradient and the scale of the
-  per-round noise ``rho`` (004 Prop. 3.1, eq. 2, Proc. 3; paper notes 2 and 13);
-- the calibration of PSGD (004 Alg. 1, Procs. 2-3) as one record;
-- the guarantee of the coordinator's whole view over ``T`` rounds (paper note 13);
-- the option beyond the paper (paper note 13): per-round Gaussian noise calibrated
-  with Google's ``dp-accounting`` (PLD or RDP) so that the coordinator's whole
-  view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`);
-- the sensitivity of the local-aggregation baseline (004 eq. 5; paper note 12);
-- a party's own floor (:class:`PartyFloor`) and its check of a coordinator's
-  set-up, recomputed from the public inputs (:func:`check_psgd_calibration`);
-- which secure-sum clipping counts may be revealed (:func:`clipping_count_is_covered`).
+- the per-round noise ``rho`` on its grid (004 Prop. 3.1, eq. 2, Proc. 3;
+  paper notes 2 and 13): :func:`round_noise_calibration`, the one step that
+  needs :mod:`dperm.mechanisms.noise`;
+- :func:`calibrate_psgd`: the public inputs checked, then
+  :func:`~dperm.privacy.psgd.psgd_calibration` (004's scheme) or
+  :func:`~dperm.privacy.psgd.coordinator_dp_calibration` (beyond 004);
+- a party's check of a coordinator's set-up, recomputed from the public
+  inputs against its own floor (:func:`check_psgd_calibration`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
 
-from dperm.privacy.accounting import Spend, advanced_composition, basic_composition
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration
-from dperm.privacy.sensitivity import (  # the formulas live with the other sensitivities
-    gaussian_objective_sigma,
-    gradient_sum_sensitivity,
-    objective_perturbation_slack,
+from dperm.privacy.psgd import (
+    CoordinatorView,
+    PartyFloor,
+    PSGDCalibration,
+    check_coordinator_accountant,
+    check_open_delta,
+    coordinator_dp_calibration,
+    coordinator_view_gaussian,
+    coordinator_view_guarantee,
+    psgd_calibration,
 )
-from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
-
-
-def check_open_delta(delta, name: str = "delta") -> float:
-    """``delta`` in the open interval (0, 1): PSGD / GOP are (eps, delta)-DP with delta > 0."""
-    delta = check_delta(delta, name)
-    if delta == 0:
-        raise ValueError(
-            f"{name} must be in the open interval (0, 1); got 0. PSGD is (epsilon, delta)-DP "
-            "(004 Thms 4.1-4.2) and gives no guarantee at delta = 0: pass e.g. delta=1e-5."
-        )
-    return delta
+from dperm.privacy.sensitivity import gradient_sum_sensitivity
+from dperm.validation import check_epsilon, check_positive, check_positive_int
 
 
 def round_noise_calibration(round_epsilon: float, lipschitz: float, data_norm: float,
@@ -79,99 +68,6 @@ def discrete_laplace_tail_bound(calibration: GridCalibration, tail_probability: 
 def round_noise_scale(round_epsilon: float, lipschitz: float, data_norm: float, n_features: int) -> float:
     """Per-coordinate scale (``g k / eps_round``) of the per-round noise: :func:`round_noise_calibration`."""
     return round_noise_calibration(round_epsilon, lipschitz, data_norm, n_features).noise_scale
-
-
-@dataclass(frozen=True)
-class PSGDCalibration:
-    """Every public number of one PSGD run (004 Alg. 1, Procs. 2-3).
-
-    The coordinator computes it from public inputs and sends it to the
-    parties in the setup; each party draws its one-time noise from it.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        The public target the noise is calibrated for. 004's scheme: 004 Thm
-        4.2's guarantee of the point PSGD converges to (GOP's minimiser),
-        which is not proven for a finite-``T`` iterate; what is proven for the
-        released ``w_T`` is the coordinator-view guarantee
-        (:func:`psgd_coordinator_view`). ``coordinator_dp``: the target of the
-        coordinator's whole view, hence of ``w_T``.
-    epsilon_tilde : float
-        ``eps~`` of computeSlack (004 Proc. 2, paper note 4's fix).
-    extra_regularization : float
-        ``Delta`` of computeSlack.
-    noise_sigma : float
-        ``sigma = L R sigma*(d, eps~, delta)``: std of each coordinate of the
-        total one-time noise ``eta = sum_k eta^k`` (004 Proc. 3; paper notes 2-3).
-    party_noise_sigma : float
-        ``sigma / sqrt(K)``: std of each coordinate of one party's ``eta^k``.
-    round_epsilon : float
-        Privacy of one round's sum with respect to one record.
-    round_sensitivity : float
-        ``2 L R`` (:func:`gradient_sum_sensitivity`).
-    round_noise_scale : float
-        Per-coordinate scale of ``rho_t^k``: the discrete Laplace scale
-        ``g k / eps_round`` of :func:`round_noise_calibration` (004's scheme).
-    n_rounds : int
-        ``T``: gradient requests each party agrees to answer.
-    n_parties, n_samples, n_features : int
-        ``K``, ``N = sum_k N_k`` and ``d`` (public, as in 004 Alg. 1's inputs).
-    lipschitz, curvature, data_norm, alpha : float
-        ``L``, ``c``, ``R`` and ``lambda``.
-    loss : str
-        Name of the loss ``phi``.
-    coordinator_dp : bool
-        False: 004's scheme (``eta^k`` once, ``rho`` float-safe discrete Laplace). True: no
-        ``eta^k``; ``rho_t^k`` Gaussian, calibrated so that the coordinator's
-        whole view is ``(epsilon, delta)``-DP (:func:`calibrate_coordinator_gaussian`).
-        Then ``epsilon_tilde``, ``noise_sigma`` and ``party_noise_sigma`` are 0
-        (no objective perturbation), ``Delta = 0``, ``round_noise_scale`` is the
-        per-coordinate std of one party's ``rho_t^k`` and ``round_epsilon`` is
-        the one-round epsilon at ``round_delta``.
-    round_noise : {"discrete-laplace", "gaussian"}
-        Distribution of ``rho_t^k``. ``"gaussian"`` (``coordinator_dp``) is
-        drawn in floating point and is not float-safe (README).
-    round_noise_sigma : float
-        Gaussian scheme: std per coordinate of ``sum_k rho_t^k`` (``z * 2 L R``); 0 otherwise.
-    noise_multiplier : float
-        Gaussian scheme: ``z = round_noise_sigma / (2 L R)``; 0 otherwise.
-    round_delta : float
-        Gaussian scheme: the delta at which ``round_epsilon`` is stated
-        (``delta / T``, so that basic composition lands on ``delta``); 0 otherwise.
-    coordinator_accountant : str
-        Gaussian scheme: ``"pld"`` or ``"rdp"`` (dp-accounting); ``""`` otherwise.
-    """
-
-    epsilon: float
-    delta: float
-    epsilon_tilde: float
-    extra_regularization: float
-    noise_sigma: float
-    party_noise_sigma: float
-    round_epsilon: float
-    round_sensitivity: float
-    round_noise_scale: float
-    n_rounds: int
-    n_parties: int
-    n_samples: int
-    n_features: int
-    lipschitz: float
-    curvature: float
-    data_norm: float
-    alpha: float
-    loss: str
-    coordinator_dp: bool = False
-    round_noise: str = "discrete-laplace"
-    round_noise_sigma: float = 0.0
-    noise_multiplier: float = 0.0
-    round_delta: float = 0.0
-    coordinator_accountant: str = ""
-
-    @property
-    def strong_convexity(self) -> float:
-        """``lambda + Delta``: the regularisation of the objective PSGD minimises."""
-        return self.alpha + self.extra_regularization
 
 
 def _psgd_loss_constants(loss) -> tuple[float, float]:
@@ -250,6 +146,8 @@ def calibrate_psgd(
     n_rounds = check_positive_int(n_rounds, "n_rounds")
     data_norm = check_positive(data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm.")
     lipschitz, curvature = _psgd_loss_constants(loss)
+    public = (epsilon, delta, alpha, n_samples, n_parties, n_features, n_rounds, lipschitz, curvature, data_norm,
+              loss.name)
     if coordinator_dp:
         if round_epsilon is not None:
             raise ValueError(
@@ -257,328 +155,10 @@ def calibrate_psgd(
                 "per-round Gaussian noise is calibrated from epsilon, delta and n_rounds so that the "
                 "coordinator's whole view is (epsilon, delta)-DP. Leave round_epsilon=None."
             )
-        rounds = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, coordinator_accountant)
-        sensitivity = gradient_sum_sensitivity(lipschitz, data_norm)
-        sigma = rounds.noise_multiplier * sensitivity
-        return PSGDCalibration(
-            epsilon=epsilon, delta=delta, epsilon_tilde=0.0, extra_regularization=0.0,
-            noise_sigma=0.0, party_noise_sigma=0.0,
-            round_epsilon=rounds.round_epsilon, round_sensitivity=sensitivity,
-            round_noise_scale=sigma / math.sqrt(n_parties), n_rounds=n_rounds,
-            n_parties=n_parties, n_samples=n_samples, n_features=n_features,
-            lipschitz=lipschitz, curvature=curvature, data_norm=data_norm, alpha=alpha,
-            loss=loss.name, coordinator_dp=True, round_noise="gaussian", round_noise_sigma=sigma,
-            noise_multiplier=rounds.noise_multiplier, round_delta=rounds.round_delta,
-            coordinator_accountant=rounds.accountant,
-        )
+        return coordinator_dp_calibration(*public, check_coordinator_accountant(coordinator_accountant))
     round_epsilon = epsilon if round_epsilon is None else check_epsilon(round_epsilon, "round_epsilon")
-    slack = objective_perturbation_slack(epsilon, n_samples, alpha, curvature, data_norm)
-    sigma = gaussian_objective_sigma(n_features, slack.epsilon_noise, delta, lipschitz, data_norm)
-    return PSGDCalibration(
-        epsilon=epsilon,
-        delta=delta,
-        epsilon_tilde=slack.epsilon_noise,
-        extra_regularization=slack.extra_regularization,
-        noise_sigma=sigma,
-        party_noise_sigma=sigma / math.sqrt(n_parties),
-        round_epsilon=round_epsilon,
-        round_sensitivity=gradient_sum_sensitivity(lipschitz, data_norm),
-        round_noise_scale=round_noise_scale(round_epsilon, lipschitz, data_norm, n_features),
-        n_rounds=n_rounds,
-        n_parties=n_parties,
-        n_samples=n_samples,
-        n_features=n_features,
-        lipschitz=lipschitz,
-        curvature=curvature,
-        data_norm=data_norm,
-        alpha=alpha,
-        loss=loss.name,
-    )
-
-
-@dataclass(frozen=True)
-class CoordinatorView:
-    """Guarantee of everything the coordinator sees over ``T`` rounds (paper note 13).
-
-    Attributes
-    ----------
-    epsilon_basic, delta_basic : float
-        ``T * eps_round`` and 0: basic composition of the ``T`` rounds (for
-        ``coordinator_dp``, ``T * round_epsilon`` and ``T * round_delta``).
-    epsilon, delta : float
-        The tighter of basic and advanced composition (slack ``delta'``); for
-        ``coordinator_dp``, the PLD / RDP accountant's epsilon at ``delta``.
-    composition : {"basic", "advanced", "pld", "rdp"}
-        Which rule gave ``epsilon``.
-    slack : float
-        The ``delta'`` used for advanced composition (0 for PLD / RDP).
-    """
-
-    epsilon_basic: float
-    delta_basic: float
-    epsilon: float
-    delta: float
-    composition: str
-    slack: float
-
-
-def coordinator_view_guarantee(round_epsilon: float, n_rounds: int, slack: float) -> CoordinatorView:
-    """Compose the ``T`` per-round guarantees of the coordinator's view (paper note 13).
-
-    Each round reveals one sum that is ``eps_round``-DP with respect to one
-    record (the record's party adds ``rho_t^k``; the other parties' vectors,
-    the one-time noise and the secure sum's rounding do not depend on it).
-    The rounds are adaptive (``w_t`` depends on earlier sums), which both
-    composition theorems allow. Basic composition gives ``(T eps, 0)``;
-    :func:`dperm.privacy.accounting.advanced_composition` gives the tighter of that
-    and Dwork-Rothblum-Vadhan with slack ``delta'``.
-    """
-    round_epsilon = check_epsilon(round_epsilon, "round_epsilon")
-    n_rounds = check_positive_int(n_rounds, "n_rounds")
-    slack = check_open_delta(slack, "composition_slack")
-    spends = [Spend(round_epsilon, 0.0, "PSGD round")] * n_rounds
-    epsilon_basic, delta_basic = basic_composition(spends)
-    epsilon, delta = advanced_composition(spends, slack)
-    composition = "advanced" if epsilon < epsilon_basic else "basic"
-    return CoordinatorView(epsilon_basic, delta_basic, epsilon, delta, composition, slack)
-
-
-# -- beyond 004: per-round Gaussian noise with an (epsilon, delta) coordinator view --------
-
-#: Accountants of Google's ``dp-accounting`` that :func:`calibrate_coordinator_gaussian` accepts.
-COORDINATOR_ACCOUNTANTS = ("pld", "rdp")
-#: Relative tolerance of the search for the noise multiplier ``z``.
-NOISE_MULTIPLIER_RTOL = 1e-6
-
-
-def _dp_accounting():
-    """Import Google's ``dp-accounting`` lazily, with an error that says what to install."""
-    try:
-        import dp_accounting
-        from dp_accounting import pld, rdp  # noqa: F401  (submodules used below)
-    except ImportError as error:
-        raise ImportError(
-            "coordinator_dp=True accounts the coordinator's view with Google's dp-accounting "
-            "package, which is not installed. Install it with pip install 'dperm[multiparty]' "
-            "(or pip install dp-accounting)."
-        ) from error
-    return dp_accounting
-
-
-def check_coordinator_accountant(accountant) -> str:
-    if accountant not in COORDINATOR_ACCOUNTANTS:
-        raise ValueError(
-            f"coordinator_accountant must be one of {COORDINATOR_ACCOUNTANTS}; got {accountant!r}."
-        )
-    return accountant
-
-
-def _fresh_accountant(accountant: str):
-    dp_accounting = _dp_accounting()
-    if accountant == "pld":
-        return dp_accounting.pld.PLDAccountant()
-    return dp_accounting.rdp.RdpAccountant()
-
-
-def gaussian_rounds_epsilon(noise_multiplier: float, n_rounds: int, delta: float,
-                            accountant: str = "pld") -> float:
-    """``epsilon`` at ``delta`` of ``T`` adaptive rounds of the Gaussian mechanism, per dp-accounting.
-
-    Each round releases ``f_t(D) + N(0, sigma^2 I)`` with ``||f_t(D) - f_t(D')|| <= s``
-    and ``z = sigma / s``. The event is ``SelfComposedDpEvent(GaussianDpEvent(z), T)``
-    on a fresh PLD accountant (pessimistic, so an upper bound) or RDP accountant
-    (Mironov 2017; conversion to ``(epsilon, delta)`` is an upper bound too).
-    dp-accounting's ``GaussianDpEvent(z)`` is the pair ``N(0, z^2)`` vs ``N(1, z^2)``
-    under its default add-or-remove relation; with ``z = sigma / s`` for the
-    replace-one sensitivity ``s`` that is exactly the pair of one round here
-    (rotation invariance of the isotropic Gaussian), so the default relation
-    is the right one.
-    """
-    dp_accounting = _dp_accounting()
-    check_coordinator_accountant(accountant)
-    event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.GaussianDpEvent(check_positive(noise_multiplier, "noise_multiplier")),
-        check_positive_int(n_rounds, "n_rounds"),
-    )
-    return float(_fresh_accountant(accountant).compose(event).get_epsilon(check_open_delta(delta)))
-
-
-@dataclass(frozen=True)
-class GaussianRounds:
-    """Result of :func:`calibrate_coordinator_gaussian`.
-
-    Attributes
-    ----------
-    noise_multiplier : float
-        ``z``: per-round noise std over the per-round L2 sensitivity.
-    epsilon : float
-        ``epsilon`` of the whole view at ``delta`` per the accountant (``<=`` the target).
-    delta : float
-    round_epsilon, round_delta : float
-        One round is ``(round_epsilon, round_delta)``-DP with ``round_delta = delta / T``.
-    n_rounds : int
-    accountant : str
-    """
-
-    noise_multiplier: float
-    epsilon: float
-    delta: float
-    round_epsilon: float
-    round_delta: float
-    n_rounds: int
-    accountant: str
-
-
-def calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant="pld") -> GaussianRounds:
-    """The smallest per-round Gaussian noise that makes the coordinator's whole view ``(eps, delta)``-DP.
-
-    Beyond 004 (paper note 13). Each party answers round ``t`` with
-    ``grad G_k(w_t) + rho_t^k`` (004 eq. 10 without ``eta^k``), ``rho_t^k ~
-    N(0, sigma^2 / K I)``, so the secure sum the coordinator sees is
-    ``sum_k grad G_k(w_t) + N(0, sigma^2 I)``.
-
-    Soundness:
-
-    1. **Sensitivity.** Replacing one record changes one term ``phi'(y w.x) y x``
-       of one party's ``grad G_k(w_t)`` (004 eq. 8), each of norm ``<= L R``, so the
-       sum over parties moves by at most ``s = 2 L R`` in L2 (004 Prop. 3.1 with
-       paper note 2; :func:`gradient_sum_sensitivity`), whatever ``w_t`` is.
-    2. **Composition over T rounds.** ``w_t`` is a function of the earlier sums
-       (004 Alg. 1), so the view is an adaptive composition of ``T`` Gaussian
-       mechanisms, each with noise multiplier ``z = sigma / s``. PLD and RDP
-       accounting both hold under adaptive composition; ``z`` is found by
-       dp-accounting's ``calibrate_dp_mechanism`` (a bracketed Brent search that
-       returns a ``z`` whose accounted epsilon is ``<= epsilon``) over
-       :func:`gaussian_rounds_epsilon`.
-    3. **Released model.** ``w_T`` is computed from the sums, the public ``w_0``,
-       ``lambda`` and step sizes only: post-processing of the view, hence
-       ``(epsilon, delta)``-DP too. No one-time noise is needed; 004 Thm 4.2 (the
-       GOP equivalence) is not used, so the guarantee holds for every finite ``T``.
-
-    Assumptions (the same trust model as 004 Thm 4.2): the coordinator learns
-    only the exact sum. The noise is split over the ``K`` parties, so a
-    coordinator colluding with other parties, or a secure sum that leaks an
-    individual reply, sees one party's gradient with only ``sigma / sqrt(K)``.
-    The fixed-point encoding of a real secure sum is applied to each party's
-    noisy vector; its rounding (at most the recorded ``error_bound`` per
-    coordinate) is not covered by this analysis (a discrete Gaussian would be).
-
-    Parameters
-    ----------
-    epsilon : float > 0
-    delta : float in (0, 1)
-    n_rounds : int
-        ``T``.
-    accountant : {"pld", "rdp"}, default="pld"
-        ``"pld"`` (privacy loss distributions, tight) or ``"rdp"`` (Renyi DP, looser).
-
-    Returns
-    -------
-    GaussianRounds
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_open_delta(delta)
-    n_rounds = check_positive_int(n_rounds, "n_rounds")
-    accountant = check_coordinator_accountant(accountant)
-    return _calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant)
-
-
-@functools.lru_cache(maxsize=256)
-def _calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant) -> GaussianRounds:
-    dp_accounting = _dp_accounting()
-
-    def gap(z):
-        return gaussian_rounds_epsilon(z, n_rounds, delta, accountant) - epsilon
-
-    # Bracket the root: start at the classical Gaussian bound for T-fold composition
-    # (sigma/s = sqrt(2 ln(1.25/delta)) / eps, times sqrt(T)), then double / halve.
-    upper = math.sqrt(n_rounds) * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
-    while gap(upper) > 0:
-        upper *= 2.0
-    lower = upper / 2.0
-    while gap(lower) <= 0:
-        upper, lower = lower, lower / 2.0
-    z = dp_accounting.calibrate_dp_mechanism(
-        lambda: _fresh_accountant(accountant),
-        lambda value: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(value), n_rounds),
-        epsilon, delta,
-        bracket_interval=dp_accounting.ExplicitBracketInterval(lower, upper),
-        tol=NOISE_MULTIPLIER_RTOL * upper,
-    )
-    achieved = gaussian_rounds_epsilon(z, n_rounds, delta, accountant)
-    round_delta = delta / n_rounds
-    return GaussianRounds(
-        noise_multiplier=float(z), epsilon=achieved, delta=delta,
-        round_epsilon=gaussian_rounds_epsilon(z, 1, round_delta, accountant), round_delta=round_delta,
-        n_rounds=n_rounds, accountant=accountant,
-    )
-
-
-def coordinator_view_gaussian(calibration: PSGDCalibration) -> CoordinatorView:
-    """The coordinator-view guarantee of a ``coordinator_dp`` calibration (see :func:`calibrate_coordinator_gaussian`).
-
-    ``epsilon`` is the accountant's, at ``delta``; ``epsilon_basic`` is basic
-    composition of the per-round ``(round_epsilon, delta / T)``, for comparison.
-    """
-    if not calibration.coordinator_dp:
-        raise ValueError("coordinator_view_gaussian needs a calibration made with coordinator_dp=True.")
-    rounds = calibrate_coordinator_gaussian(calibration.epsilon, calibration.delta, calibration.n_rounds,
-                                            calibration.coordinator_accountant)  # cached
-    if rounds.noise_multiplier == calibration.noise_multiplier:
-        epsilon = rounds.epsilon
-    else:  # a calibration built by other means: account its own noise
-        epsilon = gaussian_rounds_epsilon(calibration.noise_multiplier, calibration.n_rounds,
-                                          calibration.delta, calibration.coordinator_accountant)
-    return CoordinatorView(
-        epsilon_basic=calibration.n_rounds * calibration.round_epsilon,
-        delta_basic=min(1.0, calibration.n_rounds * calibration.round_delta),
-        epsilon=epsilon, delta=calibration.delta,
-        composition=calibration.coordinator_accountant, slack=0.0,
-    )
-
-
-def psgd_coordinator_view(calibration: PSGDCalibration, composition_slack=None) -> CoordinatorView:
-    """The guarantee proven for the coordinator's view over the ``T`` rounds, hence for ``w_T``.
-
-    ``w_T`` is computed from the ``T`` secure sums, the public ``w_0``,
-    ``lambda + Delta`` and step sizes only (004 Alg. 1), so it is a
-    post-processing of the coordinator's view and has its guarantee for the
-    finite ``T`` that was run (paper note 13). 004's scheme: the ``T`` rounds of
-    ``round_epsilon`` composed by :func:`coordinator_view_guarantee` with slack
-    ``composition_slack`` (default ``delta``). ``coordinator_dp``: the PLD / RDP
-    account of :func:`coordinator_view_gaussian` (``composition_slack`` must
-    be None).
-    """
-    if calibration.coordinator_dp:
-        if composition_slack is not None:
-            raise ValueError(
-                "composition_slack is the delta' of the advanced composition of 004's scheme; with "
-                "coordinator_dp=True the view is accounted by dp-accounting at delta. Leave it None."
-            )
-        return coordinator_view_gaussian(calibration)
-    slack = calibration.delta
-    if composition_slack is not None:
-        slack = check_open_delta(composition_slack, "composition_slack")
-    return coordinator_view_guarantee(calibration.round_epsilon, calibration.n_rounds, slack)
-
-
-def clipping_count_is_covered(calibration: PSGDCalibration) -> bool:
-    """Whether a round's count of secure-sum clipped coordinates may be revealed (paper note 14).
-
-    The count is computed by each party on its own reply as it enters the
-    secure sum: after the party's DP noise, before quantisation (no
-    un-noised value enters it). 004's scheme: every reply carries its own
-    ``rho_t^k`` calibrated to the whole per-round sensitivity ``2 L R``
-    (004 Proc. 3), so each reply is by itself ``round_epsilon``-DP with
-    respect to a record of its party, and one record changes one reply only;
-    the tuple of the round's replies is ``round_epsilon``-DP, and the count,
-    like the sum, is post-processing of it, covered by
-    :func:`psgd_coordinator_view`. ``coordinator_dp``: a reply carries only
-    ``sigma / sqrt(K)``; only the sum is accounted, so a count computed from
-    the individual replies is not covered and is not revealed (each party
-    warns in its own log instead).
-    """
-    return not calibration.coordinator_dp
+    return psgd_calibration(*public, round_epsilon,
+                            round_noise_scale(round_epsilon, lipschitz, data_norm, n_features))
 
 
 # -- a party's own floor --------------------------------------------------------------
@@ -590,49 +170,6 @@ NOISE_FIELDS = ("noise_sigma", "party_noise_sigma", "round_noise_scale", "round_
 #: Derived fields that must equal the party's recomputation.
 DERIVED_FIELDS = ("epsilon_tilde", "extra_regularization", "round_epsilon", "round_sensitivity", "lipschitz",
                   "curvature", "data_norm", "round_delta")
-
-
-@dataclass(frozen=True)
-class PartyFloor:
-    """A party's own limits: it takes part only in runs at least this private.
-
-    Each party is started with them (``Party(max_epsilon=..., max_delta=...,
-    max_rounds=...)``, ``dperm party serve --max-epsilon --max-delta
-    --max-rounds``) and refuses a set-up whose guarantee is weaker
-    (:func:`check_psgd_calibration`).
-
-    Attributes
-    ----------
-    max_epsilon : float > 0
-        Largest epsilon the party accepts, both as the announced target and
-        as the guarantee proven for what it sends (the coordinator's view
-        over the announced rounds, computed by the party itself).
-    max_delta : float in [0, 1)
-        Largest delta, likewise (0 accepts pure epsilon-DP only).
-    max_rounds : int >= 1
-        Most gradient requests the party answers in one run.
-    """
-
-    max_epsilon: float
-    max_delta: float
-    max_rounds: int
-
-    def __post_init__(self):
-        object.__setattr__(self, "max_epsilon", check_epsilon(self.max_epsilon, "max_epsilon"))
-        object.__setattr__(self, "max_delta", check_delta(self.max_delta, "max_delta"))
-        object.__setattr__(self, "max_rounds", check_positive_int(self.max_rounds, "max_rounds"))
-
-
-def accepting_floor(calibration: PSGDCalibration, composition_slack=None) -> PartyFloor:
-    """The floor under which a party accepts exactly ``calibration`` (in-process runs).
-
-    For a caller that plays every role (the in-process estimators and
-    experiments): the larger of the announced target and the proven
-    coordinator-view guarantee, and the announced ``T``.
-    """
-    view = psgd_coordinator_view(calibration, composition_slack)
-    return PartyFloor(max(calibration.epsilon, view.epsilon), max(calibration.delta, view.delta),
-                      calibration.n_rounds)
 
 
 def _refuse(party_id, reason: str) -> None:

@@ -35,15 +35,8 @@ from dperm.exceptions import (
     PartyUnavailableError,
     SecureSumClippingWarning,
 )
-from dperm.multiparty.privacy import (
-    PartyFloor,
-    PSGDCalibration,
-    check_psgd_calibration,
-    clipping_count_is_covered,
-    discrete_laplace_tail_bound,
-    psgd_coordinator_view,
-    round_noise_calibration,
-)
+from dperm.multiparty.privacy import check_psgd_calibration, discrete_laplace_tail_bound, round_noise_calibration
+from dperm.privacy.psgd import PartyFloor, PSGDCalibration, clipping_count_is_covered, psgd_coordinator_view
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
@@ -125,7 +118,7 @@ class Party(ShardOwner):
     random_state : None, int or numpy Generator
         Source of ``eta^k`` and ``rho_t^k`` (``None``: OS entropy, for real use).
     max_epsilon, max_delta : float
-        The party's own floor (:class:`~dperm.multiparty.privacy.PartyFloor`):
+        The party's own floor (:class:`~dperm.privacy.psgd.PartyFloor`):
         the largest epsilon and delta it accepts, both as a set-up's target
         and as the guarantee proven for what it sends.
     max_rounds : int
@@ -190,7 +183,7 @@ class Party(ShardOwner):
         """``coordinator_dp``'s ``rho_t^k ~ N(0, scale^2 I)``, ``scale = sigma / sqrt(K)``.
 
         The ``K`` parties' noise sums to ``N(0, sigma^2 I)``
-        (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+        (:func:`~dperm.privacy.psgd.calibrate_coordinator_gaussian`).
         Drawn in floating point: this option is not float-safe (README).
         """
         return sample_gaussian(self.n_features, self._calibration.round_noise_scale, self._rng)
@@ -254,13 +247,16 @@ class Party(ShardOwner):
 # -- the coordinator's channel ---------------------------------------------------------
 
 
-class GradientSumNetwork(ABC):
-    """The coordinator's only channel to the parties: broadcast ``w_t``, receive a secure sum.
+class PartyNetwork(ABC):
+    """The coordinator's only channel to the ``K`` parties, whatever the protocol and the transport.
 
-    An engine (in-process, Flower SecAgg+) implements it. The coordinator
-    learns the public sizes, the sums and the secure-sum reports, nothing
-    else; a report counts clipped coordinates only when
-    :func:`~dperm.multiparty.privacy.clipping_count_is_covered` admits it.
+    The coordinator learns the public sizes and ``d``, announces the public
+    calibration (:meth:`setup`; each party checks it against its own floor)
+    and then receives secure sums only; each protocol adds its request
+    (:class:`GradientSumNetwork` for PSGD, 004 Alg. 1;
+    :class:`~dperm.multiparty.newton.NewtonNetwork` for Newton). Transports:
+    :class:`InProcessParties` (one process) and
+    :class:`~dperm.multiparty.flower._grid_network.GridNetwork` (Flower).
     """
 
     @property
@@ -278,27 +274,16 @@ class GradientSumNetwork(ABC):
         return len(self.n_samples_by_party)
 
     @abstractmethod
-    def setup(self, calibration: PSGDCalibration) -> None:
-        """Send the public calibration to every party (each draws ``eta^k`` once)."""
-
-    @abstractmethod
-    def gradient_sum(self, coef, scale: float, round_index: int):
-        """``(scale * sum_k grad^G_k(w_t), SecureSumReport)`` through a secure sum."""
+    def setup(self, calibration) -> None:
+        """Send the public calibration to every party; any refusal fails the set-up."""
 
 
-class InProcessNetwork(GradientSumNetwork):
+class InProcessParties(PartyNetwork):
     """Parties and a secure sum in one process, with the coordinator kept outside.
-
-    :meth:`gradient_sum` plays the network: it runs each party's side (004
-    Proc. 3, then the party's reply check and scaling) and hands the replies
-    straight to the secure sum, whose aggregator sees only masked vectors. It
-    returns only the revealed sum and its report. A party that raises
-    :class:`~dperm.exceptions.PartyUnavailableError` counts as dropped
-    for the round.
 
     Parameters
     ----------
-    parties : sequence of Party
+    parties : sequence of Party or NewtonParty
         At least two, with the same number of features and distinct ids.
     secure_sum : dperm.multiparty.secure_sum.SecureSum
     """
@@ -315,7 +300,6 @@ class InProcessNetwork(GradientSumNetwork):
             raise ValueError(f"party ids must be distinct; got {ids}.")
         self._parties = parties
         self._secure_sum = secure_sum
-        self._count_clipped = False
 
     @property
     def n_samples_by_party(self) -> tuple:
@@ -325,9 +309,46 @@ class InProcessNetwork(GradientSumNetwork):
     def n_features(self) -> int:
         return self._parties[0].n_features
 
-    def setup(self, calibration: PSGDCalibration) -> None:
+    def setup(self, calibration) -> None:
+        """Every party checks the calibration against its floor and sets up (PSGD: draws ``eta^k`` once)."""
         for party in self._parties:
             party.setup(calibration)
+
+
+class GradientSumNetwork(PartyNetwork):
+    """PSGD's channel (004 Alg. 1): broadcast ``w_t``, receive the secure sum of the noisy gradients.
+
+    An engine (in-process, Flower SecAgg+) implements it. A report counts
+    clipped coordinates only when
+    :func:`~dperm.privacy.psgd.clipping_count_is_covered` admits it.
+    """
+
+    @abstractmethod
+    def gradient_sum(self, coef, scale: float, round_index: int):
+        """``(scale * sum_k grad^G_k(w_t), SecureSumReport)`` through a secure sum."""
+
+
+class InProcessNetwork(InProcessParties, GradientSumNetwork):
+    """PSGD's parties and a secure sum in one process, with the coordinator kept outside.
+
+    :meth:`gradient_sum` plays the network: it runs each party's side (004
+    Proc. 3, then the party's reply check and scaling) and hands the replies
+    straight to the secure sum, whose aggregator sees only masked vectors. It
+    returns only the revealed sum and its report. A party that raises
+    :class:`~dperm.exceptions.PartyUnavailableError` counts as dropped
+    for the round.
+
+    Parameters
+    ----------
+    parties : sequence of Party
+        At least two, with the same number of features and distinct ids.
+    secure_sum : dperm.multiparty.secure_sum.SecureSum
+    """
+
+    _count_clipped = False
+
+    def setup(self, calibration: PSGDCalibration) -> None:
+        super().setup(calibration)
         self._count_clipped = clipping_count_is_covered(calibration)
 
     def _party_reply(self, party, coef, scale):
@@ -456,7 +477,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     so that it fits a fixed clipping range (the noise is added before: paper note 14).
     The released ``w_T`` is a post-processing of the coordinator's view, so it
     has the view's guarantee for the ``T`` rounds run
-    (:func:`~dperm.multiparty.privacy.psgd_coordinator_view`): that is the
+    (:func:`~dperm.privacy.psgd.psgd_coordinator_view`): that is the
     record's headline. The iterates converge to GOP's minimiser
     ``argmin J(w) + eta.w/N + Delta/2 ||w||^2`` with ``eta = sum_k eta^k``
     (004 eqs. 15-17), for which 004 Thm 4.2 proves ``(epsilon, delta)``; that
@@ -479,7 +500,7 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     With ``calibration.coordinator_dp`` (beyond 004, paper note 13) the same loop
     runs with ``eta^k = 0``, Gaussian ``rho_t^k`` and ``Delta = 0``: noisy
     gradient descent whose whole transcript, hence ``w_psgd``, is
-    ``(epsilon, delta)``-DP (:func:`~dperm.multiparty.privacy.calibrate_coordinator_gaussian`).
+    ``(epsilon, delta)``-DP (:func:`~dperm.privacy.psgd.calibrate_coordinator_gaussian`).
 
     Returns
     -------

@@ -46,7 +46,7 @@ Simplifications of the simulation, documented rather than hidden:
   party's DP noise, before quantisation), so the total is a function of the
   vectors handed to the secure sum and of nothing else. Whether that is
   covered by the protocol's guarantee depends on the protocol (PSGD: see
-  :func:`~dperm.multiparty.privacy.clipping_count_is_covered`; local
+  :func:`~dperm.privacy.psgd.clipping_count_is_covered`; local
   aggregation never asks for it). Uncounted, each party only warns in its
   own log (:func:`warn_party_clipping`).
 """

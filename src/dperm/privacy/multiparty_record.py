@@ -46,7 +46,7 @@ class PSGDPrivacyRecord(RecordBase):
 
     Every field is a public input, a number computed from public inputs, or
     (``secure_sum``'s clipping totals, ``gop_equivalent``) a function of the
-    parties' noisy replies that :func:`~dperm.multiparty.privacy.clipping_count_is_covered`
+    parties' noisy replies that :func:`~dperm.privacy.psgd.clipping_count_is_covered`
     admits; nothing is computed from the private rows.
 
     The headline (``epsilon``, ``delta``, :attr:`guarantee`) is the guarantee
@@ -54,7 +54,7 @@ class PSGDPrivacyRecord(RecordBase):
     ``w_T`` is computed from the coordinator's view (the secure sums) and
     public constants only, so it is a post-processing of that view and has
     its guarantee (paper note 13;
-    :func:`~dperm.multiparty.privacy.psgd_coordinator_view`):
+    :func:`~dperm.privacy.psgd.psgd_coordinator_view`):
 
     - ``coordinator_dp=False`` (004's scheme): each round's sum is
       ``round_epsilon``-DP (``rho`` noise), composed over ``n_rounds`` by the
@@ -334,7 +334,7 @@ class NewtonPrivacyRecord(RecordBase):
     """What a run of the few-round Newton protocol guarantees, and how it was calibrated.
 
     Every field is a public input or a number computed from public inputs
-    (:class:`~dperm.multiparty.newton_privacy.NewtonCalibration`); nothing is
+    (:class:`~dperm.privacy.newton.NewtonCalibration`); nothing is
     computed from the private rows or from the secure sums' values.
 
     The headline (``epsilon``, ``delta``) is proven for the coordinator's
@@ -342,7 +342,7 @@ class NewtonPrivacyRecord(RecordBase):
     (post-processing): the Renyi-DP account of the distributed discrete
     Gaussian (``rdp_epsilon`` at ``rdp_delta``) plus ``range_delta`` for the
     event that some noise leaves the secure sum's range
-    (:mod:`dperm.multiparty.newton_privacy`).
+    (:mod:`dperm.privacy.newton`).
 
     Attributes
     ----------

@@ -42,7 +42,9 @@ from dperm.multiparty import (  # noqa: E402
     psgd,
 )
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
-from dperm.multiparty.flower.grid import InProcessGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower._adapter import server_identity  # noqa: E402
+from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.flower.deploy import (  # noqa: E402
     free_loopback_ports,
     stop_process_group,
@@ -443,7 +445,7 @@ def test_what_a_flower_party_sends_holds_no_count_of_its_rows(tmp_path, coordina
     X_long[:5] *= 3.0 / np.linalg.norm(X_long[:5], axis=1, keepdims=True)  # 5 rows beyond R = 1
     calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2, n_features=4,
                                  n_rounds=3, loss=LOGISTIC, data_norm=1.0, coordinator_dp=coordinator_dp)
-    run_id = flower_app.new_run_id()
+    run_id = new_run_id()
     config = {"action": "setup", "run-id": run_id, **flower_app.calibration_to_config(calibration, 0.5)}
     round_config = {"scale": 1 / 100, "clipping-range": 8.0, "quantization-range": 2**22, "run-id": run_id}
     sent = {}
@@ -861,7 +863,7 @@ def _flower_party_noise_steps(tmp_path, monkeypatch, n_rounds=400):
     calibration = calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=100, n_parties=2,
                                  n_features=4, n_rounds=n_rounds, loss=LOGISTIC, data_norm=1.0)
     context = party_context(path, floor)
-    run_id = flower_app.new_run_id()
+    run_id = new_run_id()
     assert flower_app.party_setup(context, {"action": "setup", "run-id": run_id,
                                             **flower_app.calibration_to_config(calibration, 0.5)})
     eta = np.array(saved_run_state(context, run_id)["eta"])
@@ -909,7 +911,8 @@ def test_the_party_check_catches_a_broken_party(tmp_path, monkeypatch, mutation)
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
 def test_deployment_apps_run_the_newton_protocol_in_process(shard_files, tmp_path):
     """`dperm coordinate --protocol newton`: the same apps, each round one SecAgg+ sum of packed noisy sums."""
-    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
 
     grid = deployment_grid(shard_files, record=True)
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
@@ -961,7 +964,8 @@ def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
 def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budget(shard_files):
     """The Newton set-up charges each party's ledger under the run id; a repeat neither charges nor resets."""
     from dperm.multiparty.flower.newton import FlowerNewtonNetwork
-    from dperm.multiparty.newton_privacy import calibrate_newton, view_guarantee
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
 
     floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 2.5, "budget-delta": 1e-4}
     grid = deployment_grid(shard_files[:2], floor=floor)

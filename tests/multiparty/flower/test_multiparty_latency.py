@@ -16,15 +16,17 @@ from flwr.app import Context, RecordDict  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
 
 from _multiparty_data import make_data, split  # noqa: E402
+from dperm.multiparty.flower import _party  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower import supernode as _flower_supernode  # noqa: E402
-from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid, server_identity  # noqa: E402
+from dperm.multiparty.flower._adapter import object_pull_backoff, server_identity  # noqa: E402
+from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid  # noqa: E402
 from dperm.multiparty.flower.deploy import superlink_environment  # noqa: E402
 from dperm.multiparty.flower.engine import (  # noqa: E402
     OBJECT_PULL_INITIAL_BACKOFF,
     POLL_SECONDS_ENV,
     flower_poll_seconds,
-    shorten_object_pull_backoff,
+    object_pull_waits,
 )
 
 FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
@@ -43,15 +45,6 @@ def write_shard(path, X, y):
 def shard_files(tmp_path):
     X, y = make_data(n=90)
     return [write_shard(tmp_path / f"shard{k}.csv", Xk, yk) for k, (Xk, yk) in enumerate(split(X, y, (30, 30, 30)))]
-
-
-@pytest.fixture
-def restore_pull_defaults():
-    saved = [dict(function.__kwdefaults__) for function in PULL_FUNCTIONS]
-    yield
-    for function, defaults in zip(PULL_FUNCTIONS, saved):
-        function.__kwdefaults__.clear()
-        function.__kwdefaults__.update(defaults)
 
 
 def party_grid(paths, **kwargs):
@@ -129,21 +122,15 @@ def test_poll_seconds_come_from_the_environment_or_the_default():
             flower_poll_seconds(0.1, environ={POLL_SECONDS_ENV: bad})
 
 
-def test_object_pull_backoff_is_shortened_and_restorable(monkeypatch, restore_pull_defaults):
+def test_object_pull_waits_are_dperms_unless_the_environment_asks_for_flowers(monkeypatch):
     monkeypatch.delenv(POLL_SECONDS_ENV, raising=False)
-    shorten_object_pull_backoff()
-    for function in PULL_FUNCTIONS:
-        assert function.__kwdefaults__["initial_backoff"] == OBJECT_PULL_INITIAL_BACKOFF
-        assert function.__kwdefaults__["backoff_cap"] == 1.0
-        assert function.__kwdefaults__["max_tries_per_object"] == 500  # Flower's limits are kept
+    assert object_pull_waits() == (OBJECT_PULL_INITIAL_BACKOFF, 1.0)
     monkeypatch.setenv(POLL_SECONDS_ENV, "3")
-    shorten_object_pull_backoff()
-    assert all(function.__kwdefaults__["initial_backoff"] == 1.0 for function in PULL_FUNCTIONS)
+    assert object_pull_waits() == (1.0, 10.0)  # Flower 1.41's PULL_INITIAL_BACKOFF, PULL_BACKOFF_CAP
 
 
-def test_object_pull_retries_a_missing_object_after_the_short_backoff(monkeypatch, restore_pull_defaults):
+def test_object_pull_retries_a_missing_object_after_the_short_backoff(monkeypatch):
     monkeypatch.delenv(POLL_SECONDS_ENV, raising=False)
-    shorten_object_pull_backoff()
     calls = []
 
     def pull(object_id):
@@ -153,22 +140,25 @@ def test_object_pull_retries_a_missing_object_after_the_short_backoff(monkeypatc
         return b"content"
 
     started = time.monotonic()
-    assert inflatable_utils.pull_objects(["a"], pull) == {"a": b"content"}
+    with object_pull_backoff(*object_pull_waits()):
+        assert inflatable_utils.pull_objects(["a"], pull) == {"a": b"content"}
     assert len(calls) == 3 and time.monotonic() - started < 0.5  # Flower's default: 1 s + 2 s
 
 
-def test_the_supernode_loop_sleeps_at_most_the_cap(monkeypatch, restore_pull_defaults):
+def test_the_supernode_loop_sleeps_at_most_the_cap_while_the_supernode_runs():
     import flwr.supernode.start_client_internal as loop
 
-    monkeypatch.setattr(loop, "time", loop.time)  # restored after the test
-    monkeypatch.setattr(loop, "_push_messages", loop._push_messages)
-    _flower_supernode.cap_supernode_waits(0.01)
-    started = time.monotonic()
-    loop.time.sleep(3)  # Flower's wait when the SuperLink has no message
-    assert time.monotonic() - started < 0.5
-    assert loop.time.monotonic() >= started and loop.time.time() > 0  # the rest of `time` is unchanged
+    flowers_time = loop.time
+    with _flower_supernode.capped_supernode_waits(0.01):
+        started = time.monotonic()
+        loop.time.sleep(3)  # Flower's wait when the SuperLink has no message
+        assert time.monotonic() - started < 0.5
+        assert loop.time.monotonic() >= started and loop.time.time() > 0  # the rest of `time` is unchanged
+        assert PULL_FUNCTIONS[0].__kwdefaults__["initial_backoff"] == OBJECT_PULL_INITIAL_BACKOFF
+    assert loop.time is flowers_time and PULL_FUNCTIONS[0].__kwdefaults__["initial_backoff"] == 1.0
     with pytest.raises(ValueError, match="poll-seconds"):
-        _flower_supernode.cap_supernode_waits(0)
+        with _flower_supernode.capped_supernode_waits(0):
+            pass
 
 
 def test_the_superlink_gets_a_short_superexec_poll_unless_set(monkeypatch):
@@ -180,16 +170,16 @@ def test_the_superlink_gets_a_short_superexec_poll_unless_set(monkeypatch):
 
 def test_the_party_reads_its_shard_once_and_again_when_it_changes(shard_files, monkeypatch):
     reads = []
-    original = flower_app.load_shard
-    monkeypatch.setattr(flower_app, "load_shard", lambda *args: reads.append(args) or original(*args))
-    monkeypatch.setattr(flower_app, "_SHARD_CACHE", {})
-    X1, y1 = flower_app._cached_shard(str(shard_files[0]), "label")
+    original = _party.load_shard
+    monkeypatch.setattr(_party, "load_shard", lambda *args: reads.append(args) or original(*args))
+    monkeypatch.setattr(_party, "_SHARD_CACHE", {})
+    X1, y1 = _party.cached_shard(str(shard_files[0]), "label")
     X1[:] = 99.0  # a caller's change does not reach the cache
-    X2, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    X2, _ = _party.cached_shard(str(shard_files[0]), "label")
     assert len(reads) == 1 and not np.any(X2 == 99.0)
     X, y = make_data(n=10)
     write_shard(shard_files[0], X, y)  # new content (size differs)
-    X3, _ = flower_app._cached_shard(str(shard_files[0]), "label")
+    X3, _ = _party.cached_shard(str(shard_files[0]), "label")
     assert len(reads) == 2 and X3.shape[0] == 10
 
 

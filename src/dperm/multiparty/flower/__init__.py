@@ -11,5 +11,9 @@ Importing this package does not import Flower; its modules do:
 - ``deploy``: ``dperm party serve`` / ``dperm coordinate``'s processes
   (keys, settings, the app bundle, starting and supervising Flower);
 - ``superlink``, ``supernode``, ``party_runtime``: the locked-down Flower
-  processes a deployment runs.
+  processes a deployment runs;
+- ``_adapter``: every touch of Flower's internals (the version guard and the
+  patches each of those processes applies, scoped, around what needs them);
+  a Flower upgrade is this one file. Importing any of these modules patches
+  nothing in Flower.
 """

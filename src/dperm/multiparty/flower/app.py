@@ -29,7 +29,7 @@ names, the calibration, ``w_t``, SecAgg+'s keys and encrypted shares, and
 masked vectors. No metric is sent. With 004's scheme each party's count of
 clipped coordinates of its noisy reply travels inside the secure sum
 (:func:`~dperm.multiparty.flower.engine.encode_counts`), so only the total
-is revealed (:func:`~dperm.multiparty.privacy.clipping_count_is_covered`);
+is revealed (:func:`~dperm.privacy.psgd.clipping_count_is_covered`);
 with ``coordinator_dp`` no count is sent. No party sends a count of its
 rows scaled onto ``data_norm``: it warns in its own log. The coordinator is
 trusted to follow the protocol (semi-honest); the parties do not trust its
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import math
-import secrets
 import time
 import warnings
 from dataclasses import MISSING, asdict, dataclass, fields
@@ -59,103 +58,46 @@ from dperm.multiparty.flower.engine import (
     count_clipped,
     decode_counts,
     encode_counts,
+    flower_poll_seconds,
     load_flower,
+    object_pull_waits,
 )
-from dperm.multiparty.model_file import (
-    MODEL_FORMAT,
-    MODEL_FORMAT_VERSION,
-    SHARD_CELL_REMEDY,
-    load_numeric_columns,
-    party_spec,
+from dperm.multiparty.flower._grid_network import ENGINE_NAME, GridNetwork, PartyInfo
+from dperm.multiparty.flower._party import (
+    data_path,
+    load_shard,
+    party_floor,
+    party_ledger,
+    party_name,
+    party_rows,
+    run_state_path,
 )
-from dperm.multiparty.ledger import PartyLedger, check_run_id, write_private_atomically
-from dperm.multiparty.privacy import (
-    PartyFloor,
-    PSGDCalibration,
-    calibrate_psgd,
-    check_psgd_calibration,
-    clipping_count_is_covered,
-    party_view,
-)
+from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
+from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
+from dperm.multiparty.ledger import check_run_id, write_private_atomically
+from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration, party_view
+from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
     DEFAULT_QUANTIZATION_RANGE,
-    SecureSumReport,
     check_contribution,
-    quantization_error_bound,
     warn_party_clipping,
 )
-from dperm.tabular import finite_numbers, read_csv_columns
 
 _flower = load_flower()
 
 from flwr.serverapp import ServerApp  # noqa: E402  (after load_flower's environment)
 
-#: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).
-FLOOR_KEYS = {"max_epsilon": "max-epsilon", "max_delta": "max-delta", "max_rounds": "max-rounds"}
-#: The party's ledger and total budget in its node config (``dperm party serve --ledger
-#: --budget-epsilon --budget-delta``); the budget defaults to the floor (one run's worth).
-LEDGER_KEY = "ledger-path"
-BUDGET_KEYS = {"budget_epsilon": ("budget-epsilon", "max-epsilon"), "budget_delta": ("budget-delta", "max-delta")}
+from dperm.multiparty.flower._adapter import object_pull_backoff, server_identity  # noqa: E402
+
 #: Format of a party's saved state for one run (its own file; never sent anywhere).
 RUN_STATE_FORMAT = "dperm-party-psgd-run"
-ENGINE_NAME = "flower_secaggplus_networked"
 #: The same apps under Flower's simulation engine (:mod:`dperm.multiparty.flower.simulation`).
 SIMULATION_ENGINE_NAME = "flower_secaggplus_simulation"
 
 
 # -- the party (004 Proc. 3) -----------------------------------------------------------
-
-
-def load_shard(path, target: str = "label"):
-    """Read a party's shard: a CSV file with a header, numeric features and a label column.
-
-    Labels must be -1/+1 (or 0/1, with 0 read as -1). Every other column is
-    a feature, in file order; the parties must agree on them (the
-    coordinator checks the names).
-
-    Returns
-    -------
-    X : ndarray of shape (N_k, d)
-    y : ndarray of shape (N_k,), values in {-1, +1}
-    features : list of str
-    """
-    columns = read_csv_columns(path)
-    if target not in columns:
-        raise ValueError(f"label column {target!r} is not in {path}; columns are {list(columns)}.")
-    features = [name for name in columns if name != target]
-    if not features:
-        raise ValueError(f"{path} has no feature columns besides the label column {target!r}.")
-    X = load_numeric_columns(columns, features, path)  # the same reader predict uses (model_file)
-    labels = finite_numbers(columns[target], target, source=path, remedy=SHARD_CELL_REMEDY)
-    if not np.all(np.isin(labels, (-1.0, 0.0, 1.0))) or (np.any(labels == 0) and np.any(labels == -1)):
-        raise ValueError(
-            f"labels in column {target!r} of {path} must be -1/+1 or 0/1; got {np.unique(labels)[:5].tolist()}."
-        )
-    return X, np.where(labels > 0, 1.0, -1.0), features
-
-
-_SHARD_CACHE: dict = {}
-
-
-def _cached_shard(path, target: str):
-    """``load_shard(path, target)[:2]``, read again only when the file changes (size or mtime).
-
-    dperm's party runner (:mod:`dperm.multiparty.flower.party_runtime`)
-    is one long-lived process, so the shard is parsed once per run rather
-    than once per gradient request. Copies are returned: nothing a round
-    does can alter the cached rows.
-    """
-    stat = Path(path).stat()
-    key = (str(Path(path).resolve()), target)
-    stamp = (stat.st_mtime_ns, stat.st_size)
-    cached = _SHARD_CACHE.get(key)
-    if cached is None or cached[0] != stamp:
-        X, y, _ = load_shard(path, target)
-        _SHARD_CACHE.clear()  # one shard per party process
-        cached = _SHARD_CACHE[key] = (stamp, X, y)
-    return cached[1].copy(), cached[2].copy()
 
 
 class DeployedParty(Party):
@@ -178,33 +120,15 @@ class DeployedParty(Party):
         self.rounds_answered = int(rounds_answered)
 
 
-def _party_name(context) -> str:
-    return str(context.node_config.get("party-name", f"node {context.node_id}"))
-
-
-def party_floor(context) -> PartyFloor:
-    """The party's own floor from its node config; refuse to take part without one."""
-    missing = [key for key in FLOOR_KEYS.values() if key not in context.node_config]
-    if missing:
-        raise ValueError(
-            f"this SuperNode has no {missing} in its node config: a party takes part only with its own "
-            "limits (dperm party serve --max-epsilon EPS --max-delta DELTA --max-rounds T)."
-        )
-    return PartyFloor(**{name: context.node_config[key] for name, key in FLOOR_KEYS.items()})
-
-
 def _build_party(context, loss_name="logistic", h=0.5, data_norm=1.0, *, warn=True) -> DeployedParty:
     """The party from its shard; ``warn=False`` after the set-up, which already warned of clipped rows."""
-    path = context.node_config.get("data-path")
-    if not path:
-        raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
     floor = party_floor(context)
-    X, y = _cached_shard(path, str(context.node_config.get("target", "label")))
+    X, y = party_rows(context)
     with warnings.catch_warnings():
         if not warn:
             warnings.simplefilter("ignore", DataClippingWarning)
         return DeployedParty(X, y, loss=get_loss(loss_name, h=h), data_norm=data_norm,
-                             party_id=_party_name(context), random_state=None, max_epsilon=floor.max_epsilon,
+                             party_id=party_name(context), random_state=None, max_epsilon=floor.max_epsilon,
                              max_delta=floor.max_delta, max_rounds=floor.max_rounds)
 
 
@@ -236,24 +160,6 @@ def _plain(value):
     if isinstance(value, (int, np.integer)):
         return int(value)
     return float(value)
-
-
-def party_ledger(context) -> tuple[PartyLedger, dict]:
-    """The party's ledger and total budget from its node config; refuse to take part without a ledger."""
-    path = context.node_config.get(LEDGER_KEY)
-    if not path:
-        raise ValueError(f"this SuperNode has no {LEDGER_KEY!r} in its node config: a party takes part only with "
-                         "its own spending ledger (dperm party serve --ledger PATH).")
-    floor = party_floor(context)
-    budget = {name: context.node_config.get(key, getattr(floor, default.replace("-", "_")))
-              for name, (key, default) in BUDGET_KEYS.items()}
-    return PartyLedger(path), budget
-
-
-def run_state_path(context, run_id: str) -> Path:
-    """Where the party keeps its state for run ``run_id``: ``LEDGER.runs/RUN_ID.json`` beside its ledger."""
-    ledger, _ = party_ledger(context)
-    return ledger.path.with_name(ledger.path.name + ".runs") / f"{check_run_id(run_id)}.json"
 
 
 def save_run_state(context, run_id: str, calibration: PSGDCalibration, h: float, eta, rounds_answered: int) -> None:
@@ -302,15 +208,10 @@ def party_setup(context, config) -> dict:
     """
     action = config.get("action")
     if action == "describe":
-        path = context.node_config.get("data-path")
-        if not path:
-            raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
-        X, _, features = load_shard(path, str(context.node_config.get("target", "label")))
-        return {"name": _party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
+        X, _, features = load_shard(data_path(context), str(context.node_config.get("target", "label")))
+        return {"name": party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
                 "features": list(features)}
     if action == "setup" and config.get("protocol") == "newton":
-        from dperm.multiparty.flower.newton import newton_setup
-
         return newton_setup(context, config)
     if action == "setup":
         run_id = check_run_id(config.get("run-id"))
@@ -334,10 +235,10 @@ def _check_saved_setup(context, run_id: str, calibration: PSGDCalibration, h: fl
     """A repeated set-up of run ``run_id``: its saved state must exist and hold the same calibration."""
     saved = load_run_state(context, run_id)
     if saved is None:
-        raise RuntimeError(f"party {_party_name(context)!r} has already been charged for run {run_id} but its "
+        raise RuntimeError(f"party {party_name(context)!r} has already been charged for run {run_id} but its "
                            "saved noise state is gone; it refuses rather than draw new noise (004 Proc. 3).")
     if (saved[0], saved[1]) != (calibration, h):
-        raise RuntimeError(f"party {_party_name(context)!r} was set up for run {run_id} with another "
+        raise RuntimeError(f"party {party_name(context)!r} was set up for run {run_id} with another "
                            "calibration; a new training needs a new run id.")
 
 
@@ -348,7 +249,7 @@ def party_reply(context, parameters, config) -> list:
     rho_t^k + eta^k)`` and ``counts`` the number of coordinates of ``reply``
     (noisy, not yet quantised) outside the clipping range, on the fixed-point
     grid; with ``coordinator_dp`` just ``[reply]`` (the count is not covered:
-    :func:`~dperm.multiparty.privacy.clipping_count_is_covered`), and the
+    :func:`~dperm.privacy.psgd.clipping_count_is_covered`), and the
     party warns in its own log. Nothing computed from the rows alone (such
     as how many rows were scaled onto ``data_norm``) is sent. The party
     answers at most the agreed ``n_rounds`` and its own ``max-rounds`` per
@@ -356,13 +257,11 @@ def party_reply(context, parameters, config) -> list:
     reply leaves.
     """
     if config.get("protocol") == "newton":
-        from dperm.multiparty.flower.newton import newton_reply
-
         return newton_reply(context, parameters, config)
     run_id = check_run_id(config.get("run-id"))
     saved = load_run_state(context, run_id)
     if saved is None:
-        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request for run {run_id} before its "
+        raise RuntimeError(f"party {party_name(context)!r} got a gradient request for run {run_id} before its "
                            "set-up.")
     calibration, h, eta, rounds_answered = saved
     party = _build_party(context, calibration.loss, h, calibration.data_norm, warn=False)
@@ -394,13 +293,11 @@ def party_secagg_terms(context, config):
     the round Flower has set up before :func:`party_reply` runs.
     """
     if config.get("protocol") == "newton":
-        from dperm.multiparty.flower.newton import newton_secagg_terms
-
         return newton_secagg_terms(context, config)
     run_id = check_run_id(config.get("run-id"))
     saved = load_run_state(context, run_id)
     if saved is None:
-        raise RuntimeError(f"party {_party_name(context)!r} got a gradient request for run {run_id} before its "
+        raise RuntimeError(f"party {party_name(context)!r} got a gradient request for run {run_id} before its "
                            "set-up.")
     return _flower.SecAggTerms(n_parties=saved[0].n_parties, clipping_range=float(config["clipping-range"]),
                                quantization_range=int(config["quantization-range"]))
@@ -411,98 +308,6 @@ client_app = _flower.make_party_client_app(party_reply, party_setup, expected_te
 
 
 # -- the coordinator (004 Alg. 1) ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PartyInfo:
-    """What the coordinator knows about a party: public values only."""
-
-    node_id: int
-    name: str
-    n_samples: int
-    n_features: int
-    features: tuple
-
-
-def new_run_id() -> str:
-    """A fresh public run identifier: 128 random bits as 32 hex digits (one per private training)."""
-    return secrets.token_hex(16)
-
-
-class GridNetwork:
-    """The coordinator's channel to ``K`` parties over a Flower grid, shared by both protocols.
-
-    Holds the parties, the run id and the grid; sends a set-up query to
-    every party (:meth:`_send_setup`) and runs one SecAgg+ round per secure
-    sum (:meth:`_secure_round`), timing it. :class:`FlowerGridNetwork`
-    (PSGD) and :class:`~dperm.multiparty.flower.newton.FlowerNewtonNetwork`
-    add what each protocol sends.
-
-    Parameters
-    ----------
-    grid : flwr.serverapp.grid.Grid
-        The ServerApp's grid (networked) or an in-process grid (tests).
-    parties : sequence of PartyInfo
-        From the ``describe`` query.
-    timeout : float, optional
-        Seconds to wait for the parties' replies at each stage.
-    server_context : flwr.app.Context, optional
-    h : float, default=0.5
-        Width of the Huber loss, sent with the calibration.
-    engine_name : str, default=ENGINE_NAME
-        Recorded in every :class:`SecureSumReport` (and so in ``privacy_``).
-    run_id : str, optional
-        The training's public identifier (32 hex digits), sent with the
-        set-up and every request; each party keys its ledger charge and its
-        run state by it. Default: a fresh random one (:func:`new_run_id`).
-    """
-
-    def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=ENGINE_NAME,
-                 run_id=None):
-        self.grid = grid
-        self.run_id = new_run_id() if run_id is None else check_run_id(run_id)
-        self.engine_name = str(engine_name or ENGINE_NAME)
-        self.h = float(h)
-        self.parties = tuple(parties)
-        self.timeout = timeout
-        self.server_context = server_context
-        self.round_seconds = []  # wall-clock time of each SecAgg+ round (benchmarks)
-        self._node_names = {party.node_id: party.name for party in self.parties}
-
-    @property
-    def n_samples_by_party(self) -> tuple:
-        return tuple(party.n_samples for party in self.parties)
-
-    @property
-    def n_features(self) -> int:
-        return self.parties[0].n_features
-
-    def _send_setup(self, config: dict) -> None:
-        """Send a set-up query to every party; any refusal fails the set-up."""
-        with _flower.server_identity(self.grid.run.run_id):
-            _flower.query_parties(self.grid, list(self._node_names), config, timeout=self.timeout)
-
-    def _secure_round(self, coef, config: dict, round_index: int, encoding) -> list:
-        """One SecAgg+ round broadcasting ``coef``: the unmasked sums (:func:`~.grid.secagg_sum_round`)."""
-        clipping_range, quantization_range, modulus_range = encoding
-        started = time.perf_counter()
-        sums = _flower.secagg_sum_round(
-            self.grid, self._node_names, [np.asarray(coef, dtype=float)], config,
-            clipping_range=clipping_range, quantization_range=quantization_range, modulus_range=modulus_range,
-            round_index=round_index, timeout=self.timeout, server_context=self.server_context,
-        )
-        self.round_seconds.append(time.perf_counter() - started)
-        return sums
-
-    def _report(self, dimension: int, encoding, coordinates_clipped=None) -> SecureSumReport:
-        clipping_range, quantization_range, modulus_range = encoding
-        n_parties = len(self.parties)
-        return SecureSumReport(
-            engine=self.engine_name, n_parties=n_parties, dimension=dimension, clipping_range=clipping_range,
-            quantization_range=quantization_range, modulus_range=modulus_range,
-            coordinates_clipped=coordinates_clipped,
-            error_bound=quantization_error_bound(n_parties, clipping_range, quantization_range),
-        )
 
 
 class FlowerGridNetwork(GridNetwork, GradientSumNetwork):
@@ -616,7 +421,7 @@ def wait_for_parties(grid, n_parties: int, wait_seconds: float, poll_seconds: fl
 
 def describe_parties(grid, node_ids, timeout=None) -> list:
     """Ask each party for its public size, ``d`` and feature names; check they agree."""
-    with _flower.server_identity(grid.run.run_id):
+    with server_identity(grid.run.run_id):
         replies = _flower.query_parties(grid, node_ids, {"action": "describe"}, timeout=timeout)
     parties = [
         PartyInfo(node_id=node_id, name=str(reply["name"]), n_samples=int(reply["n-samples"]),
@@ -670,7 +475,6 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
 
 def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name):
     from dperm.multiparty.estimator import newton_record
-    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
     from dperm.multiparty.newton import private_newton
     from dperm.multiparty.newton_privacy import calibrate_newton
 
@@ -734,10 +538,12 @@ def coordinator_main(grid, context) -> None:
     settings = CoordinatorSettings.from_run_config(context.run_config)
     out, status_path = context.run_config["out"], context.run_config["status"]
     started = time.monotonic()
-    grid = _flower.PollingGrid(grid)  # Flower's grid waits 3 s between pulls for replies
+    # Flower's grid waits 3 s between pulls for replies, and 1 s, 2 s, ... for a reply's missing objects
+    grid = _flower.PollingGrid(grid, flower_poll_seconds(_flower.GRID_POLL_SECONDS))
     try:
-        result, parties, network, record = coordinate(grid, settings, server_context=context,
-                                                      engine_name=context.run_config.get("engine", ENGINE_NAME))
+        with object_pull_backoff(*object_pull_waits()):
+            result, parties, network, record = coordinate(grid, settings, server_context=context,
+                                                          engine_name=context.run_config.get("engine", ENGINE_NAME))
     except Exception as error:
         write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
                                  "seconds": time.monotonic() - started, **_timing(started_at, grid)})

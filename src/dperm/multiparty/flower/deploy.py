@@ -170,7 +170,7 @@ def _tail(path: Path, lines: int = 25) -> str:
 
 def party_floor(args):
     """The party's floor from ``--max-epsilon``, ``--max-delta``, ``--max-rounds`` (checked here)."""
-    from dperm.multiparty.privacy import PartyFloor
+    from dperm.privacy.psgd import PartyFloor
 
     try:
         return PartyFloor(args.max_epsilon, args.max_delta, args.max_rounds)
@@ -243,7 +243,7 @@ def plan_party(args) -> PartyPlan:
     and the party's key. Raises ImportError (naming ``dperm[multiparty]``)
     when Flower is missing, ValueError naming the option otherwise.
     """
-    from dperm.multiparty.flower.app import load_shard
+    from dperm.multiparty.flower._party import load_shard
 
     floor = party_floor(args)
     ledger, budget = party_ledger(args, floor)

@@ -74,8 +74,8 @@ from dperm.multiparty.secure_sum import (
 )
 from dperm.validation import check_positive
 
-#: The Flower releases whose internals the engine is written against.
-FLOWER_VERSION_RANGE = ((1, 41), (1, 42))
+#: The Flower releases dperm's adapter is written against (``_adapter.FLOWER_VERSION_RANGE``; ``pyproject.toml``).
+SUPPORTED_FLOWER = ">=1.41,<1.42"
 INSTALL_HINT = "pip install 'dperm[multiparty]'"
 #: Flower's stochastic rounding casts to int32: the grid must fit.
 MAX_FLOWER_QUANTIZATION_RANGE = 2**30
@@ -132,35 +132,33 @@ def configure_flower_environment(environ=None) -> dict:
 def load_flower():
     """Import Flower (after :func:`configure_flower_environment`) and dperm's Flower plumbing.
 
+    Imports :mod:`~dperm.multiparty.flower._adapter` (which checks Flower's
+    version) and returns :mod:`~dperm.multiparty.flower.grid`. Nothing in
+    Flower is patched: the adapter's patches are applied, scoped, by the
+    processes that need them.
+
     Raises
     ------
     ImportError
         Flower is not installed, or its version is outside the range the
-        engine is written for; the message says how to install it.
+        adapter is written for; the message says how to install it.
     """
     configure_flower_environment()
     try:
         with warnings.catch_warnings():  # Flower's CLI stack imports deprecated click helpers
             warnings.simplefilter("ignore", DeprecationWarning)
-            import flwr
+            import flwr  # noqa: F401
             from flwr import serverapp  # noqa: F401
     except ImportError as error:
         raise ImportError(
-            f"the Flower SecAgg+ engine needs Flower (flwr) {_version_range_text()}, which is not "
-            f"installed: {INSTALL_HINT}"
+            f"the Flower SecAgg+ engine needs Flower (flwr) {SUPPORTED_FLOWER}, which is not installed: "
+            f"{INSTALL_HINT}"
         ) from error
-    version = tuple(int(part) for part in flwr.__version__.split(".")[:2] if part.isdigit())
-    low, high = FLOWER_VERSION_RANGE
-    if not low <= version < high:
-        raise ImportError(
-            f"the Flower SecAgg+ engine is written against Flower {_version_range_text()} (it uses "
-            f"SecAgg+ internals); flwr {flwr.__version__} is installed: {INSTALL_HINT}"
-        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
+        from dperm.multiparty.flower import _adapter  # noqa: F401  (the version guard)
         from dperm.multiparty.flower import grid
 
-    shorten_object_pull_backoff()
     return grid
 
 
@@ -169,33 +167,24 @@ def load_flower():
 OBJECT_PULL_INITIAL_BACKOFF = 0.02
 #: Longest such wait; Flower's default is 10 s (``PULL_BACKOFF_CAP``).
 OBJECT_PULL_BACKOFF_CAP = 1.0
+#: Flower 1.41's own ``PULL_INITIAL_BACKOFF`` and ``PULL_BACKOFF_CAP``.
+FLOWER_OBJECT_PULL_BACKOFF = (1.0, 10.0)
 
 
-def shorten_object_pull_backoff(initial=OBJECT_PULL_INITIAL_BACKOFF, cap=OBJECT_PULL_BACKOFF_CAP) -> None:
-    """Make Flower's ``pull_objects`` retry a missing object after ``initial`` s (doubling up to ``cap``).
+def object_pull_waits(environ=None) -> tuple[float, float]:
+    """``(initial, cap)`` seconds for Flower's object-pull retries in dperm's processes.
 
-    A SuperNode hands a task to its ClientApp runner before it has pulled
-    the message's objects, and the ServerApp pulls a reply whose objects
-    the SuperNode is still pushing; either way Flower's ``pull_objects``
-    (``flwr/supercore/inflatable/inflatable_utils.py``) finds an object
-    missing and waits 1 s, then 2 s, ... before asking again, which was
-    most of a SecAgg+ stage on loopback. Its keyword defaults are changed
-    in this process (every caller uses them); the number of tries (500)
-    and the overall limit (7200 s) stay Flower's, so a missing object still
-    fails after about 500 x ``cap`` seconds. ``DPERM_FLOWER_POLL_SECONDS``
-    of 1 or more restores Flower's own backoff (for before/after benchmarks).
+    dperm's short backoff (:data:`OBJECT_PULL_INITIAL_BACKOFF`, doubling up
+    to :data:`OBJECT_PULL_BACKOFF_CAP`), applied with
+    :func:`~dperm.multiparty.flower._adapter.object_pull_backoff`: a missing
+    object used to cost most of a SecAgg+ stage on loopback.
+    ``DPERM_FLOWER_POLL_SECONDS`` of 1 or more gives Flower's own backoff
+    (for before/after benchmarks). With 500 tries a missing object still
+    fails after about 500 x cap seconds.
     """
-    from flwr.supercore.inflatable import inflatable_utils
-
-    if flower_poll_seconds(OBJECT_PULL_INITIAL_BACKOFF) >= 1.0:
-        initial, cap = 1.0, 10.0  # Flower's PULL_INITIAL_BACKOFF, PULL_BACKOFF_CAP
-    for function in (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree):
-        function.__kwdefaults__.update(initial_backoff=float(initial), backoff_cap=float(cap))
-
-
-def _version_range_text() -> str:
-    (a, b), (c, d) = FLOWER_VERSION_RANGE
-    return f">={a}.{b},<{c}.{d}"
+    if flower_poll_seconds(OBJECT_PULL_INITIAL_BACKOFF, environ) >= 1.0:
+        return FLOWER_OBJECT_PULL_BACKOFF
+    return OBJECT_PULL_INITIAL_BACKOFF, OBJECT_PULL_BACKOFF_CAP
 
 
 # -- counts inside the secure sum ------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Imported only through :func:`dperm.multiparty.flower.engine.load_flower`,
 which sets Flower's environment first; it imports ``flwr`` at the top and so
-is never imported by ``dperm.multiparty`` itself. It leans on Flower internals
-(``SecAggPlusWorkflow``'s stages, ``LegacyContext``, the compat converters),
-which is why ``dperm[multiparty]`` pins ``flwr>=1.41,<1.42``.
+is never imported by ``dperm.multiparty`` itself. It uses Flower's public
+API (``SecAggPlusWorkflow``'s stages, ``LegacyContext``, the compat
+converters); what it needs of Flower's internals comes from
+:mod:`~dperm.multiparty.flower._adapter`, which checks Flower's version.
 
 - :class:`InProcessGrid`: a :class:`flwr.serverapp.grid.Grid` that routes
   each message to a :class:`flwr.clientapp.ClientApp` in the same process
@@ -42,16 +43,14 @@ from flwr.server.client_manager import SimpleClientManager
 from flwr.server.compat.grid_client_proxy import GridClientProxy
 from flwr.server.compat.legacy_context import LegacyContext
 from flwr.server.strategy import Strategy
-from flwr.server.workflow import SecAggPlusWorkflow
 from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, MAIN_PARAMS_RECORD
 from flwr.server.workflow.constant import Key as WorkflowKey
 from flwr.serverapp.grid import Grid
 from flwr.supercore.logger import LOGGER_NAME
-from flwr.common.constant import SUPERLINK_NODE_ID
 from flwr.supercore.run import Run
-from flwr.supercore.task_identity import TaskIdentity
 
 from dperm.exceptions import DropoutError, MalformedReplyError
+from dperm.multiparty.flower._adapter import AbortOnDropoutSecAggPlusWorkflow, server_identity, stamp_message_id
 
 #: The weight every party reports: with ``max_weight = 1`` SecAgg+'s weighted
 #: mean is the plain mean and ``sum = K_active * mean`` (shared note flower-secagg.md).
@@ -76,25 +75,6 @@ def quiet_flower(level=logging.WARNING):
         yield
     finally:
         logger.setLevel(previous)
-
-
-@contextmanager
-def server_identity(run_id: int):
-    """Flower's process-wide task identity for server-side messages, when none is set.
-
-    A ServerApp process gets it from the SuperLink; in process it is set for
-    the block (task 1, the SuperLink's node id, as Flower's compat server
-    does) and restored afterwards.
-    """
-    if TaskIdentity._run_id is not None:  # inside a real ServerApp: keep its identity
-        yield
-        return
-    saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
-    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, run_id, SUPERLINK_NODE_ID
-    try:
-        yield
-    finally:
-        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
 
 
 # -- the in-process grid ---------------------------------------------------------------
@@ -172,13 +152,13 @@ class InProcessGrid(Grid):
     def push_messages(self, messages):
         ids = []
         for message in messages:
-            message.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+            stamp_message_id(message, str(uuid.uuid4()))
             on_the_wire = copy.deepcopy(message)
             if self.record:
                 self.sent.append(copy.deepcopy(message))
             reply = self._deliver(on_the_wire)
             if reply is not None:
-                reply.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+                stamp_message_id(reply, str(uuid.uuid4()))
                 self._replies[message.metadata.message_id] = copy.deepcopy(reply)
             ids.append(message.metadata.message_id)
         return ids
@@ -222,11 +202,7 @@ class PollingGrid(Grid):
     and times are public (no message content is kept).
     """
 
-    def __init__(self, grid, poll_seconds: float | None = None):
-        if poll_seconds is None:
-            from dperm.multiparty.flower.engine import flower_poll_seconds
-
-            poll_seconds = flower_poll_seconds(GRID_POLL_SECONDS)
+    def __init__(self, grid, poll_seconds: float = GRID_POLL_SECONDS):
         if not poll_seconds > 0:
             raise ValueError(f"poll_seconds must be > 0; got {poll_seconds!r}.")
         self._grid = grid
@@ -511,40 +487,6 @@ class _SumStrategy(Strategy):
 
     def evaluate(self, server_round, parameters):
         return None
-
-
-class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
-    """Flower's SecAgg+ workflow, halted before unmasking if any party is missing.
-
-    SecAgg+ can unmask the survivors' sum when parties drop. In PSGD a party
-    that drops takes its share of the DP noise with it (each party adds
-    ``eta^k`` with variance ``sigma^2 / K``), so the survivors' sum would be
-    under-noised. The workflow therefore stops after the first stage at which
-    a party is missing, before the unmask stage: the server never receives
-    the shares that would remove the masks, and nothing is revealed.
-    """
-
-    def __call__(self, grid, context):
-        self.missing = set()
-        self.failures = []
-        self.unmasked = False
-        super().__call__(grid, context)
-
-    def _check_threshold(self, state) -> bool:
-        missing = set(state.sampled_node_ids) - set(state.active_node_ids)
-        if missing:
-            self.missing = missing
-            self.failures = list(state.failures)
-            return False
-        return super()._check_threshold(state)
-
-    def unmask_stage(self, grid, context, state) -> bool:
-        finished = super().unmask_stage(grid, context, state)
-        self.unmasked = finished
-        if not finished:
-            self.missing = set(state.sampled_node_ids) - set(state.active_node_ids)
-            self.failures = list(state.failures)
-        return finished
 
 
 def _failure_reasons(failures) -> list[tuple[str, str]]:

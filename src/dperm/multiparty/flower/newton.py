@@ -14,16 +14,23 @@ charges the view's guarantee to the party's ledger once per run id; no
 noise is drawn at set-up (each round's noise is fresh), and each answer is
 counted, before it is sent, against the agreed ``n_rounds``.
 
-Imports Flower (through :mod:`dperm.multiparty.flower.app`'s loader).
+Imports Flower (through :mod:`dperm.multiparty.flower.engine`'s loader);
+:mod:`dperm.multiparty.flower.app` dispatches a party's messages here.
 """
 
 from __future__ import annotations
 
+import json
+
 from dperm.losses import get_loss
+from dperm.multiparty.flower._grid_network import GridNetwork  # loads Flower (after its environment)
+from dperm.multiparty.flower._party import party_floor, party_ledger, party_name, party_rows, run_state_path
+from dperm.multiparty.flower.grid import SecAggTerms
+from dperm.multiparty.ledger import check_run_id, write_private_atomically
 from dperm.multiparty.newton import NewtonNetwork, party_reply
-from dperm.multiparty.newton_privacy import NewtonCalibration, check_newton_calibration, view_guarantee
+from dperm.multiparty.newton_privacy import check_newton_calibration
 from dperm.multiparty.secure_sum import check_contribution
-from dperm.multiparty.flower import app as _app  # the party's node config, ledger and run-state helpers
+from dperm.privacy.newton import NewtonCalibration, view_guarantee
 from dperm.validation import check_random_state, clip_rows_to_norm
 
 PROTOCOL = "newton"
@@ -36,23 +43,19 @@ LEDGER_MECHANISM = "multiparty-newton"
 
 
 def _state_path(context, run_id):
-    return _app.run_state_path(context, run_id).with_suffix(".newton.json")
+    return run_state_path(context, run_id).with_suffix(".newton.json")
 
 
 def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int) -> None:
-    import json
-
     path = _state_path(context, run_id)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     document = {"format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
                 "rounds-answered": int(rounds_answered)}
-    _app.write_private_atomically(path, json.dumps(document) + "\n")
+    write_private_atomically(path, json.dumps(document) + "\n")
 
 
 def _load_state(context, run_id):
     """``(calibration, h, rounds_answered)`` saved for ``run_id``, or None; an unreadable state is refused."""
-    import json
-
     path = _state_path(context, run_id)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -76,17 +79,17 @@ def newton_setup(context, config) -> dict:
     machine. A repeated set-up of a charged run is accepted only with the
     same calibration and its saved state (its answer count carries on).
     """
-    name = _app._party_name(context)
-    run_id = _app.check_run_id(config.get("run-id"))
+    name = party_name(context)
+    run_id = check_run_id(config.get("run-id"))
     announced = NewtonCalibration.from_config({key: value for key, value in config.items()
                                                if key in NewtonCalibration.__dataclass_fields__})
     h = float(config.get("h", 0.5))
     loss = get_loss(announced.loss, h=h)
     X, _ = _party_rows(context, announced.data_norm)
-    recomputed = check_newton_calibration(announced, _app.party_floor(context), loss=loss,
+    recomputed = check_newton_calibration(announced, party_floor(context), loss=loss,
                                           data_norm=announced.data_norm, n_samples=X.shape[0],
                                           n_features=X.shape[1], party_id=name)
-    ledger, budget = _app.party_ledger(context)
+    ledger, budget = party_ledger(context)
     epsilon, delta = view_guarantee(recomputed)
     if not ledger.charge(run_id, LEDGER_MECHANISM, epsilon, delta, **budget):
         saved = _load_state(context, run_id)
@@ -101,10 +104,7 @@ def newton_setup(context, config) -> dict:
 
 def _party_rows(context, data_norm):
     """The party's shard with rows scaled onto ``data_norm`` (the party's own log warns; never sent)."""
-    path = context.node_config.get("data-path")
-    if not path:
-        raise ValueError("this SuperNode has no 'data-path' in its node config (dperm party serve --data PATH).")
-    X, y = _app._cached_shard(path, str(context.node_config.get("target", "label")))  # parsed once per process
+    X, y = party_rows(context)  # parsed once per process
     X, _ = clip_rows_to_norm(X, data_norm)
     return X, y
 
@@ -115,8 +115,8 @@ def newton_reply(context, parameters, config) -> list:
     The answer count of the run id is saved before anything is computed or
     sent, so a run gets at most ``n_rounds`` answers over all its set-ups.
     """
-    name = _app._party_name(context)
-    run_id = _app.check_run_id(config.get("run-id"))
+    name = party_name(context)
+    run_id = check_run_id(config.get("run-id"))
     saved = _load_state(context, run_id)
     if saved is None:
         raise RuntimeError(f"party {name!r} got a Newton request for run {run_id} before its set-up.")
@@ -134,21 +134,20 @@ def newton_reply(context, parameters, config) -> list:
 
 def newton_secagg_terms(context, config):
     """``K`` and the secure sum's encoding of the party's checked Newton calibration for this run."""
-    run_id = _app.check_run_id(config.get("run-id"))
+    run_id = check_run_id(config.get("run-id"))
     saved = _load_state(context, run_id)
     if saved is None:
-        raise RuntimeError(f"party {_app._party_name(context)!r} got a Newton request for run {run_id} before its "
+        raise RuntimeError(f"party {party_name(context)!r} got a Newton request for run {run_id} before its "
                            "set-up.")
     calibration = saved[0]
-    return _app._flower.SecAggTerms(n_parties=calibration.n_parties, clipping_range=calibration.clipping_range,
-                                    quantization_range=calibration.quantization_range,
-                                    modulus_range=calibration.modulus_range)
+    return SecAggTerms(n_parties=calibration.n_parties, clipping_range=calibration.clipping_range,
+                       quantization_range=calibration.quantization_range, modulus_range=calibration.modulus_range)
 
 
-class FlowerNewtonNetwork(_app.GridNetwork, NewtonNetwork):
+class FlowerNewtonNetwork(GridNetwork, NewtonNetwork):
     """The Newton protocol's network over a Flower grid: one SecAgg+ round per sum, in the calibration's encoding.
 
-    Parameters as for :class:`~dperm.multiparty.flower.app.GridNetwork`.
+    Parameters as for :class:`~dperm.multiparty.flower._grid_network.GridNetwork`.
     """
 
     def __init__(self, grid, parties, *, timeout=None, server_context=None, h=0.5, engine_name=None, run_id=None):

@@ -163,8 +163,9 @@ def serve(address: str, poll_seconds: float | None = None) -> None:
     from flwr.proto.runtime_pb2 import AcquireTaskRequest  # pylint: disable=no-name-in-module
     from flwr.supercore.constant import TaskType
 
+    from dperm.multiparty.flower._adapter import object_pull_backoff
     from dperm.multiparty.flower.app import client_app
-    from dperm.multiparty.flower.engine import flower_poll_seconds
+    from dperm.multiparty.flower.engine import flower_poll_seconds, object_pull_waits
 
     if poll_seconds is None:
         poll_seconds = min(flower_poll_seconds(0.05), 0.1)
@@ -174,15 +175,16 @@ def serve(address: str, poll_seconds: float | None = None) -> None:
     client = _runtime_client(address, "SuperExec")
     request = AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP.value])
     try:
-        while True:
-            response = client.AcquireTask(request)
-            if response.HasField("task") and response.token:
-                run_task(address, response.token, client_app, log=lambda text: print(text, file=sys.stderr,
-                                                                                     flush=True))
-                delay = first
-            else:  # 0.01 s after a task, growing by half up to poll_seconds while idle
-                time.sleep(delay)
-                delay = min(poll_seconds, delay * 1.5)
+        with object_pull_backoff(*object_pull_waits()):  # a task's message is pulled without Flower's 1 s waits
+            while True:
+                response = client.AcquireTask(request)
+                if response.HasField("task") and response.token:
+                    run_task(address, response.token, client_app,
+                             log=lambda text: print(text, file=sys.stderr, flush=True))
+                    delay = first
+                else:  # 0.01 s after a task, growing by half up to poll_seconds while idle
+                    time.sleep(delay)
+                    delay = min(poll_seconds, delay * 1.5)
     finally:
         client.close()
 

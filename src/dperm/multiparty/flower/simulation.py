@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dperm.multiparty.privacy import PartyFloor
+from dperm.privacy.psgd import PartyFloor
 
 SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.42'"
 
@@ -131,7 +131,8 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
     from flwr.app import Context
     from flwr.serverapp import ServerApp
     from flwr.simulation import run_simulation
-    from flwr.supercore.task_identity import TaskIdentity
+
+    from dperm.multiparty.flower._adapter import kept_task_identity
 
     server_app = ServerApp()
 
@@ -146,13 +147,10 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
         expected_terms=flower_app.party_secagg_terms)
     # run_simulation sets Flower's process-wide task identity and leaves it set; restore it so
     # that later in-process runs in this process keep their own.
-    saved = (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id)
     started = time.monotonic()
-    try:
+    with kept_task_identity():
         run_simulation(server_app=server_app, client_app=client_app, num_supernodes=len(paths),
                        backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
-    finally:
-        TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id = saved
     if not status_path.exists():
         raise RuntimeError(f"Flower's simulation ended without a result after {time.monotonic() - started:.0f} s.")
     status = json.loads(status_path.read_text(encoding="utf-8"))

@@ -92,19 +92,6 @@ def public_key_bytes(path) -> bytes:
     return public_key_to_bytes(key)
 
 
-def _capture_app() -> None:
-    """Keep the FastAPI application Flower builds, to serve its Fleet routes on the public port."""
-    import flwr.superlink.main as superlink_main
-
-    original = superlink_main.create_app
-
-    def create_app(*args, **kwargs):
-        _APP["app"] = original(*args, **kwargs)
-        return _APP["app"]
-
-    superlink_main.create_app = create_app
-
-
 def _wait_listening(port: int, seconds: float = 120.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -192,10 +179,12 @@ def main(argv=None) -> None:
 
     if ours.parent_pid is not None:  # a killed `dperm coordinate` takes its SuperLink down
         start_parent_process_monitor(ours.parent_pid)
-    _capture_app()
-    threading.Thread(target=_serve_fleet, args=(ours, flower_args), name="dperm-fleet-api", daemon=True).start()
+    from dperm.multiparty.flower._adapter import captured_superlink_app
+
     sys.argv = ["flower-superlink", *theirs]
-    flower_superlink()
+    with captured_superlink_app(_APP):  # to serve its Fleet routes on the public port
+        threading.Thread(target=_serve_fleet, args=(ours, flower_args), name="dperm-fleet-api", daemon=True).start()
+        flower_superlink()
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ asks the SuperLink for a message and, when there is none, sleeps a fixed
 reply in steps of 0.5 s. Neither wait is a setting. A SecAgg+ round is four
 exchanges, so these waits alone cost up to 4 x 3.5 s per round.
 
-This launcher runs Flower's own ``flower-supernode`` unchanged except that
-the ``time`` module *that one Flower module* sees sleeps at most
-``poll_seconds`` at a time, 0.03 s just after the party has answered and
-growing by half at each empty pull (:class:`_CappedTime`), and Flower's
+This launcher runs Flower's own ``flower-supernode`` unchanged except that,
+while it runs, the ``time`` module *that one Flower module* sees sleeps at
+most ``poll_seconds`` at a time, 0.03 s just after the party has answered
+and growing by half at each empty pull (:class:`_CappedTime`, applied with
+:func:`~dperm.multiparty.flower._adapter.supernode_waits`), and Flower's
 object-pull backoff is shortened
-(:func:`~dperm.multiparty.flower.engine.shorten_object_pull_backoff`). Nothing else changes:
+(:func:`~dperm.multiparty.flower._adapter.object_pull_backoff`). Nothing else changes:
 the same arguments (TLS, ``--auth-supernode-private-key``, ``--isolation
 process``, ``--max-wait-time``) reach the same code, and every pull is the
 same authenticated Fleet API request, only sooner.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 
 #: Most seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
 SUPERNODE_POLL_SECONDS = 0.15
@@ -68,26 +70,22 @@ class _CappedTime:
         return getattr(time, name)
 
 
-def cap_supernode_waits(poll_seconds: float) -> None:
-    """Make Flower's SuperNode loop wait at most ``poll_seconds`` between its pulls (shorter after a message)."""
-    import flwr.supernode.start_client_internal as loop
+@contextmanager
+def capped_supernode_waits(poll_seconds: float):
+    """Within the block, Flower's SuperNode loop waits at most ``poll_seconds`` between its pulls.
 
+    Shorter just after a message (:class:`_CappedTime`), and Flower's
+    object-pull backoff is dperm's
+    (:func:`~dperm.multiparty.flower.engine.object_pull_waits`). Both are
+    Flower's own again after the block.
+    """
     if not poll_seconds > 0:
         raise ValueError(f"--poll-seconds must be > 0; got {poll_seconds!r}.")
-    capped = _CappedTime(poll_seconds)
-    push_messages = loop._push_messages
+    from dperm.multiparty.flower._adapter import object_pull_backoff, supernode_waits
+    from dperm.multiparty.flower.engine import object_pull_waits
 
-    def push_and_reset(*args, **kwargs):  # the party answered: the next stage's message comes soon
-        try:
-            return push_messages(*args, **kwargs)
-        finally:
-            capped.reset()
-
-    loop.time = capped
-    loop._push_messages = push_and_reset
-    from dperm.multiparty.flower.engine import shorten_object_pull_backoff
-
-    shorten_object_pull_backoff()
+    with supernode_waits(_CappedTime(poll_seconds)), object_pull_backoff(*object_pull_waits()):
+        yield
 
 
 def main(argv=None) -> None:
@@ -102,12 +100,12 @@ def main(argv=None) -> None:
     ours = parser.parse_args(argv[:split])
     from dperm.multiparty.flower.engine import flower_poll_seconds
 
-    cap_supernode_waits(ours.poll_seconds if ours.poll_seconds is not None
-                        else flower_poll_seconds(SUPERNODE_POLL_SECONDS))
+    poll_seconds = ours.poll_seconds if ours.poll_seconds is not None else flower_poll_seconds(SUPERNODE_POLL_SECONDS)
     from flwr.supernode.cli import flower_supernode
 
     sys.argv = ["flower-supernode", *argv[split + 1:]]
-    flower_supernode()
+    with capped_supernode_waits(poll_seconds):
+        flower_supernode()
 
 
 if __name__ == "__main__":
