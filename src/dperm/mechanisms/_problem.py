@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -75,9 +75,9 @@ class PublicProblem:
 class MechanismCalibration:
     """How one run of a mechanism is calibrated, from public quantities only.
 
-    Every mechanism's calibration function computes one
-    (:attr:`dperm.mechanisms.registry.Mechanism.calibration`); the mechanism
-    releases with it (:class:`MechanismOutput` embeds it), and
+    Every mechanism's ``calibrate`` computes one
+    (:meth:`dperm.mechanisms.catalog.Mechanism.calibrate`), once per fit; the
+    mechanism releases with it (:class:`MechanismOutput` embeds it), and
     :mod:`dperm.model_io` recomputes it from a model file's public inputs to
     check the numbers the file records.
 
@@ -116,6 +116,13 @@ class MechanismCalibration:
     lipschitz : float or None
         The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
         output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
+    noise_law, output_noise_law : object
+        The exact laws the release draws from, functions of the numbers above:
+        a :class:`~dperm.mechanisms.noise.GridCalibration` (output perturbation's
+        noise, AMP's output stage) or an
+        :class:`~dperm.mechanisms.objective.ObjectiveCalibration` (the objective
+        mechanisms' noise term); ``output_noise_law`` is ``None`` for output
+        perturbation. Not part of any record, nor of :meth:`to_dict`.
     """
 
     epsilon: float
@@ -133,6 +140,12 @@ class MechanismCalibration:
     output_grid: float = 0.0
     output_sensitivity: float = 0.0
     output_noise_distribution: str = ""
+    noise_law: object = field(default=None, repr=False, metadata={"law": True})
+    output_noise_law: object = field(default=None, repr=False, metadata={"law": True})
+
+    def to_dict(self) -> dict:
+        """The calibration's numbers by name (the laws left out: they are what the numbers say)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if not f.metadata.get("law")}
 
     @property
     def release_grid(self) -> float:

@@ -290,6 +290,14 @@ class GridCalibration:
         self.noise_scale = float(scale_in_steps * Fraction(step))
         self.dimension = dimension
 
+    def __eq__(self, other):
+        """Equal calibrations give the same law: compared by value, slot by slot."""
+        if not isinstance(other, GridCalibration):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # mutable slots: equal by value, so not hashable
+
     @property
     def l1_sensitivity_steps(self) -> int:
         """``k`` of an ``"l1"`` calibration."""
@@ -315,13 +323,6 @@ class GridCalibration:
         return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
 
 
-def _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound) -> float:
-    """:func:`grid_step` after refusing an epsilon that is not a finite number > 0."""
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    return grid_step(l2_sensitivity, dimension, epsilon, value_bound)
-
-
 def _l1_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
     k = grid_l1_sensitivity(l2_sensitivity, dimension, step)
     return GridCalibration(step, k, Fraction(k) / Fraction(epsilon))
@@ -338,7 +339,7 @@ def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon:
 
     ``value_bound``: an optional public bound on ``|value|`` (see :func:`grid_step`).
     """
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return _l1_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
@@ -350,7 +351,7 @@ def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float
     (:func:`release_on_grid`): ``epsilon``-DP because the noise's mass changes by
     at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
     """
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
@@ -371,7 +372,7 @@ def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
 def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
                                value_bound: float | None = None) -> GridCalibration:
     """:func:`laplace_noise_on_grid` on the grid of :func:`grid_step`: 003 Alg. 1's noise, float-safe."""
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return laplace_noise_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 

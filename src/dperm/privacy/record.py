@@ -7,7 +7,6 @@ alone (iteration counts, achieved gradient norms, clipping counts) is here.
 
 from __future__ import annotations
 
-from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
@@ -198,13 +197,15 @@ def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha,
                   reference=None, mechanism_choice=None) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a linear model from its mechanism outputs (one per problem).
 
-    Copies only the calibration of the outputs, never their ``solve``
-    diagnostics; everything else is a public input.
+    ``mechanism`` is the row of :data:`dperm.mechanisms.catalog.MECHANISMS` that ran: its
+    name, its ``reference`` (unless one is given) and whether its calibration uses the
+    loss's curvature (``needs_curvature``; output perturbation uses none, and records its
+    ``C_L`` as ``lipschitz``). Copies only the calibration of the outputs, never their
+    ``solve`` diagnostics; everything else is a public input.
     """
     first = outputs[0]
-    output = mechanism == "output"
     return PrivacyRecord(
-        mechanism=mechanism,
+        mechanism=mechanism.name,
         epsilon=epsilon,
         delta=delta,
         n_problems=len(outputs),
@@ -219,13 +220,13 @@ def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha,
         solution_radius_allowance=first.solution_radius_allowance,
         data_norm=data_norm,
         effective_data_norm=effective_norm,
-        lipschitz=first.lipschitz if output else loss.lipschitz,
-        curvature=None if output else loss.curvature,  # output perturbation does not use loss''
+        lipschitz=first.lipschitz,
+        curvature=loss.curvature if mechanism.needs_curvature else None,
         alpha=alpha,
         n_samples=n_samples,
         tol=tol,
         loss=loss.name,
-        reference=reference or REFERENCES[mechanism],
+        reference=reference or mechanism.reference,
         output_epsilon=first.output_epsilon,
         output_noise_scale=first.output_noise_scale,
         output_grid=first.output_grid,
