@@ -27,7 +27,7 @@ _PUBLIC = {
     "release_on_grid": "dperm.mechanisms.noise",
     "run_mechanism": "dperm.mechanisms.catalog",
     "sample_discrete_gaussian": "dperm.mechanisms.noise",
-    "sample_discrete_l2_laplace_vector": "dperm.mechanisms.l2_laplace",
+    "sample_discrete_l2_laplace_vector": "dperm.mechanisms.noise.l2_laplace",
     "sample_discrete_laplace": "dperm.mechanisms.noise",
     "sample_gaussian": "dperm.mechanisms.noise",
     "sample_l2_laplace": "dperm.mechanisms.noise",

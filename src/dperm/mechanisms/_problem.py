@@ -93,7 +93,7 @@ class MechanismCalibration:
     noise_distribution : str
         Of the noise that decides ``coef``: ``"discrete-laplace"`` (independent
         coordinates) or ``"discrete-l2-laplace"`` (one joint lattice L2 Laplace
-        vector, :mod:`dperm.mechanisms.l2_laplace`) for output perturbation and
+        vector, :mod:`dperm.mechanisms.noise.l2_laplace`) for output perturbation and
         objective perturbation's ``b``; ``"discrete-gaussian"`` for Gaussian
         objective perturbation's ``b``; on a grid.
     noise_scale : float

@@ -23,7 +23,7 @@ from dperm.privacy.sensitivity import (
     objective_noise_grid,
     split_epsilon_for_amp,
 )
-from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
+from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square
 from dperm.solvers import minimize_erm
 
 
@@ -74,7 +74,7 @@ class ObjectiveCalibration:
         The grid ``h`` of the noise ``b = h z``.
     noise_distribution : str
         ``"discrete-laplace"`` (scale in steps), ``"discrete-l2-laplace"`` (the joint
-        lattice L2 law of :mod:`dperm.mechanisms.l2_laplace`, scale in steps) or
+        lattice L2 law of :mod:`dperm.mechanisms.noise.l2_laplace`, scale in steps) or
         ``"discrete-gaussian"`` (sigma in steps).
     scale_steps : float or Fraction
         The discrete Laplace scale (per coordinate or of the L2 law) or the
@@ -102,7 +102,7 @@ class ObjectiveCalibration:
 
         Of the continuous law of the same scale; the discrete laws' variances are
         within a rounding of it (Canonne, Kamath & Steinke 2020, Prop. 5 and Cor. 9)
-        and the L2 law's is at most it (:func:`~dperm.mechanisms.l2_laplace.l2_laplace_mean_square`).
+        and the L2 law's is at most it (:func:`~dperm.mechanisms.noise.l2_laplace.l2_laplace_mean_square`).
         """
         if self.noise_distribution == "discrete-l2-laplace":
             return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
@@ -136,7 +136,7 @@ def objective_laplace_noise(lipschitz: float, data_norm: float, dimension: int, 
     most ``2 L R / h + sqrt(d)`` steps apart in L2 and ``sqrt(d) 2 L R / h + d`` in
     L1 (:func:`~dperm.privacy.sensitivity.discrete_objective_noise_steps`);
     :func:`~dperm.mechanisms.noise.laplace_noise_on_grid` takes the law with the
-    smaller noise, the joint L2 law of :mod:`dperm.mechanisms.l2_laplace` from
+    smaller noise, the joint L2 law of :mod:`dperm.mechanisms.noise.l2_laplace` from
     ``d = 3`` on (003's radial noise, exactly, on the lattice).
     """
     return laplace_noise_on_grid(grid, 2.0 * lipschitz * data_norm, dimension, epsilon_noise)
@@ -229,7 +229,7 @@ def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float,
     (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`); the Jacobian's share
     is left out (the rule only needs the order of magnitude, and it depends on
     ``alpha``). dperm's float-safe 003 Alg. 2 draws the lattice L2 Laplace vector
-    with scale ``s / eps'``, ``s = 2 L R`` (paper note 2; :mod:`dperm.mechanisms.l2_laplace`),
+    with scale ``s / eps'``, ``s = 2 L R`` (paper note 2; :mod:`dperm.mechanisms.noise.l2_laplace`),
     RMS norm ``sqrt(2 k d)`` times that with ``k = floor(d/2) + 1``; for ``d <= 2``,
     independent coordinates calibrated to the L1 bound ``s sqrt(d)``, RMS
     ``sqrt(2 d) s sqrt(d) / eps'`` (the same number).

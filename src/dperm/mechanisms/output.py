@@ -110,7 +110,7 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
     integer noise (:func:`release_output`, :mod:`dperm.mechanisms.noise`) in
     place of 003 eq. 7's float draw of ``exp(-eps ||b|| / S)``: for ``d >= 3``
-    the lattice L2 Laplace vector of :mod:`dperm.mechanisms.l2_laplace`, whose
+    the lattice L2 Laplace vector of :mod:`dperm.mechanisms.noise.l2_laplace`, whose
     mass is ``exp(eps / k)``-Lipschitz in L2 with ``k = S / g + sqrt(d)`` steps
     (the rounded neighbours' distance); for ``d <= 2`` per-coordinate discrete
     Laplace calibrated to the L1 bound. The guarantee is the same epsilon.

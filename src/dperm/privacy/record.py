@@ -47,7 +47,7 @@ class PrivacyRecord(RecordBase):
     noise_distribution : str
         ``"discrete-laplace"`` (independent coordinates), ``"discrete-l2-laplace"``
         (one joint lattice vector whose mass is ``exp(-||z - z'||_2 / scale)``-Lipschitz,
-        003's radial noise on a grid; :mod:`dperm.mechanisms.l2_laplace`) or
+        003's radial noise on a grid; :mod:`dperm.mechanisms.noise.l2_laplace`) or
         ``"discrete-gaussian"``: exact integer noise on the grid ``noise_grid``
         (float-safe; see :mod:`dperm.mechanisms.noise`).
     noise_scale : float
