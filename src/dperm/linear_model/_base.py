@@ -464,9 +464,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         return super().score(X, y, sample_weight=sample_weight)
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
+        """The record: public inputs and the one calibration every output released with (:mod:`dperm.privacy.release`)."""
         return linear_record(
-            MECHANISMS[params.mechanism], outputs, params.epsilon, self._delta_spent(params),
+            MECHANISMS[params.mechanism], params.calibration, params.epsilon,
+            self._delta_spent(params), n_problems=len(outputs),
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
             label_set_public=targets.label_set.public,

@@ -111,7 +111,8 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         return linear_record(
-            MECHANISMS[MECHANISM], outputs, outputs[0].epsilon, 0.0, loss=params.loss,
+            MECHANISMS[MECHANISM], params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
+            loss=params.loss,
             data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
             reference=f"{MECHANISMS[MECHANISM].reference}; {self._loss_reference}",

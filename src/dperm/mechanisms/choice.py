@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dperm.exceptions import NoiseSwampsSignalError
-from dperm.mechanisms._problem import MechanismCalibration, PublicProblem
+from dperm.mechanisms._problem import PublicProblem
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS, get_mechanism
 from dperm.privacy.alpha import default_alpha
 

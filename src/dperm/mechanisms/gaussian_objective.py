@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (

@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import (
     grid_vector,
