@@ -115,7 +115,8 @@ def test_auto_alpha_intercept_widens_the_noise_not_the_weights():
     assert model.alpha_ == with_intercept
     C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(n, d + 1, eps, mechanism="output", loss=logistic, data_norm=math.sqrt(2.0), feature_norm=1.0)
-    assert math.isclose(out, C * ((0.25 ** OUTPUT_CURVATURE_EXPONENT * (d + 1) ** 2 * 2.0 / (n * eps) ** 2) ** (1 / 3)) ** p)
+    base = (0.25 ** OUTPUT_CURVATURE_EXPONENT * (d + 1) ** 2 * 2.0 / (n * eps) ** 2) ** (1 / 3)
+    assert math.isclose(out, C * base**p)
 
 
 def test_auto_alpha_reads_no_data_only_its_shape():

@@ -15,9 +15,9 @@ from typing import Callable
 
 from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms._problem import PublicProblem
-from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS, get_mechanism
 from dperm.privacy.alpha import default_alpha
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 
 #: The value of ``mechanism=`` that asks for :func:`choose_mechanism`.
 AUTO = "auto"

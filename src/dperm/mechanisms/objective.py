@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import (
     grid_vector,
@@ -17,6 +16,8 @@ from dperm.mechanisms.noise import (
     sample_grid_noise,
     vector_laplace_calibration,
 )
+from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import (
     amp_output_sensitivity,
     amp_solution_radius,
@@ -24,7 +25,6 @@ from dperm.privacy.sensitivity import (
     objective_noise_grid,
     split_epsilon_for_amp,
 )
-from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square
 from dperm.solvers import minimize_erm
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
-from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import release_on_grid, vector_laplace_calibration
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
 

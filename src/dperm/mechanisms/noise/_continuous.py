@@ -11,6 +11,7 @@ from scipy.special import ndtri
 
 from dperm.randomness import OSEntropyGenerator, urandom_words
 
+
 def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) -> np.ndarray:
     """Draw ``b`` in R^d with density proportional to ``exp(-||b||_2 / scale)``.
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from dperm.randomness import OSBits, OSEntropyGenerator
 
+
 # ---------------------------------------------------------------------------
 # Uniform integers: the operating system's CSPRNG, or a seed for testing
 # ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 
 from dperm.mechanisms.noise._exact import BitSource, sample_discrete_laplace
 from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square, sample_discrete_l2_laplace_vector
+
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
 from dperm.privacy.sensitivity import grid_l1_sensitivity, grid_l2_sensitivity
 
