@@ -1,6 +1,6 @@
 """Fit the constants of dperm's public alpha rule on public data dperm never reports on.
 
-The rule (``dperm.theory.auto_alpha``) is ``alpha = C * base^p`` with the theory's base:
+The rule (``dperm.privacy.alpha.default_alpha``, via ``dperm.mechanisms.choice.auto_alpha``) is ``alpha = C * base^p`` with the theory's base:
 
 - objective mechanisms: ``base = R * E||b|| / n`` (``E||b|| = 2 L R d / eps`` pure, 003
   Alg. 2; ``sigma sqrt(d)`` Gaussian, 004);
@@ -38,7 +38,7 @@ is measured on the 30 %.
 One ``(C, p)`` serves the objective family: every cell is run for pure objective perturbation
 and for the tight Gaussian one (``delta = 1e-5``), with and without an intercept (the
 estimator's default and dperm's recipe); the base is ``R * RMS||b|| / n`` with the noise the
-mechanism actually draws (:func:`dperm.theory.objective_noise_norm`), so one constant can
+mechanism actually draws (:meth:`dperm.mechanisms.catalog.Mechanism.noise_norm`), so one constant can
 serve every calibration. Output perturbation is fitted alone (``--family output``).
 
 For each cell the estimator is fitted at ``alpha = m * base`` for every multiplier ``m`` of
@@ -67,7 +67,8 @@ import numpy as np
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
 from dperm.preprocessing import normalize_rows
-from dperm.theory import NONSMOOTH_CURVATURE, auto_alpha
+from dperm.mechanisms.choice import auto_alpha
+from dperm.privacy.alpha import NONSMOOTH_CURVATURE
 
 from private_pipeline import git_commit
 
@@ -306,7 +307,7 @@ DEFAULT_FLOOR = 1.0
 
 
 def rule(row, constant, exponent, floor=DEFAULT_FLOOR):
-    """The rule's alpha for a cell: ``max(C base^p, floor / n)`` as :func:`dperm.theory.auto_alpha`."""
+    """The rule's alpha for a cell: ``max(C base^p, floor / n)`` as :func:`dperm.mechanisms.choice.auto_alpha`."""
     return max(constant * row["base_alpha"] ** exponent, floor / row["n"])
 
 

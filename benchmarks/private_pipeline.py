@@ -47,7 +47,7 @@ import numpy as np
 import dperm
 from dperm import PrivateLogisticRegression, PrivateParameterSearch
 from dperm.exceptions import NoiseSwampsSignalError
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS
 
 from _dpgd import DPGDLogisticRegression, accounted_epsilon
 from _dpgd import plan as dpgd_plan

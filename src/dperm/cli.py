@@ -52,13 +52,6 @@ def _loss_params(loss: str) -> tuple[str, ...]:
 #: ``demo --encoding`` values (the keys of ``dperm.datasets.ADULT_ENCODINGS``; a test checks).
 ADULT_ENCODING_NAMES = ("unit_norm", "constant", "unit_norm_log")
 
-#: The smallest epsilon ``dperm train`` accepts. The released noise is an exact integer
-#: number of grid steps below 2**53 (``dperm.mechanisms.noise.EXACT_INTEGER_LIMIT``), and
-#: the grid is at most ``S / (1024 sqrt(d))`` for the noise scale ``S / epsilon``, so the
-#: noise needs about ``1024 sqrt(d) / epsilon`` steps: with d <= 10**4 and 40 scales of
-#: tail that stays below 2**53 for epsilon >= 4.6e-10. Below it, the output mechanism's
-#: noise is measured clamped (it was at epsilon = 1e-14 with d = 4).
-MIN_EPSILON = 1e-9
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -121,11 +114,10 @@ def _demo(args) -> int:
 def _check_model_options(args) -> None:
     """Refuse option combinations the chosen ``--model`` cannot use, before any data is read."""
     family, loss = _models()[args.model]
-    if 0 < args.epsilon < MIN_EPSILON:  # epsilon <= 0 is refused by the estimator
-        raise ValueError(
-            f"--epsilon {args.epsilon!r} is below {MIN_EPSILON:g}, the smallest epsilon whose "
-            "noise dperm can release exactly (the noise would need more than 2**53 grid steps); "
-            "use a larger epsilon.")
+    from dperm.mechanisms.catalog import check_min_epsilon
+
+    if args.epsilon > 0:  # epsilon <= 0 is refused by the estimator's parameter constraints
+        check_min_epsilon(args.epsilon, "--epsilon")  # the library's limit of the noise
     if family == "regressor":
         if args.mechanism not in (None, "auto", "output"):
             raise ValueError(f"--model {args.model} is fitted by output perturbation only "
@@ -555,7 +547,7 @@ def _reproduce_options(reproduce) -> None:
 
 
 def _train_options(train) -> None:
-    from dperm.mechanisms.catalog import CATALOG, mechanism_help
+    from dperm.mechanisms.catalog import MECHANISMS, MIN_EPSILON, mechanism_help
 
     data = train.add_argument_group("data and public schema")
     data.add_argument("--data", required=True,
@@ -608,7 +600,7 @@ def _train_options(train) -> None:
                             "(1/n) sum loss + (alpha/2) ||w||^2, so alpha is Chaudhuri et al.'s "
                             "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
-                            "mechanism, never from the data (dperm.theory.auto_alpha)")
+                            "mechanism, never from the data (dperm.mechanisms.choice.auto_alpha)")
     model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
                        default=False,
                        help="fit an intercept (default: no, unlike the linear Python "
@@ -626,7 +618,7 @@ def _train_options(train) -> None:
     privacy.add_argument("--delta", type=float, default=0.0,
                          help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
                               "--mechanism auto may choose the Gaussian objective mechanism")
-    privacy.add_argument("--mechanism", choices=("auto", *CATALOG), default=None,
+    privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), output for "
                               "regressors; " + mechanism_help())

@@ -47,7 +47,7 @@ from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS
 
 FORMAT = "dperm-model"
 #: Version 2 added ``digest``; version 1 (no digest) is still read, with a warning.

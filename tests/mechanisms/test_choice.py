@@ -9,7 +9,7 @@ from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.mechanisms._problem import PublicProblem
 from dperm.mechanisms.choice import candidate_mechanisms, choose_mechanism
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS
 
 TOL = 1e-8
 

@@ -17,7 +17,7 @@ from dperm.mechanisms import (
     gaussian_objective_perturbation_004,
     run_mechanism,
 )
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.solvers import RegularizedMarginObjective
 
 

@@ -1,4 +1,4 @@
-"""The exact lattice L2 Laplace sampler (dperm.mechanisms.l2_laplace): its law, its ratio bound, its parts.
+"""The exact lattice L2 Laplace sampler (dperm.mechanisms.noise.l2_laplace): its law, its ratio bound, its parts.
 
 The law: V ~ Gamma(k, rate a^2 / 2) with k = floor(d/2) + 1, then z_i ~ N_Z(0, V)
 independently. Its mass is computed here by quadrature over V and compared with
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm.mechanisms.l2_laplace import (
+from dperm.mechanisms.noise.l2_laplace import (
     _bernoulli_exp_neg_lazy,
     _exponential,
     l2_laplace_mean_square,

@@ -16,7 +16,7 @@ from dperm.mechanisms import (
     run_mechanism,
 )
 from dperm.mechanisms.output import output_noise_scale, release_output
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 
 
@@ -214,7 +214,7 @@ def test_output_noise_helpers_match_the_mechanism(loss):
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 @pytest.mark.parametrize("loss_name", ["logistic", "hinge"])
 def test_a_release_records_exactly_its_public_calibration(name, loss_name):
-    """``Mechanism.calibration`` on the public problem gives every number the run records,
+    """``Mechanism.calibrate`` on the public problem gives every number the run records,
     and every released coordinate lies on its release grid (what model files are checked against)."""
     mechanism = MECHANISMS[name]
     loss = get_loss(loss_name)
@@ -226,7 +226,7 @@ def test_a_release_records_exactly_its_public_calibration(name, loss_name):
     problem = ERMProblem(X, y, loss, 0.05, 1.0)
     output = mechanism.function(problem, 0.7, 1e-5, np.random.default_rng(0), 1e-8, 1000)
     public = PublicProblem(150, 3, loss, 0.05, 1.0)
-    calibration = mechanism.calibration(public, 0.7, 1e-5, 1e-8)
+    calibration = mechanism.calibrate(public, 0.7, 1e-5, 1e-8)
     for field in dataclasses.fields(calibration):
         assert getattr(output, field.name) == getattr(calibration, field.name), field.name
     steps = output.coef / calibration.release_grid

@@ -5,7 +5,6 @@ label set read from the data, that one record changes ``classes_``, the shape of
 and the epsilon per problem with certainty; with ``classes`` given they are the same.
 """
 
-import dataclasses
 import json
 import warnings
 
@@ -55,7 +54,7 @@ def neighbours(n=120, seed=0):
 def released(model):
     """What a fit releases besides the noised coefficients: shape, classes, the record."""
     linear = getattr(model, "linear_model_", model)
-    record = {k: v for k, v in dataclasses.asdict(model.privacy_).items() if k not in SOLVER_DIAGNOSTICS}
+    record = {k: v for k, v in model.privacy_.to_dict().items() if k not in SOLVER_DIAGNOSTICS}
     return linear.coef_.shape, linear.intercept_.shape, model.classes_.tolist(), record
 
 

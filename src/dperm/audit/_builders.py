@@ -30,7 +30,7 @@ EXPONENTIAL_AUDIT_WEIGHT = 3.0
 
 
 def _mechanism_by_name(name):
-    from dperm.mechanisms.registry import MECHANISMS
+    from dperm.mechanisms.catalog import MECHANISMS
 
     if name not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {tuple(MECHANISMS)} or a callable; got {name!r}.")
@@ -112,8 +112,8 @@ def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_sam
         raise ValueError(f"mechanism must be a name or a callable; got {mechanism!r}.")
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta)
-    if isinstance(mechanism, str):  # dperm's mechanisms all take delta; the registry says if they use it
-        from dperm.mechanisms.registry import MECHANISMS
+    if isinstance(mechanism, str):  # dperm's mechanisms all take delta; the table says if they use it
+        from dperm.mechanisms.catalog import MECHANISMS
 
         takes_delta, passes_delta = MECHANISMS[mechanism].uses_delta, True
     else:

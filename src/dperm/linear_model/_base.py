@@ -24,8 +24,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
-from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, get_mechanism, run_mechanism
-from dperm.mechanisms.choice import AUTO, candidate_mechanisms, check_noise_below_signal, choose_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, get_mechanism
+from dperm.mechanisms.catalog import check_min_epsilon
+from dperm.mechanisms.choice import (
+    AUTO,
+    auto_alpha,
+    candidate_mechanisms,
+    check_noise_below_signal,
+    choose_mechanism,
+)
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import LabelSet, check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
@@ -55,6 +62,8 @@ class FitParams(NamedTuple):
     loss: object
     classes: np.ndarray | None = None  # the public label set, sorted (None: read from y)
     mechanism: str | None = None  # the mechanism run; None until mechanism="auto" is resolved
+    candidates: tuple = ()  # mechanism="auto": the rows whose theorem covers the loss and delta
+    calibration: object = None  # each problem's MechanismCalibration, once the public choices are made
 
 
 class Targets(NamedTuple):
@@ -84,22 +93,31 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
     _validate_y = {"ensure_min_samples": 2}
 
     def _check_params(self) -> FitParams:
-        """Every parameter, the loss and the mechanism's conditions, before any data or budget."""
+        """Every parameter, the loss and the mechanism's conditions, before any data or budget.
+
+        The one validation of a fit: scikit-learn's ``_parameter_constraints``, then the
+        smallest epsilon the noise can be released at
+        (:func:`~dperm.mechanisms.catalog.check_min_epsilon`) and the mechanism's theorem;
+        everything after trusts these values.
+        """
         self._validate_params()
+        epsilon = check_min_epsilon(float(self.epsilon))
         delta = float(getattr(self, "delta", 0.0))
         loss = self._make_loss()
         mechanism = self._mechanism_name()
+        candidates = ()
         if mechanism == AUTO:
             mechanism = None  # chosen from public n and d once they are known
-            if not candidate_mechanisms(loss, delta):
+            candidates = tuple(candidate_mechanisms(loss, delta))
+            if not candidates:
                 raise ValueError(f"mechanism='auto': no mechanism's theorem covers the {loss.name} "
                                  f"loss with delta={delta!r}.")
         else:
             get_mechanism(mechanism).check(loss, delta)  # the theorem's conditions
         alpha = None if isinstance(self.alpha, str) else float(self.alpha)  # "auto": set from n and d
-        return FitParams(float(self.epsilon), delta, alpha, float(self.data_norm),
+        return FitParams(epsilon, delta, alpha, float(self.data_norm),
                          float(self.intercept_scaling), float(self.tol), int(self.max_iter), loss,
-                         check_classes(getattr(self, "classes", None)), mechanism)
+                         check_classes(getattr(self, "classes", None)), mechanism, candidates)
 
     def _make_loss(self):
         raise TypeError(f"{type(self).__name__} does not define a loss.")
@@ -152,7 +170,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
 
     def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
                              check_budget=True):
-        """``params`` with the mechanism and ``alpha`` set from public quantities only.
+        """``params`` with the mechanism, ``alpha`` and the calibration set from public quantities only.
 
         ``mechanism="auto"``: :func:`dperm.mechanisms.choice.choose_mechanism` on the
         public problem (``n``, ``d`` and the norm bound with the intercept's column,
@@ -160,29 +178,40 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         given one or, for ``alpha="auto"``, the rule's value for the first candidate
         (pure objective perturbation for a smooth loss). Sets ``mechanism_`` and the
         reason the record prints. Then ``alpha_``: the given value or
-        :func:`dperm.theory.auto_alpha` for the chosen mechanism. Never the data.
+        :func:`dperm.mechanisms.choice.auto_alpha` for the chosen mechanism. Then the
+        calibration every problem releases with: the one the choice scored when its alpha
+        is the fit's, else the chosen row's, computed once. Never the data.
         Then the budget's sanity checks (:meth:`_check_budget_for_data`), which a fit
         runs and a model file's recomputation (``check_budget=False``) does not: a
         file is checked against the calibration, not re-judged as a request.
         """
         dimension = n_features + int(bool(self.fit_intercept))
         norm = self._effective_norm(params)
+        epsilon, delta = self._problem_budget(params, n_problems)
         self._mechanism_choice = None
-        given_alpha = params.alpha
+        given_alpha = alpha = params.alpha
+        scored_alpha = None  # the alpha mechanism="auto" scored its candidates' calibrations at
         mechanism = params.mechanism
         if mechanism is None:
-            candidates = candidate_mechanisms(params.loss, params.delta)
-            common_alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm,
-                                                            candidates[0])
-            problem = PublicProblem(n_samples, dimension, params.loss, common_alpha, norm)
-            self._mechanism_choice = choose_mechanism(
-                problem, params.epsilon / n_problems, params.delta / n_problems, params.tol)
+            first = params.candidates[0]
+            alpha = scored_alpha = given_alpha or self._auto_alpha(params, n_samples, dimension,
+                                                                   norm, first)
+            problem = PublicProblem(n_samples, dimension, params.loss, alpha, norm)
+            self._mechanism_choice = choose_mechanism(problem, epsilon, delta, params.tol,
+                                                      list(params.candidates))
             mechanism = self._mechanism_choice.name
+            if given_alpha is None and mechanism != first:  # the chosen mechanism's own alpha
+                alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism)
+        elif given_alpha is None:
+            alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism)
         self.mechanism_ = mechanism
-        params = params._replace(mechanism=mechanism)
-        alpha = params.alpha or self._auto_alpha(params, n_samples, dimension, norm, mechanism)
         self.alpha_ = alpha
-        params = params._replace(alpha=alpha)
+        if alpha == scored_alpha:
+            calibration = self._mechanism_choice.calibration
+        else:
+            problem = PublicProblem(n_samples, dimension, params.loss, alpha, norm)
+            calibration = MECHANISMS[mechanism].calibrate(problem, epsilon, delta, params.tol)
+        params = params._replace(mechanism=mechanism, alpha=alpha, calibration=calibration)
         if check_budget:
             self._check_budget_for_data(params, given_alpha, n_samples, dimension, norm, n_problems)
         return params
@@ -198,12 +227,15 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         check_budget_for_data(params.epsilon, params.delta, n_samples)
 
         def problem_at(epsilon):
-            alpha = given_alpha or self._auto_alpha(params._replace(epsilon=epsilon), n_samples,
-                                                    dimension, norm, params.mechanism)
+            if epsilon == params.epsilon:  # the fit's own problem, its calibration already computed
+                alpha = params.alpha
+            else:
+                alpha = given_alpha or self._auto_alpha(params._replace(epsilon=epsilon), n_samples,
+                                                        dimension, norm, params.mechanism)
             return PublicProblem(n_samples, dimension, params.loss, alpha, norm)
 
         check_noise_below_signal(problem_at, params.mechanism, params.epsilon, params.delta,
-                                 params.tol, n_problems)
+                                 params.tol, n_problems, calibration=params.calibration)
 
     def _public_budget(self, n_samples, n_features, label_set=None):
         """``(epsilon, delta)`` that a fit on ``n_samples`` rows of ``n_features`` columns spends.
@@ -242,25 +274,19 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         A fit with these parameters on ``n_samples`` rows of ``n_features``
         features in ``n_problems`` problems (one-vs-rest) records exactly this:
         the same public choices (:meth:`_with_public_choices`: ``mechanism="auto"``,
-        ``alpha="auto"``), the same calibration functions
-        (:attr:`dperm.mechanisms.registry.Mechanism.calibration`) and the same
+        ``alpha="auto"`` and the calibration, from the mechanism's row) and the same
         record builder (:meth:`_record`); no data, no noise, no budget.
         :func:`dperm.model_io.load_model` compares it with a model file's record.
         """
         params = self._with_public_choices(self._check_params(), n_samples, n_features, n_problems,
                                            check_budget=False)
         norm = self._effective_norm(params)
-        problem = PublicProblem(n_samples, n_features + int(bool(self.fit_intercept)), params.loss,
-                                params.alpha, norm)
-        epsilon, delta = self._problem_budget(params, n_problems)
-        calibration = get_mechanism(params.mechanism).calibration(problem, epsilon, delta, params.tol)
         targets = Targets(None, LabelSet(None, label_set_public))
-        return self._record([calibration] * n_problems, params, norm, n_samples, targets, engine)
+        return self._record([params.calibration] * n_problems, params, norm, n_samples, targets,
+                            engine)
 
     @staticmethod
     def _auto_alpha(params, n_samples, dimension, norm, mechanism):
-        from dperm.theory import auto_alpha
-
         return auto_alpha(n_samples, dimension, params.epsilon, params.delta,
                           mechanism=mechanism, loss=params.loss, data_norm=norm,
                           feature_norm=params.data_norm)
@@ -272,7 +298,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
 
     def _budget_request(self, params):
         """``(epsilon, delta, label)`` that this fit costs the accountant."""
-        return params.epsilon, self._delta_spent(params.delta, params.mechanism), self._spend_label()
+        return params.epsilon, self._delta_spent(params), self._spend_label()
 
     def _spend_budget(self, params):
         """Spend the fit's budget: after every check, before any noise is drawn.
@@ -285,18 +311,16 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         """
         spend_before_fitting(self.accountant, *self._budget_request(params))
 
-    def _delta_spent(self, delta, mechanism=None):
+    def _delta_spent(self, params):
         """The delta the mechanism's guarantee uses (0 for a pure mechanism).
 
         Before ``mechanism="auto"`` is resolved (the budget check at the start of
         ``fit``): ``delta`` if any candidate would spend it.
         """
-        name = mechanism or self._mechanism_name()
-        if name == AUTO:
-            loss = self._make_loss()
-            spends = any(MECHANISMS[c].uses_delta for c in candidate_mechanisms(loss, delta))
-            return delta if spends else 0.0
-        return get_mechanism(name).delta_spent(delta)
+        if params.mechanism is None:
+            spends = any(MECHANISMS[name].uses_delta for name in params.candidates)
+            return params.delta if spends else 0.0
+        return MECHANISMS[params.mechanism].delta_spent(params.delta)
 
     def _spend_label(self):
         loss = getattr(self, "loss", "logistic")
@@ -373,14 +397,12 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
     def _solve(self, X, targets, params, rng, effective_norm):
         """One binary problem per positive class of the public label set (one-vs-rest)."""
         positives = one_vs_rest_positives(targets.label_set.classes)  # the split comes from the label set only
-        epsilon, delta = self._problem_budget(params, positives.size)
-        return [
-            run_mechanism(
-                params.mechanism,
+        mechanism = MECHANISMS[params.mechanism]
+        return [  # every problem has the same public calibration (each its share of the budget)
+            mechanism.release(
                 ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
                            params.alpha, effective_norm),
-                epsilon,
-                delta,
+                params.calibration,
                 rng,
                 params.tol,
                 params.max_iter,
@@ -442,9 +464,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         return super().score(X, y, sample_weight=sample_weight)
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        """The record: public inputs and the calibration only (:mod:`dperm.privacy.release`)."""
+        """The record: public inputs and the one calibration every output released with (:mod:`dperm.privacy.release`)."""
         return linear_record(
-            params.mechanism, outputs, params.epsilon, self._delta_spent(params.delta, params.mechanism),
+            MECHANISMS[params.mechanism], params.calibration, params.epsilon,
+            self._delta_spent(params), n_problems=len(outputs),
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
             label_set_public=targets.label_set.public,

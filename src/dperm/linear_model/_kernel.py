@@ -221,7 +221,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
         note 7). ``"auto"`` sets it from
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
-        the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
+        the mechanism; :func:`dperm.mechanisms.choice.auto_alpha`), never from the data; the
         value used is ``alpha_``. Larger alpha means less noise.
     mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
         ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,

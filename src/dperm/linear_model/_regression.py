@@ -26,9 +26,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.linear_model._base import POSITIVE, PrivateLinearModelBase, Targets
 from dperm.losses import PinballLoss, SquaredLoss
-from dperm.mechanisms import ERMProblem, run_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem
 from dperm.privacy.record import linear_record
-from dperm.privacy.references import REFERENCES
 from dperm.validation import (
     clip_labels_to_bound,
     clip_rows_to_norm,
@@ -96,8 +95,8 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
     def _solve(self, X, targets, params, rng, effective_norm):
         y = self._prepare_labels(targets.y, params.loss)
         problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm)
-        epsilon, delta = self._problem_budget(params, 1)
-        return [run_mechanism(MECHANISM, problem, epsilon, delta, rng, params.tol, params.max_iter)]
+        return [MECHANISMS[MECHANISM].release(problem, params.calibration, rng, params.tol,
+                                              params.max_iter)]
 
     def _store(self, outputs, targets, params):
         self._set_coefficients(outputs[0].coef, params.scaling)
@@ -112,10 +111,11 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         return linear_record(
-            MECHANISM, outputs, outputs[0].epsilon, 0.0, loss=params.loss,
+            MECHANISMS[MECHANISM], params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
+            loss=params.loss,
             data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
-            reference=f"{REFERENCES[MECHANISM]}; {self._loss_reference}",
+            reference=f"{MECHANISMS[MECHANISM].reference}; {self._loss_reference}",
         )
 
     # -- prediction -------------------------------------------------------
@@ -175,7 +175,7 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
         note 7). ``"auto"`` sets it from
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
-        the mechanism; :func:`dperm.theory.auto_alpha`), never from the data; the
+        the mechanism; :func:`dperm.mechanisms.choice.auto_alpha`), never from the data; the
         value used is ``alpha_``. Larger alpha means less noise.
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dperm.losses import ConvexLoss
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.solvers import SolveResult
 
 
@@ -72,75 +73,6 @@ class PublicProblem:
 
 
 @dataclass(frozen=True)
-class MechanismCalibration:
-    """How one run of a mechanism is calibrated, from public quantities only.
-
-    Every mechanism's calibration function computes one
-    (:attr:`dperm.mechanisms.registry.Mechanism.calibration`); the mechanism
-    releases with it (:class:`MechanismOutput` embeds it), and
-    :mod:`dperm.model_io` recomputes it from a model file's public inputs to
-    check the numbers the file records.
-
-    Attributes
-    ----------
-    epsilon, delta : float
-        The guarantee this one run gives.
-    epsilon_noise : float
-        The part of epsilon spent on the objective's noise term (``eps'`` or
-        ``eps~``), or on the output noise for output perturbation.
-    extra_regularization : float
-        ``Delta`` of 003 Alg. 2 / 004 Proc. 2 (0 for output perturbation).
-    noise_distribution : str
-        Of the noise that decides ``coef``: ``"discrete-laplace"`` (independent
-        coordinates) or ``"discrete-l2-laplace"`` (one joint lattice L2 Laplace
-        vector, :mod:`dperm.mechanisms.l2_laplace`) for output perturbation and
-        objective perturbation's ``b``; ``"discrete-gaussian"`` for Gaussian
-        objective perturbation's ``b``; on a grid.
-    noise_scale : float
-        Per-coordinate scale of that noise in the coefficients' (output) or the
-        gradient's (objective) units: discrete Laplace ``g k / eps``, discrete
-        Gaussian ``h sigma``.
-    noise_grid : float
-        Its grid step (a power of two).
-    sensitivity : float or None
-        L2 sensitivity the output noise is calibrated to (output perturbation).
-    solution_radius_allowance : float
-        The public radius around the (ideal) minimiser the calibration allows.
-    output_epsilon, output_noise_scale, output_grid, output_sensitivity : float
-        Objective mechanisms only (approximate minima perturbation): epsilon,
-        Laplace-type scale, grid and L2 sensitivity of the output stage; 0 for
-        output perturbation.
-    output_noise_distribution : str
-        The output stage's noise law (``"discrete-laplace"`` or
-        ``"discrete-l2-laplace"``); empty for output perturbation.
-    lipschitz : float or None
-        The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
-        output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
-    """
-
-    epsilon: float
-    delta: float
-    epsilon_noise: float
-    extra_regularization: float
-    noise_distribution: str
-    noise_scale: float
-    noise_grid: float
-    sensitivity: float | None
-    solution_radius_allowance: float
-    lipschitz: float | None = None
-    output_epsilon: float = 0.0
-    output_noise_scale: float = 0.0
-    output_grid: float = 0.0
-    output_sensitivity: float = 0.0
-    output_noise_distribution: str = ""
-
-    @property
-    def release_grid(self) -> float:
-        """The grid every released coordinate lies on: AMP's output grid, else the noise grid."""
-        return self.output_grid or self.noise_grid
-
-
-@dataclass(frozen=True)
 class MechanismOutput:
     """What a mechanism releases (``coef``) and the calibration it was released under.
 
@@ -172,3 +104,6 @@ class MechanismOutput:
         if name.startswith("__") or name == "calibration":  # copy and pickle probe before __init__
             raise AttributeError(name)
         return getattr(self.calibration, name)
+
+
+__all__ = ["ERMProblem", "MechanismCalibration", "MechanismOutput", "PublicProblem"]

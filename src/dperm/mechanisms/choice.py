@@ -1,19 +1,23 @@
-"""``mechanism="auto"``: the mechanism whose noise moves the released point least.
+"""The public choices of a fit: ``mechanism="auto"``, ``alpha="auto"``, and the noise-to-signal refusal.
 
 Decided from public quantities only (n, d, the loss's L and c, the norm bound R,
-epsilon, delta, alpha, tol): the data are never read, so the choice itself
-costs no privacy and is recorded in ``privacy_``. See docs/design/mechanism_choice.md.
+epsilon, delta, alpha, tol): the data are never read, so the choices themselves
+cost no privacy and are recorded in ``privacy_``. ``"auto"`` scores the
+calibrations it computes, and the fit releases with the chosen one. See
+docs/design/mechanism_choice.md.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms._problem import PublicProblem
-from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.catalog import MECHANISMS, get_mechanism
+from dperm.privacy.alpha import default_alpha
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 
 #: The value of ``mechanism=`` that asks for :func:`choose_mechanism`.
 AUTO = "auto"
@@ -26,23 +30,32 @@ class MechanismChoice:
     Attributes
     ----------
     name : str
-        The chosen entry of :data:`~dperm.mechanisms.registry.MECHANISMS`.
+        The chosen row of :data:`~dperm.mechanisms.catalog.MECHANISMS`.
     expected_perturbation : dict of str to float
         Each candidate's public bound on the RMS distance its noise moves the
-        released point (:attr:`Mechanism.expected_perturbation`), at the same alpha.
+        released point (:meth:`~dperm.mechanisms.catalog.Mechanism.score`), at the same alpha.
     reason : str
         One sentence for the privacy record.
+    calibrations : dict of str to MechanismCalibration
+        The calibration each candidate was scored on; the fit releases with the chosen
+        one when its alpha is the one scored at (the calibration is computed once).
     """
 
     name: str
     expected_perturbation: dict
     reason: str
+    calibrations: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def calibration(self) -> MechanismCalibration:
+        """The chosen mechanism's calibration (at the problem it was scored on)."""
+        return self.calibrations[self.name]
 
 
 def candidate_mechanisms(loss, delta: float) -> list[str]:
     """The mechanisms ``"auto"`` may choose for ``loss`` and ``delta``.
 
-    Those whose theorem covers the loss and the delta (:meth:`Mechanism.accepts`).
+    Those whose theorem covers the loss and the delta (:meth:`~dperm.mechanisms.catalog.Mechanism.accepts`).
     When the loss is smooth (a curvature bound ``c``), only the objective family:
     objective perturbation's noise enters the gradient, where the loss's own
     curvature damps it, and its sample requirement has the better dependence on
@@ -55,8 +68,8 @@ def candidate_mechanisms(loss, delta: float) -> list[str]:
     return objective_family or [m.name for m in accepted]
 
 
-def choose_mechanism(problem: PublicProblem, epsilon: float, delta: float,
-                     tol: float) -> MechanismChoice:
+def choose_mechanism(problem: PublicProblem, epsilon: float, delta: float, tol: float,
+                     candidates: list[str] | None = None) -> MechanismChoice:
     """Choose among :func:`candidate_mechanisms` the smallest expected perturbation.
 
     Every candidate is scored at the same ``problem`` (same alpha): pure objective
@@ -74,16 +87,20 @@ def choose_mechanism(problem: PublicProblem, epsilon: float, delta: float,
         The budget of the fit. A pure mechanism spends no delta when chosen.
     tol : float
         The solver tolerance the mechanisms are calibrated for.
+    candidates : list of str, optional
+        :func:`candidate_mechanisms` of the loss and delta, when the caller has them.
 
     Returns
     -------
     MechanismChoice
+        With every candidate's calibration: each is computed once, scored, and the
+        chosen one is what the fit releases with.
     """
-    names = candidate_mechanisms(problem.loss, delta)
-    scores = {name: float(MECHANISMS[name].expected_perturbation(problem, epsilon, delta, tol))
-              for name in names}
+    names = candidate_mechanisms(problem.loss, delta) if candidates is None else candidates
+    calibrations = {name: MECHANISMS[name].calibrate(problem, epsilon, delta, tol) for name in names}
+    scores = {name: MECHANISMS[name].score(problem, calibrations[name]) for name in names}
     chosen = min(names, key=lambda name: scores[name])
-    return MechanismChoice(chosen, scores, _reason(chosen, scores, problem))
+    return MechanismChoice(chosen, scores, _reason(chosen, scores, problem), calibrations)
 
 
 def _reason(chosen: str, scores: dict, problem: PublicProblem) -> str:
@@ -101,11 +118,12 @@ SWAMPED_RATIO = 10.0
 
 
 def noise_to_signal(problem: PublicProblem, name: str, epsilon: float, delta: float,
-                    tol: float) -> float:
+                    tol: float, calibration: MechanismCalibration | None = None) -> float:
     """``E / B``: the noise's public RMS size over the largest norm a minimiser can have.
 
-    ``E`` is the mechanism's :attr:`Mechanism.expected_perturbation` (the RMS distance
-    its noise moves the released point). ``B = L R / alpha`` bounds ``||w*||`` for
+    ``E`` is the mechanism's :meth:`~dperm.mechanisms.catalog.Mechanism.score` of its
+    calibration at ``problem``, ``epsilon`` and ``delta`` (the RMS distance its noise
+    moves the released point; ``calibration`` when the caller computed it). ``B = L R / alpha`` bounds ``||w*||`` for
     every data set: at the minimiser of ``J(w) = (1/n) sum l(t_i) + alpha ||w||^2 / 2``,
     ``alpha w* = -(1/n) sum l'(t_i) dt_i/dw`` with ``|l'| <= L`` (the loss's
     ``solution_lipschitz``) and ``||dt_i/dw|| = ||x_i|| <= R``. ``E / B >= 1``: the
@@ -119,12 +137,16 @@ def noise_to_signal(problem: PublicProblem, name: str, epsilon: float, delta: fl
     bound = lipschitz * problem.data_norm / alpha
     if not (math.isfinite(bound) and bound > 0):
         return 0.0 if bound == math.inf else math.inf
-    noise = float(MECHANISMS[name].expected_perturbation(problem, epsilon, delta, tol))
+    row = MECHANISMS[name]
+    if calibration is None:
+        calibration = row.calibrate(problem, epsilon, delta, tol)
+    noise = row.score(problem, calibration)
     return noise / bound if math.isfinite(noise) else math.inf
 
 
 def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name: str,
-                             epsilon: float, delta: float, tol: float, n_problems: int = 1) -> None:
+                             epsilon: float, delta: float, tol: float, n_problems: int = 1,
+                             calibration: MechanismCalibration | None = None) -> None:
     """Refuse, before any budget is spent, an epsilon whose noise swamps every coefficient.
 
     Parameters
@@ -137,6 +159,10 @@ def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name:
     epsilon, delta : float
         The fit's total budget; each of the ``n_problems`` one-vs-rest problems gets
         ``1 / n_problems`` of it.
+    calibration : MechanismCalibration, optional
+        The fit's calibration at ``epsilon`` (the one it releases with), when computed:
+        a fit that passes computes no other; the search for the epsilon to suggest
+        computes one per step.
 
     Raises
     ------
@@ -144,11 +170,11 @@ def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name:
         A ``ValueError``, when :func:`noise_to_signal` is at least :data:`SWAMPED_RATIO`, naming the
         smallest epsilon (found by bisection on the same public quantities) below it.
     """
-    def ratio(total_epsilon):
+    def ratio(total_epsilon, calibration=None):
         return noise_to_signal(problem_at(total_epsilon), name, total_epsilon / n_problems,
-                               delta / n_problems, tol)
+                               delta / n_problems, tol, calibration)
 
-    current = ratio(epsilon)
+    current = ratio(epsilon, calibration)
     if current < SWAMPED_RATIO:
         return
     problem = problem_at(epsilon)
@@ -185,3 +211,24 @@ def _smallest_epsilon_below(ratio: Callable[[float], float], epsilon: float) -> 
     digits = 10.0 ** (math.floor(math.log10(high)) - 2)
     rounded = math.ceil(high / digits) * digits
     return rounded if ratio(rounded) < SWAMPED_RATIO else high
+
+
+def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.0, *,
+               mechanism: str, loss, data_norm: float, feature_norm: float | None = None,
+               multiplier: float | None = None, curvature_exponent: float | None = None) -> float:
+    """``alpha="auto"`` for the mechanism ``mechanism``: :func:`dperm.privacy.alpha.default_alpha`.
+
+    Asks the mechanism's row for its alpha rule and, for the objective rule, the RMS
+    norm of the noise it draws (:meth:`~dperm.mechanisms.catalog.Mechanism.noise_norm`);
+    an unknown name is refused (``ValueError``), never treated as another mechanism.
+    Trusts the numbers (the estimators checked them). Parameters as in
+    :func:`~dperm.privacy.alpha.default_alpha`; ``delta`` is the fit's (the Gaussian
+    mechanisms' noise depends on it).
+    """
+    row = get_mechanism(mechanism)
+    noise = None
+    if row.alpha_rule == "objective":
+        noise = row.noise_norm(dimension, epsilon, delta, loss.lipschitz, data_norm)
+    return default_alpha(n_samples, dimension, epsilon, rule=row.alpha_rule, loss=loss,
+                         data_norm=data_norm, noise_norm=noise, feature_norm=feature_norm,
+                         multiplier=multiplier, curvature_exponent=curvature_exponent)

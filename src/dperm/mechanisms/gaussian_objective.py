@@ -3,37 +3,44 @@ approximate minima perturbation (Iyengar et al. 2019).
 
 Two calibrations of the noise: ``"tight"`` (the default, mechanism ``"gaussian_objective"``;
 "tight" is a historical name, kept as a public parameter value: the calibration is an upper
-bound, its sigma 1.17-1.30x the analytic Gaussian mechanism's at delta 1e-5) uses the GLM structure of the loss (the neighbours' noises differ in a fixed two-dimensional
-span; Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
+bound, its sigma 1.17-1.30x the analytic Gaussian mechanism's at delta 1e-5) uses the GLM
+structure of the loss (the neighbours' noises differ in a fixed two-dimensional span; Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
 docs/design/gaussian_objective.md; ``"004"`` (mechanism ``"gaussian_objective_004"``) is 004
 Alg. 4's sigma* rule, kept for the reproduction of 004's experiments."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
-from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
-from dperm.mechanisms._problem import MechanismCalibration
 from dperm.mechanisms.objective import (
     ObjectiveCalibration,
+    expected_perturbation,
     objective_mechanism_calibration,
     perturb_and_release,
-    require_curvature,
 )
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import (
+    GAUSSIAN_OBJECTIVE_CALIBRATIONS,
     SENSITIVITY_ROUNDING_MARGIN,
     discrete_gaussian_sigma_steps,
     discrete_objective_noise_steps,
-    GAUSSIAN_OBJECTIVE_CALIBRATIONS,
+    glm_objective_slack,
     objective_noise_grid,
     objective_perturbation_slack,
     split_epsilon_for_amp,
     tight_discrete_gaussian_sigma_steps,
-    glm_objective_slack,
+    tight_gaussian_objective_calibration,
 )
-from dperm.validation import check_delta, check_epsilon
+
+#: The row of :data:`~dperm.mechanisms.catalog.MECHANISMS` each calibration is.
+MECHANISM_OF_CALIBRATION = {"tight": "gaussian_objective", "004": "gaussian_objective_004"}
+#: The noise span ``2 L R / h`` in steps at which :func:`noise_norm` takes the default
+#: calibration's sigma: a fine grid, where its rounding terms vanish.
+NOISE_NORM_SPAN_STEPS = 2.0**30
 
 
 def gaussian_objective_perturbation(
@@ -63,7 +70,11 @@ def gaussian_objective_perturbation(
          (Hsu, Kakade & Zhang 2012) in place of the chi-square one (004 Thm 4.1's
          condition: privacy loss ``<= eps~`` except with probability ``delta``);
     4. minimise to ``||grad|| <= tol`` and release with AMP's output noise
-       (:func:`~dperm.mechanisms.objective.release_approximate_minimiser`).
+       (:func:`~dperm.mechanisms.objective.perturb_and_release`).
+
+    Steps 1-3's numbers are :func:`calibrate`'s, steps 3-4 :func:`release`'s; this
+    function is the checked entry of the row ``"gaussian_objective"`` (``calibration="tight"``)
+    or ``"gaussian_objective_004"`` (``"004"``) (:meth:`~dperm.mechanisms.catalog.Mechanism.run`).
 
     Returns
     -------
@@ -71,37 +82,59 @@ def gaussian_objective_perturbation(
         ``(epsilon, delta)``-DP for the released ``coef`` (docs/design/gaussian_objective.md
         or 004 Thm 4.1; Iyengar et al. 2019, Thm 1; basic composition).
     """
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
-    plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
-    spend_before_fitting(accountant, epsilon, delta, "Gaussian objective perturbation (mechanism)")
-    sigma_squared = Fraction(plan.scale_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
-    noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), plan.grid)
-    return perturb_and_release(problem, plan, noise, epsilon, delta, rng, tol, max_iter)
+    if calibration not in MECHANISM_OF_CALIBRATION:
+        raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
+    row = MECHANISMS[MECHANISM_OF_CALIBRATION[calibration]]
+    return row.run(problem, epsilon, delta, rng, tol, max_iter, accountant)
 
 
-def gaussian_objective_calibration(problem, epsilon: float, delta: float, tol: float,
-                                   calibration: str = "tight") -> MechanismCalibration:
-    """What :func:`gaussian_objective_perturbation` records, from public quantities of ``problem``."""
-    epsilon = check_epsilon(epsilon)
-    delta = check_delta(delta)
+def calibrate(problem, epsilon: float, delta: float, tol: float,
+              calibration: str = "tight") -> MechanismCalibration:
+    """What :func:`gaussian_objective_perturbation` releases with and records (public quantities only)."""
     plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
     return objective_mechanism_calibration(problem, plan, epsilon, delta, tol)
+
+
+def release(problem: ERMProblem, calibration: MechanismCalibration, rng, tol: float,
+            max_iter: int) -> MechanismOutput:
+    """Steps 3-4 under ``calibration``: draw ``eta`` exactly, solve, release with AMP's noise."""
+    plan = calibration.noise_law
+    sigma_squared = Fraction(plan.scale_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
+    noise = grid_vector(sample_discrete_gaussian_vector(problem.n_features, sigma_squared, rng), plan.grid)
+    return perturb_and_release(problem, calibration, noise, rng, tol, max_iter)
+
+
+def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, data_norm: float,
+               calibration: str = "tight") -> float:
+    """RMS ``sigma sqrt(d)`` of the noise term, for the default alpha (public inputs only).
+
+    The noise stage gets ``epsilon`` less AMP's output share; with ``s = 2 L R``
+    (paper note 2): ``"tight"``: the default calibration's sigma
+    (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_calibration`) taken on
+    a fine grid, ``s / h =`` :data:`NOISE_NORM_SPAN_STEPS`, where its rounding terms
+    vanish; ``"004"``: 004's rule as dperm draws it
+    (:func:`~dperm.privacy.sensitivity.discrete_gaussian_sigma_steps`: sigma* with the
+    subgaussian norm quantile, linear in ``s``).
+    """
+    epsilon_noise, _ = split_epsilon_for_amp(epsilon)
+    span = 2.0 * lipschitz * data_norm
+    if calibration == "tight":
+        steps = NOISE_NORM_SPAN_STEPS
+        sigma_steps, _ = tight_gaussian_objective_calibration(steps, dimension, epsilon_noise, delta)
+        return sigma_steps * (span / steps) * math.sqrt(dimension)
+    sigma = discrete_gaussian_sigma_steps(span, dimension, epsilon_noise, delta)
+    return sigma * math.sqrt(dimension)
 
 
 def calibrate_gaussian_objective(problem, epsilon: float, delta: float, tol: float,
                                  calibration: str = "tight") -> ObjectiveCalibration:
     """Steps 1-3's calibration (``"tight"`` or ``"004"``) from public quantities of ``problem`` only.
 
-    Refuses a loss without a curvature bound, ``delta == 0`` or an unknown
-    calibration before anything is spent.
+    Trusts its inputs: a loss with a curvature bound, ``delta > 0`` and a known
+    calibration (the row's :meth:`~dperm.mechanisms.catalog.Mechanism.check`).
     """
-    if calibration not in GAUSSIAN_OBJECTIVE_CALIBRATIONS:
-        raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
     loss = problem.loss
-    curvature = require_curvature(loss, "gaussian_objective")
-    if delta == 0:
-        raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
+    curvature = loss.curvature
     epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     grid = objective_noise_grid(problem.n_samples, tol, problem.n_features)
     if calibration == "tight":
@@ -129,5 +162,10 @@ def gaussian_objective_perturbation_004(
     For the reproduction of Rajkumar & Agarwal (2012); the default calibration needs about a
     third of its sigma at Adult's size (docs/design/gaussian_objective.md).
     """
-    return gaussian_objective_perturbation(problem, epsilon, delta, rng, tol, max_iter,
-                                           accountant, calibration="004")
+    return MECHANISMS["gaussian_objective_004"].run(problem, epsilon, delta, rng, tol, max_iter,
+                                                    accountant)
+
+
+__all__ = ["calibrate", "calibrate_gaussian_objective", "expected_perturbation",
+           "gaussian_objective_perturbation", "gaussian_objective_perturbation_004", "noise_norm",
+           "release"]

@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import (
     grid_vector,
     laplace_noise_on_grid,
@@ -16,6 +16,8 @@ from dperm.mechanisms.noise import (
     sample_grid_noise,
     vector_laplace_calibration,
 )
+from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import (
     amp_output_sensitivity,
     amp_solution_radius,
@@ -23,38 +25,14 @@ from dperm.privacy.sensitivity import (
     objective_noise_grid,
     split_epsilon_for_amp,
 )
-from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
 from dperm.solvers import minimize_erm
-from dperm.validation import check_epsilon
-
-
-def require_curvature(loss, mechanism: str) -> float:
-    """Return the loss's curvature bound ``c`` or explain why the mechanism refuses it.
-
-    The objective mechanisms also need a global Lipschitz bound ``L`` on the
-    loss (003 Thm 2: ``||b - b'|| <= 2 L R``); least squares has none.
-    """
-    if not math.isfinite(loss.lipschitz):
-        raise ValueError(
-            f"mechanism={mechanism!r} needs a globally Lipschitz loss (003 Thm 2 / 004 "
-            f"Thm 4.1); the {loss.name} loss is Lipschitz only on the bounded predictions "
-            "of a regularised minimiser. Use mechanism='output' (000 Thm 2, Sec. 5.1)."
-        )
-    if loss.curvature is None:
-        raise ValueError(
-            f"mechanism={mechanism!r} needs a twice-differentiable loss with a bound c on "
-            f"loss'' (003 Thm 2 / 004 Thm 4.1); the {loss.name} loss has none. Use "
-            "mechanism='output' (output perturbation needs only a Lipschitz loss, "
-            "000 Thm 2) or a smoothed loss such as 'huber' or 'smooth_hinge'."
-        )
-    return loss.curvature
 
 
 def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_iter):
     """Minimise ``J(w) + b.w/n + Delta/2 ||w||^2`` to ``||grad|| <= tol``, always.
 
     The privacy proofs (003 Thm 2, 004 Thm 4.1) are about the exact minimiser
-    (paper note 8); :func:`release_approximate_minimiser` covers the
+    (paper note 8); AMP's output stage (:func:`perturb_and_release`) covers the
     distance to it. The solve ends with a proven completion
     (:func:`dperm.solvers.minimize_certified`), so it certifies whatever the
     data and ``max_iter``: a fit that has spent its budget always releases.
@@ -65,28 +43,17 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     )
 
 
-def release_approximate_minimiser(problem: ERMProblem, solve, regularization: float,
-                                  noise_grid: float, tol: float, epsilon_output: float, rng):
-    """AMP's output stage: the certified point plus exact Laplace-type lattice noise for ``2 r``.
+def amp_output_calibration(problem, regularization: float, noise_grid: float, tol: float,
+                           epsilon_output: float):
+    """AMP's output-stage grid calibration, its radius ``r`` and sensitivity ``2 r``.
 
     Approximate minima perturbation (Iyengar et al. 2019, Alg. 1 and Thm 1,
     here with pure-DP Laplace-type noise): given the ideal perturbed minimiser
     ``w*``, the certified point is within ``r`` of it on either neighbouring
     data set (:func:`~dperm.privacy.sensitivity.amp_solution_radius`), so
     releasing it with noise for sensitivity ``2 r`` is ``epsilon_output``-DP;
-    the objective stage's guarantee for ``w*`` and this one compose.
-    """
-    calibration, radius, sensitivity = amp_output_calibration(
-        problem, regularization, noise_grid, tol, epsilon_output)
-    return release_on_grid(solve.coef, calibration, rng), calibration, radius, sensitivity
-
-
-def amp_output_calibration(problem, regularization: float, noise_grid: float, tol: float,
-                           epsilon_output: float):
-    """AMP's output-stage grid calibration, its radius ``r`` and sensitivity ``2 r``.
-
-    Reads only public quantities of ``problem`` (``n``, ``d``), so
-    :mod:`dperm.mechanisms.choice` can compute it before any data is solved.
+    the objective stage's guarantee for ``w*`` and this one compose. Reads only
+    public quantities of ``problem`` (``n``, ``d``).
     """
     radius = amp_solution_radius(tol, noise_grid, problem.n_samples, problem.n_features, regularization)
     sensitivity = amp_output_sensitivity(radius)
@@ -108,7 +75,7 @@ class ObjectiveCalibration:
         The grid ``h`` of the noise ``b = h z``.
     noise_distribution : str
         ``"discrete-laplace"`` (scale in steps), ``"discrete-l2-laplace"`` (the joint
-        lattice L2 law of :mod:`dperm.mechanisms.l2_laplace`, scale in steps) or
+        lattice L2 law of :mod:`dperm.mechanisms.noise.l2_laplace`, scale in steps) or
         ``"discrete-gaussian"`` (sigma in steps).
     scale_steps : float or Fraction
         The discrete Laplace scale (per coordinate or of the L2 law) or the
@@ -136,7 +103,7 @@ class ObjectiveCalibration:
 
         Of the continuous law of the same scale; the discrete laws' variances are
         within a rounding of it (Canonne, Kamath & Steinke 2020, Prop. 5 and Cor. 9)
-        and the L2 law's is at most it (:func:`~dperm.mechanisms.l2_laplace.l2_laplace_mean_square`).
+        and the L2 law's is at most it (:func:`~dperm.mechanisms.noise.l2_laplace.l2_laplace_mean_square`).
         """
         if self.noise_distribution == "discrete-l2-laplace":
             return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
@@ -145,8 +112,12 @@ class ObjectiveCalibration:
 
 
 def calibrate_objective(problem, epsilon: float, tol: float) -> ObjectiveCalibration:
-    """003 Alg. 2's calibration with the float-safe grid (public quantities of ``problem`` only)."""
-    curvature = require_curvature(problem.loss, "objective")
+    """003 Alg. 2's calibration with the float-safe grid (public quantities of ``problem`` only).
+
+    Trusts its inputs: the loss has a curvature bound (the row's
+    :meth:`~dperm.mechanisms.catalog.Mechanism.check`).
+    """
+    curvature = problem.loss.curvature
     epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     slack = glm_objective_slack(
         epsilon_objective, problem.n_samples, problem.alpha, curvature, problem.data_norm
@@ -166,31 +137,29 @@ def objective_laplace_noise(lipschitz: float, data_norm: float, dimension: int, 
     most ``2 L R / h + sqrt(d)`` steps apart in L2 and ``sqrt(d) 2 L R / h + d`` in
     L1 (:func:`~dperm.privacy.sensitivity.discrete_objective_noise_steps`);
     :func:`~dperm.mechanisms.noise.laplace_noise_on_grid` takes the law with the
-    smaller noise, the joint L2 law of :mod:`dperm.mechanisms.l2_laplace` from
+    smaller noise, the joint L2 law of :mod:`dperm.mechanisms.noise.l2_laplace` from
     ``d = 3`` on (003's radial noise, exactly, on the lattice).
     """
     return laplace_noise_on_grid(grid, 2.0 * lipschitz * data_norm, dimension, epsilon_noise)
 
 
-def expected_objective_perturbation(problem, calibration: ObjectiveCalibration, tol: float) -> float:
+def expected_perturbation(problem, calibration: MechanismCalibration) -> float:
     """A public bound on the RMS distance the noise moves the released point.
 
     The objective stage moves the minimiser by at most ``||b|| / (n (alpha + Delta))``
     (strong convexity of the perturbed objective); AMP's output noise adds its own
     RMS norm (:meth:`~dperm.mechanisms.noise.GridCalibration.rms_noise_norm`).
-    Used by :mod:`dperm.mechanisms.choice`.
+    The score of :mod:`dperm.mechanisms.choice`; every objective mechanism's.
     """
-    regularization = problem.alpha + calibration.slack.extra_regularization
-    output, _, _ = amp_output_calibration(problem, regularization, calibration.grid, tol,
-                                          calibration.epsilon_output)
+    plan = calibration.noise_law
+    regularization = problem.alpha + plan.slack.extra_regularization
     d = problem.n_features
-    objective_stage = calibration.rms_noise_norm(d) / (problem.n_samples * regularization)
-    return objective_stage + output.rms_noise_norm(d)
+    objective_stage = plan.rms_noise_norm(d) / (problem.n_samples * regularization)
+    return objective_stage + calibration.output_noise_law.rms_noise_norm(d)
 
 
 def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
-                        max_iter: int, 
-                           accountant=None):
+                           max_iter: int, accountant=None):
     """Objective perturbation of 003 Alg. 2 with data norm R (paper note 2), float-safe and for an inexact solve.
 
     1. split ``epsilon`` into the objective stage and AMP's output stage
@@ -210,7 +179,10 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
        cells containing ``b`` and ``b'`` are at most ``k`` apart), which is all
        003 Thm 2's proof uses of the noise;
     4. minimise ``J(w) + b.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``;
-    5. release that point with AMP's output noise (:func:`release_approximate_minimiser`).
+    5. release that point with AMP's output noise (:func:`amp_output_calibration`).
+
+    Steps 1-3's numbers are :func:`calibrate`'s, steps 3-5 :func:`release`'s; this
+    function is the row's checked entry (:meth:`~dperm.mechanisms.catalog.Mechanism.run`).
 
     Parameters
     ----------
@@ -233,34 +205,57 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
         one-factor Jacobian bound, Cor. 4 for Huber; Iyengar et al. 2019, Thm 1;
         basic composition).
     """
-    epsilon = check_epsilon(epsilon)
-    plan = calibrate_objective(problem, epsilon, tol)  # refuses a loss without c first
-    spend_before_fitting(accountant, epsilon, 0.0, "objective perturbation (mechanism)")
+    return MECHANISMS["objective"].run(problem, epsilon, delta, rng, tol, max_iter, accountant)
+
+
+def calibrate(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
+    """Pure objective perturbation's calibration (spends no delta), from public quantities of ``problem``."""
+    return objective_mechanism_calibration(problem, calibrate_objective(problem, epsilon, tol),
+                                           epsilon, 0.0, tol)
+
+
+def release(problem: ERMProblem, calibration: MechanismCalibration, rng, tol: float,
+            max_iter: int) -> MechanismOutput:
+    """Steps 3-5 under ``calibration``: draw ``b`` exactly, solve, release with AMP's noise."""
+    plan = calibration.noise_law
     noise = grid_vector(sample_grid_noise(plan.laplace, problem.n_features, rng), plan.grid)
-    return perturb_and_release(problem, plan, noise, epsilon, 0.0, rng, tol, max_iter)
+    return perturb_and_release(problem, calibration, noise, rng, tol, max_iter)
 
 
-def perturb_and_release(problem: ERMProblem, plan: ObjectiveCalibration, noise, epsilon: float,
-                        delta: float, rng, tol: float, max_iter: int) -> MechanismOutput:
+def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float,
+               data_norm: float) -> float:
+    """RMS ``sqrt(E||b||^2)`` of the noise term, for the default alpha (public inputs only).
+
+    The noise stage gets ``epsilon`` less AMP's output share
+    (:func:`~dperm.privacy.sensitivity.split_epsilon_for_amp`); the Jacobian's share
+    is left out (the rule only needs the order of magnitude, and it depends on
+    ``alpha``). dperm's float-safe 003 Alg. 2 draws the lattice L2 Laplace vector
+    with scale ``s / eps'``, ``s = 2 L R`` (paper note 2; :mod:`dperm.mechanisms.noise.l2_laplace`),
+    RMS norm ``sqrt(2 k d)`` times that with ``k = floor(d/2) + 1``; for ``d <= 2``,
+    independent coordinates calibrated to the L1 bound ``s sqrt(d)``, RMS
+    ``sqrt(2 d) s sqrt(d) / eps'`` (the same number).
+    """
+    epsilon_noise, _ = split_epsilon_for_amp(epsilon)
+    span = 2.0 * lipschitz * data_norm
+    return math.sqrt(l2_laplace_mean_square(dimension, span / epsilon_noise))
+
+
+def perturb_and_release(problem: ERMProblem, calibration: MechanismCalibration, noise, rng,
+                        tol: float, max_iter: int) -> MechanismOutput:
     """The objective mechanisms' last steps: solve with the linear term ``noise`` and release.
 
     Minimise ``J(w) + noise.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``
-    (:func:`solve_perturbed`), then release that point with AMP's output noise
-    (:func:`release_approximate_minimiser`); the record's fields come from ``plan``
-    (:func:`objective_mechanism_calibration`).
+    (:func:`solve_perturbed`), then release that point on AMP's output grid with its
+    exact lattice noise (:func:`amp_output_calibration`, already in ``calibration``).
     """
-    slack = plan.slack
-    solve = solve_perturbed(problem, slack.extra_regularization, noise, tol, max_iter)
-    coef, _, _, _ = release_approximate_minimiser(
-        problem, solve, problem.alpha + slack.extra_regularization, plan.grid, tol,
-        plan.epsilon_output, rng)
-    return MechanismOutput.released(coef, solve,
-                                    objective_mechanism_calibration(problem, plan, epsilon, delta, tol))
+    solve = solve_perturbed(problem, calibration.extra_regularization, noise, tol, max_iter)
+    coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)
+    return MechanismOutput.released(coef, solve, calibration)
 
 
 def objective_mechanism_calibration(problem, plan: ObjectiveCalibration, epsilon: float,
                                     delta: float, tol: float) -> MechanismCalibration:
-    """What an objective mechanism records: ``plan`` and AMP's output stage (public quantities only)."""
+    """What an objective mechanism releases with and records: ``plan`` and AMP's output stage."""
     slack = plan.slack
     output, radius, sensitivity = amp_output_calibration(
         problem, problem.alpha + slack.extra_regularization, plan.grid, tol, plan.epsilon_output)
@@ -280,11 +275,6 @@ def objective_mechanism_calibration(problem, plan: ObjectiveCalibration, epsilon
         output_grid=output.step,
         output_noise_distribution=output.noise_distribution,
         output_sensitivity=sensitivity,
+        noise_law=plan,
+        output_noise_law=output,
     )
-
-
-def objective_calibration(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
-    """Pure objective perturbation's calibration (spends no delta), from public quantities of ``problem``."""
-    epsilon = check_epsilon(epsilon)
-    return objective_mechanism_calibration(problem, calibrate_objective(problem, epsilon, tol),
-                                           epsilon, 0.0, tol)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from dperm.privacy.accounting import spend_before_fitting
-from dperm.mechanisms._problem import ERMProblem, MechanismCalibration, MechanismOutput
+from dperm.mechanisms._problem import ERMProblem, MechanismOutput
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import release_on_grid, vector_laplace_calibration
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
-from dperm.validation import check_epsilon
 
 #: For a non-differentiable loss (hinge, pinball) the solve is certified by a
 #: duality gap or a smoothing bound, which cannot be driven to rounding level;
@@ -59,21 +57,13 @@ def output_noise_calibration(problem: ERMProblem, epsilon: float, tol: float):
     so no released coordinate is clamped.
     """
     sensitivity = output_sensitivity(problem, tol)
-    return vector_laplace_calibration(sensitivity, problem.n_features, check_epsilon(epsilon),
+    return vector_laplace_calibration(sensitivity, problem.n_features, epsilon,
                                       value_bound=problem.n_samples * sensitivity / 2.0)
 
 
 def output_noise_scale(problem: ERMProblem, epsilon: float, tol: float) -> float:
     """Scale ``g k / epsilon`` of the output noise (:func:`output_noise_calibration`)."""
     return output_noise_calibration(problem, epsilon, tol).noise_scale
-
-
-def expected_output_perturbation(problem, epsilon: float, tol: float) -> float:
-    """``sqrt(E ||noise||^2)`` of the output noise (a public bound; :meth:`GridCalibration.rms_noise_norm`).
-
-    Public quantities of ``problem`` only; used by :mod:`dperm.mechanisms.choice`.
-    """
-    return output_noise_calibration(problem, epsilon, tol).rms_noise_norm(problem.n_features)
 
 
 def release_output(problem: ERMProblem, coef, epsilon: float, tol: float, rng) -> np.ndarray:
@@ -96,8 +86,7 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
 
 
 def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, tol: float,
-                        max_iter: int, 
-                        accountant=None):
+                        max_iter: int, accountant=None):
     """Release ``argmin J + b`` with ``b ~ exp(-eps ||b|| / S)`` (003 Alg. 1).
 
     Generic over the loss: margin losses (classification) and residual losses
@@ -120,10 +109,13 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
     integer noise (:func:`release_output`, :mod:`dperm.mechanisms.noise`) in
     place of 003 eq. 7's float draw of ``exp(-eps ||b|| / S)``: for ``d >= 3``
-    the lattice L2 Laplace vector of :mod:`dperm.mechanisms.l2_laplace`, whose
+    the lattice L2 Laplace vector of :mod:`dperm.mechanisms.noise.l2_laplace`, whose
     mass is ``exp(eps / k)``-Lipschitz in L2 with ``k = S / g + sqrt(d)`` steps
     (the rounded neighbours' distance); for ``d <= 2`` per-coordinate discrete
     Laplace calibrated to the L1 bound. The guarantee is the same epsilon.
+
+    The checked entry of :data:`~dperm.mechanisms.catalog.MECHANISMS`'s ``"output"`` row
+    (:meth:`~dperm.mechanisms.catalog.Mechanism.run`): :func:`calibrate`, spend, :func:`release`.
 
     Parameters
     ----------
@@ -145,22 +137,16 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     MechanismOutput
         ``epsilon``-DP (pure) for the released ``coef``.
     """
-    epsilon = check_epsilon(epsilon)
-    spend_before_fitting(accountant, epsilon, 0.0, "output perturbation (mechanism)")
-    radius_allowed = solution_radius_allowance(problem, tol)
-    solve = certified_minimiser(problem, radius_allowed, max_iter)  # always certifies (proven completion)
-    coef = release_on_grid(solve.coef, output_noise_calibration(problem, epsilon, tol), rng)
-    return MechanismOutput.released(coef, solve, output_calibration(problem, epsilon, 0.0, tol))
+    return MECHANISMS["output"].run(problem, epsilon, delta, rng, tol, max_iter, accountant)
 
 
-def output_calibration(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
+def calibrate(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
     """Output perturbation's calibration (pure: spends no delta), from public quantities of ``problem``.
 
-    What :func:`output_perturbation` records: the grid and scale of
-    :func:`output_noise_calibration`, the sensitivity :func:`output_sensitivity`,
-    the radius :func:`solution_radius_allowance` and ``C_L``.
+    The grid and the exact lattice law of :func:`output_noise_calibration`, the
+    sensitivity :func:`output_sensitivity`, the radius :func:`solution_radius_allowance`
+    and ``C_L``. Trusts its inputs.
     """
-    epsilon = check_epsilon(epsilon)
     noise = output_noise_calibration(problem, epsilon, tol)
     return MechanismCalibration(
         epsilon=epsilon,
@@ -173,4 +159,22 @@ def output_calibration(problem, epsilon: float, delta: float, tol: float) -> Mec
         sensitivity=output_sensitivity(problem, tol),
         solution_radius_allowance=solution_radius_allowance(problem, tol),
         lipschitz=_lipschitz(problem),
+        noise_law=noise,
     )
+
+
+def release(problem: ERMProblem, calibration: MechanismCalibration, rng, tol: float,
+            max_iter: int) -> MechanismOutput:
+    """003 Alg. 1 under ``calibration``: certify the minimiser within its radius, add its noise.
+
+    The solve always certifies the radius (proven completion), then the point is
+    rounded to the grid and gets the calibration's exact lattice noise.
+    """
+    solve = certified_minimiser(problem, calibration.solution_radius_allowance, max_iter)
+    coef = release_on_grid(solve.coef, calibration.noise_law, rng)
+    return MechanismOutput.released(coef, solve, calibration)
+
+
+def expected_perturbation(problem, calibration: MechanismCalibration) -> float:
+    """``sqrt(E ||noise||^2)`` of the output noise (a public bound; :meth:`GridCalibration.rms_noise_norm`)."""
+    return calibration.noise_law.rms_noise_norm(problem.n_features)

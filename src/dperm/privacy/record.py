@@ -7,7 +7,9 @@ alone (iteration counts, achieved gradient norms, clipping counts) is here.
 
 from __future__ import annotations
 
-from dperm.privacy.references import REFERENCES
+from typing import ClassVar
+
+from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
@@ -26,6 +28,11 @@ FLOAT_SAFETY = ("values rounded to a power-of-two grid, exact integer noise (Can
 class PrivacyRecord(RecordBase):
     """The privacy guarantee of a fitted model and every number behind it.
 
+    The mechanism's calibration is one field (``calibration``); its numbers read and
+    serialise as the record's own keys (``record.noise_scale``; ``epsilon_per_problem``
+    and ``delta_per_problem`` are its ``epsilon`` and ``delta``), in the order of
+    :attr:`SERIALISED_ORDER`, so records and model files read as before it was embedded.
+
     Attributes
     ----------
     mechanism : str
@@ -38,6 +45,9 @@ class PrivacyRecord(RecordBase):
         one-vs-rest. Every record enters all of them, so each gets
         ``epsilon / n_problems`` and ``delta / n_problems`` and the total
         follows by basic composition.
+    calibration : MechanismCalibration
+        How each problem's release was calibrated (every problem has the same); the
+        attributes below up to ``output_noise_distribution``, and ``lipschitz``, are its.
     epsilon_per_problem, delta_per_problem : float
     epsilon_noise : float
         ``eps'`` (003 Alg. 2) or ``eps~`` (004 Proc. 2): the part of each
@@ -48,7 +58,7 @@ class PrivacyRecord(RecordBase):
     noise_distribution : str
         ``"discrete-laplace"`` (independent coordinates), ``"discrete-l2-laplace"``
         (one joint lattice vector whose mass is ``exp(-||z - z'||_2 / scale)``-Lipschitz,
-        003's radial noise on a grid; :mod:`dperm.mechanisms.l2_laplace`) or
+        003's radial noise on a grid; :mod:`dperm.mechanisms.noise.l2_laplace`) or
         ``"discrete-gaussian"``: exact integer noise on the grid ``noise_grid``
         (float-safe; see :mod:`dperm.mechanisms.noise`).
     noise_scale : float
@@ -103,32 +113,30 @@ class PrivacyRecord(RecordBase):
     epsilon: float = released(PUBLIC)
     delta: float = released(PUBLIC)
     n_problems: int = released(PUBLIC)
-    epsilon_per_problem: float = released(DERIVED)
-    delta_per_problem: float = released(DERIVED)
-    epsilon_noise: float = released(DERIVED)
-    extra_regularization: float = released(DERIVED)
-    noise_distribution: str = released(PUBLIC)
-    noise_scale: float = released(DERIVED)
-    noise_grid: float = released(DERIVED)
-    sensitivity: float | None = released(DERIVED)
-    solution_radius_allowance: float = released(DERIVED)
+    calibration: MechanismCalibration = released(
+        DERIVED, embed=MechanismCalibration,
+        names={"epsilon": "epsilon_per_problem", "delta": "delta_per_problem"})
     data_norm: float = released(PUBLIC)
     effective_data_norm: float = released(DERIVED)
-    lipschitz: float = released(PUBLIC)
     curvature: float | None = released(PUBLIC)
     alpha: float = released(PUBLIC)
     n_samples: int = released(PUBLIC)
     tol: float = released(PUBLIC)
     loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
-    output_epsilon: float = released(DERIVED, 0.0)
-    output_noise_scale: float = released(DERIVED, 0.0)
-    output_grid: float = released(DERIVED, 0.0)
-    output_sensitivity: float = released(DERIVED, 0.0)
-    output_noise_distribution: str = released(DERIVED, "")
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
+
+    #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "n_problems", "epsilon_per_problem", "delta_per_problem",
+        "epsilon_noise", "extra_regularization", "noise_distribution", "noise_scale", "noise_grid",
+        "sensitivity", "solution_radius_allowance", "data_norm", "effective_data_norm", "lipschitz",
+        "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
+        "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
+        "label_set_public", "engine", "mechanism_choice",
+    )
 
     @property
     def guarantee(self) -> str:
@@ -193,44 +201,33 @@ class PrivacyRecord(RecordBase):
         return f"c = {self.curvature:g}"
 
 
-def linear_record(mechanism, outputs, epsilon, delta, *, loss, data_norm, alpha, tol,
-                  effective_norm, n_samples, engine="memory", label_set_public=None,
+def linear_record(mechanism, calibration, epsilon, delta, *, n_problems, loss, data_norm, alpha,
+                  tol, effective_norm, n_samples, engine="memory", label_set_public=None,
                   reference=None, mechanism_choice=None) -> PrivacyRecord:
-    """The :class:`PrivacyRecord` of a linear model from its mechanism outputs (one per problem).
+    """The :class:`PrivacyRecord` of a linear model: its public inputs and the one calibration.
 
-    Copies only the calibration of the outputs, never their ``solve``
-    diagnostics; everything else is a public input.
+    ``mechanism`` is the row of :data:`dperm.mechanisms.catalog.MECHANISMS` that ran: its
+    name, its ``reference`` (unless one is given) and whether its calibration uses the
+    loss's curvature (``needs_curvature``; output perturbation uses none, and its
+    calibration's ``lipschitz`` is ``C_L``). ``calibration`` is the
+    :class:`~dperm.privacy.mechanism_calibration.MechanismCalibration` every one of the
+    ``n_problems`` problems released with (never a solve's diagnostics); everything else
+    is a public input.
     """
-    first = outputs[0]
-    output = mechanism == "output"
     return PrivacyRecord(
-        mechanism=mechanism,
+        mechanism=mechanism.name,
         epsilon=epsilon,
         delta=delta,
-        n_problems=len(outputs),
-        epsilon_per_problem=first.epsilon,
-        delta_per_problem=first.delta,
-        epsilon_noise=first.epsilon_noise,
-        extra_regularization=first.extra_regularization,
-        noise_distribution=first.noise_distribution,
-        noise_scale=first.noise_scale,
-        noise_grid=first.noise_grid,
-        sensitivity=first.sensitivity,
-        solution_radius_allowance=first.solution_radius_allowance,
+        n_problems=n_problems,
+        calibration=calibration,
         data_norm=data_norm,
         effective_data_norm=effective_norm,
-        lipschitz=first.lipschitz if output else loss.lipschitz,
-        curvature=None if output else loss.curvature,  # output perturbation does not use loss''
+        curvature=loss.curvature if mechanism.needs_curvature else None,
         alpha=alpha,
         n_samples=n_samples,
         tol=tol,
         loss=loss.name,
-        reference=reference or REFERENCES[mechanism],
-        output_epsilon=first.output_epsilon,
-        output_noise_scale=first.output_noise_scale,
-        output_grid=first.output_grid,
-        output_sensitivity=first.output_sensitivity,
-        output_noise_distribution=first.output_noise_distribution,
+        reference=reference or mechanism.reference,
         label_set_public=label_set_public,
         engine=engine,
         mechanism_choice=mechanism_choice,

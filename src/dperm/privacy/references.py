@@ -1,23 +1,11 @@
-"""The one table of references: what each mechanism and protocol proves, and where.
+"""The references of the protocols beyond the ERM mechanisms: what each proves, and where.
 
-Every record's ``reference`` field and the mechanism registry
-(:data:`dperm.mechanisms.MECHANISMS`) read it, so a paper's theorem is cited
-in one place.
+The records of private prediction, parameter search and the multiparty protocols read
+it. The ERM mechanisms' references are in their rows of
+:data:`dperm.mechanisms.catalog.MECHANISMS`, so a paper's theorem is cited in one place.
 """
 
 REFERENCES = {
-    # single-machine mechanisms (dperm.mechanisms)
-    "output": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 1 and Thm 1; Nie & Wang (2017), "
-    "Thm 2 for non-differentiable Lipschitz losses",
-    "objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 (Cor. 4 for Huber), with "
-    "the Jacobian ratio bounded by one factor (matrix determinant lemma, docs/design/gaussian_objective.md "
-    "step 2); approximate minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
-    "gaussian_objective": "dperm's derivation (docs/design/gaussian_objective.md) after Redberg, "
-    "Koskela & Wang (2023), objective perturbation's privacy profile for GLMs with Gaussian noise, "
-    "for replace-one neighbours and the noise grid; Canonne, Kamath & Steinke (2020), Cor. 9; approximate "
-    "minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
-    "gaussian_objective_004": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
-    "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
     # private prediction (dperm.mechanisms.prediction)
     "private_prediction": (
         "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "

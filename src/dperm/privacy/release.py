@@ -73,11 +73,18 @@ FITTED_ATTRIBUTES = {
 }
 
 
-def released(kind: str, default=MISSING, *, doc: str = ""):
-    """A dataclass field of a privacy record, declared ``PUBLIC``, ``NOISED`` or ``DERIVED``."""
+def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=None):
+    """A dataclass field of a privacy record, declared ``PUBLIC``, ``NOISED`` or ``DERIVED``.
+
+    ``embed``: the field holds an instance of this dataclass (a calibration), declared as one
+    field; it serialises as its own serialised fields (those without
+    ``metadata={"serialised": False}``), each under the record's key ``names.get(name, name)``,
+    and reads back the same way (:meth:`RecordBase.to_dict`, :meth:`RecordBase.from_dict`).
+    The record's attribute of that key reads the embedded field.
+    """
     if kind not in KINDS:
         raise ValueError(f"release kind must be one of {KINDS}; got {kind!r}.")
-    metadata = {"release": kind, "doc": doc}
+    metadata = {"release": kind, "doc": doc, "embed": embed, "names": dict(names or {})}
     if default is MISSING:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -103,24 +110,62 @@ def privacy_record(cls):
     return cls
 
 
+def _required(f) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
 class RecordBase:
     """Serialisation and checks shared by every privacy record (use with :func:`privacy_record`).
 
     A record is what dperm says about a fit's guarantee. Every field is public
     input or derived from public input and noised output (this module's
-    policy), so a record may be printed and stored in model files.
+    policy), so a record may be printed and stored in model files. A field declared
+    with ``released(..., embed=...)`` holds a calibration as one field and serialises as
+    its numbers, each a key of the record's own. ``SERIALISED_ORDER`` (a class attribute,
+    optional) fixes the order of the serialised keys; by default the fields' order, an
+    embedded field's keys in its place.
     """
+
+    SERIALISED_ORDER: tuple = ()
+
+    @classmethod
+    def _serialised_keys(cls) -> dict:
+        """``{key: (field, embedded field or None, required)}`` in the serialised order."""
+        keys = {}
+        for f in dataclasses.fields(cls):
+            embed = f.metadata.get("embed")
+            if embed is None:
+                keys[f.name] = (f.name, None, _required(f))
+                continue
+            for inner in dataclasses.fields(embed):
+                if inner.metadata.get("serialised", True):
+                    key = f.metadata["names"].get(inner.name, inner.name)
+                    keys[key] = (f.name, inner.name, _required(f) and _required(inner))
+        if cls.SERIALISED_ORDER:
+            keys = {key: keys[key] for key in cls.SERIALISED_ORDER}
+        return keys
+
+    def __getattr__(self, name):
+        """An embedded field's number, read under the record's key (``record.noise_scale``)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        where = type(self)._serialised_keys().get(name)
+        if where is None or where[1] is None or where[0] not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self.__dict__[where[0]], where[1])
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (used in model files); tuples become lists."""
         data = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
+        for key, (name, inner, _) in self._serialised_keys().items():
+            value = getattr(self, name)
+            if inner is not None:
+                value = getattr(value, inner)
             if dataclasses.is_dataclass(value):
                 value = value.to_dict() if hasattr(value, "to_dict") else dataclasses.asdict(value)
             elif isinstance(value, tuple):
                 value = list(value)
-            data[f.name] = value
+            data[key] = value
         return data
 
     @classmethod
@@ -128,20 +173,26 @@ class RecordBase:
         """Rebuild a record; raises ValueError naming missing or unknown keys."""
         if not isinstance(data, dict):
             raise ValueError(f"a privacy record must be a JSON object; got {type(data).__name__}.")
-        names = {f.name for f in dataclasses.fields(cls)}
-        required = {f.name for f in dataclasses.fields(cls)
-                    if f.default is MISSING and f.default_factory is MISSING}
+        keys = cls._serialised_keys()
+        required = {key for key, (_, _, needed) in keys.items() if needed}
         missing = sorted(required - set(data))
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(data) - set(keys))
         if missing or unknown:
             raise ValueError(
                 f"malformed privacy record ({cls.__name__}): missing keys {missing}, unknown keys {unknown}."
             )
-        values = {}
+        values, embedded = {}, {}
+        for key, (name, inner, _) in keys.items():
+            if key in data:
+                value = data[key]
+                value = tuple(value) if isinstance(value, list) else value
+                if inner is None:
+                    values[name] = value
+                else:
+                    embedded.setdefault(name, {})[inner] = value
         for f in dataclasses.fields(cls):
-            if f.name in data:
-                value = data[f.name]
-                values[f.name] = tuple(value) if isinstance(value, list) else value
+            if f.name in embedded:
+                values[f.name] = f.metadata["embed"](**embedded[f.name])
         return cls(**values)
 
     def to_json(self) -> str:
@@ -197,9 +248,10 @@ def non_noised(estimator) -> dict:
         if FITTED_ATTRIBUTES[name.rsplit(".", 1)[-1]] == NOISED:
             continue
         if isinstance(value, RecordBase):
-            for field, kind in release_kinds(value).items():
-                if kind != NOISED:
-                    out[f"{name}.{field}"] = getattr(value, field)
+            kinds = release_kinds(value)
+            for key, (field, _, _) in value._serialised_keys().items():
+                if kinds[field] != NOISED:
+                    out[f"{name}.{key}"] = getattr(value, key)
         else:
             out[name] = value
     return out

@@ -10,6 +10,12 @@ R = L = 1; the general forms are paper note 2.
 The last section restates the bounds in Nie & Wang's parameters
 (``lam``, ``gamma``, ``kappa``, ``m``); every bound is checked against
 brute-force measurement in ``tests/privacy/test_sensitivity_api.py``.
+
+The functions a mechanism's calibration calls (the epsilon split, the slack, the
+Gaussian sigmas) trust their epsilon and delta: a fit or a mechanism checked them once
+where the user's value entered (:meth:`dperm.mechanisms.catalog.Mechanism.run`, the
+estimators' parameter constraints). They still refuse ``delta == 0``, where their
+formulas have no value.
 """
 
 from __future__ import annotations
@@ -158,7 +164,6 @@ def objective_perturbation_slack(
     ``(1 + c R^2 / (n (alpha + Delta)))^2 = e^(eps/2)``, and the noise spends
     the other ``eps / 2``.
     """
-    epsilon = check_epsilon(epsilon)
     n_samples = check_positive_int(n_samples, "n_samples")
     alpha = check_positive(alpha, "alpha")
     jacobian_term = curvature * data_norm**2 / (n_samples * alpha)
@@ -214,7 +219,6 @@ def split_epsilon_for_amp(epsilon: float) -> tuple[float, float]:
     objective plus output noise; by adaptive composition the two parts' epsilons
     add up to the guarantee (Dwork & Roth 2014, Thm 3.16).
     """
-    epsilon = check_epsilon(epsilon)
     output = epsilon * AMP_OUTPUT_FRACTION
     return epsilon - output, output
 
@@ -297,8 +301,6 @@ def discrete_gaussian_sigma_steps(l2_steps: float, dimension: int, epsilon_tilde
     ``s (q + sqrt(q^2 + 2 eps~)) / (2 eps~)``: 004 Proc. 3's rule (paper note 3)
     with the subgaussian quantile for the chi-square one.
     """
-    epsilon_tilde = check_epsilon(epsilon_tilde, "epsilon_tilde")
-    delta = check_delta(delta)
     if delta == 0:
         raise ValueError("delta must be > 0 for Gaussian objective perturbation (004 Thm 4.1).")
     q = subgaussian_norm_quantile(dimension, delta)
@@ -344,7 +346,6 @@ def glm_objective_slack(epsilon: float, n_samples: int, alpha: float, curvature:
     half of ``eps``; otherwise ``Delta = c R^2 / (n (e^(eps/2) - 1)) - alpha`` makes the
     Jacobian term exactly ``eps / 2`` and the noise gets the other half.
     """
-    epsilon = check_epsilon(epsilon)
     alpha = check_positive(alpha, "alpha")
     jacobian = glm_jacobian_epsilon(n_samples, alpha, curvature, data_norm)
     if epsilon - jacobian >= epsilon / 2.0:
@@ -409,8 +410,6 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
     smallest ``sigma`` is found by a bounded search over ``log(norm_delta / delta)``.
     Any split gives a valid guarantee, so the search only affects the noise.
     """
-    epsilon_tilde = check_epsilon(epsilon_tilde, "epsilon_tilde")
-    delta = check_delta(delta)
     if delta == 0:
         raise ValueError("delta must be > 0 for Gaussian objective perturbation.")
     span_steps = check_positive(span_steps, "span_steps")

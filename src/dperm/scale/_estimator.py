@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dperm.mechanisms import ERMProblem, run_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem
 from dperm.privacy.labels import one_vs_rest_positives, resolve_label_set
 from dperm.scale._chunks import ChunkSpec, chunk_pairs, merge_scans, scan_chunk
 from dperm.scale._cluster import dask_scheduler
@@ -67,13 +67,13 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
         spend(params)  # check first, spend last-possible: after the validating scan, before any noise
         warn_clipped_rows(scan.rows_clipped, params.data_norm)
         positives = one_vs_rest_positives(label_set.classes)
-        epsilon, delta = estimator._problem_budget(params, positives.size)
+        mechanism = MECHANISMS[params.mechanism]
         outputs = []
-        for positive in positives:
+        for positive in positives:  # each problem releases with the fit's one calibration
             data = ChunkedERMData(pairs, spec, scan.n_rows, positive, runner)
             problem = ERMProblem(data, None, params.loss, params.alpha, effective_norm(spec))
-            outputs.append(run_mechanism(params.mechanism, problem, epsilon, delta, rng,
-                                         params.tol, params.max_iter))
+            outputs.append(mechanism.release(problem, params.calibration, rng, params.tol,
+                                             params.max_iter))
         passes = runner.passes
     estimator.n_features_in_ = n_features
     return outputs, label_set, scan, passes, params

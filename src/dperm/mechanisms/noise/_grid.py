@@ -1,30 +1,23 @@
-"""Noise samplers shared by every mechanism (one owner for each distribution).
+"""The power-of-two grid, the lattice laws' calibration, and the release of a vector on the grid.
 
-Float-safe release: a value is rounded to a power-of-two grid ``g Z^d`` and an
-integer noise vector is added, drawn exactly (rational arithmetic, no floats)
-from the discrete Laplace (Canonne, Kamath & Steinke 2020, Algs. 1-2) or the
-discrete Gaussian (their Alg. 3); the calibration adds the rounding step to the
-sensitivity (:func:`grid_l1_sensitivity`), so the guarantee holds exactly and
-only the noise grows (Mironov 2012 explains why float noise does not).
-:func:`sample_l2_laplace` and :func:`sample_gaussian` release nothing on the
-float-safe paths. Every bit comes from :class:`BitSource`: on the default
-path (:class:`~dperm.randomness.OSEntropyGenerator`) straight from the OS
-CSPRNG; the samplers read nothing else from the generator. Why and how:
-``docs/design/noise.md``.
+A value is rounded to ``g Z^d`` and gets exact integer noise (:mod:`dperm.mechanisms.noise._exact` or the joint
+L2 law of :mod:`dperm.mechanisms.noise.l2_laplace`); the calibration adds the rounding to
+the sensitivity (:func:`~dperm.privacy.sensitivity.grid_l1_sensitivity`). Part of
+:mod:`dperm.mechanisms.noise`; why and how: ``docs/design/noise.md``.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import ndtri
+
+from dperm.mechanisms.noise._exact import BitSource, sample_discrete_laplace
+from dperm.mechanisms.noise.l2_laplace import l2_laplace_mean_square, sample_discrete_l2_laplace_vector
 
 # the grid's L1 bound is sensitivity arithmetic: it lives with the other bounds
 from dperm.privacy.sensitivity import grid_l1_sensitivity, grid_l2_sensitivity
-from dperm.randomness import OSBits, OSEntropyGenerator, urandom_words
 
 #: Released integers must stay below this so that ``g * integer`` is exact in float64.
 EXACT_INTEGER_LIMIT = 2**53
@@ -39,139 +32,6 @@ GRID_EPSILON_CAP = 2.0**10
 #: Grid centres are clamped to ``[-CENTRE_LIMIT, CENTRE_LIMIT]`` steps: a public,
 #: per-coordinate 1-Lipschitz map, so it never increases the L1 sensitivity.
 CENTRE_LIMIT = 2**52
-
-
-# ---------------------------------------------------------------------------
-# Uniform integers: the operating system's CSPRNG, or a seed for testing
-# ---------------------------------------------------------------------------
-class BitSource:
-    """Exact uniform integers for the samplers.
-
-    For an :class:`~dperm.randomness.OSEntropyGenerator` (``random_state=None``,
-    the default) every bit is read from :func:`os.urandom`
-    (:class:`~dperm.randomness.OSBits`): the OS CSPRNG, with no pseudo-random
-    generator in between. For any other numpy Generator (a seed: testing only)
-    a :class:`random.Random` seeded with 256 bits from ``rng`` gives the bits,
-    so seeded runs are reproducible. :meth:`below` rejects values ``>= n``
-    among the ``(n - 1).bit_length()`` low bits, so it is exactly uniform for
-    any Python int ``n``.
-    """
-
-    __slots__ = ("_getrandbits",)
-
-    def __init__(self, rng: np.random.Generator):
-        if isinstance(rng, OSEntropyGenerator):
-            self._getrandbits = OSBits().getrandbits
-        else:
-            self._getrandbits = random.Random(int.from_bytes(rng.bytes(32), "little")).getrandbits
-
-    def getrandbits(self, k: int) -> int:
-        """``k`` fair bits as an integer in ``{0, ..., 2**k - 1}``."""
-        return self._getrandbits(k)
-
-    def below(self, n: int) -> int:
-        """A uniform integer in ``{0, ..., n - 1}``."""
-        if n == 1:
-            return 0
-        bits = (n - 1).bit_length()
-        getrandbits = self._getrandbits
-        while True:
-            value = getrandbits(bits)
-            if value < n:
-                return value
-
-
-def _bits(source) -> BitSource:
-    return source if isinstance(source, BitSource) else BitSource(source)
-
-
-def bernoulli_exp_neg(gamma: Fraction, rng) -> bool:
-    """Exact ``Bernoulli(exp(-gamma))`` for rational ``gamma >= 0`` (CKS 2020, Alg. 1).
-
-    For ``gamma <= 1``: draw ``A_k ~ Bernoulli(gamma / k)`` for ``k = 1, 2, ...``
-    until the first ``A_k = 0`` and return whether that ``k`` is odd. For
-    ``gamma > 1``: ``exp(-gamma) = exp(-1)^floor(gamma) exp(-frac(gamma))``.
-    """
-    rng = _bits(rng)
-    gamma = Fraction(gamma)
-    if gamma < 0:
-        raise ValueError(f"gamma must be >= 0; got {gamma}.")
-    return _bernoulli_exp_neg(gamma.numerator, gamma.denominator, rng)
-
-
-def _bernoulli_exp_neg(numerator: int, denominator: int, rng: BitSource) -> bool:
-    """:func:`bernoulli_exp_neg` of ``numerator / denominator`` in Python integers only.
-
-    Each ``Bernoulli(gamma / k)`` is drawn as ``below(q) < p`` with ``p / q`` the
-    fraction in lowest terms, the same draws as with :class:`fractions.Fraction`
-    but without building one per step (the samplers' inner loop).
-    """
-    while numerator > denominator:
-        if not _bernoulli_exp_neg(1, 1, rng):
-            return False
-        numerator -= denominator
-    below = rng.below
-    k = 1
-    while True:
-        den = denominator * k
-        common = math.gcd(numerator, den)
-        if below(den // common) >= numerator // common:
-            return k % 2 == 1
-        k += 1
-
-
-# ---------------------------------------------------------------------------
-# Exact integer distributions
-# ---------------------------------------------------------------------------
-def sample_discrete_laplace(scale: Fraction, rng) -> int:
-    """One draw with ``P(z) ~ exp(-|z| / scale)`` on the integers (CKS 2020, Alg. 2).
-
-    ``scale = t / s`` in lowest terms: ``U`` uniform in ``{0..t-1}`` accepted
-    with probability ``exp(-U/t)`` and ``V ~ Geometric(1 - exp(-1))`` make
-    ``X = U + t V`` geometric with parameter ``1 - exp(-1/t)``; ``Y = floor(X/s)``
-    is then geometric with parameter ``1 - exp(-s/t)``, and a fair sign with
-    ``-0`` rejected gives the two-sided distribution.
-    """
-    rng = _bits(rng)
-    scale = Fraction(scale)
-    if scale <= 0:
-        raise ValueError(f"scale must be > 0; got {scale}.")
-    t, s = scale.numerator, scale.denominator
-    while True:
-        u = rng.below(t)
-        common = math.gcd(u, t)
-        if not _bernoulli_exp_neg(u // common, t // common, rng):
-            continue
-        v = 0
-        while _bernoulli_exp_neg(1, 1, rng):
-            v += 1
-        y = (u + t * v) // s
-        negative = rng.below(2) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def sample_discrete_gaussian(sigma_squared: Fraction, rng) -> int:
-    """One draw with ``P(z) ~ exp(-z^2 / (2 sigma^2))`` on the integers (CKS 2020, Alg. 3).
-
-    Rejection from the discrete Laplace of scale ``t = floor(sigma) + 1``:
-    accept ``Y`` with probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``.
-    """
-    rng = _bits(rng)
-    sigma_squared = Fraction(sigma_squared)
-    if sigma_squared <= 0:
-        raise ValueError(f"sigma_squared must be > 0; got {sigma_squared}.")
-    p, q = sigma_squared.numerator, sigma_squared.denominator
-    t = math.isqrt(p // q) + 1
-    scale = Fraction(t)
-    while True:
-        y = sample_discrete_laplace(scale, rng)
-        # gamma = (|y| - sigma^2 / t)^2 / (2 sigma^2) = (|y| t q - p)^2 / (2 p q t^2), in lowest terms
-        numerator, denominator = (abs(y) * t * q - p) ** 2, 2 * p * q * t * t
-        common = math.gcd(numerator, denominator)
-        if _bernoulli_exp_neg(numerator // common, denominator // common, rng):
-            return y
 
 
 # ---------------------------------------------------------------------------
@@ -241,7 +101,7 @@ def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
       applied to ``n`` values, every value is an ``epsilon``-DP release of its
       own (private prediction: each answer is paid for separately).
     - ``calibration.norm == "l2"`` (:func:`l2_laplace_calibration`): one joint
-      draw of :func:`~dperm.mechanisms.l2_laplace.sample_discrete_l2_laplace_vector`
+      draw of :func:`~dperm.mechanisms.noise.l2_laplace.sample_discrete_l2_laplace_vector`
       with scale ``k2 / epsilon``, ``k2`` the L2 bound in steps: its mass is
       ``exp(||z - z'|| / scale)``-Lipschitz, the lattice form of 003 Alg. 1's
       ``exp(-||b||_2 / scale)`` noise at about half the L1 calibration's variance.
@@ -267,7 +127,7 @@ class GridCalibration:
         The grid ``g`` (a power of two).
     norm : {"l1", "l2"}
         ``"l1"``: independent discrete Laplace coordinates; ``"l2"``: the joint
-        lattice L2 Laplace vector of :mod:`dperm.mechanisms.l2_laplace`.
+        lattice L2 Laplace vector of :mod:`dperm.mechanisms.noise.l2_laplace`.
     sensitivity_steps : int or Fraction
         ``k``: the largest L1 (or L2) distance of neighbours' grid centres, in steps.
     scale_in_steps : Fraction
@@ -290,6 +150,14 @@ class GridCalibration:
         self.noise_scale = float(scale_in_steps * Fraction(step))
         self.dimension = dimension
 
+    def __eq__(self, other):
+        """Equal calibrations give the same law: compared by value, slot by slot."""
+        if not isinstance(other, GridCalibration):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # mutable slots: equal by value, so not hashable
+
     @property
     def l1_sensitivity_steps(self) -> int:
         """``k`` of an ``"l1"`` calibration."""
@@ -306,20 +174,11 @@ class GridCalibration:
         """``sqrt(E||z||^2)`` in the values' units for a ``dimension``-vector release (an upper bound).
 
         ``sqrt(2 d)`` times the scale for independent Laplace-type coordinates,
-        ``sqrt(2 k d)`` for the L2 law (:func:`~dperm.mechanisms.l2_laplace.l2_laplace_mean_square`).
+        ``sqrt(2 k d)`` for the L2 law (:func:`~dperm.mechanisms.noise.l2_laplace.l2_laplace_mean_square`).
         """
         if self.norm == "l1":
             return math.sqrt(2.0 * dimension) * self.noise_scale
-        from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
-
         return math.sqrt(l2_laplace_mean_square(dimension, self.noise_scale))
-
-
-def _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound) -> float:
-    """:func:`grid_step` after refusing an epsilon that is not a finite number > 0."""
-    if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    return grid_step(l2_sensitivity, dimension, epsilon, value_bound)
 
 
 def _l1_on_grid(step, l2_sensitivity, dimension, epsilon) -> GridCalibration:
@@ -338,7 +197,7 @@ def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon:
 
     ``value_bound``: an optional public bound on ``|value|`` (see :func:`grid_step`).
     """
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return _l1_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
@@ -350,7 +209,7 @@ def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float
     (:func:`release_on_grid`): ``epsilon``-DP because the noise's mass changes by
     at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
     """
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
@@ -359,7 +218,7 @@ def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
     """Pure-DP noise on a given grid for one vector with L2 sensitivity ``S``: the L1 or L2 law, whichever is smaller.
 
     Compares the public RMS noise norms: the L2 law
-    (:mod:`dperm.mechanisms.l2_laplace`) wins from ``d = 3`` on and approaches
+    (:mod:`dperm.mechanisms.noise.l2_laplace`) wins from ``d = 3`` on and approaches
     half the L1 calibration's variance; for ``d <= 2`` the two tie and the
     simpler per-coordinate discrete Laplace is kept.
     """
@@ -371,7 +230,7 @@ def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
 def vector_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
                                value_bound: float | None = None) -> GridCalibration:
     """:func:`laplace_noise_on_grid` on the grid of :func:`grid_step`: 003 Alg. 1's noise, float-safe."""
-    step = _checked_grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
     return laplace_noise_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
@@ -383,69 +242,11 @@ def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list
         if dimension != calibration.dimension:
             raise ValueError(f"an L2 calibration for dimension {calibration.dimension} cannot "
                              f"noise {dimension} values.")
-        from dperm.mechanisms.l2_laplace import sample_discrete_l2_laplace_vector
-
         return sample_discrete_l2_laplace_vector(dimension, scale, bits)
     return [sample_discrete_laplace(scale, bits) for _ in range(dimension)]
 
 
-def sample_discrete_gaussian_vector(dimension: int, sigma_squared: Fraction, rng) -> list[int]:
-    """``dimension`` independent exact discrete Gaussian draws (variance parameter in grid steps^2)."""
-    bits = BitSource(rng)
-    return [sample_discrete_gaussian(sigma_squared, bits) for _ in range(dimension)]
-
-
-# ---------------------------------------------------------------------------
-# Continuous samplers (not for released values; see the module docstring)
-# ---------------------------------------------------------------------------
-def sample_l2_laplace(dimension: int, scale: float, rng: np.random.Generator) -> np.ndarray:
-    """Draw ``b`` in R^d with density proportional to ``exp(-||b||_2 / scale)``.
-
-    This is 003 eq. 7 (and 004 eq. 2) with ``beta = 1 / scale``. In polar
-    coordinates the density of the norm is ``r^(d-1) exp(-r / scale)``, so
-    ``||b|| ~ Gamma(shape=d, scale=scale)``, and the direction is uniform on
-    the sphere: a normalised standard Gaussian vector (paper note 1).
-    Floating point: not float-safe; dperm does not release its draws directly.
-    """
-    if dimension < 1:
-        raise ValueError(f"dimension must be >= 1; got {dimension!r}.")
-    if not np.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0; got {scale!r}.")
-    direction = rng.standard_normal(dimension)
-    norm = np.linalg.norm(direction)
-    while norm == 0.0:  # probability zero, but never divide by it
-        direction = rng.standard_normal(dimension)
-        norm = np.linalg.norm(direction)
-    radius = rng.gamma(shape=dimension, scale=scale)
-    return direction * (radius / norm)
-
-
-def sample_gaussian(dimension: int, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Draw ``eta ~ N(0, sigma^2 I_d)`` (004 Alg. 4 line 2). Not float-safe (see above).
-
-    For an :class:`~dperm.randomness.OSEntropyGenerator` the draws are
-    :func:`os_standard_normal`'s (every bit from :func:`os.urandom`); for a
-    seeded Generator, ``rng.normal`` (testing only).
-    """
-    if dimension < 1:
-        raise ValueError(f"dimension must be >= 1; got {dimension!r}.")
-    if not np.isfinite(sigma) or sigma <= 0:
-        raise ValueError(f"sigma must be a finite number > 0; got {sigma!r}.")
-    if isinstance(rng, OSEntropyGenerator):
-        return sigma * os_standard_normal(dimension)
-    return rng.normal(0.0, sigma, size=dimension)
-
-
-def os_standard_normal(size: int) -> np.ndarray:
-    """``size`` standard normal floats from :func:`os.urandom` words, by inversion.
-
-    Each 64-bit word gives a sign (its top bit) and ``u = (k + 1/2) 2^-64`` in
-    ``(0, 1/2)`` from its other 63 bits; ``-ndtri(u)`` is the half-normal
-    quantile (accurate in the tail). ``|draw| < 9.2`` always: the law is the
-    normal truncated where its mass is below ``1e-19``.
-    """
-    words = urandom_words(size)
-    negative = (words >> np.uint64(63)).astype(bool)
-    u = ((words & np.uint64(2**63 - 1)).astype(np.float64) + 0.5) * 2.0**-64
-    magnitude = -ndtri(u)
-    return np.where(negative, -magnitude, magnitude)
+__all__ = ["CENTRE_LIMIT", "EXACT_INTEGER_LIMIT", "GRID_EPSILON_CAP", "GRID_RESOLUTION", "GridCalibration",
+           "discrete_laplace_calibration", "grid_l1_sensitivity", "grid_l2_sensitivity", "grid_step",
+           "grid_vector", "l2_laplace_calibration", "laplace_noise_on_grid", "release_on_grid",
+           "round_to_grid", "sample_grid_noise", "to_grid", "vector_laplace_calibration"]

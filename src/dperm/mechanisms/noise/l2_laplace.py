@@ -56,6 +56,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from dperm.mechanisms.noise._exact import sample_discrete_laplace
+
 #: Binary digits added to a lazy uniform (or to every fraction of ``V``) per refinement.
 _DIGITS = 16
 
@@ -227,8 +229,6 @@ def _bernoulli_exp_neg_lazy(bounds, refine, bits) -> bool:
 
 def _discrete_gaussian_given(variance: _LazyGammaVariance, bits) -> int:
     """``N_Z(0, V)`` for the lazy ``V`` (CKS 2020, Alg. 3 with a lazy acceptance test)."""
-    from dperm.mechanisms.noise import sample_discrete_laplace
-
     t = math.isqrt(math.floor(variance.low)) + 1
     while True:
         draw = sample_discrete_laplace(Fraction(t), bits)

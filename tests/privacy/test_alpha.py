@@ -1,0 +1,203 @@
+"""alpha="auto": the default alpha (:mod:`dperm.privacy.alpha`), asked of each mechanism's row.
+
+The rule's shape against a hand computation, its floor, its monotonicity, that it reads no
+data, and that the noise it balances is the noise the mechanism draws.
+"""
+
+import pytest
+
+from dperm.mechanisms.catalog import MECHANISMS, Mechanism
+from dperm.mechanisms.choice import auto_alpha
+
+
+def test_auto_alpha_refuses_an_unknown_mechanism_instead_of_guessing_its_family():
+    from dperm.losses import get_loss
+
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        auto_alpha(1_000, 5, 1.0, mechanism="laplace", loss=get_loss("logistic"), data_norm=1.0)
+    with pytest.raises(ValueError, match="alpha_rule must be one of"):
+        Mechanism("new", uses_delta=False, needs_curvature=False, summary="s", reference="r",
+                  module="m", entry="f", alpha_rule="guess")
+
+
+def test_every_row_names_an_alpha_rule_and_the_objective_rule_gets_the_row_s_noise():
+    from dperm.losses import get_loss
+    from dperm.privacy.alpha import default_alpha
+
+    logistic = get_loss("logistic")
+    for name, row in MECHANISMS.items():
+        delta = 1e-5 if row.uses_delta else 0.0
+        noise = row.noise_norm(20, 0.3, delta, 1.0, 1.0) if row.alpha_rule == "objective" else None
+        expected = default_alpha(2_000, 20, 0.3, rule=row.alpha_rule, loss=logistic, data_norm=1.0,
+                                 noise_norm=noise)
+        assert auto_alpha(2_000, 20, 0.3, delta, mechanism=name, loss=logistic, data_norm=1.0) == expected
+
+
+def test_auto_alpha_follows_the_theorys_shape():
+    import math
+
+    from dperm.losses import get_loss
+    from dperm.privacy.alpha import AUTO_ALPHA_CONSTANTS, OUTPUT_CURVATURE_EXPONENT
+
+    logistic = get_loss("logistic")
+    # eps = 0.2: enough noise that the rule is above its floor k / n
+    base = auto_alpha(10_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0)
+    # objective: C (R RMS||b|| / n)^p; the float-safe pure noise is the lattice L2 Laplace law of
+    # scale 2 L R / eps' (eps' = 0.99 eps after AMP's output share): its mixing variance is
+    # Gamma(k = floor(d/2) + 1) with mean 2 k scale^2 per coordinate, so RMS||b|| = sqrt(2 k d) 2 L R / eps'
+    C, p = AUTO_ALPHA_CONSTANTS["objective"]
+    unit = math.sqrt(2 * 26 * 50) * 2 / (0.99 * 0.2 * 10_000)
+    assert math.isclose(base, C * unit**p)
+    assert math.isclose(auto_alpha(20_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2**p)
+    assert math.isclose(auto_alpha(10_000, 50, 0.4, mechanism="objective", loss=logistic, data_norm=1.0),
+                        base / 2**p)
+    assert math.isclose(auto_alpha(10_000, 50, 0.2, mechanism="objective", loss=logistic, data_norm=1.0,
+                                   multiplier=3.0), 3.0 * unit)
+    # output: C ((c L^2 d^2 R^6 / (n eps)^2)^(1/3))^p
+    C, p = AUTO_ALPHA_CONSTANTS["output"]
+    out = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=logistic, data_norm=1.0)
+    q = OUTPUT_CURVATURE_EXPONENT
+    assert math.isclose(out, C * ((0.25**q * 50**2 / 10_000**2) ** (1 / 3)) ** p)
+    # least squares: C_L depends on alpha, found by a fixed point
+    from dperm.losses import SquaredLoss
+
+    squares = SquaredLoss(1.0)
+    a = auto_alpha(10_000, 50, 1.0, mechanism="output", loss=squares, data_norm=1.0)
+    lipschitz = squares.solution_lipschitz(1.0, a)
+    assert math.isclose(a, C * ((2.0**q * lipschitz**2 * 50**2 / 10_000**2) ** (1 / 3)) ** p, rel_tol=1e-9)
+
+
+def test_auto_alpha_floor_is_a_scikit_learn_style_regularisation():
+    """With much budget the rule stops at alpha = k/n (scikit-learn's C = 1/k), never below."""
+    from dperm.losses import get_loss
+    from dperm.privacy.alpha import ALPHA_FLOOR_TIMES_N
+
+    logistic = get_loss("logistic")
+    assert set(ALPHA_FLOOR_TIMES_N) == {"objective", "output"}
+    for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        k = ALPHA_FLOOR_TIMES_N["output" if mechanism == "output" else "objective"]
+        assert k > 0
+        for n in (1_000, 70_000):
+            big = auto_alpha(n, 20, 1e4, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
+            assert big == k / n
+            small = auto_alpha(n, 20, 0.05, delta, mechanism=mechanism, loss=logistic, data_norm=1.0)
+            assert small > k / n
+    # the fitting script's grid (multiplier) is the bare base, without the floor
+    assert auto_alpha(1_000, 20, 1e4, mechanism="objective", loss=logistic, data_norm=1.0,
+                      multiplier=1.0) < 1e-3
+
+
+def test_auto_alpha_intercept_widens_the_noise_not_the_weights():
+    """With an intercept the noise is calibrated to R = sqrt(R_x^2 + s^2), the weights' scale is R_x."""
+    import math
+
+    import numpy as np
+
+    from dperm import PrivateLogisticRegression
+    from dperm.losses import get_loss
+    from dperm.privacy.alpha import AUTO_ALPHA_CONSTANTS, OUTPUT_CURVATURE_EXPONENT
+
+    logistic = get_loss("logistic")
+    n, d, eps = 5_000, 30, 0.5
+    C, p = AUTO_ALPHA_CONSTANTS["objective"]
+    with_intercept = auto_alpha(n, d + 1, eps, mechanism="objective", loss=logistic, data_norm=math.sqrt(2.0),
+                                feature_norm=1.0)
+    base = 1.0 * MECHANISMS["objective"].noise_norm(d + 1, eps, 0.0, 1.0, math.sqrt(2.0)) / n
+    assert math.isclose(with_intercept, C * base**p)
+    assert with_intercept < auto_alpha(n, d + 1, eps, mechanism="objective", loss=logistic,
+                                       data_norm=math.sqrt(2.0))
+    rng = np.random.default_rng(0)
+    X = rng.random((n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(n) < 0.3, 1, -1)
+    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], random_state=0).fit(X, y)
+    assert model.alpha_ == with_intercept
+    C, p = AUTO_ALPHA_CONSTANTS["output"]
+    out = auto_alpha(n, d + 1, eps, mechanism="output", loss=logistic, data_norm=math.sqrt(2.0), feature_norm=1.0)
+    base = (0.25 ** OUTPUT_CURVATURE_EXPONENT * (d + 1) ** 2 * 2.0 / (n * eps) ** 2) ** (1 / 3)
+    assert math.isclose(out, C * base**p)
+
+
+def test_auto_alpha_reads_no_data_only_its_shape():
+    """alpha_ is a function of public inputs: any two data sets of the same shape get the same value."""
+    import numpy as np
+
+    from dperm import PrivateLinearSVC, PrivateLogisticRegression, PrivateQuantileRegressor
+
+    rng = np.random.default_rng(0)
+    X1, X2 = rng.normal(size=(300, 4)) * 0.3, rng.normal(size=(300, 4)) * 0.1
+    y1, y2 = np.where(X1[:, 0] > 0, 1, -1), -np.ones(300, dtype=int)
+    y2[:10] = 1
+    for make in (lambda: PrivateLogisticRegression(random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLinearSVC(loss="hinge", mechanism="output", random_state=0, classes=[-1, 1]),
+                 lambda: PrivateLogisticRegression(mechanism="gaussian_objective", delta=1e-5, random_state=0,
+                                                   classes=[-1, 1])):
+        a1, a2 = make().fit(X1, y1).alpha_, make().fit(X2, y2).alpha_
+        assert a1 == a2 and a1 > 0
+    r1 = PrivateQuantileRegressor(random_state=0).fit(X1, X1[:, 0]).alpha_
+    r2 = PrivateQuantileRegressor(random_state=0).fit(X2, rng.normal(size=300)).alpha_
+    assert r1 == r2
+    fixed = PrivateLogisticRegression(alpha=0.03, random_state=0, classes=[-1, 1]).fit(X1, y1)
+    assert fixed.alpha_ == 0.03 and fixed.privacy_.alpha == 0.03
+
+
+def test_auto_alpha_same_for_neighbouring_data_sets():
+    """Replacing one row (a neighbouring data set) leaves alpha_ unchanged: the rule reads no row."""
+    import numpy as np
+
+    from dperm import PrivateLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.random((200, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.where(rng.random(200) < 0.25, 1, -1)
+    X2, y2 = X.copy(), y.copy()
+    X2[17], y2[17] = [1.0, 0.0, 0.0, 0.0, 0.0], -y[17]
+    for mechanism, delta in (("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)):
+        fits = [PrivateLogisticRegression(mechanism=mechanism, delta=delta, epsilon=0.5, classes=[-1, 1],
+                                          random_state=0).fit(A, b) for A, b in ((X, y), (X2, y2))]
+        assert fits[0].alpha_ == fits[1].alpha_ > 0
+
+
+@pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5), ("output", 0.0)])
+def test_auto_alpha_monotone_as_derived(mechanism, delta):
+    """More data or more budget means less noise, so less regularisation; more dimensions, more."""
+    from dperm.losses import get_loss
+    from dperm.privacy.alpha import ALPHA_FLOOR_TIMES_N
+
+    k = ALPHA_FLOOR_TIMES_N["output" if mechanism == "output" else "objective"]
+
+    def rule(n, d, eps):
+        return auto_alpha(n, d, eps, delta, mechanism=mechanism, loss=get_loss("logistic"), data_norm=2**0.5)
+
+    for n in (100, 1_000, 30_000):
+        for eps in (0.05, 0.1, 1.0, 5.0):
+            a = rule(n, 50, eps)
+            assert rule(2 * n, 50, eps) < a
+            # more budget: less regularisation, down to the floor k/n (then equal)
+            assert rule(n, 50, 2 * eps) < a or rule(n, 50, 2 * eps) == a == k / n
+            assert rule(n, 100, eps) > a or a == rule(n, 100, eps) == k / n
+
+
+@pytest.mark.parametrize("mechanism, delta", [("objective", 0.0), ("gaussian_objective", 1e-5),
+                                              ("gaussian_objective_004", 1e-5)])
+def test_auto_alpha_noise_is_the_noise_the_mechanism_draws(mechanism, delta):
+    """The rule's RMS||b|| is the calibrated mechanism's own (Jacobian share negligible here)."""
+    import math
+
+    from dperm.losses import get_loss
+    from dperm.mechanisms import PublicProblem
+    from dperm.mechanisms.gaussian_objective import calibrate_gaussian_objective
+    from dperm.mechanisms.objective import calibrate_objective
+
+    logistic = get_loss("logistic")
+    d, R, eps = 40, 1.5, 0.7
+    problem = PublicProblem(10**7, d, logistic, 1.0, R)  # c R^2 / (n alpha) ~ 6e-8: no Jacobian share
+    if mechanism == "objective":
+        plan = calibrate_objective(problem, eps, 1e-12)  # a fine grid: no rounding terms
+    else:
+        plan = calibrate_gaussian_objective(problem, eps, delta, 1e-12,
+                                            calibration="tight" if mechanism == "gaussian_objective" else "004")
+    rule = MECHANISMS[mechanism].noise_norm(d, eps, delta, logistic.lipschitz, R)
+    assert math.isclose(rule, plan.rms_noise_norm(d), rel_tol=1e-3)
