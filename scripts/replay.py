@@ -451,7 +451,8 @@ def multiparty_psgd_huber():
 def multiparty_newton():
     from dperm.multiparty import NewtonClassifier
 
-    model = NewtonClassifier(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=5, classes=[-1, 1], random_state=44).fit(shards())
+    model = NewtonClassifier(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=5, classes=[-1, 1], random_state=44)
+    model.fit(shards())
     return {**estimator_fields(model), **_multiparty_document(model, "newton", 4)}
 
 
@@ -513,7 +514,8 @@ def _register_tuning(method):
 
         X, y = classification_data(n=400, seed=5)
         search = PrivateParameterSearch(estimator=PrivateLogisticRegression(),
-                                        param_grid={"alpha": [0.01, 0.1, 1.0]}, epsilon=1.0, random_state=51, classes=[0, 1], method=method, stopping_mean=4.0)
+                                        param_grid={"alpha": [0.01, 0.1, 1.0]}, epsilon=1.0, random_state=51,
+                                        classes=[0, 1], method=method, stopping_mean=4.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             search.fit(X, y)
@@ -533,7 +535,8 @@ def _register_predictor(solver):
         from dperm import PrivatePredictor
 
         X, y = classification_data(n=200, d=3, seed=6)
-        predictor = PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.25, alpha=0.5, gamma=1.0, solver=solver, n_components=50,
+        predictor = PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.25, alpha=0.5, gamma=1.0, solver=solver,
+                                     n_components=50,
                                      random_state=61)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -551,7 +554,8 @@ def predictor_hinge():
     from dperm import PrivatePredictor
 
     X, y = classification_data(n=200, d=3, seed=7)
-    predictor = PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.5, loss="hinge", alpha=0.5, solver="exact", classes=[0, 1],
+    predictor = PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.5, loss="hinge", alpha=0.5, solver="exact",
+                                 classes=[0, 1],
                                  random_state=62)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -775,7 +779,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--out", help="write {case: {field: sha256}} to this JSON file")
-    group.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two replay files; exit 1 on any difference")
+    group.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                       help="compare two replay files; exit 1 on any difference")
     parser.add_argument("--only", help="run (or compare) only the cases whose name contains this string")
     args = parser.parse_args(argv)
     if args.compare:
