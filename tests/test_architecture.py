@@ -6,6 +6,11 @@ Reads the source with ``tools/import_graph.py`` (static, every ``import`` of a
 """
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -74,3 +79,51 @@ def test_no_import_circle_between_files(import_graph):
     assert len(edges) > 50 and "dperm.mechanisms" in edges and "dperm.linear_model" in edges
     found = import_graph.circles(sorted(edges), edges)
     assert found == [], "import circles between files:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def _probe(*args, env):
+    """Run tests/_import_probe.py in a fresh interpreter; its JSON answer."""
+    probe = Path(__file__).resolve().parent / "_import_probe.py"
+    done = subprocess.run([sys.executable, str(probe), *args], capture_output=True, text=True, env=env,
+                          timeout=300, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_import_probe_sees_a_replaced_function_and_edited_defaults(monkeypatch):
+    import _import_probe as probe
+
+    module = types.ModuleType("flwr_fake_for_probe")
+
+    def pull(*, backoff=1.0):
+        return backoff
+
+    module.pull, module.LIMIT = pull, 3
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    before = probe.fingerprint([module.__name__])
+    pull.__kwdefaults__["backoff"] = 0.02
+    module.LIMIT = 4
+    module.added = 5  # a new attribute is not a patch
+    assert probe.changed(before, probe.fingerprint([module.__name__])) == [
+        "flwr_fake_for_probe.LIMIT", "flwr_fake_for_probe.pull"]
+    monkeypatch.setattr(module, "pull", lambda: None)
+    assert probe.changed(before, probe.fingerprint([module.__name__])) == [
+        "flwr_fake_for_probe.LIMIT", "flwr_fake_for_probe.pull"]
+
+
+@pytest.mark.slow  # two fresh interpreters importing every dperm module and its libraries (~10 s)
+def test_importing_dperm_patches_no_other_library(tmp_path):
+    """Issue 29: no dperm module changes another library when imported (Flower's included).
+
+    The libraries' modules that importing dperm loads are imported first and
+    fingerprinted; then every dperm module is imported and nothing may differ.
+    A patch that a function applies when called is not found here.
+    """
+    import dperm
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(dperm.__file__).resolve().parents[1]),
+                                                        str(Path(__file__).resolve().parent)]),
+           "FLWR_HOME": str(tmp_path / "flwr"), "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
+    listed = _probe("list", env=env)
+    assert listed["failed"] == {} and any(name.startswith("numpy") for name in listed["modules"])
+    found = _probe("compare", json.dumps(listed["modules"]), env=env)
+    assert found["changed"] == [], "importing dperm changed: " + ", ".join(found["changed"])
