@@ -153,7 +153,7 @@ def classification_data(n=300, d=4, n_classes=2, seed=0):
 def regression_data(n=300, d=3, seed=1):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-0.5, 0.5, size=(n, d))
-    y = np.clip(X @ np.array([0.5, -0.5, 0.25])[:d] + 0.1 * rng.normal(size=n), -1, 1)
+    y = np.clip(X @ np.array([0.5, -0.5, 0.25, 0.1])[:d] + 0.1 * rng.normal(size=n), -1, 1)
     return X, y
 
 
@@ -655,6 +655,18 @@ def experiments_rajkumar():
     return {"result.json": json_digest(out)}
 
 
+@case("experiments/rajkumar2012-psgd-coordinator-dp")
+def experiments_rajkumar_coordinator_dp():
+    from dperm.experiments.rajkumar2012 import run_psgd
+
+    X, y = classification_data(n=300, d=4, seed=15)
+    y = np.where(y == 1, 1.0, -1.0)
+    data = {"X_train": X[:240], "y_train": y[:240], "X_test": X[240:], "y_test": y[240:]}
+    parts = [np.arange(0, 120), np.arange(120, 240)]
+    out = run_psgd(data, parts, 1.0, 0.05, 10, np.random.default_rng(16), coordinator_dp=True)
+    return {"result.json": json_digest(out)}
+
+
 def _cli_csv(folder):
     rng = np.random.default_rng(0)
     n = 300
@@ -704,6 +716,8 @@ _register_cli("dask-logistic", ["--engine", "dask", "--scheduler", "synchronous"
 
 def _register_late():
     """Cases whose parameters come from dperm (registered at run time, so a failing import is one error)."""
+    if any(name.startswith(("estimator/logistic-default", "estimator/*")) for name in CASES):
+        return  # already registered in this process
     try:
         for name, (make, data) in _estimator_cases().items():
             _register_estimator(name, make, data)
