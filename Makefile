@@ -1,6 +1,8 @@
 # Two commands do all set-up on a fresh machine with only Python and make:
 #   make demo   - create .venv if missing, install dperm, run the main job on embedded Adult
-#   make test   - same set-up, then the pytest suite less the tests marked slow (<= 5 min quiet)
+#   make test   - same set-up, then ruff (make lint), then the pytest suite less the tests marked
+#                 slow (<= 5 min quiet)
+#   make lint   - ruff check of src, tests, scripts and benchmarks ([tool.ruff] in pyproject.toml)
 #   make test-slow - the tests marked slow (long audits, loopback deployments, wheel builds, big
 #                    experiments); CI (.ci/run) runs both
 #   make docs   - the documentation site (docs/_build/html), warnings as errors
@@ -10,7 +12,7 @@ BIN    := $(VENV)/bin
 DPERM_DATA ?= $(abspath ../shared/data)
 export DPERM_DATA
 
-.PHONY: demo test test-slow install docs bench bench-pipeline bench-defaults bench-scale clean
+.PHONY: demo lint test test-slow install docs bench bench-pipeline bench-defaults bench-scale clean
 
 $(BIN)/python:
 	@echo "dperm: creating the virtual environment $(VENV) (first run only)"
@@ -33,7 +35,11 @@ demo: install
 # Exported, so the tests' subprocesses (Dask workers, Flower apps) compute the same way.
 TEST_ENV := MPLBACKEND=Agg OPENBLAS_NUM_THREADS=1
 
-test: install
+# ruff is in the test extra, so the set-up above installs it on a fresh machine.
+lint: install
+	$(BIN)/python -m ruff check src tests scripts benchmarks examples
+
+test: lint
 	$(TEST_ENV) $(BIN)/python -m pytest -q -m "not slow"
 
 # -v: each slow test's name is printed when it starts (some take minutes).

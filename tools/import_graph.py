@@ -6,7 +6,8 @@ edge between their rooms. Floors are the longest import chain below a room.
 
     python tools/import_graph.py --out docs/_static/import_graph.png
 
-prints the rooms, floors, circles and cross-package imports of private names,
+prints the rooms, floors, circles (between rooms, and between files: :func:`module_edges`)
+and cross-package imports of private names,
 and draws the graph (matplotlib only).
 """
 
@@ -88,6 +89,60 @@ def graph():
                         private.append((name, t, hidden))
     rooms = sorted(set(lines))
     return rooms, edges, private, lines
+
+
+def _is_type_checking(test) -> bool:
+    """``if TYPE_CHECKING:`` or ``if typing.TYPE_CHECKING:``."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _runtime_imports(tree):
+    """Every Import / ImportFrom node that can run: module level, in functions and classes,
+    but not under ``if TYPE_CHECKING:`` (those never execute, so they cannot close a circle)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+
+
+def module_edges() -> dict[str, set[str]]:
+    """File-level import graph: module -> the ``dperm`` modules it imports.
+
+    Imports inside functions count (they are how a circle is usually hidden);
+    relative imports are resolved; ``from pkg import name`` is an edge to
+    ``pkg.name`` when that is a module, else to ``pkg``. An edge to a package
+    that contains the importing module is left out: Python imports a module's
+    parent packages before the module itself, so that dependency exists anyway
+    and is not a design choice.
+    """
+    modules = {module_name(p): p for p in sorted((SRC / "dperm").rglob("*.py"))}
+    edges = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found = [(alias.name, ()) for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[: len(anchor) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                found = [(base, tuple(alias.name for alias in node.names))]
+            for target, names in found:
+                targets = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules]
+                if len(targets) < len(names) or not names:  # some names are attributes of target itself
+                    targets.append(target)
+                for t in targets:
+                    if t in modules and t != name and not name.startswith(t + "."):
+                        edges[name].add(t)
+    return edges
 
 
 def circles(rooms, edges):
@@ -189,6 +244,8 @@ def main(argv=None):
         print(f"  floor {level[r]:2d}  {r:34s} {lines[r]:6d} lines -> "
               + ", ".join(sorted(t.removeprefix('dperm.') for t in edges.get(r, ()))))
     print("circles:", found or "none")
+    files = module_edges()
+    print("file-level circles:", circles(sorted(files), files) or "none")
     print("private names imported across packages:", len(private))
     for name, target, hidden in private:
         print(f"  {name} -> {target} {', '.join(hidden)}")
