@@ -60,6 +60,12 @@ CATALOG: dict[str, MechanismInfo] = {
         MechanismInfo("gaussian_objective_004", uses_delta=True, needs_curvature=True,
                       summary="Gaussian objective perturbation, (epsilon, delta)-DP, 004 Alg. 4's "
                       "sigma* (for the reproduction); smooth losses", auto_candidate=False),
+        MechanismInfo("adassp", uses_delta=False, needs_curvature=False,
+                      summary="sufficient statistics with adaptive ridge (AdaSSP, Wang 2018, Alg. 2), "
+                      "pure epsilon-DP; least squares only", auto_candidate=False),
+        MechanismInfo("gaussian_adassp", uses_delta=True, needs_curvature=False,
+                      summary="AdaSSP with discrete Gaussian noise, (epsilon, delta)-DP through zCDP; "
+                      "least squares only", auto_candidate=False),
     )
 }
 

@@ -33,6 +33,14 @@ from dperm.mechanisms.output import (
     output_calibration,
     output_perturbation,
 )
+from dperm.mechanisms.sufficient_statistics import (
+    expected_gaussian_sufficient_statistics_perturbation,
+    expected_sufficient_statistics_perturbation,
+    gaussian_sufficient_statistics_calibration,
+    gaussian_sufficient_statistics_perturbation,
+    sufficient_statistics_calibration,
+    sufficient_statistics_perturbation,
+)
 from dperm.privacy.references import REFERENCES
 
 
@@ -127,6 +135,11 @@ _FUNCTIONS = {
                            gaussian_objective_calibration),
     "gaussian_objective_004": (gaussian_objective_perturbation_004, _gaussian_perturbation_size("004"),
                                _gaussian_calibration_004),
+    "adassp": (sufficient_statistics_perturbation, expected_sufficient_statistics_perturbation,
+               sufficient_statistics_calibration),
+    "gaussian_adassp": (gaussian_sufficient_statistics_perturbation,
+                        expected_gaussian_sufficient_statistics_perturbation,
+                        gaussian_sufficient_statistics_calibration),
 }
 if set(_FUNCTIONS) != set(CATALOG):  # a catalog entry without functions, or functions without one
     raise ImportError(f"dperm.mechanisms: the catalog names {sorted(CATALOG)} but the registry has "

@@ -18,6 +18,13 @@ REFERENCES = {
     "minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
     "gaussian_objective_004": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
     "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "adassp": "Wang (2018), Revisiting differentially private linear regression, UAI, Alg. 2 "
+    "(AdaSSP), for replace-one neighbours: sensitivities sqrt(2) R^2 (Gram), 2 R B (moment), R^2 "
+    "(lambda_min) in dperm.privacy.sufficient_statistics; epsilon / 3 per release, basic composition; "
+    "Canonne, Kamath & Steinke (2020) discrete Laplace on a grid",
+    "gaussian_adassp": "Wang (2018), UAI, Alg. 2 (AdaSSP) with exact discrete Gaussian noise: "
+    "Canonne, Kamath & Steinke (2020), Thm 4 (zCDP per release, rho / 3 each), Bun & Steinke (2016), "
+    "Lemma 2.3 (composition) and CKS (2020), Sec. 2.3 (zCDP to (epsilon, delta))",
     # private prediction (dperm.mechanisms.prediction)
     "private_prediction": (
         "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "

@@ -1,0 +1,359 @@
+"""Sufficient-statistics perturbation with adaptive ridge: AdaSSP (Wang 2018, Alg. 2), float-safe.
+
+Least squares only. The mechanism releases, on power-of-two grids with exact integer noise
+(:mod:`dperm.mechanisms.noise`):
+
+1. the Gram matrix ``G = sum_i z_i z_i^T`` of the rows (its Frobenius-isometric
+   half-vectorisation, so the noise on ``G`` is symmetric),
+2. the moment vector ``m = sum_i y_i z_i``,
+3. ``lambda_min(G)``,
+
+each with a third of the budget (Wang 2018, Alg. 2, lines 1-4; sensitivities and the
+budget split in :mod:`dperm.privacy.sufficient_statistics`), and then computes, from
+the released values only, ``lambda~ = max(0, lambda_min~ - q)`` (``q`` the eigenvalue
+noise's upper ``1 - rho`` quantile: a lower bound with probability ``1 - rho``),
+``lambda = max(0, t - lambda~)`` with ``t`` the paper's bound on the Gram noise's norm,
+and ``w = (G~ + lambda P)^-1 m~`` (Alg. 2, lines 5-6). ``P`` is the identity, except that
+with ``intercept=True`` the last coordinate (a constant column) is not penalised: the
+intercept is not shrunk toward zero. Everything after the three releases is
+post-processing, so the guarantee is the composition of the three:
+
+- ``"adassp"``: pure ``epsilon``-DP, discrete Laplace-type noise (per coordinate at the L1
+  bound, or the lattice L2 Laplace vector at the L2 bound, whichever is smaller:
+  :func:`~dperm.mechanisms.noise.vector_laplace_calibration`), ``epsilon / 3`` each;
+- ``"gaussian_adassp"``: ``(epsilon, delta)``-DP, exact discrete Gaussian noise, ``rho / 3``
+  each with ``rho`` the zCDP budget that converts to ``(epsilon, delta)``.
+
+Two post-processing safeguards the paper does not need to state: eigenvalues of
+``G~ + lambda P`` below the Gram noise's per-entry standard deviation are raised to it
+before the inverse (the paper's rule makes the matrix positive definite only with
+probability ``1 - rho``), and the row norms and targets are clipped to their public bounds
+again inside the mechanism (a per-record map; a no-op for an estimator's input).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from dperm.mechanisms.noise import (
+    grid_step,
+    grid_vector,
+    release_on_grid,
+    sample_discrete_gaussian_vector,
+    to_grid,
+    vector_laplace_calibration,
+)
+from dperm.privacy.accounting import spend_before_fitting
+from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, grid_l2_sensitivity
+from dperm.privacy.sufficient_statistics import (
+    FAILURE_PROBABILITY,
+    adaptive_ridge,
+    discrete_gaussian_sigma_steps,
+    gram_l2_sensitivity,
+    gram_vector_length,
+    min_eigenvalue_sensitivity,
+    moment_l2_sensitivity,
+    release_budgets,
+    ridge_target,
+    symmetric_to_vector,
+    vector_to_symmetric,
+)
+from dperm.validation import check_delta, check_epsilon, clip_rows_to_norm
+
+#: The loss this mechanism covers (its sufficient statistics are those of least squares).
+LOSS_NAME = "squared"
+
+
+@dataclass(frozen=True)
+class StatisticRelease:
+    """How one of AdaSSP's three statistics is released: public quantities only.
+
+    Attributes
+    ----------
+    name : {"gram", "moment", "min_eigenvalue"}
+    dimension : int
+        How many numbers are noised (``d (d + 1) / 2`` for the Gram matrix).
+    sensitivity : float
+        L2 sensitivity in the statistic's units (:mod:`dperm.privacy.sufficient_statistics`).
+    grid : float
+        The power-of-two grid the values are rounded to.
+    noise_distribution : str
+        ``"discrete-laplace"``, ``"discrete-l2-laplace"`` or ``"discrete-gaussian"``.
+    noise_scale : float
+        Laplace-type: the law's scale ``g k / epsilon``; Gaussian: its ``g sigma``.
+    entry_std : float
+        A bound on the noise's standard deviation per number (for the diagonal, for the Gram).
+    upper_quantile : float
+        A bound ``q`` with ``P(noise > q) <= rho`` for one coordinate
+        (:data:`~dperm.privacy.sufficient_statistics.FAILURE_PROBABILITY`).
+    epsilon, rho : float
+        The share of the budget: ``epsilon / 3`` (pure) or ``rho / 3`` zCDP (Gaussian), the other 0.
+    """
+
+    name: str
+    dimension: int
+    sensitivity: float
+    grid: float
+    noise_distribution: str
+    noise_scale: float
+    entry_std: float
+    upper_quantile: float
+    epsilon: float
+    rho: float
+    _noise: object = field(repr=False, compare=False, default=None)
+
+    def release(self, values, rng) -> np.ndarray:
+        """``g (round(values / g) + z)`` with the exact integer noise ``z`` of this calibration."""
+        values = np.asarray(values, dtype=np.float64)
+        if self.noise_distribution == "discrete-gaussian":
+            centres = to_grid(values.ravel(), self.grid)
+            noise = sample_discrete_gaussian_vector(len(centres), self._noise, rng)
+            return grid_vector([c + z for c, z in zip(centres, noise)], self.grid).reshape(values.shape)
+        return release_on_grid(values, self._noise, rng)
+
+
+def _laplace_release(name, sensitivity, dimension, epsilon, value_bound) -> StatisticRelease:
+    noise = vector_laplace_calibration(sensitivity, dimension, epsilon, value_bound=value_bound)
+    if noise.norm == "l1":
+        # discrete Laplace of scale t steps: variance <= 2 t^2, P(Z >= k) <= exp(-k / t)
+        entry_std = math.sqrt(2.0) * noise.noise_scale
+        quantile = noise.noise_scale * math.log(1.0 / FAILURE_PROBABILITY)
+    else:
+        entry_std = noise.rms_noise_norm(dimension) / math.sqrt(dimension)
+        quantile = entry_std * math.sqrt(1.0 / FAILURE_PROBABILITY)  # Chebyshev on one coordinate
+    return StatisticRelease(name, dimension, sensitivity, noise.step, noise.noise_distribution,
+                            noise.noise_scale, entry_std, quantile, epsilon, 0.0, noise)
+
+
+def _gaussian_release(name, sensitivity, dimension, rho, value_bound) -> StatisticRelease:
+    step = grid_step(sensitivity, dimension, math.sqrt(2.0 * rho), value_bound)
+    steps = grid_l2_sensitivity(sensitivity, dimension, step)  # rounding included
+    sigma_steps = discrete_gaussian_sigma_steps(steps, rho) * (1 + SENSITIVITY_ROUNDING_MARGIN)
+    sigma = sigma_steps * step
+    # the discrete Gaussian's variance is at most sigma^2 and it is sigma-subgaussian (CKS 2020, Cor. 9)
+    quantile = sigma * math.sqrt(2.0 * math.log(1.0 / FAILURE_PROBABILITY))
+    return StatisticRelease(name, dimension, sensitivity, step, "discrete-gaussian", sigma, sigma,
+                            quantile, 0.0, rho, Fraction(sigma_steps) ** 2)
+
+
+@dataclass(frozen=True)
+class SufficientStatisticsCalibration:
+    """Every public number of one AdaSSP run (Wang 2018, Alg. 2), from public inputs only.
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The guarantee (``delta = 0``: pure).
+    rho : float
+        The zCDP budget of the Gaussian form (0 for the pure form).
+    n_samples, dimension : int
+        ``n`` and ``d`` (with the intercept's column).
+    data_norm, target_bound : float
+        ``R`` (row norm, with the intercept's column) and ``B`` (``|y| <= B``).
+    gram, moment, min_eigenvalue : StatisticRelease
+    ridge_target : float
+        ``t`` of :func:`~dperm.privacy.sufficient_statistics.ridge_target`.
+    failure_probability : float
+        Wang 2018's ``rho`` in the ridge rule.
+    """
+
+    epsilon: float
+    delta: float
+    rho: float
+    n_samples: int
+    dimension: int
+    data_norm: float
+    target_bound: float
+    gram: StatisticRelease
+    moment: StatisticRelease
+    min_eigenvalue: StatisticRelease
+    ridge_target: float
+    failure_probability: float = FAILURE_PROBABILITY
+
+    @property
+    def releases(self) -> tuple:
+        return (self.gram, self.moment, self.min_eigenvalue)
+
+
+def calibrate_sufficient_statistics(n_samples: int, dimension: int, data_norm: float,
+                                    target_bound: float, epsilon: float, delta: float,
+                                    gaussian: bool) -> SufficientStatisticsCalibration:
+    """The three releases' grids and noise, and the ridge target, for ``(epsilon, delta)``.
+
+    Pure form (``gaussian=False``): ``epsilon / 3`` each and ``delta`` unused (recorded as 0).
+    Gaussian form: ``rho / 3`` each (:func:`~dperm.privacy.sufficient_statistics.release_budgets`).
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_delta(delta) if gaussian else 0.0
+    epsilon_each, rho_each = release_budgets(epsilon, delta, gaussian)
+    specs = (
+        ("gram", gram_l2_sensitivity(data_norm), gram_vector_length(dimension),
+         math.sqrt(2.0) * n_samples * data_norm**2),
+        ("moment", moment_l2_sensitivity(data_norm, target_bound), dimension,
+         n_samples * data_norm * target_bound),
+        ("min_eigenvalue", min_eigenvalue_sensitivity(data_norm), 1, n_samples * data_norm**2),
+    )
+    if gaussian:
+        releases = [_gaussian_release(name, s, size, rho_each, bound) for name, s, size, bound in specs]
+    else:
+        releases = [_laplace_release(name, s, size, epsilon_each, bound) for name, s, size, bound in specs]
+    gram, moment, eigen = releases
+    return SufficientStatisticsCalibration(
+        epsilon=epsilon, delta=delta, rho=3 * rho_each, n_samples=int(n_samples),
+        dimension=int(dimension), data_norm=float(data_norm), target_bound=float(target_bound),
+        gram=gram, moment=moment, min_eigenvalue=eigen,
+        ridge_target=ridge_target(gram.entry_std, dimension))
+
+
+def _target_bound(loss) -> float:
+    if getattr(loss, "name", None) != LOSS_NAME:
+        raise ValueError(f"AdaSSP releases the sufficient statistics of least squares; it does not "
+                         f"cover the {getattr(loss, 'name', loss)!r} loss. Use mechanism='output' "
+                         "or 'objective' for it.")
+    return float(loss.y_bound)
+
+
+def sufficient_statistics_calibration(problem, epsilon: float, delta: float, tol: float = 0.0,
+                                      gaussian: bool = False) -> SufficientStatisticsCalibration:
+    """:func:`calibrate_sufficient_statistics` for a (public) problem; refuses a loss other than least squares."""
+    return calibrate_sufficient_statistics(problem.n_samples, problem.n_features, problem.data_norm,
+                                           _target_bound(problem.loss), epsilon, delta, gaussian)
+
+
+def gaussian_sufficient_statistics_calibration(problem, epsilon, delta, tol=0.0):
+    """The Gaussian form's :func:`sufficient_statistics_calibration`."""
+    return sufficient_statistics_calibration(problem, epsilon, delta, tol, gaussian=True)
+
+
+@dataclass(frozen=True)
+class SufficientStatisticsOutput:
+    """What one AdaSSP run releases.
+
+    ``gram`` (half-vectorised), ``moment`` and ``min_eigenvalue`` are the three noised
+    releases; ``ridge`` (``lambda``) and ``coef`` are functions of them only. Estimators
+    keep ``coef``; the audit reads the releases.
+    """
+
+    coef: np.ndarray
+    ridge: float
+    gram: np.ndarray
+    moment: np.ndarray
+    min_eigenvalue: float
+    calibration: SufficientStatisticsCalibration
+
+    @property
+    def epsilon(self) -> float:
+        return self.calibration.epsilon
+
+    @property
+    def delta(self) -> float:
+        return self.calibration.delta
+
+
+def solve_released(calibration: SufficientStatisticsCalibration, gram, moment, min_eigenvalue,
+                   intercept: bool = False) -> tuple[np.ndarray, float]:
+    """``((G~ + lambda P)^-1 m~, lambda)`` from the released values (Wang 2018, Alg. 2, lines 5-6).
+
+    Post-processing only. ``P`` leaves the last coordinate unpenalised when ``intercept``.
+    ``lambda_min(G~_full) <= lambda_min`` of the Schur complement that the slopes see,
+    so the eigenvalue bound stays conservative with the unpenalised intercept.
+    """
+    d = calibration.dimension
+    lower = max(0.0, float(min_eigenvalue) - calibration.min_eigenvalue.upper_quantile)
+    ridge = adaptive_ridge(calibration.ridge_target, lower)
+    penalty = np.ones(d)
+    if intercept:
+        penalty[-1] = 0.0
+    matrix = vector_to_symmetric(gram, d) + ridge * np.diag(penalty)
+    values, vectors = np.linalg.eigh(matrix)
+    values = np.maximum(values, calibration.gram.entry_std)  # the safeguard (module docstring)
+    coef = vectors @ ((vectors.T @ np.asarray(moment, dtype=np.float64)) / values)
+    return coef, ridge
+
+
+def _run(problem, epsilon, delta, rng, accountant, gaussian, intercept):
+    calibration = sufficient_statistics_calibration(problem, epsilon, delta, gaussian=gaussian)
+    label = "Gaussian AdaSSP (mechanism)" if gaussian else "AdaSSP (mechanism)"
+    spend_before_fitting(accountant, calibration.epsilon, calibration.delta, label)
+    X, _ = clip_rows_to_norm(np.asarray(problem.X, dtype=np.float64), calibration.data_norm)
+    y = np.clip(np.asarray(problem.y, dtype=np.float64), -calibration.target_bound,
+                calibration.target_bound)
+    gram_matrix = X.T @ X
+    gram = calibration.gram.release(symmetric_to_vector(gram_matrix), rng)
+    moment = calibration.moment.release(X.T @ y, rng)
+    smallest = float(np.linalg.eigvalsh(gram_matrix)[0])
+    min_eigenvalue = float(calibration.min_eigenvalue.release(np.array([smallest]), rng)[0])
+    coef, ridge = solve_released(calibration, gram, moment, min_eigenvalue, intercept)
+    return SufficientStatisticsOutput(coef, ridge, gram, moment, min_eigenvalue, calibration)
+
+
+def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rng, tol: float = 0.0,
+                                       max_iter: int = 0, accountant=None, *, intercept: bool = False):
+    """AdaSSP, pure ``epsilon``-DP (Wang 2018, Alg. 2 with Laplace-type noise; ``delta`` unused).
+
+    Parameters
+    ----------
+    problem : ERMProblem
+        Rows ``z_i`` with ``||z_i|| <= problem.data_norm`` and targets ``|y_i| <= B`` for the
+        least-squares loss ``problem.loss`` (``B = loss.y_bound``); ``problem.alpha`` is not
+        used (the ridge is chosen adaptively).
+    epsilon, delta : float
+        ``epsilon / 3`` per release; ``delta`` is ignored (pure).
+    rng : numpy Generator
+        Only bits are read (:class:`~dperm.mechanisms.noise.BitSource`).
+    tol, max_iter
+        Not used (no iterative solve); accepted for the registry's common signature.
+    accountant : BudgetAccountant, optional
+        Charged ``(epsilon, 0)`` before any statistic is computed.
+    intercept : bool, default=False
+        The last column is the constant intercept feature: not penalised.
+
+    Returns
+    -------
+    SufficientStatisticsOutput
+        ``epsilon``-DP: three releases of ``epsilon / 3`` (basic composition) and post-processing.
+    """
+    return _run(problem, epsilon, 0.0, rng, accountant, False, intercept)
+
+
+def gaussian_sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rng,
+                                                tol: float = 0.0, max_iter: int = 0, accountant=None,
+                                                *, intercept: bool = False):
+    """AdaSSP, ``(epsilon, delta)``-DP: discrete Gaussian releases of ``rho / 3`` zCDP each.
+
+    As :func:`sufficient_statistics_perturbation`; ``delta > 0`` is required.
+    ``rho`` = :func:`~dperm.privacy.sufficient_statistics.zcdp_rho` ``(epsilon, delta)``;
+    the three releases compose to ``rho``-zCDP (Bun & Steinke 2016, Lemma 2.3), which is
+    ``(epsilon, delta)``-DP (Canonne, Kamath & Steinke 2020, Sec. 2.3).
+    """
+    if not delta:
+        raise ValueError("mechanism='gaussian_adassp' is (epsilon, delta)-DP and needs delta > 0; "
+                         "pass e.g. delta=1e-5, or use mechanism='adassp' for pure DP.")
+    return _run(problem, epsilon, delta, rng, accountant, True, intercept)
+
+
+def expected_sufficient_statistics_perturbation(problem, epsilon, delta, tol=0.0, gaussian=False):
+    """``sqrt(E ||noise of m~||^2) / n``: the noise's RMS size in the normal equations' right-hand side.
+
+    Public quantities of ``problem`` only. Refuses a loss other than least squares (so a
+    classifier given ``mechanism="adassp"`` stops here, before any budget is spent).
+    """
+    calibration = sufficient_statistics_calibration(problem, epsilon, delta, tol, gaussian)
+    moment = calibration.moment
+    return moment.entry_std * math.sqrt(moment.dimension) / calibration.n_samples
+
+
+def expected_gaussian_sufficient_statistics_perturbation(problem, epsilon, delta, tol=0.0):
+    """The Gaussian form's :func:`expected_sufficient_statistics_perturbation`."""
+    return expected_sufficient_statistics_perturbation(problem, epsilon, delta, tol, gaussian=True)
+
+
+__all__ = [
+    "StatisticRelease", "SufficientStatisticsCalibration", "SufficientStatisticsOutput",
+    "calibrate_sufficient_statistics", "gaussian_sufficient_statistics_perturbation",
+    "solve_released", "sufficient_statistics_calibration", "sufficient_statistics_perturbation",
+]
