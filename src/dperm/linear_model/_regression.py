@@ -16,23 +16,37 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import RegressorMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.linear_model._base import POSITIVE, PrivateLinearModelBase, Targets
+from dperm.linear_model._targets import (
+    centre_and_half_width,
+    check_target_bounds,
+    clip_targets,
+    to_centred,
+    to_unit_interval,
+    warn_clipped_targets,
+)
 from dperm.losses import PinballLoss, SquaredLoss
-from dperm.mechanisms import ERMProblem, run_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
+from dperm.mechanisms.choice import AUTO
+from dperm.mechanisms.sufficient_statistics import calibrate_sufficient_statistics
 from dperm.privacy.record import linear_record
 from dperm.privacy.references import REFERENCES
+from dperm.privacy.sufficient_statistics_record import (
+    SUFFICIENT_STATISTICS_MECHANISMS,
+    sufficient_statistics_record,
+)
 from dperm.validation import (
-    clip_labels_to_bound,
+    check_budget_for_data,
     clip_rows_to_norm,
-    warn_clipped_labels,
 )
 
 MECHANISM = "output"
@@ -259,61 +273,95 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         return PinballLoss(self.quantile)
 
 
+#: AdaSSP's two forms (:mod:`dperm.mechanisms.sufficient_statistics`).
+SUFFICIENT_STATISTICS = SUFFICIENT_STATISTICS_MECHANISMS
+ADASSP, GAUSSIAN_ADASSP = SUFFICIENT_STATISTICS
+
+
 class PrivateLeastSquares(PrivateLinearRegressorBase):
-    """Ridge-regularised least squares with bounded labels and a differential privacy guarantee.
+    """Private linear least squares, good by default: AdaSSP with public target bounds.
 
-    Minimises ``(1/n) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2`` on labels clipped
-    to ``[-M, M]`` (``M = y_bound``), releases the minimiser plus vector noise
-    (output perturbation) and projects predictions onto ``[-M, M]``
-    (002 eq. 2; post-processing, free of privacy cost).
+    **Default (``mechanism="auto"``, ``alpha="auto"``): AdaSSP** (Wang 2018, Alg. 2;
+    :mod:`dperm.mechanisms.sufficient_statistics`). The targets are clipped to the public
+    bounds ``[lower, upper]`` and mapped affinely onto ``[-1, 1]``; the rows are clipped
+    to ``data_norm`` and get the constant column ``intercept_scaling``. The Gram matrix
+    ``sum z z^T``, the moment vector ``sum y z`` and ``lambda_min`` of the Gram matrix
+    are released with exact, float-safe noise (a third of the budget each), and the
+    coefficients are ``(G~ + lambda P)^-1 m~`` with the adaptive ridge
+    ``lambda = max(0, t - lambda~_min)``: as little regularisation as the noise allows,
+    less as epsilon grows. The intercept's coordinate is not penalised (``P`` omits it),
+    so it is not shrunk toward zero; its column is inside the statistics, and the
+    sensitivities use the augmented bound ``R = sqrt(data_norm^2 + intercept_scaling^2)``
+    (dperm's convention). Predictions are mapped back and clipped to ``[lower, upper]``
+    (post-processing). With ``delta = 0`` the noise is Laplace-type and the fit pure
+    ``epsilon``-DP (``"adassp"``); with ``delta > 0`` ``"auto"`` compares, from public n,
+    d, epsilon and delta only, the noise of the pure form and of the discrete Gaussian
+    form (``"gaussian_adassp"``, ``(epsilon, delta)``-DP through zCDP) and takes the
+    smaller. Sensitivities, budget split and conversions:
+    :mod:`dperm.privacy.sufficient_statistics`.
 
-    **Calibration (derived in dperm's convention).** The papers (000 Sec. 5.1,
-    002 eq. 1) minimise ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||^2``; this is
-    the same objective with ``lambda = alpha / 2`` and ``gamma = 2``
-    (paper note 7). Write ``kappa = R`` for the row-norm bound (with the intercept
-    feature: ``sqrt(data_norm^2 + intercept_scaling^2)``).
-
-    1. Norm of every minimiser (002 Thm 3's ``R``):
-       ``alpha/2 ||w||^2 <= J(w) <= J(0) = mean(y_i^2) <= M^2``, so
-       ``||w|| <= M sqrt(2/alpha) = M / sqrt(lambda)``.
-    2. Lipschitz constant on those predictions (000 Sec. 5.1): ``|w.x| <=
-       kappa M sqrt(2/alpha)`` and ``|y| <= M``, so for two such predictions
-       ``|(t1 - y)^2 - (t2 - y)^2| <= |t1 + t2 - 2y| |t1 - t2|`` gives
-       ``C_L = 2 M (1 + kappa sqrt(2/alpha)) = 2 M (1 + kappa / sqrt(lambda))``.
-       (000 prints ``2 M (kappa + 1) / sqrt(lambda)``, the same bound relaxed
-       by ``1 <= 1/sqrt(lambda)``, which needs ``lambda <= 1``; dperm keeps the
-       unrelaxed constant, valid for every alpha.)
-    3. Sensitivity (000 Thm 2 with ``lambda gamma = alpha``; 002 Lemma 2):
-       ``||w(D) - w(D')|| <= 2 kappa C_L / (n alpha)
-       = 4 kappa M (1 + kappa sqrt(2/alpha)) / (n alpha)``,
-       plus twice the certified solve radius ``tol / alpha``.
+    **Output perturbation** (``mechanism="output"``, chosen by ``"auto"`` when ``alpha``
+    is a number): minimises ``(1/n) sum (y_i - c - w.x_i)^2 + alpha/2 ||w||^2`` on targets
+    centred at the public centre ``c`` and clipped to ``[-M, M]`` (``M`` the half width),
+    releases the minimiser plus vector noise and clips predictions (002 eq. 2). Its
+    calibration (in dperm's convention, ``lambda = alpha / 2``, ``kappa = R``): every
+    minimiser has ``||w|| <= M sqrt(2/alpha)``, the loss is ``C_L = 2 M (1 + kappa
+    sqrt(2/alpha))``-Lipschitz on the predictions it can make (000 Sec. 5.1, unrelaxed),
+    and the sensitivity is ``2 kappa C_L / (n alpha)`` plus twice the certified solve
+    radius ``tol / alpha`` (000 Thm 2; 002 Lemma 2).
 
     Parameters
     ----------
-    y_bound : float, default=1.0
-        ``M``, a public bound on ``|y|``. Labels outside ``[-M, M]`` are clipped
-        with a ``DataClippingWarning`` that counts them. Choose it from public
-        knowledge, never from the data.
-    epsilon, alpha, data_norm, fit_intercept, intercept_scaling, max_iter, random_state
-        As in :class:`PrivateQuantileRegressor`. The noise grows like
-        ``alpha^(-3/2)``: least squares needs stronger regularisation than
-        Lipschitz losses.
+    y_bound : float or None, default=None
+        Symmetric shorthand: ``y_bounds = (-y_bound, y_bound)``.
+    y_bounds : (float, float) or None, default=None
+        Public bounds ``(lower, upper)`` on the target, chosen without looking at the data
+        (a published range). Targets outside are clipped to them with a
+        ``DataClippingWarning`` (decided exactly, in the target's units: a target at a bound
+        never warns); no row is dropped. Giving both ``y_bound`` and ``y_bounds`` is an
+        error; giving neither means ``(-1, 1)``.
+    epsilon : float, default=1.0
+    delta : float in [0, 1), default=0.0
+        ``0``: pure epsilon-DP. ``> 0`` allows the Gaussian form (refused if ``>= 1/n``).
+    mechanism : {"auto", "adassp", "gaussian_adassp", "output"}, default="auto"
+    alpha : float or "auto", default="auto"
+        Output perturbation's ridge. ``"auto"`` with ``mechanism="auto"`` selects AdaSSP,
+        whose ridge is adaptive; a number selects output perturbation. AdaSSP refuses a
+        number.
+    data_norm, fit_intercept, intercept_scaling, max_iter, random_state
+        As in :class:`PrivateQuantileRegressor`. ``fit_intercept=False``: the model's
+        intercept is the public centre of ``y_bounds`` (0 for symmetric bounds), not fitted.
     tol : float, default=1e-8
-        Tolerance on the gradient norm of the objective; the solution radius
-        ``tol / alpha`` enters the sensitivity.
+        Output perturbation's gradient tolerance (AdaSSP solves no iterative problem).
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_features_in_ : int
-    privacy_ : dperm.privacy.record.PrivacyRecord
-        ``lipschitz`` holds ``C_L`` of step 2.
+    mechanism_ : str
+    alpha_ : float
+        Output perturbation only.
+    privacy_ : SufficientStatisticsRecord or PrivacyRecord
 
     References
     ----------
-    Nie & Wang (2017a), J. Inequal. Appl., Sec. 5.1 and Thm 2; Nie & Wang
-    (2017b), J. Appl. Math. Phys. 5, eq. 2 and Lemma 2.
+    Wang, "Revisiting differentially private linear regression: optimal and adaptive
+    prediction & estimation in unbounded domain", UAI 2018, Alg. 2 (AdaSSP).
+    Canonne, Kamath & Steinke (2020), the discrete Gaussian (Thm 4, Sec. 2.3).
+    Nie & Wang (2017a), J. Inequal. Appl., Sec. 5.1 and Thm 2; Nie & Wang (2017b),
+    J. Appl. Math. Phys. 5, eq. 2 and Lemma 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm import PrivateLeastSquares
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(5000, 3))
+    >>> y = 20 + X @ [10.0, -5.0, 3.0] + rng.normal(size=5000)
+    >>> model = PrivateLeastSquares(y_bounds=(0, 40), epsilon=1.0).fit(X, y)
+    >>> model.mechanism_
+    'adassp'
     """
 
     _loss_reference = (
@@ -322,14 +370,20 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     )
     _parameter_constraints: dict = {
         **PrivateLinearRegressorBase._parameter_constraints,
-        "y_bound": [POSITIVE],
+        "y_bound": [POSITIVE, None],
+        "y_bounds": "no_validation",  # dperm.linear_model._targets.check_target_bounds
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "mechanism": [StrOptions({AUTO, "output", *SUFFICIENT_STATISTICS})],
     }
 
     def __init__(
         self,
-        y_bound=1.0,
+        y_bound=None,
         *,
+        y_bounds=None,
         epsilon=1.0,
+        delta=0.0,
+        mechanism=AUTO,
         alpha="auto",
         data_norm=1.0,
         fit_intercept=True,
@@ -351,17 +405,155 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             accountant=accountant,
         )
         self.y_bound = y_bound
+        self.y_bounds = y_bounds
+        self.delta = delta
+        self.mechanism = mechanism
+
+    # -- public choices ----------------------------------------------------
+    def _target_bounds(self) -> tuple[float, float]:
+        return check_target_bounds(self.y_bound, self.y_bounds)
 
     def _make_loss(self):
-        return SquaredLoss(self.y_bound)
+        """Least squares on centred targets: ``|y - centre| <= half width`` (output perturbation's ``M``)."""
+        return SquaredLoss(centre_and_half_width(*self._target_bounds())[1])
 
-    def _prepare_labels(self, y, loss):
-        y, n_clipped = clip_labels_to_bound(y, loss.y_bound)
-        warn_clipped_labels(n_clipped, loss.y_bound)
-        return y
+    def _mechanism_name(self) -> str:
+        return self.mechanism
+
+    def _spend_label(self):
+        return f"{type(self).__name__}(mechanism={self.mechanism!r})"
+
+    def _check_params(self):
+        params = super()._check_params()
+        if params.mechanism in SUFFICIENT_STATISTICS and params.alpha is not None:
+            raise ValueError(f"mechanism={params.mechanism!r} chooses its ridge adaptively (Wang "
+                             f"2018); alpha={self.alpha!r} would be ignored. Leave alpha='auto', or "
+                             "use mechanism='output' for a fixed alpha.")
+        return params
+
+    def _delta_spent(self, delta, mechanism=None):
+        """``delta`` if the (possibly still unresolved) mechanism may spend it, else 0."""
+        name = mechanism or self._mechanism_name()
+        if name == AUTO:
+            return delta if (self.alpha == "auto" and delta > 0) else 0.0
+        return MECHANISMS[name].delta_spent(delta)
+
+    def _gaussian_calibration(self, params, n_samples, dimension, gaussian):
+        return calibrate_sufficient_statistics(n_samples, dimension, self._effective_norm(params),
+                                               1.0, params.epsilon, params.delta, gaussian)
+
+    def _auto_mechanism(self, params, n_samples, dimension):
+        """``mechanism="auto"`` from public inputs only: ``(name, reason)``.
+
+        A given ``alpha`` asks for a fixed ridge: output perturbation. Otherwise AdaSSP;
+        with ``delta > 0`` its pure and Gaussian forms are both valid and the one whose
+        public noise is smaller wins: the ridge target ``t`` (the Gram noise's norm bound)
+        plus the moment noise's RMS norm, both in the normal equations' units.
+        """
+        if params.alpha is not None:
+            return "output", ("output: alpha is given and output perturbation is the mechanism "
+                              "with a fixed ridge")
+        if params.delta == 0:
+            return ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0"
+        scores = {}
+        for name in SUFFICIENT_STATISTICS:
+            calibration = self._gaussian_calibration(params, n_samples, dimension,
+                                                     name == GAUSSIAN_ADASSP)
+            moment = calibration.moment
+            scores[name] = calibration.ridge_target + moment.entry_std * math.sqrt(moment.dimension)
+        chosen = min(SUFFICIENT_STATISTICS, key=scores.__getitem__)
+        others = ", ".join(f"{name} {score:.4g}" for name, score in scores.items() if name != chosen)
+        return chosen, (f"{chosen}: smaller public noise in the normal equations, {scores[chosen]:.4g} "
+                        f"(against {others}; public n, d, R, epsilon, delta)")
+
+    def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
+                             check_budget=True):
+        """The mechanism (:meth:`_auto_mechanism`) and, for output perturbation, ``alpha``.
+
+        AdaSSP has no alpha and no noise-swamps-signal refusal (its ridge grows with the
+        noise and the model falls back to the intercept); the budget's checks at public n
+        (:func:`dperm.validation.check_budget_for_data`) still run.
+        """
+        reason = None
+        if params.mechanism is None:
+            dimension = n_features + int(bool(self.fit_intercept))
+            name, reason = self._auto_mechanism(params, n_samples, dimension)
+            params = params._replace(mechanism=name)
+        if params.mechanism not in SUFFICIENT_STATISTICS:
+            params = super()._with_public_choices(params, n_samples, n_features, n_problems,
+                                                  check_budget=check_budget)
+        else:
+            self.mechanism_ = params.mechanism
+            self.__dict__.pop("alpha_", None)  # AdaSSP has none; not left over from another fit
+            if check_budget:
+                check_budget_for_data(params.epsilon, params.delta, n_samples)
+        self._choice_reason = reason
+        return params
+
+    # -- fitting -------------------------------------------------------------
+    def _solve(self, X, targets, params, rng, effective_norm):
+        lower, upper = self._target_bounds()
+        y, n_clipped = clip_targets(targets.y, lower, upper)
+        warn_clipped_targets(n_clipped, lower, upper)
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            problem = ERMProblem(X, to_unit_interval(y, lower, upper), SquaredLoss(1.0), 0.0,
+                                 effective_norm)
+            mechanism = MECHANISMS[params.mechanism].function
+            return [mechanism(problem, params.epsilon, params.delta, rng, params.tol,
+                              params.max_iter, intercept=bool(self.fit_intercept))]
+        problem = ERMProblem(X, to_centred(y, lower, upper), params.loss, params.alpha,
+                             effective_norm)
+        return [run_mechanism("output", problem, params.epsilon, 0.0, rng, params.tol,
+                              params.max_iter)]
+
+    def _store(self, outputs, targets, params):
+        centre, half = centre_and_half_width(*self._target_bounds())
+        coef = outputs[0].coef
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            coef = coef * half  # from the [-1, 1] scale back to the target's units
+        self._set_coefficients(coef, params.scaling)
+        self.intercept_ = float(self.intercept_ + centre)
+
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            return self._sufficient_statistics_record(outputs[0].calibration, params, engine)
+        return linear_record(
+            "output", outputs, outputs[0].epsilon, 0.0, loss=params.loss,
+            data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
+            effective_norm=effective_norm, n_samples=n_samples,
+            reference=f"{REFERENCES['output']}; {self._loss_reference}",
+            mechanism_choice=self._choice_reason,
+        )
+
+    def _sufficient_statistics_record(self, calibration, params, engine="memory"):
+        lower, upper = self._target_bounds()
+        return sufficient_statistics_record(
+            calibration, mechanism=params.mechanism, data_norm=params.data_norm,
+            target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
+            intercept_scaling=params.scaling, engine=engine, mechanism_choice=self._choice_reason)
+
+    def _public_record(self, n_samples, n_features, n_problems=1, *, label_set_public=None,
+                       engine="memory"):
+        """The record a fit on ``n_samples`` rows writes (:meth:`PrivateLinearModelBase._public_record`)."""
+        params = self._with_public_choices(self._check_params(), n_samples, n_features, n_problems,
+                                           check_budget=False)
+        if params.mechanism not in SUFFICIENT_STATISTICS:
+            return super()._public_record(n_samples, n_features, n_problems,
+                                          label_set_public=label_set_public, engine=engine)
+        dimension = n_features + int(bool(self.fit_intercept))
+        calibration = self._gaussian_calibration(params, n_samples, dimension,
+                                                 params.mechanism == GAUSSIAN_ADASSP)
+        return self._sufficient_statistics_record(calibration, params, engine)
+
+    def _intercept_on_grid(self) -> bool:
+        """Whether ``intercept_`` is ``grid * integer * intercept_scaling`` (:func:`dperm.model_io.check_on_grid`).
+
+        Not when the public centre of the target bounds was added to it.
+        """
+        return centre_and_half_width(*self._target_bounds())[0] == 0.0
 
     def predict(self, X):
-        """Predict ``pi(X @ coef_ + intercept_)``, projected onto ``[-y_bound, y_bound]`` (002 eq. 2).
+        """Predict ``X @ coef_ + intercept_``, clipped to the public target bounds (002 eq. 2).
 
         Parameters
         ----------
@@ -371,5 +563,5 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         -------
         ndarray of shape (n_samples,)
         """
-        bound = float(self.y_bound)
-        return np.clip(self._linear_prediction(X), -bound, bound)
+        lower, upper = self._target_bounds()
+        return np.clip(self._linear_prediction(X), lower, upper)
