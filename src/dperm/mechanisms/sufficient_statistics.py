@@ -64,6 +64,8 @@ from dperm.privacy.sufficient_statistics import (
 )
 from dperm.validation import check_delta, check_epsilon, clip_rows_to_norm
 
+#: The discrete Gaussian's ``sigma^2`` (grid steps squared) is a multiple of one over this.
+_SIGMA_SQUARED_DENOMINATOR = 1024
 #: The loss this mechanism covers (its sufficient statistics are those of least squares).
 LOSS_NAME = "squared"
 
@@ -133,11 +135,15 @@ def _gaussian_release(name, sensitivity, dimension, rho, value_bound) -> Statist
     step = grid_step(sensitivity, dimension, math.sqrt(2.0 * rho), value_bound)
     steps = grid_l2_sensitivity(sensitivity, dimension, step)  # rounding included
     sigma_steps = discrete_gaussian_sigma_steps(steps, rho) * (1 + SENSITIVITY_ROUNDING_MARGIN)
-    sigma = sigma_steps * step
+    # sigma^2 rounded *up* to a multiple of 1/1024: the exact sampler's arithmetic stays on
+    # small integers (a float's Fraction squared has a 2^104 denominator), the noise only grows
+    sigma_squared = Fraction(math.ceil(sigma_steps * sigma_steps * _SIGMA_SQUARED_DENOMINATOR) + 1,
+                             _SIGMA_SQUARED_DENOMINATOR)
+    sigma = math.sqrt(sigma_squared) * step
     # the discrete Gaussian's variance is at most sigma^2 and it is sigma-subgaussian (CKS 2020, Cor. 9)
     quantile = sigma * math.sqrt(2.0 * math.log(1.0 / FAILURE_PROBABILITY))
     return StatisticRelease(name, dimension, sensitivity, step, "discrete-gaussian", sigma, sigma,
-                            quantile, 0.0, rho, Fraction(sigma_steps) ** 2)
+                            quantile, 0.0, rho, sigma_squared)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ This module imports NumPy, the standard library and :mod:`dperm.validation` only
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -147,7 +148,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
         return (a - 1.0) * (a * rho - epsilon) + a * math.log1p(-1.0 / a) - math.log(a - 1.0)
 
     low, high = 1.0 + 1e-9, max((epsilon + 1.0) / (2.0 * rho), 2.0) + 2.0
-    for _ in range(200):
+    for _ in range(80):
         middle = 0.5 * (low + high)
         if (2.0 * middle - 1.0) * rho - epsilon + math.log1p(-1.0 / middle) < 0:
             low = middle
@@ -156,6 +157,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     return min(1.0, math.exp(min(log_delta(0.5 * (low + high)), 0.0)))
 
 
+@functools.lru_cache(maxsize=256)
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """The largest ``rho`` whose ``rho``-zCDP implies ``(epsilon, delta)``-DP by :func:`zcdp_delta`.
 
@@ -169,7 +171,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
         raise ValueError("delta must be > 0 for the Gaussian form (zCDP gives (epsilon, delta)-DP "
                          "only for delta > 0); use the pure form with delta=0.")
     low, high = 0.0, epsilon + 1.0
-    for _ in range(200):
+    for _ in range(80):
         middle = 0.5 * (low + high)
         if zcdp_delta(middle, epsilon) <= delta:
             low = middle
