@@ -78,15 +78,15 @@ def test_pure_noise_through_the_mechanism_has_its_law():
 @pytest.mark.parametrize("function,delta", [(sufficient_statistics_perturbation, 0.0),
                                             (gaussian_sufficient_statistics_perturbation, 1e-6)])
 def test_coefficients_are_a_function_of_the_releases_only(function, delta):
-    problem = _problem(n=50, d=3, intercept=True)
-    out = function(problem, 1.0, delta, np.random.default_rng(0), intercept=True)
+    problem = _problem(n=50, d=3, intercept=1.0)
+    out = function(problem, 1.0, delta, np.random.default_rng(0), intercept=1.0)
     coef, ridge = solve_released(out.calibration, out.gram, out.moment, out.min_eigenvalue,
-                                 intercept=True)
+                                 intercept=1.0)
     np.testing.assert_array_equal(coef, out.coef)
     assert ridge == out.ridge >= 0.0
     # the calibration reads public quantities only: the same for any data of that shape
-    other = _problem(n=50, d=3, seed=9, intercept=True)
-    assert function(other, 1.0, delta, np.random.default_rng(0), intercept=True).calibration == \
+    other = _problem(n=50, d=3, seed=9, intercept=1.0)
+    assert function(other, 1.0, delta, np.random.default_rng(0), intercept=1.0).calibration == \
         out.calibration
 
 
@@ -96,7 +96,7 @@ def test_without_noise_it_is_least_squares_with_an_unpenalised_intercept():
     X = rng.uniform(-0.4, 0.4, size=(3000, 3))
     y = np.clip(0.6 + X @ [0.5, -0.3, 0.2] + 0.05 * rng.normal(size=3000), -1, 1)
     problem = ERMProblem(np.hstack([X, np.ones((3000, 1))]), y, SquaredLoss(1.0), 0.0, math.sqrt(2))
-    out = sufficient_statistics_perturbation(problem, 1e6, 0.0, rng, intercept=True)
+    out = sufficient_statistics_perturbation(problem, 1e6, 0.0, rng, intercept=1.0)
     ols = LinearRegression().fit(X, y)
     assert out.ridge == 0.0
     np.testing.assert_allclose(out.coef[:3], ols.coef_, atol=2e-3)

@@ -500,7 +500,8 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
                                  effective_norm)
             mechanism = MECHANISMS[params.mechanism].function
             return [mechanism(problem, params.epsilon, params.delta, rng, params.tol,
-                              params.max_iter, intercept=bool(self.fit_intercept))]
+                              params.max_iter,
+                              intercept=params.scaling if self.fit_intercept else None)]
         problem = ERMProblem(X, to_centred(y, lower, upper), params.loss, params.alpha,
                              effective_norm)
         return [run_mechanism("output", problem, params.epsilon, 0.0, rng, params.tol,

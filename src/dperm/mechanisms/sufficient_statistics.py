@@ -14,8 +14,9 @@ the released values only, ``lambda~ = max(0, lambda_min~ - q)`` (``q`` the eigen
 noise's upper ``1 - rho`` quantile: a lower bound with probability ``1 - rho``),
 ``lambda = max(0, t - lambda~)`` with ``t`` the paper's bound on the Gram noise's norm,
 and ``w = (G~ + lambda P)^-1 m~`` (Alg. 2, lines 5-6). ``P`` is the identity, except that
-with ``intercept=True`` the last coordinate (a constant column) is not penalised: the
-intercept is not shrunk toward zero. Everything after the three releases is
+with ``intercept=c`` the last coordinate (the constant column ``c``) is not penalised: the
+intercept is not shrunk toward zero; the Gram matrix's corner ``n c^2`` is public and
+replaces its noised value. Everything after the three releases is
 post-processing, so the guarantee is the composition of the three:
 
 - ``"adassp"``: pure ``epsilon``-DP, discrete Laplace-type noise (per coordinate at the L1
@@ -261,20 +262,24 @@ class SufficientStatisticsOutput:
 
 
 def solve_released(calibration: SufficientStatisticsCalibration, gram, moment, min_eigenvalue,
-                   intercept: bool = False) -> tuple[np.ndarray, float]:
+                   intercept: float | None = None) -> tuple[np.ndarray, float]:
     """``((G~ + lambda P)^-1 m~, lambda)`` from the released values (Wang 2018, Alg. 2, lines 5-6).
 
-    Post-processing only. ``P`` leaves the last coordinate unpenalised when ``intercept``.
-    ``lambda_min(G~_full) <= lambda_min`` of the Schur complement that the slopes see,
-    so the eigenvalue bound stays conservative with the unpenalised intercept.
+    Post-processing only. With ``intercept = c`` (the public value of the last, constant
+    column) ``P`` leaves that coordinate unpenalised and the Gram matrix's corner
+    ``sum_i c^2 = n c^2``, public, replaces its noised value. ``lambda_min(G_full) <=
+    lambda_min`` of the Schur complement the slopes see (interlacing of the inverse), so the
+    eigenvalue bound stays conservative with the unpenalised intercept.
     """
     d = calibration.dimension
     lower = max(0.0, float(min_eigenvalue) - calibration.min_eigenvalue.upper_quantile)
     ridge = adaptive_ridge(calibration.ridge_target, lower)
     penalty = np.ones(d)
-    if intercept:
+    matrix = vector_to_symmetric(gram, d)
+    if intercept is not None:
         penalty[-1] = 0.0
-    matrix = vector_to_symmetric(gram, d) + ridge * np.diag(penalty)
+        matrix[-1, -1] = calibration.n_samples * float(intercept) ** 2
+    matrix = matrix + ridge * np.diag(penalty)
     values, vectors = np.linalg.eigh(matrix)
     values = np.maximum(values, calibration.gram.entry_std)  # the safeguard (module docstring)
     coef = vectors @ ((vectors.T @ np.asarray(moment, dtype=np.float64)) / values)
@@ -285,7 +290,10 @@ def _run(problem, epsilon, delta, rng, accountant, gaussian, intercept):
     calibration = sufficient_statistics_calibration(problem, epsilon, delta, gaussian=gaussian)
     label = "Gaussian AdaSSP (mechanism)" if gaussian else "AdaSSP (mechanism)"
     spend_before_fitting(accountant, calibration.epsilon, calibration.delta, label)
-    X, _ = clip_rows_to_norm(np.asarray(problem.X, dtype=np.float64), calibration.data_norm)
+    X = np.array(problem.X, dtype=np.float64)
+    if intercept is not None:
+        X[:, -1] = intercept  # the public constant column the corner n c^2 assumes
+    X, _ = clip_rows_to_norm(X, calibration.data_norm)
     y = np.clip(np.asarray(problem.y, dtype=np.float64), -calibration.target_bound,
                 calibration.target_bound)
     gram_matrix = X.T @ X
@@ -298,7 +306,8 @@ def _run(problem, epsilon, delta, rng, accountant, gaussian, intercept):
 
 
 def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rng, tol: float = 0.0,
-                                       max_iter: int = 0, accountant=None, *, intercept: bool = False):
+                                       max_iter: int = 0, accountant=None, *,
+                                       intercept: float | None = None):
     """AdaSSP, pure ``epsilon``-DP (Wang 2018, Alg. 2 with Laplace-type noise; ``delta`` unused).
 
     Parameters
@@ -315,8 +324,10 @@ def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rn
         Not used (no iterative solve); accepted for the registry's common signature.
     accountant : BudgetAccountant, optional
         Charged ``(epsilon, 0)`` before any statistic is computed.
-    intercept : bool, default=False
-        The last column is the constant intercept feature: not penalised.
+    intercept : float or None, default=None
+        The public value ``c`` of a constant last column (the intercept feature): that
+        coordinate is not penalised and the Gram corner ``n c^2`` is known exactly.
+        The column is set to ``c`` (a per-record map of public values).
 
     Returns
     -------
@@ -328,7 +339,7 @@ def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rn
 
 def gaussian_sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rng,
                                                 tol: float = 0.0, max_iter: int = 0, accountant=None,
-                                                *, intercept: bool = False):
+                                                *, intercept: float | None = None):
     """AdaSSP, ``(epsilon, delta)``-DP: discrete Gaussian releases of ``rho / 3`` zCDP each.
 
     As :func:`sufficient_statistics_perturbation`; ``delta > 0`` is required.
