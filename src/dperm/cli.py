@@ -122,24 +122,51 @@ def _check_model_options(args) -> None:
             "noise dperm can release exactly (the noise would need more than 2**53 grid steps); "
             "use a larger epsilon.")
     if family == "regressor":
-        if args.mechanism not in (None, "auto", "output"):
-            raise ValueError(f"--model {args.model} is fitted by output perturbation only "
-                             f"(Nie & Wang 2017, Thm 2); drop --mechanism {args.mechanism}.")
-        if args.delta:
+        least_squares = args.model == "least_squares"
+        allowed = (None, "auto", "output") + (LEAST_SQUARES_MECHANISMS if least_squares else ())
+        if args.mechanism not in allowed:
+            raise ValueError(
+                f"--model {args.model} is fitted by output perturbation only (Nie & Wang 2017, "
+                f"Thm 2); drop --mechanism {args.mechanism}." if not least_squares else
+                f"--model least_squares is fitted by {', '.join(allowed[1:])}; drop --mechanism "
+                f"{args.mechanism}.")
+        if args.delta and not least_squares:
             raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
         if args.classes is not None:
             raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
-        if args.model == "least_squares" and args.y_bound is None:
+        if least_squares and args.y_bound is not None and args.y_bounds is not None:
+            raise ValueError("give --y-bounds LOWER UPPER or its symmetric shorthand --y-bound M, "
+                             "not both.")
+        if least_squares and args.y_bound is None and args.y_bounds is None \
+                and _bounds_file_target(args) is None:
             raise ValueError(
-                "--model least_squares needs --y-bound M, a PUBLIC bound on |target| (targets "
-                "beyond it are clipped to it; predictions lie in [-M, M]); choose it without "
-                "looking at the data, e.g. from the target's documented range.")
-    elif args.y_bound is not None:
-        raise ValueError("--y-bound is for --model least_squares only.")
+                "--model least_squares needs PUBLIC bounds on the target: --y-bounds LOWER UPPER "
+                "(or --y-bound M for [-M, M], or a --bounds entry for the target column); targets "
+                "beyond them are clipped to them and predictions lie within them. Choose them "
+                "without looking at the data, e.g. from the target's documented range.")
+    elif args.y_bound is not None or args.y_bounds is not None:
+        raise ValueError("--y-bound and --y-bounds are for --model least_squares only.")
     if args.model != "quantile" and args.quantile is not None:
         raise ValueError("--quantile is for --model quantile only.")
     if family != "kernel" and (args.gamma is not None or args.n_components is not None):
         raise ValueError("--gamma and --n-components are for the kernel_* models only.")
+
+
+#: ``--mechanism`` values of ``--model least_squares`` besides auto and output.
+LEAST_SQUARES_MECHANISMS = ("adassp", "gaussian_adassp")
+
+
+def _bounds_file_target(args):
+    """``(lower, upper)`` of the target column in ``--bounds``, if the file gives two numbers."""
+    if not args.bounds:
+        return None
+    from dperm.tabular import read_bounds_file
+
+    entry = read_bounds_file(args.bounds).get(args.target)
+    if (isinstance(entry, list) and len(entry) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in entry)):
+        return float(entry[0]), float(entry[1])
+    return None
 
 
 def _make_model(args):
@@ -149,12 +176,17 @@ def _make_model(args):
     family, loss = MODELS[args.model]
     # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
     # measured worse once the public ranges are centred); --fit-intercept asks for one.
+    # least_squares fits AdaSSP, whose intercept is unpenalised: it has one unless told not to
+    intercept = args.fit_intercept if args.fit_intercept is not None else args.model == "least_squares"
     common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
-                  fit_intercept=bool(args.fit_intercept))
+                  fit_intercept=bool(intercept))
     if family == "regressor":
         common["data_norm"] = args.data_norm
         if args.model == "least_squares":
-            return linear_model.PrivateLeastSquares(y_bound=args.y_bound, **common)
+            y_bounds = args.y_bounds or (None if args.y_bound is not None else _bounds_file_target(args))
+            return linear_model.PrivateLeastSquares(
+                y_bound=args.y_bound, y_bounds=None if y_bounds is None else tuple(y_bounds),
+                delta=args.delta, mechanism=args.mechanism or "auto", **common)
         quantile = 0.5 if args.quantile is None else args.quantile
         return linear_model.PrivateQuantileRegressor(quantile=quantile, **common)
     common.update(delta=args.delta, mechanism=args.mechanism or "auto", classes=args.classes)
@@ -273,6 +305,8 @@ def _read_table(args):
     if missing_categorical:
         raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
     bounds = read_bounds_file(args.bounds) if args.bounds else None
+    if bounds is not None and args.model == "least_squares":
+        bounds.pop(args.target, None)  # the target's public bounds: y_bounds (_bounds_file_target)
     if args.strict:  # nothing may be read from the data: check before build_spec reads it
         unbounded = [name for name in features if name not in (bounds or {})]
         _check_strict(args, unbounded)
@@ -523,14 +557,17 @@ def _train_options(train) -> None:
     model = train.add_argument_group("model")
     model.add_argument("--model", choices=tuple(MODELS), default="logistic",
                        help="classifiers: logistic, huber, smooth_hinge, hinge (linear SVMs); "
-                            "regressors: least_squares (needs --y-bound), quantile; kernel "
+                            "regressors: least_squares (needs --y-bounds), quantile; kernel "
                             "classifiers by random Fourier features: kernel_logistic, "
                             "kernel_huber, kernel_smooth_hinge, kernel_hinge")
     model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
                        help="huber/smooth_hinge models: width h of the smoothed part of the loss")
+    model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
+                       help="least_squares: PUBLIC bounds on the target (or a --bounds entry for "
+                            "it); targets beyond are clipped (warned, never dropped), the target "
+                            "is mapped onto [-1, 1] and predictions back into the bounds")
     model.add_argument("--y-bound", type=float, default=None, metavar="M",
-                       help="least_squares: PUBLIC bound on |target| (required; targets beyond "
-                            "are clipped)")
+                       help="least_squares: shorthand for --y-bounds -M M")
     model.add_argument("--quantile", type=float, default=None, metavar="TAU",
                        help="quantile: the quantile to estimate, in (0, 1) (default 0.5, the median)")
     model.add_argument("--gamma", type=float, default=None,
@@ -545,8 +582,9 @@ def _train_options(train) -> None:
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
                             "mechanism, never from the data (dperm.theory.auto_alpha)")
     model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
-                       default=False,
-                       help="fit an intercept (default: no, unlike the linear Python "
+                       default=None,
+                       help="fit an intercept (least_squares: yes by default, AdaSSP does not "
+                            "penalise it; other models: no, unlike the linear Python "
                             "estimators, whose fit_intercept defaults to True; the kernel ones "
                             "default to no as well). dperm train follows "
                             "dperm.preprocessing.make_private_pipeline: public bounds map numeric "
@@ -563,8 +601,9 @@ def _train_options(train) -> None:
                               "--mechanism auto may choose the Gaussian objective mechanism")
     privacy.add_argument("--mechanism", choices=("auto", *CATALOG), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
-                              "delta and the loss; the model file's record says why), output for "
-                              "regressors; " + mechanism_help())
+                              "delta and the loss; the model file's record says why), for "
+                              "least_squares auto (AdaSSP unless --alpha is a number), output for "
+                              "quantile; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 
