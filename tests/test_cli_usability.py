@@ -660,4 +660,12 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
     for name in ("PrivateKernelSVC", "PrivateKernelLogisticRegression"):
         assert getattr(dperm, name)().fit_intercept is False, name
     assert cli.build_parser("train").parse_args(
-        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is False
+        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is None
+    # unset: no intercept, except for least_squares (AdaSSP's intercept is not penalised)
+    for model, expected in (("logistic", False), ("least_squares", True)):
+        args = cli.build_parser("train").parse_args(
+            ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m", "--model", model,
+             "--y-bound", "1"] if model == "least_squares" else
+            ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"])
+        args.classes = None
+        assert cli._make_model(args).fit_intercept is expected
