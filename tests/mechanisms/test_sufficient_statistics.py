@@ -149,3 +149,19 @@ def test_registry_rows():
     pure = calibrate_sufficient_statistics(100, 3, 1.0, 1.0, 1.0, 1e-5, gaussian=False)
     assert pure.delta == 0.0 and pure.rho == 0.0
     assert sum(r.epsilon for r in pure.releases) == pytest.approx(1.0)
+
+
+def test_the_mechanism_clips_rows_and_targets_itself():
+    """Given rows beyond the bound and targets beyond B (a standalone caller), the mechanism
+    releases what it would for the clipped data: same seed, same output."""
+    problem = _problem(n=30, d=2)
+    X, y = problem.X.copy(), problem.y.copy()
+    X[0], y[0] = [30.0, -40.0], 7.0
+    clipped_X, clipped_y = X.copy(), y.copy()
+    clipped_X[0], clipped_y[0] = [0.6, -0.8], 1.0
+    raw = sufficient_statistics_perturbation(ERMProblem(X, y, SquaredLoss(1.0), 0.0, 1.0), 1.0, 0.0,
+                                             np.random.default_rng(3))
+    clean = sufficient_statistics_perturbation(
+        ERMProblem(clipped_X, clipped_y, SquaredLoss(1.0), 0.0, 1.0), 1.0, 0.0, np.random.default_rng(3))
+    np.testing.assert_allclose(raw.coef, clean.coef, rtol=1e-12)
+    np.testing.assert_array_equal(raw.gram, clean.gram)
