@@ -208,3 +208,38 @@ def test_record_is_public_and_recomputable(params):
     assert shares == pytest.approx([(record.rho or record.epsilon) / 3] * 3)
     text = str(record)
     assert "Wang (2018)" in text and "[20, 60]" in text and "not penalised" in text
+
+
+# -- the quantile regressor's target handling ----------------------------------------------
+def test_quantile_regressor_centres_by_public_bounds():
+    from dperm import PrivateQuantileRegressor
+
+    X, y = _data(n=4000, offset=40.0)
+    without = PrivateQuantileRegressor(fit_intercept=False, random_state=0).fit(X, y)
+    centred = PrivateQuantileRegressor(fit_intercept=False, y_bounds=(20, 60), random_state=0).fit(X, y)
+    assert without.score(X, y) < 0 < 0.5 < centred.score(X, y)
+    assert centred.intercept_ == 40.0  # the public centre, not fitted
+    model = PrivateQuantileRegressor(y_bounds=(20, 60), epsilon=3.0, random_state=0).fit(X, y)
+    assert model.intercept_ == pytest.approx(40.0, abs=1.0)  # shrunk toward 40, not toward 0
+    model.coef_ = np.array([1e6, 0.0, 0.0])
+    assert model.predict(X).min() == 20.0 and model.predict(X).max() == 60.0
+    y[:3] = [1e9, -1e9, 61.0]
+    with pytest.warns(DataClippingWarning, match=r"\[20, 60\]"):
+        PrivateQuantileRegressor(y_bounds=(20, 60), random_state=0).fit(X, y)
+    accountant = BudgetAccountant(epsilon=10.0)
+    with pytest.raises(ValueError, match="not both"):
+        PrivateQuantileRegressor(y_bound=3, y_bounds=(0, 1), accountant=accountant).fit(X, y)
+    assert accountant.spent == (0.0, 0.0)
+
+
+def test_quantile_neighbour_swap_with_bounds():
+    from dperm import PrivateQuantileRegressor
+
+    X, y = _data(n=300, seed=12)
+    X_prime, y_prime = X.copy(), y.copy()
+    X_prime[3], y_prime[3] = [9.0, 9.0, 9.0], 1e12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        fits = [PrivateQuantileRegressor(y_bounds=(20, 60), random_state=2).fit(A, b)
+                for A, b in ((X, y), (X_prime, y_prime))]
+    assert non_noised(fits[0]) == non_noised(fits[1])

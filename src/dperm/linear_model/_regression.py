@@ -181,6 +181,13 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     ----------
     quantile : float in (0, 1), default=0.5
         ``tau``, the quantile to estimate (0.5: median regression).
+    y_bound, y_bounds : float or (float, float), default=None
+        Optional public target bounds, as in :class:`PrivateLeastSquares`: targets are
+        clipped to ``(lower, upper)`` (warned, no row dropped) and centred at the bounds'
+        centre, so the regularised intercept is shrunk toward that centre, not toward 0;
+        the centre is added back to ``intercept_`` and predictions are clipped to the
+        bounds. Not scaled: the pinball loss's noise is the same at every target scale.
+        Without bounds the targets are used as given (the loss needs no bound on them).
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float or "auto", default="auto"
@@ -240,12 +247,16 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     _parameter_constraints: dict = {
         **PrivateLinearRegressorBase._parameter_constraints,
         "quantile": [Interval(Real, 0, 1, closed="neither")],
+        "y_bound": [POSITIVE, None],
+        "y_bounds": "no_validation",  # dperm.linear_model._targets.check_target_bounds
     }
 
     def __init__(
         self,
         quantile=0.5,
         *,
+        y_bound=None,
+        y_bounds=None,
         epsilon=1.0,
         alpha="auto",
         data_norm=1.0,
@@ -268,9 +279,63 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
             accountant=accountant,
         )
         self.quantile = quantile
+        self.y_bound = y_bound
+        self.y_bounds = y_bounds
 
     def _make_loss(self):
         return PinballLoss(self.quantile)
+
+    def _target_bounds(self):
+        """``(lower, upper)``, or None when neither ``y_bound`` nor ``y_bounds`` is given."""
+        if self.y_bound is None and self.y_bounds is None:
+            return None
+        return check_target_bounds(self.y_bound, self.y_bounds)
+
+    def _check_params(self):
+        params = super()._check_params()
+        self._target_bounds()  # refuse bad bounds before any budget
+        return params
+
+    def _prepare_labels(self, y, loss):
+        """With public bounds: clip (warned, no row dropped) and centre at the bounds' centre.
+
+        Centred, not scaled: the pinball loss's noise does not depend on the target's scale
+        (its Lipschitz constant is ``max(tau, 1 - tau)`` whatever the range), so scaling the
+        targets down would only shrink the signal against the same noise.
+        """
+        bounds = self._target_bounds()
+        if bounds is None:
+            return y
+        y, n_clipped = clip_targets(y, *bounds)
+        warn_clipped_targets(n_clipped, *bounds)
+        return to_centred(y, *bounds)
+
+    def _store(self, outputs, targets, params):
+        super()._store(outputs, targets, params)
+        bounds = self._target_bounds()
+        if bounds is not None:  # the public centre back on the intercept (post-processing)
+            self.intercept_ = float(self.intercept_ + centre_and_half_width(*bounds)[0])
+
+    def _intercept_on_grid(self) -> bool:
+        """Whether ``intercept_`` is on the release grid (:func:`dperm.model_io.check_on_grid`):
+        not when the public centre of the target bounds was added to it."""
+        bounds = self._target_bounds()
+        return bounds is None or centre_and_half_width(*bounds)[0] == 0.0
+
+    def predict(self, X):
+        """Predict ``X @ coef_ + intercept_``, clipped to the public target bounds if given.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        predictions = self._linear_prediction(X)
+        bounds = self._target_bounds()
+        return predictions if bounds is None else np.clip(predictions, *bounds)
 
 
 #: AdaSSP's two forms (:mod:`dperm.mechanisms.sufficient_statistics`).
