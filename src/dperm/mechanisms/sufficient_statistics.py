@@ -53,11 +53,10 @@ from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, grid_l2_sensi
 from dperm.privacy.sufficient_statistics import (
     FAILURE_PROBABILITY,
     adaptive_ridge,
+    ROW_NORM_ROUNDING,
+    computed_sensitivities,
     discrete_gaussian_sigma_steps,
-    gram_l2_sensitivity,
     gram_vector_length,
-    min_eigenvalue_sensitivity,
-    moment_l2_sensitivity,
     release_budgets,
     ridge_target,
     symmetric_to_vector,
@@ -197,12 +196,11 @@ def calibrate_sufficient_statistics(n_samples: int, dimension: int, data_norm: f
     epsilon = check_epsilon(epsilon)
     delta = check_delta(delta) if gaussian else 0.0
     epsilon_each, rho_each = release_budgets(epsilon, delta, gaussian)
+    gram_s, moment_s, eigen_s = computed_sensitivities(n_samples, dimension, data_norm, target_bound)
     specs = (
-        ("gram", gram_l2_sensitivity(data_norm), gram_vector_length(dimension),
-         math.sqrt(2.0) * n_samples * data_norm**2),
-        ("moment", moment_l2_sensitivity(data_norm, target_bound), dimension,
-         n_samples * data_norm * target_bound),
-        ("min_eigenvalue", min_eigenvalue_sensitivity(data_norm), 1, n_samples * data_norm**2),
+        ("gram", gram_s, gram_vector_length(dimension), math.sqrt(2.0) * n_samples * data_norm**2),
+        ("moment", moment_s, dimension, n_samples * data_norm * target_bound),
+        ("min_eigenvalue", eigen_s, 1, n_samples * data_norm**2),
     )
     if gaussian:
         releases = [_gaussian_release(name, s, size, rho_each, bound) for name, s, size, bound in specs]
@@ -286,10 +284,6 @@ def solve_released(calibration: SufficientStatisticsCalibration, gram, moment, m
     return coef, ridge
 
 
-#: Rows longer than the bound by this relative margin or less are left alone: float rounding of
-#: rows an estimator already clipped, inside the margin the grids add to every sensitivity
-#: (:data:`~dperm.privacy.sensitivity.SENSITIVITY_ROUNDING_MARGIN`, 1e-9).
-_ROW_NORM_ROUNDING = 1e-12
 
 
 def _rows_within(X, data_norm: float):
@@ -299,7 +293,9 @@ def _rows_within(X, data_norm: float):
     only when some row is longer (an overflowing square is ``inf`` and triggers it).
     """
     squared = np.einsum("ij,ij->i", X, X)
-    if np.all(squared <= (data_norm * data_norm) * (1 + _ROW_NORM_ROUNDING)):
+    # rows up to ROW_NORM_ROUNDING longer (an estimator's clip, rounded) are covered by the
+    # sensitivities (computed_sensitivities evaluates them at R (1 + ROW_NORM_ROUNDING))
+    if np.all(squared <= (data_norm * data_norm) * (1 + ROW_NORM_ROUNDING)):
         return X
     return clip_rows_to_norm(X, data_norm)[0]
 

@@ -107,6 +107,64 @@ def min_eigenvalue_sensitivity(data_norm: float) -> float:
     return check_positive(data_norm, "data_norm") ** 2
 
 
+#: Unit roundoff of float64, ``u = 2^-53``.
+UNIT_ROUNDOFF = 2.0**-53
+#: ``p(d) = EIGENVALUE_ERROR_FACTOR d^2`` in LAPACK's bound ``|lambda^ - lambda| <= p(d) u ||A||_2`` on
+#: the computed eigenvalues of a symmetric matrix (LAPACK Users' Guide, 3rd ed., Sec. 4.7: ``p`` a
+#: "modestly growing function" of ``d``); taken generously, it costs a relative ``1e-9`` or less.
+EIGENVALUE_ERROR_FACTOR = 100.0
+#: Rows an estimator clipped may exceed the bound by this relative rounding (the mechanism's check).
+ROW_NORM_ROUNDING = 1e-12
+
+
+def _gamma(n_terms: int) -> float:
+    """``gamma_n = n u / (1 - n u)`` (Higham 2002, Lemma 3.1)."""
+    nu = n_terms * UNIT_ROUNDOFF
+    if nu >= 0.5:
+        raise ValueError(f"n_samples={n_terms!r} is too large for a float64 sum with a rounding bound.")
+    return nu / (1.0 - nu)
+
+
+def float_allowances(n_samples: int, dimension: int, data_norm: float,
+                     target_bound: float) -> tuple[float, float, float]:
+    """Additive allowances for floating point in the three sensitivities: ``(gram, moment, eigenvalue)``.
+
+    The sensitivities above are for exact sums; the mechanism computes ``X^T X``, ``X^T y`` and
+    ``lambda_min`` in float64. A computed inner product of ``n`` terms is within
+    ``gamma_n sum |x_i y_i| <= gamma_n n R^2`` of the exact one (Higham 2002, eq. 3.5; any
+    summation order), so each neighbour's computed statistic is within that of its exact value
+    and their difference within the exact sensitivity plus twice it: ``2 gamma_n n R^2`` per
+    Gram entry (L2 over the ``D`` numbers of the half-vectorisation, ``sqrt(2)`` for the
+    off-diagonal ones: ``2 sqrt(2 D) gamma_n n R^2``), ``2 sqrt(d) gamma_n n R B`` for the moment.
+    ``lambda_min`` of the computed Gram matrix moves by at most its spectral error (Weyl;
+    ``<= d gamma_n n R^2``) plus the eigensolver's ``p(d) u ||G||_2 <= p(d) u n R^2``, on each side.
+    Rows up to :data:`ROW_NORM_ROUNDING` longer than ``R`` are covered by evaluating everything at
+    ``R (1 + ROW_NORM_ROUNDING)``. Every allowance is far below the grids' own rounding.
+    """
+    n_samples = check_positive_int(n_samples, "n_samples")
+    dimension = check_positive_int(dimension, "dimension")
+    R = check_positive(data_norm, "data_norm") * (1 + ROW_NORM_ROUNDING)
+    B = check_positive(target_bound, "target_bound")
+    gamma = _gamma(n_samples)
+    size = gram_vector_length(dimension)
+    gram = 2.0 * math.sqrt(2.0 * size) * gamma * n_samples * R * R
+    moment = 2.0 * math.sqrt(dimension) * gamma * n_samples * R * B
+    eigen = 2.0 * (dimension * gamma + EIGENVALUE_ERROR_FACTOR * dimension**2 * UNIT_ROUNDOFF) \
+        * n_samples * R * R
+    return gram, moment, eigen
+
+
+def computed_sensitivities(n_samples: int, dimension: int, data_norm: float,
+                           target_bound: float) -> tuple[float, float, float]:
+    """The L2 sensitivities the mechanism calibrates to: exact bound (rows at ``R (1 + ROW_NORM_ROUNDING)``)
+    plus :func:`float_allowances`, for ``(gram, moment, min_eigenvalue)``."""
+    R = check_positive(data_norm, "data_norm") * (1 + ROW_NORM_ROUNDING)
+    exact = (gram_l2_sensitivity(R), moment_l2_sensitivity(R, target_bound),
+             min_eigenvalue_sensitivity(R))
+    return tuple(e + a for e, a in zip(exact, float_allowances(n_samples, dimension, data_norm,
+                                                                target_bound)))
+
+
 def symmetric_to_vector(matrix) -> np.ndarray:
     """The Frobenius-isometric half-vectorisation: the diagonal, then ``sqrt(2) M_ij`` for ``i < j``."""
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -235,7 +293,8 @@ def adaptive_ridge(target: float, min_eigenvalue_lower: float) -> float:
 
 
 __all__ = [
-    "FAILURE_PROBABILITY", "RELEASES", "adaptive_ridge", "bun_steinke_rho",
+    "FAILURE_PROBABILITY", "RELEASES", "adaptive_ridge", "bun_steinke_rho", "computed_sensitivities",
+    "float_allowances",
     "discrete_gaussian_sigma_steps", "gram_l1_sensitivity",
     "gram_l2_sensitivity", "gram_vector_length", "min_eigenvalue_sensitivity",
     "moment_l1_sensitivity", "moment_l2_sensitivity", "release_budgets", "ridge_target",
