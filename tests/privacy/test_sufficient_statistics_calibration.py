@@ -184,11 +184,11 @@ def test_float_allowances_are_positive_tiny_and_grow_with_n():
     exact = (gram_l2_sensitivity(math.sqrt(2)), moment_l2_sensitivity(math.sqrt(2), 1.0),
              min_eigenvalue_sensitivity(math.sqrt(2)))
     # the worst case of any summation order grows like n^2 u: 0.3 % more noise at a million rows,
-    # below 1e-5 at the largest table (54,000 rows)
+    # below 1e-4 at the largest table (54,000 rows)
     computed = computed_sensitivities(10**6, 11, math.sqrt(2), 1.0)
     assert all(e < c < e * (1 + 3e-3) for e, c in zip(exact, computed))
     computed = computed_sensitivities(54_000, 27, math.sqrt(2), 1.0)
-    assert all(e < c < e * (1 + 1e-5) for e, c in zip(exact, computed))
+    assert all(e < c < e * (1 + 1e-4) for e, c in zip(exact, computed))
     # a float sum of many rows in a bad order stays within the allowance of the exact sum
     rng = np.random.default_rng(3)
     n = 200_000
