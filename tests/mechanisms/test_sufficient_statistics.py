@@ -9,7 +9,7 @@ from sklearn.linear_model import LinearRegression
 
 from dperm import PrivateLogisticRegression
 from dperm.losses import LogisticLoss, SquaredLoss
-from dperm.mechanisms import MECHANISMS, ERMProblem, run_mechanism
+from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem, run_mechanism
 from dperm.mechanisms.l2_laplace import l2_laplace_mean_square
 from dperm.mechanisms.sufficient_statistics import (
     calibrate_sufficient_statistics,
@@ -84,6 +84,10 @@ def test_coefficients_are_a_function_of_the_releases_only(function, delta):
                                  intercept=1.0)
     np.testing.assert_array_equal(coef, out.coef)
     assert ridge == out.ridge >= 0.0
+    # the registry's calibration, from the public problem, is the one the run used
+    name = "adassp" if delta == 0 else "gaussian_adassp"
+    public = PublicProblem(50, 4, SquaredLoss(1.0), 0.0, math.sqrt(2.0))
+    assert MECHANISMS[name].calibration(public, 1.0, delta, 0.0) == out.calibration
     # the calibration reads public quantities only: the same for any data of that shape
     other = _problem(n=50, d=3, seed=9, intercept=1.0)
     assert function(other, 1.0, delta, np.random.default_rng(0), intercept=1.0).calibration == \
