@@ -261,7 +261,7 @@ def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra, mec
     document = json.loads((folder / "m.json").read_text())
     assert document["classes"] is None
     assert document["privacy"]["mechanism"] == (mechanism or document["privacy"]["mechanism"])
-    assert document["params"]["fit_intercept"] is (model == "least_squares")
+    assert document["params"]["fit_intercept"] is True  # the regressors' default
     model_, spec, _ = load_model(folder / "m.json")
     assert main(["predict", "--model", str(folder / "m.json"), "--data", str(new)]) == 0
     predictions = [float(v) for v in capsys.readouterr().out.split()[1:]]
@@ -278,7 +278,8 @@ def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra, mec
     (["--model", "quantile", "--delta", "1e-5"], "pure epsilon-DP"),
     (["--model", "quantile", "--mechanism", "objective"], "output perturbation only"),
     (["--model", "quantile", "--classes", "a,b"], "--classes is for classifiers"),
-    (["--model", "logistic", "--y-bound", "2"], "--y-bound and --y-bounds are for --model least_squares only"),
+    (["--model", "logistic", "--y-bound", "2"], "--y-bound and --y-bounds are for the regressors"),
+    (["--model", "quantile", "--y-bound", "2", "--y-bounds", "0", "1"], "not both"),
     (["--model", "logistic", "--gamma", "2"], "kernel_* models only"),
 ])
 def test_regressor_options_are_checked_up_front(table, capsys, extra, message):
@@ -301,6 +302,18 @@ def test_least_squares_reads_the_target_bounds_from_the_bounds_file(table, capsy
     columns = {"age": ["0", "120"], "color": ["red", "blue"], "score": ["100", "0"]}
     assert np.all((model.predict(spec.transform(columns)) >= -0.6)
                   & (model.predict(spec.transform(columns)) <= 0.8))
+
+
+def test_quantile_takes_the_target_bounds_too(table, capsys):
+    folder, data, bounds, new = table
+    assert _train(table, "--model", "quantile", "--epsilon", "3", "--y-bounds", "-0.6", "0.8",
+                  target="value") == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert document["params"]["y_bounds"] == [-0.6, 0.8] and document["params"]["fit_intercept"]
+    model, spec, _ = load_model(folder / "m.json")
+    columns = {"age": ["0", "120"], "color": ["red", "blue"], "score": ["100", "0"]}
+    predictions = model.predict(spec.transform(columns))
+    assert np.all((predictions >= -0.6) & (predictions <= 0.8))
 
 
 def test_a_label_target_is_not_a_regression_target(table, capsys):
@@ -650,7 +663,7 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
         main(["train", "--help"])
     help_text = _one_line(capsys.readouterr().out)
     assert "--fit-intercept, --no-fit-intercept" in help_text
-    assert ("fit an intercept (least_squares: yes by default, AdaSSP does not penalise it; other "
+    assert ("fit an intercept (regressors: yes by default; AdaSSP does not penalise it; other "
             "models: no, unlike the linear Python estimators, whose fit_intercept defaults to "
             "True; the kernel ones default to no as well)") in help_text
     # the help's claim about the estimators is true (a test to update if their default changes)
@@ -661,11 +674,10 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
         assert getattr(dperm, name)().fit_intercept is False, name
     assert cli.build_parser("train").parse_args(
         ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is None
-    # unset: no intercept, except for least_squares (AdaSSP's intercept is not penalised)
-    for model, expected in (("logistic", False), ("least_squares", True)):
+    # unset: no intercept, except for the regressors
+    for model, expected in (("logistic", False), ("least_squares", True), ("quantile", True)):
         args = cli.build_parser("train").parse_args(
             ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m", "--model", model,
-             "--y-bound", "1"] if model == "least_squares" else
-            ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"])
+             "--y-bound", "1"])
         args.classes = None
         assert cli._make_model(args).fit_intercept is expected

@@ -134,7 +134,7 @@ def _check_model_options(args) -> None:
             raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
         if args.classes is not None:
             raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
-        if least_squares and args.y_bound is not None and args.y_bounds is not None:
+        if args.y_bound is not None and args.y_bounds is not None:
             raise ValueError("give --y-bounds LOWER UPPER or its symmetric shorthand --y-bound M, "
                              "not both.")
         if least_squares and args.y_bound is None and args.y_bounds is None \
@@ -145,7 +145,8 @@ def _check_model_options(args) -> None:
                 "beyond them are clipped to them and predictions lie within them. Choose them "
                 "without looking at the data, e.g. from the target's documented range.")
     elif args.y_bound is not None or args.y_bounds is not None:
-        raise ValueError("--y-bound and --y-bounds are for --model least_squares only.")
+        raise ValueError("--y-bound and --y-bounds are for the regressors (least_squares, "
+                         "quantile) only.")
     if args.model != "quantile" and args.quantile is not None:
         raise ValueError("--quantile is for --model quantile only.")
     if family != "kernel" and (args.gamma is not None or args.n_components is not None):
@@ -176,8 +177,9 @@ def _make_model(args):
     family, loss = MODELS[args.model]
     # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
     # measured worse once the public ranges are centred); --fit-intercept asks for one.
-    # least_squares fits AdaSSP, whose intercept is unpenalised: it has one unless told not to
-    intercept = args.fit_intercept if args.fit_intercept is not None else args.model == "least_squares"
+    # the regressors fit an intercept unless told not to (AdaSSP's is unpenalised; the quantile
+    # regressor's is shrunk toward the centre of its target bounds, not toward 0)
+    intercept = args.fit_intercept if args.fit_intercept is not None else family == "regressor"
     common = dict(epsilon=args.epsilon, alpha=args.alpha, random_state=args.random_state,
                   fit_intercept=bool(intercept))
     if family == "regressor":
@@ -188,7 +190,10 @@ def _make_model(args):
                 y_bound=args.y_bound, y_bounds=None if y_bounds is None else tuple(y_bounds),
                 delta=args.delta, mechanism=args.mechanism or "auto", **common)
         quantile = 0.5 if args.quantile is None else args.quantile
-        return linear_model.PrivateQuantileRegressor(quantile=quantile, **common)
+        y_bounds = args.y_bounds or (None if args.y_bound is not None else _bounds_file_target(args))
+        return linear_model.PrivateQuantileRegressor(
+            quantile=quantile, y_bound=args.y_bound,
+            y_bounds=None if y_bounds is None else tuple(y_bounds), **common)
     common.update(delta=args.delta, mechanism=args.mechanism or "auto", classes=args.classes)
     if family == "kernel":
         kernel = dict(gamma=1.0 if args.gamma is None else args.gamma,
@@ -305,7 +310,7 @@ def _read_table(args):
     if missing_categorical:
         raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
     bounds = read_bounds_file(args.bounds) if args.bounds else None
-    if bounds is not None and args.model == "least_squares":
+    if bounds is not None and MODELS[args.model][0] == "regressor":
         bounds.pop(args.target, None)  # the target's public bounds: y_bounds (_bounds_file_target)
     if args.strict:  # nothing may be read from the data: check before build_spec reads it
         unbounded = [name for name in features if name not in (bounds or {})]
@@ -563,11 +568,12 @@ def _train_options(train) -> None:
     model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
                        help="huber/smooth_hinge models: width h of the smoothed part of the loss")
     model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
-                       help="least_squares: PUBLIC bounds on the target (or a --bounds entry for "
-                            "it); targets beyond are clipped (warned, never dropped), the target "
-                            "is mapped onto [-1, 1] and predictions back into the bounds")
+                       help="regressors: PUBLIC bounds on the target (or a --bounds entry for "
+                            "it; required for least_squares, optional for quantile); targets "
+                            "beyond are clipped (warned, never dropped), the target is centred "
+                            "(least_squares: mapped onto [-1, 1]) and predictions clipped to them")
     model.add_argument("--y-bound", type=float, default=None, metavar="M",
-                       help="least_squares: shorthand for --y-bounds -M M")
+                       help="regressors: shorthand for --y-bounds -M M")
     model.add_argument("--quantile", type=float, default=None, metavar="TAU",
                        help="quantile: the quantile to estimate, in (0, 1) (default 0.5, the median)")
     model.add_argument("--gamma", type=float, default=None,
@@ -583,7 +589,7 @@ def _train_options(train) -> None:
                             "mechanism, never from the data (dperm.theory.auto_alpha)")
     model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
                        default=None,
-                       help="fit an intercept (least_squares: yes by default, AdaSSP does not "
+                       help="fit an intercept (regressors: yes by default; AdaSSP does not "
                             "penalise it; other models: no, unlike the linear Python "
                             "estimators, whose fit_intercept defaults to True; the kernel ones "
                             "default to no as well). dperm train follows "
