@@ -84,6 +84,12 @@ ESTIMATORS = {
 REGRESSORS = {
     "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, random_state=3),
     "least-squares": lambda: PrivateLeastSquares(y_bound=1.0, epsilon=1.0, alpha=0.1, random_state=3),
+    "least-squares-adassp": lambda: PrivateLeastSquares(y_bounds=(-1.0, 2.0), epsilon=1.0,
+                                                        random_state=3),
+    "least-squares-gaussian-adassp": lambda: PrivateLeastSquares(
+        y_bounds=(-1.0, 2.0), epsilon=1.0, delta=1e-4, mechanism="gaussian_adassp", random_state=3),
+    "quantile-centred": lambda: PrivateQuantileRegressor(y_bounds=(-1.0, 2.0), epsilon=1.0,
+                                                         random_state=3),
 }
 
 

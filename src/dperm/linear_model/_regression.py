@@ -489,6 +489,9 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         return f"{type(self).__name__}(mechanism={self.mechanism!r})"
 
     def _check_params(self):
+        if self.mechanism == GAUSSIAN_ADASSP and not self.delta:
+            raise ValueError("mechanism='gaussian_adassp' is (epsilon, delta)-DP and needs delta > 0; "
+                             "pass e.g. delta=1e-5, or use mechanism='adassp' for pure DP.")
         params = super()._check_params()
         if params.mechanism in SUFFICIENT_STATISTICS and params.alpha is not None:
             raise ValueError(f"mechanism={params.mechanism!r} chooses its ridge adaptively (Wang "
