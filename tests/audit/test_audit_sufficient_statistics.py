@@ -29,3 +29,12 @@ def test_quarter_noise_adassp_is_caught(delta):
 def test_audit_refuses_a_pair_without_an_eigenvalue_gap():
     with pytest.raises(ValueError, match="at least 3"):
         audit_sufficient_statistics(1.0, n_samples=2)
+
+
+def test_dperm_audit_runs_the_adassp_audit(capsys):
+    from dperm.cli import main
+
+    assert main(["audit", "--mechanism", "adassp", "--epsilon", "1", "--runs", "500",
+                 "--seed", "0"]) == 0
+    assert "adassp, canary pair" in capsys.readouterr().out
+    assert main(["audit", "--mechanism", "gaussian_adassp", "--epsilon", "1", "--runs", "500"]) == 2
