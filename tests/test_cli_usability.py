@@ -253,16 +253,20 @@ def test_a_kernel_model_file_keeps_its_random_features(table):
     np.testing.assert_array_equal(model.features_.phases_, document["features"]["phases"])
 
 
-@pytest.mark.parametrize("model,extra", [
-    ("least_squares", ["--y-bound", "1"]),
-    ("quantile", ["--quantile", "0.3"]),
+@pytest.mark.parametrize("model,extra,mechanism", [
+    ("least_squares", ["--y-bound", "1"], "adassp"),
+    ("least_squares", ["--y-bounds", "-0.5", "0.9", "--delta", "1e-4"], None),
+    ("least_squares", ["--y-bounds", "-0.5", "0.9", "--alpha", "0.1"], "output"),
+    ("quantile", ["--quantile", "0.3"], "output"),
 ])
-def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra):
+def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra, mechanism):
     folder, _, _, new = table
     assert _train(table, "--model", model, "--epsilon", "2", *extra, target="value") == 0
     assert "numeric target 'value'" in capsys.readouterr().out
     document = json.loads((folder / "m.json").read_text())
-    assert document["classes"] is None and document["privacy"]["mechanism"] == "output"
+    assert document["classes"] is None
+    assert document["privacy"]["mechanism"] == (mechanism or document["privacy"]["mechanism"])
+    assert document["params"]["fit_intercept"] is True  # the regressors' default
     model_, spec, _ = load_model(folder / "m.json")
     assert main(["predict", "--model", str(folder / "m.json"), "--data", str(new)]) == 0
     predictions = [float(v) for v in capsys.readouterr().out.split()[1:]]
@@ -273,17 +277,48 @@ def test_train_a_regressor_then_predict_numbers(table, capsys, model, extra):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--model", "least_squares"], "--model least_squares needs --y-bound M, a PUBLIC bound"),
+    (["--model", "least_squares"], "--model least_squares needs PUBLIC bounds on the target"),
+    (["--model", "least_squares", "--y-bound", "1", "--y-bounds", "0", "1"], "not both"),
+    (["--model", "least_squares", "--mechanism", "objective"], "fitted by auto, output, adassp"),
     (["--model", "quantile", "--delta", "1e-5"], "pure epsilon-DP"),
     (["--model", "quantile", "--mechanism", "objective"], "output perturbation only"),
     (["--model", "quantile", "--classes", "a,b"], "--classes is for classifiers"),
-    (["--model", "logistic", "--y-bound", "2"], "--y-bound is for --model least_squares only"),
+    (["--model", "logistic", "--y-bound", "2"], "--y-bound and --y-bounds are for the regressors"),
+    (["--model", "quantile", "--y-bound", "2", "--y-bounds", "0", "1"], "not both"),
     (["--model", "logistic", "--gamma", "2"], "kernel_* models only"),
 ])
 def test_regressor_options_are_checked_up_front(table, capsys, extra, message):
     assert _train(table, "--epsilon", "1", *extra, target="value") == 2
     assert message in _error(capsys)
     assert not (table[0] / "m.json").exists()
+
+
+def test_least_squares_reads_the_target_bounds_from_the_bounds_file(table, capsys):
+    """The same target handling as in Python: public (lower, upper), mapped, predictions within."""
+    folder, data, bounds, new = table
+    entries = json.loads(bounds.read_text())
+    entries["value"] = [-0.6, 0.8]
+    bounds.write_text(json.dumps(entries))
+    assert _train(table, "--model", "least_squares", "--epsilon", "3", target="value") == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert document["params"]["y_bounds"] == [-0.6, 0.8]
+    assert (document["privacy"]["target_lower"], document["privacy"]["target_upper"]) == (-0.6, 0.8)
+    model, spec, _ = load_model(folder / "m.json")
+    columns = {"age": ["0", "120"], "color": ["red", "blue"], "score": ["100", "0"]}
+    assert np.all((model.predict(spec.transform(columns)) >= -0.6)
+                  & (model.predict(spec.transform(columns)) <= 0.8))
+
+
+def test_quantile_takes_the_target_bounds_too(table, capsys):
+    folder, data, bounds, new = table
+    assert _train(table, "--model", "quantile", "--epsilon", "3", "--y-bounds", "-0.6", "0.8",
+                  target="value") == 0
+    document = json.loads((folder / "m.json").read_text())
+    assert document["params"]["y_bounds"] == [-0.6, 0.8] and document["params"]["fit_intercept"]
+    model, spec, _ = load_model(folder / "m.json")
+    columns = {"age": ["0", "120"], "color": ["red", "blue"], "score": ["100", "0"]}
+    predictions = model.predict(spec.transform(columns))
+    assert np.all((predictions >= -0.6) & (predictions <= 0.8))
 
 
 def test_a_label_target_is_not_a_regression_target(table, capsys):
@@ -635,8 +670,9 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
         main(["train", "--help"])
     help_text = _one_line(capsys.readouterr().out)
     assert "--fit-intercept, --no-fit-intercept" in help_text
-    assert ("fit an intercept (default: no, unlike the linear Python estimators, whose "
-            "fit_intercept defaults to True; the kernel ones default to no as well)") in help_text
+    assert ("fit an intercept (regressors: yes by default; AdaSSP does not penalise it; other "
+            "models: no, unlike the linear Python estimators, whose fit_intercept defaults to "
+            "True; the kernel ones default to no as well)") in help_text
     # the help's claim about the estimators is true (a test to update if their default changes)
     for name in ("PrivateLogisticRegression", "PrivateLinearSVC", "PrivateLeastSquares",
                  "PrivateQuantileRegressor"):
@@ -644,4 +680,11 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
     for name in ("PrivateKernelSVC", "PrivateKernelLogisticRegression"):
         assert getattr(dperm, name)().fit_intercept is False, name
     assert cli.build_parser("train").parse_args(
-        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is False
+        ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is None
+    # unset: no intercept, except for the regressors
+    for model, expected in (("logistic", False), ("least_squares", True), ("quantile", True)):
+        args = cli.build_parser("train").parse_args(
+            ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m", "--model", model,
+             "--y-bound", "1"])
+        args.classes = None
+        assert cli._make_model(args).fit_intercept is expected

@@ -42,7 +42,13 @@ FAMILIES = {
     "kernel-logistic": lambda: PrivateKernelLogisticRegression(
         epsilon=1.0, classes=LABELS, n_components=6, feature_random_state=5),
     "least-squares": lambda: PrivateLeastSquares(y_bound=1.0, epsilon=1.0),
+    "least-squares-gaussian-adassp-asymmetric": lambda: PrivateLeastSquares(
+        y_bounds=(-2.0, 3.0), epsilon=1.0, delta=1e-3, mechanism="gaussian_adassp"),
+    "least-squares-output-asymmetric": lambda: PrivateLeastSquares(
+        y_bounds=(-2.0, 3.0), epsilon=1.0, alpha=0.1),
     "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, fit_intercept=False),
+    "quantile-centred": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0,
+                                                         y_bounds=(-2.0, 3.0)),
 }
 
 
@@ -97,8 +103,15 @@ def _other_parameter(name, value):
 
 
 def _privacy_edits(document):
-    """Every field of the privacy record but ``engine`` (it changes no number; the digest covers it)."""
-    return [name for name in document["privacy"] if name != "engine"]
+    """Every field of the privacy record but ``engine`` (it changes no number; the digest covers it).
+
+    AdaSSP's calibration does not depend on ``n`` (its sensitivities are per row), so an
+    edited ``n_samples`` is consistent with every other number and only the digest can
+    catch it (:func:`test_adassp_n_samples_edit_is_caught_by_the_digest`).
+    """
+    adassp = "gram_sensitivity" in document["privacy"]
+    return [name for name in document["privacy"]
+            if name != "engine" and not (adassp and name == "n_samples")]
 
 
 def _refusal(tmp_path, document, refresh_digest):
@@ -126,6 +139,21 @@ def test_every_privacy_field_edited_in_turn_is_refused_by_name(written, tmp_path
             assert f"'privacy.{name}' is" in message, (name, message)
 
 
+def test_adassp_n_samples_edit_is_caught_by_the_digest(tmp_path):
+    X, y = _data(classifier=False)
+    model = PrivateLeastSquares(y_bounds=(-2.0, 3.0), epsilon=1.0, random_state=0).fit(X, y)
+    assert model.privacy_.mechanism == "adassp"
+    path = tmp_path / "m.json"
+    save_model(path, model, TabularSpec([NumericColumn(f"x{i}", -0.5, 0.5)
+                                         for i in range(N_FEATURES)]), "y")
+    document = json.loads(path.read_text())
+    document["privacy"]["n_samples"] += 7
+    message = _refusal(tmp_path, document, refresh_digest=False)
+    assert "'digest' is" in message
+    loaded = load_model(path)[0]  # the file as written loads, its predictions unchanged
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
 @pytest.mark.parametrize("refresh_digest", [False, True], ids=["stale-digest", "recomputed-digest"])
 def test_edited_public_parameters_are_refused(written, tmp_path, refresh_digest):
     """``params`` the calibration reads: each edit moves a recorded number, which is then named."""
@@ -137,12 +165,21 @@ def test_edited_public_parameters_are_refused(written, tmp_path, refresh_digest)
                                                                               "output")):
             continue  # a pure mechanism's delta changes nothing it records
         if ((name == "intercept_scaling" and not params["fit_intercept"])
-                or (name == "h" and params["loss"] == "hinge")):
-            continue  # not read by this calibration (the digest covers it)
+                or (name == "h" and params["loss"] == "hinge")
+                or (name == "tol" and "gram_sensitivity" in json.loads(text)["privacy"])
+                or (name == "y_bound" and "quantile" in params)):
+            # not read by this calibration (AdaSSP has no iterative solve; the pinball loss's
+            # noise does not depend on the target bounds): the digest covers it
+            continue
         document = json.loads(text)
         document["params"][name] = _other_parameter(name, params[name])
         message = _refusal(tmp_path, document, refresh_digest)
-        assert "'privacy." in message and "edited" in message, (name, message)
+        if name == "alpha" and params.get("mechanism") in ("adassp", "gaussian_adassp"):
+            assert "would be ignored" in message, message  # refused as a parameter error
+        elif name == "y_bound" and params.get("y_bounds") is not None:
+            assert "not both" in message, message
+        else:
+            assert "'privacy." in message and "edited" in message, (name, message)
 
 
 def test_the_issue_reproduction_is_refused(written, tmp_path):
@@ -158,7 +195,15 @@ def test_the_issue_reproduction_is_refused(written, tmp_path):
 def test_coefficients_off_the_release_grid_are_refused(written, tmp_path):
     _, text = written
     original = json.loads(text)
+    if "gram_sensitivity" in original["privacy"]:
+        # AdaSSP: the coefficients are computed from noised statistics, on no grid; the
+        # digest covers them
+        document = json.loads(text)
+        document["coef"][-1] += 1e-3
+        assert "'digest' is" in _refusal(tmp_path, document, refresh_digest=False)
+        return
     grid = original["privacy"]["output_grid"] or original["privacy"]["noise_grid"]
+    centred = original["params"].get("y_bounds") is not None  # a public centre added to the intercept
     for refresh_digest in (False, True):
         document = json.loads(text)
         coef = document["coef"]
@@ -166,6 +211,8 @@ def test_coefficients_off_the_release_grid_are_refused(written, tmp_path):
         row[-1] += grid / 3
         where = "coef[0][" if isinstance(coef[0], list) else "coef["
         assert f"'{where}{len(row) - 1}]' is" in _refusal(tmp_path, document, refresh_digest)
+        if centred:
+            continue
         document = json.loads(text)
         if isinstance(document["intercept"], list):
             document["intercept"][0] += grid / 3
@@ -225,9 +272,10 @@ def test_a_version_1_file_without_a_digest_loads_with_a_warning(written, tmp_pat
     path.write_text(json.dumps(document))
     with pytest.warns(UserWarning, match="has no digest"):
         load_model(path)
-    document["privacy"]["noise_scale"] *= 2
+    field = "moment_noise_scale" if "gram_sensitivity" in document["privacy"] else "noise_scale"
+    document["privacy"][field] *= 2
     path.write_text(json.dumps(document))
-    with pytest.raises(ValueError, match="'privacy.noise_scale' is"):
+    with pytest.raises(ValueError, match=f"'privacy.{field}' is"):
         load_model(path)
 
 

@@ -119,20 +119,31 @@ def _check_model_options(args) -> None:
     if args.epsilon > 0:  # epsilon <= 0 is refused by the estimator's parameter constraints
         check_min_epsilon(args.epsilon, "--epsilon")  # the library's limit of the noise
     if family == "regressor":
-        if args.mechanism not in (None, "auto", "output"):
-            raise ValueError(f"--model {args.model} is fitted by output perturbation only "
-                             f"(Nie & Wang 2017, Thm 2); drop --mechanism {args.mechanism}.")
-        if args.delta:
+        least_squares = args.model == "least_squares"
+        allowed = (None, "auto", "output") + (_least_squares_mechanisms() if least_squares else ())
+        if args.mechanism not in allowed:
+            raise ValueError(
+                f"--model {args.model} is fitted by output perturbation only (Nie & Wang 2017, "
+                f"Thm 2); drop --mechanism {args.mechanism}." if not least_squares else
+                f"--model least_squares is fitted by {', '.join(allowed[1:])}; drop --mechanism "
+                f"{args.mechanism}.")
+        if args.delta and not least_squares:
             raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
         if args.classes is not None:
             raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
-        if "y_bound" in _loss_params(loss) and args.y_bound is None:
+        if args.y_bound is not None and args.y_bounds is not None:
+            raise ValueError("give --y-bounds LOWER UPPER or its symmetric shorthand --y-bound M, "
+                             "not both.")
+        if least_squares and args.y_bound is None and args.y_bounds is None \
+                and _bounds_file_target(args) is None:
             raise ValueError(
-                f"--model {args.model} needs --y-bound M, a PUBLIC bound on |target| (targets "
-                "beyond it are clipped to it; predictions lie in [-M, M]); choose it without "
-                "looking at the data, e.g. from the target's documented range.")
-    elif args.y_bound is not None:
-        raise ValueError(f"--y-bound is for --model {_models_with('y_bound')} only.")
+                "--model least_squares needs PUBLIC bounds on the target: --y-bounds LOWER UPPER "
+                "(or --y-bound M for [-M, M], or a --bounds entry for the target column); targets "
+                "beyond them are clipped to them and predictions lie within them. Choose them "
+                "without looking at the data, e.g. from the target's documented range.")
+    elif args.y_bound is not None or args.y_bounds is not None:
+        raise ValueError("--y-bound and --y-bounds are for the regressors (least_squares, "
+                         "quantile) only.")
     if "quantile" not in _loss_params(loss) and args.quantile is not None:
         raise ValueError(f"--quantile is for --model {_models_with('quantile')} only.")
     if family != "kernel" and (args.gamma is not None or args.n_components is not None):
@@ -144,10 +155,32 @@ def _models_with(param: str) -> str:
     return " / ".join(model for model, (_, loss) in _models().items() if param in _loss_params(loss))
 
 
+def _least_squares_mechanisms() -> tuple[str, ...]:
+    """``--mechanism`` values of ``--model least_squares`` besides auto and output: the rows of
+    :data:`~dperm.mechanisms.catalog.MECHANISMS` declared for the squared loss only (AdaSSP)."""
+    from dperm.mechanisms.catalog import MECHANISMS
+
+    return tuple(m.name for m in MECHANISMS.values() if m.losses == ("squared",))
+
+
+def _bounds_file_target(args):
+    """``(lower, upper)`` of the target column in ``--bounds``, if the file gives two numbers."""
+    if not args.bounds:
+        return None
+    from dperm.tabular import read_bounds_file
+
+    entry = read_bounds_file(args.bounds).get(args.target)
+    if (isinstance(entry, list) and len(entry) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in entry)):
+        return float(entry[0]), float(entry[1])
+    return None
+
+
+
 def _model_help() -> str:
     """The ``--model`` help: the values by family, as :func:`_models` lists them."""
     def listed(family):
-        return ", ".join(model + (" (needs --y-bound)" if "y_bound" in _loss_params(loss) else "")
+        return ", ".join(model + (" (needs --y-bounds)" if "y_bound" in _loss_params(loss) else "")
                          for model, (kind, loss) in _models().items() if kind == family)
 
     return (f"classifiers: {listed('classifier')}; regressors: {listed('regressor')}; kernel "
@@ -159,13 +192,20 @@ def _make_model(args):
     from dperm.catalog import build_estimator
 
     family, loss = _models()[args.model]
-    # The recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget and
-    # measured worse once the public ranges are centred); --fit-intercept asks for one.
+    # The classifiers' recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget
+    # and measured worse once the public ranges are centred); --fit-intercept asks for one. The
+    # regressors fit one unless told not to (AdaSSP's is unpenalised; the quantile regressor's is
+    # shrunk toward the centre of its target bounds, not toward 0).
+    intercept = args.fit_intercept if args.fit_intercept is not None else family == "regressor"
+    y_bounds = None
+    if family == "regressor":
+        y_bounds = args.y_bounds or (None if args.y_bound is not None else _bounds_file_target(args))
     return build_estimator(
         loss, kernel=family == "kernel", epsilon=args.epsilon, alpha=args.alpha,
-        random_state=args.random_state, fit_intercept=bool(args.fit_intercept),
+        random_state=args.random_state, fit_intercept=bool(intercept),
         data_norm=args.data_norm, delta=args.delta, mechanism=args.mechanism or "auto",
         classes=args.classes, h=args.h, y_bound=args.y_bound,
+        y_bounds=None if y_bounds is None else tuple(y_bounds),
         quantile=0.5 if args.quantile is None else args.quantile,
         gamma=1.0 if args.gamma is None else args.gamma,
         n_components=100 if args.n_components is None else args.n_components)
@@ -274,6 +314,8 @@ def _read_table(args):
     if missing_categorical:
         raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
     bounds = read_bounds_file(args.bounds) if args.bounds else None
+    if bounds is not None and _models()[args.model][0] == "regressor":
+        bounds.pop(args.target, None)  # the target's public bounds: y_bounds (_bounds_file_target)
     if args.strict:  # nothing may be read from the data: check before build_spec reads it
         unbounded = [name for name in features if name not in (bounds or {})]
         _check_strict(args, unbounded)
@@ -585,9 +627,13 @@ def _train_options(train) -> None:
                        help=_model_help())
     model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
                        help="huber/smooth_hinge models: width h of the smoothed part of the loss")
+    model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
+                       help="regressors: PUBLIC bounds on the target (or a --bounds entry for "
+                            "it; required for least_squares, optional for quantile); targets "
+                            "beyond are clipped (warned, never dropped), the target is centred "
+                            "(least_squares: mapped onto [-1, 1]) and predictions clipped to them")
     model.add_argument("--y-bound", type=float, default=None, metavar="M",
-                       help="least_squares: PUBLIC bound on |target| (required; targets beyond "
-                            "are clipped)")
+                       help="regressors: shorthand for --y-bounds -M M")
     model.add_argument("--quantile", type=float, default=None, metavar="TAU",
                        help="quantile: the quantile to estimate, in (0, 1) (default 0.5, the median)")
     model.add_argument("--gamma", type=float, default=None,
@@ -602,8 +648,9 @@ def _train_options(train) -> None:
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
                             "mechanism, never from the data (dperm.mechanisms.choice.auto_alpha)")
     model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
-                       default=False,
-                       help="fit an intercept (default: no, unlike the linear Python "
+                       default=None,
+                       help="fit an intercept (regressors: yes by default; AdaSSP does not "
+                            "penalise it; other models: no, unlike the linear Python "
                             "estimators, whose fit_intercept defaults to True; the kernel ones "
                             "default to no as well). dperm train follows "
                             "dperm.preprocessing.make_private_pipeline: public bounds map numeric "
@@ -620,8 +667,9 @@ def _train_options(train) -> None:
                               "--mechanism auto may choose the Gaussian objective mechanism")
     privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
-                              "delta and the loss; the model file's record says why), output for "
-                              "regressors; " + mechanism_help())
+                              "delta and the loss; the model file's record says why), for "
+                              "least_squares auto (AdaSSP unless --alpha is a number), output for "
+                              "quantile; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 

@@ -46,6 +46,7 @@ from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
 from dperm.tabular import TabularSpec
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
+from dperm.privacy.sufficient_statistics_record import SufficientStatisticsRecord
 from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.mechanisms.catalog import MECHANISMS
 
@@ -410,6 +411,8 @@ def check_on_grid(linear) -> None:
     ``intercept_scaling``. Without an intercept, ``intercept`` is 0.
     """
     record = linear.privacy_
+    if not getattr(record, "coefficients_on_grid", True):
+        return  # AdaSSP: coefficients computed from noised statistics (the record says so)
     grid = record.output_grid or record.noise_grid
     coef = np.atleast_2d(linear.coef_)
     for row, values in enumerate(coef):
@@ -419,6 +422,8 @@ def check_on_grid(linear) -> None:
     intercepts = np.atleast_1d(linear.intercept_)
     for row, value in enumerate(intercepts):
         where = f"intercept[{row}]" if np.ndim(linear.intercept_) == 1 else "intercept"
+        if not getattr(linear, "_intercept_on_grid", lambda: True)():
+            continue  # a public centre of the target bounds was added to it
         if not linear.fit_intercept:
             if value != 0.0:
                 raise InconsistentModelFile(f"'{where}' is {float(value)!r} but 'params.fit_intercept' "
@@ -482,7 +487,12 @@ def _regressor_from_dict(model, document, spec):
     intercept = finite_array([document["intercept"]], "intercept", ndim=1)
     model.coef_, model.intercept_ = coef, float(intercept[0])
     model.n_features_in_ = spec.n_features
-    model.privacy_ = PrivacyRecord.from_dict(document["privacy"])
+    privacy = document["privacy"]
+    # the record's own fields say which record it is (an edited mechanism name is then
+    # refused by name, by the recomputation)
+    sufficient = isinstance(privacy, dict) and "gram_sensitivity" in privacy
+    record = SufficientStatisticsRecord if sufficient else PrivacyRecord
+    model.privacy_ = record.from_dict(privacy)
     return model
 
 

@@ -143,7 +143,7 @@ def test_least_squares_clips_labels_and_projects_predictions():
     X, y, _ = _data(n=200)
     y = np.clip(y, -1.0, 1.0)
     y[:9] = np.where(y[:9] > 0, 5.0, -5.0)
-    with pytest.warns(DataClippingWarning, match="some labels"):
+    with pytest.warns(DataClippingWarning, match="some targets"):
         model = PrivateLeastSquares(y_bound=1.5, epsilon=0.1, alpha=0.1, random_state=0).fit(X, y)
     assert not hasattr(model, "labels_clipped_")  # a count of private labels is not released
     far = 50.0 * np.vstack([model.coef_, -model.coef_])

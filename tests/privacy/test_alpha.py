@@ -27,6 +27,10 @@ def test_every_row_names_an_alpha_rule_and_the_objective_rule_gets_the_row_s_noi
     logistic = get_loss("logistic")
     for name, row in MECHANISMS.items():
         delta = 1e-5 if row.uses_delta else 0.0
+        if row.alpha_rule == "none":  # AdaSSP chooses its own ridge: no alpha to set
+            with pytest.raises(ValueError, match="has no alpha"):
+                auto_alpha(2_000, 20, 0.3, delta, mechanism=name, loss=logistic, data_norm=1.0)
+            continue
         noise = row.noise_norm(20, 0.3, delta, 1.0, 1.0) if row.alpha_rule == "objective" else None
         expected = default_alpha(2_000, 20, 0.3, rule=row.alpha_rule, loss=logistic, data_norm=1.0,
                                  noise_norm=noise)

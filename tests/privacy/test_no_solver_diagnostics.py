@@ -66,6 +66,8 @@ FITS = {
     "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, random_state=3),
     "least-squares": lambda: PrivateLeastSquares(y_bound=1.0, epsilon=1.0, alpha=0.1,
                                                  random_state=3),
+    "least-squares-adassp": lambda: PrivateLeastSquares(y_bounds=(-1.0, 2.0), epsilon=1.0,
+                                                        random_state=3),
     "predictor": lambda: PrivatePredictor(epsilon_total=2.0, epsilon_per_query=0.5, loss="hinge",
                                           random_state=3),
     "search": lambda: PrivateParameterSearch(
@@ -74,10 +76,11 @@ FITS = {
     "local-aggregation": lambda: LocalAggregationClassifier(epsilon=1.0, alpha=0.05, random_state=0),
     "newton": lambda: NewtonClassifier(epsilon=4.0, alpha=0.05, random_state=0, **CLASSES),
 }
-REGRESSION = {"quantile", "least-squares"}
+REGRESSION = {"quantile", "least-squares", "least-squares-adassp"}
 MULTIPARTY = {"psgd", "local-aggregation", "newton"}
-#: Protocols with no private solve (noised sums only): only the words are checked.
-NO_SOLVE = {"psgd", "newton"}
+#: Protocols and mechanisms with no private solve (noised sums only; AdaSSP solves its noised
+#: statistics in closed form): only the words are checked.
+NO_SOLVE = {"psgd", "newton", "least-squares-adassp"}
 
 
 @pytest.fixture

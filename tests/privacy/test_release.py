@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import estimators, fresh
 
-from dperm import PrivateLogisticRegression, PrivatePredictor
+from dperm import PrivateLeastSquares, PrivateLogisticRegression, PrivatePredictor, PrivateQuantileRegressor
 from dperm.catalog import LOSSES
 from dperm.mechanisms.prediction import PREDICTION_LOSSES
 from dperm.privacy.release import (
@@ -65,7 +65,13 @@ def _fit_both(make, regression=False):
 #: Every classifier and regressor of the one estimator list (tests/conftest.py), seeded.
 ESTIMATORS = {**estimators("classifier", epsilon=1.0, random_state=3),
               **estimators("kernel", n_components=20, epsilon=2.0, random_state=3, feature_random_state=1)}
-REGRESSORS = estimators("regressor", epsilon=1.0, random_state=3)
+REGRESSORS = {
+    **estimators("regressor", epsilon=1.0, random_state=3),
+    "least-squares-adassp": PrivateLeastSquares(y_bounds=(-1.0, 2.0), epsilon=1.0, random_state=3),
+    "least-squares-gaussian-adassp": PrivateLeastSquares(
+        y_bounds=(-1.0, 2.0), epsilon=1.0, delta=1e-4, mechanism="gaussian_adassp", random_state=3),
+    "quantile-centred": PrivateQuantileRegressor(y_bounds=(-1.0, 2.0), epsilon=1.0, random_state=3),
+}
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))

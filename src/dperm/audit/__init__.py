@@ -33,6 +33,7 @@ _PUBLIC = {
     "audit_multiparty": "dperm.audit._composite",
     "audit_private_predictor": "dperm.audit._composite",
     "audit_samples": "dperm.audit._core",
+    "audit_sufficient_statistics": "dperm.audit._sufficient_statistics",
     "choose_threshold": "dperm.audit._core",
     "clopper_pearson_interval": "dperm.audit._bounds",
     "clopper_pearson_lower": "dperm.audit._bounds",

@@ -12,6 +12,7 @@ Examples
 ``dperm audit --estimator huber --mechanism gaussian_objective --epsilon 1 --delta 1e-3``
 ``dperm audit --estimator tuning --epsilon 1 --runs 20000``
 ``dperm audit --estimator huber --mechanism output --epsilon 1 --noise-factor 0.25``
+``dperm audit --mechanism adassp --epsilon 1 --runs 2000`` (least squares; ``--estimator`` unused)
 (a copy with a quarter of the noise: should FAIL, which shows the audit has power).
 """
 
@@ -96,9 +97,19 @@ def _estimator(args):
 
 def run_audit_command(args) -> int:
     """Run the audit described by parsed ``args``; print the summary; 0 = PASS, 1 = FAIL."""
-    from dperm.audit import audit_estimator, audit_exponential_mechanism
+    from dperm.audit import audit_estimator, audit_exponential_mechanism, audit_sufficient_statistics
 
-    if args.estimator == "tuning":
+    row = MECHANISMS[args.mechanism]
+    if row.losses == ("squared",):  # AdaSSP, least squares only: its own canary pair
+        gaussian = row.uses_delta
+        if gaussian and not args.delta:
+            raise ValueError("--mechanism gaussian_adassp is (epsilon, delta)-DP; give --delta.")
+        result = audit_sufficient_statistics(
+            args.epsilon, args.delta if gaussian else 0.0, n_samples=max(args.n_samples, 3),
+            n_runs=args.runs, confidence=args.confidence, noise_factor=args.noise_factor,
+            random_state=args.seed,
+        )
+    elif args.estimator == "tuning":
         if args.delta:
             raise ValueError("--estimator tuning is pure epsilon-DP; leave --delta at 0.")
         result = audit_exponential_mechanism(

@@ -16,22 +16,32 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
 import numpy as np
 from scipy import sparse
 from sklearn.base import RegressorMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.linear_model._base import POSITIVE, PrivateLinearModelBase, Targets
+from dperm.linear_model._targets import (
+    centre_and_half_width,
+    check_target_bounds,
+    clip_targets,
+    to_centred,
+    to_unit_interval,
+    warn_clipped_targets,
+)
 from dperm.losses import PinballLoss, SquaredLoss
-from dperm.mechanisms import MECHANISMS, ERMProblem
+from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem
+from dperm.mechanisms.choice import AUTO
 from dperm.privacy.record import linear_record
+from dperm.privacy.sufficient_statistics_record import sufficient_statistics_record
 from dperm.validation import (
-    clip_labels_to_bound,
+    check_budget_for_data,
     clip_rows_to_norm,
-    warn_clipped_labels,
 )
 
 MECHANISM = "output"
@@ -167,6 +177,13 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     ----------
     quantile : float in (0, 1), default=0.5
         ``tau``, the quantile to estimate (0.5: median regression).
+    y_bound, y_bounds : float or (float, float), default=None
+        Optional public target bounds, as in :class:`PrivateLeastSquares`: targets are
+        clipped to ``(lower, upper)`` (warned, no row dropped) and centred at the bounds'
+        centre, so the regularised intercept is shrunk toward that centre, not toward 0;
+        the centre is added back to ``intercept_`` and predictions are clipped to the
+        bounds. Not scaled: the pinball loss's noise is the same at every target scale.
+        Without bounds the targets are used as given (the loss needs no bound on them).
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float or "auto", default="auto"
@@ -226,12 +243,16 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     _parameter_constraints: dict = {
         **PrivateLinearRegressorBase._parameter_constraints,
         "quantile": [Interval(Real, 0, 1, closed="neither")],
+        "y_bound": [POSITIVE, None],
+        "y_bounds": "no_validation",  # dperm.linear_model._targets.check_target_bounds
     }
 
     def __init__(
         self,
         quantile=0.5,
         *,
+        y_bound=None,
+        y_bounds=None,
         epsilon=1.0,
         alpha="auto",
         data_norm=1.0,
@@ -254,66 +275,156 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
             accountant=accountant,
         )
         self.quantile = quantile
+        self.y_bound = y_bound
+        self.y_bounds = y_bounds
 
     def _make_loss(self):
         return PinballLoss(self.quantile)
 
+    def _target_bounds(self):
+        """``(lower, upper)``, or None when neither ``y_bound`` nor ``y_bounds`` is given."""
+        if self.y_bound is None and self.y_bounds is None:
+            return None
+        return check_target_bounds(self.y_bound, self.y_bounds)
+
+    def _check_params(self):
+        params = super()._check_params()
+        self._target_bounds()  # refuse bad bounds before any budget
+        return params
+
+    def _prepare_labels(self, y, loss):
+        """With public bounds: clip (warned, no row dropped) and centre at the bounds' centre.
+
+        Centred, not scaled: the pinball loss's noise does not depend on the target's scale
+        (its Lipschitz constant is ``max(tau, 1 - tau)`` whatever the range), so scaling the
+        targets down would only shrink the signal against the same noise.
+        """
+        bounds = self._target_bounds()
+        if bounds is None:
+            return y
+        y, n_clipped = clip_targets(y, *bounds)
+        warn_clipped_targets(n_clipped, *bounds)
+        return to_centred(y, *bounds)
+
+    def _store(self, outputs, targets, params):
+        super()._store(outputs, targets, params)
+        bounds = self._target_bounds()
+        if bounds is not None:  # the public centre back on the intercept (post-processing)
+            self.intercept_ = float(self.intercept_ + centre_and_half_width(*bounds)[0])
+
+    def _intercept_on_grid(self) -> bool:
+        """Whether ``intercept_`` is on the release grid (:func:`dperm.model_io.check_on_grid`):
+        not when the public centre of the target bounds was added to it."""
+        bounds = self._target_bounds()
+        return bounds is None or centre_and_half_width(*bounds)[0] == 0.0
+
+    def predict(self, X):
+        """Predict ``X @ coef_ + intercept_``, clipped to the public target bounds if given.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        predictions = self._linear_prediction(X)
+        bounds = self._target_bounds()
+        return predictions if bounds is None else np.clip(predictions, *bounds)
+
+
+#: AdaSSP's two forms (:mod:`dperm.mechanisms.sufficient_statistics`): the rows of
+#: :data:`~dperm.mechanisms.catalog.MECHANISMS` with no alpha declared for least squares only.
+SUFFICIENT_STATISTICS = tuple(name for name, row in MECHANISMS.items()
+                              if row.losses == ("squared",) and row.alpha_rule == "none")
+ADASSP, GAUSSIAN_ADASSP = SUFFICIENT_STATISTICS
+
 
 class PrivateLeastSquares(PrivateLinearRegressorBase):
-    """Ridge-regularised least squares with bounded labels and a differential privacy guarantee.
+    """Private linear least squares, good by default: AdaSSP with public target bounds.
 
-    Minimises ``(1/n) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2`` on labels clipped
-    to ``[-M, M]`` (``M = y_bound``), releases the minimiser plus vector noise
-    (output perturbation) and projects predictions onto ``[-M, M]``
-    (002 eq. 2; post-processing, free of privacy cost).
+    **Default (``mechanism="auto"``, ``alpha="auto"``): AdaSSP** (Wang 2018, Alg. 2;
+    :mod:`dperm.mechanisms.sufficient_statistics`). The targets are clipped to the public
+    bounds ``[lower, upper]`` and mapped affinely onto ``[-1, 1]``; the rows are clipped
+    to ``data_norm`` and get the constant column ``intercept_scaling``. The Gram matrix
+    ``sum z z^T``, the moment vector ``sum y z`` and ``lambda_min`` of the Gram matrix
+    are released with exact, float-safe noise (a third of the budget each), and the
+    coefficients are ``(G~ + lambda P)^-1 m~`` with the adaptive ridge
+    ``lambda = max(0, t - lambda~_min)``: as little regularisation as the noise allows,
+    less as epsilon grows. The intercept's coordinate is not penalised (``P`` omits it),
+    so it is not shrunk toward zero; its column is inside the statistics, and the
+    sensitivities use the augmented bound ``R = sqrt(data_norm^2 + intercept_scaling^2)``
+    (dperm's convention). Predictions are mapped back and clipped to ``[lower, upper]``
+    (post-processing). With ``delta = 0`` the noise is Laplace-type and the fit pure
+    ``epsilon``-DP (``"adassp"``); with ``delta > 0`` ``"auto"`` compares, from public n,
+    d, epsilon and delta only, the noise of the pure form and of the discrete Gaussian
+    form (``"gaussian_adassp"``, ``(epsilon, delta)``-DP through zCDP) and takes the
+    smaller. Sensitivities, budget split and conversions:
+    :mod:`dperm.privacy.sufficient_statistics`.
 
-    **Calibration (derived in dperm's convention).** The papers (000 Sec. 5.1,
-    002 eq. 1) minimise ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||^2``; this is
-    the same objective with ``lambda = alpha / 2`` and ``gamma = 2``
-    (paper note 7). Write ``kappa = R`` for the row-norm bound (with the intercept
-    feature: ``sqrt(data_norm^2 + intercept_scaling^2)``).
-
-    1. Norm of every minimiser (002 Thm 3's ``R``):
-       ``alpha/2 ||w||^2 <= J(w) <= J(0) = mean(y_i^2) <= M^2``, so
-       ``||w|| <= M sqrt(2/alpha) = M / sqrt(lambda)``.
-    2. Lipschitz constant on those predictions (000 Sec. 5.1): ``|w.x| <=
-       kappa M sqrt(2/alpha)`` and ``|y| <= M``, so for two such predictions
-       ``|(t1 - y)^2 - (t2 - y)^2| <= |t1 + t2 - 2y| |t1 - t2|`` gives
-       ``C_L = 2 M (1 + kappa sqrt(2/alpha)) = 2 M (1 + kappa / sqrt(lambda))``.
-       (000 prints ``2 M (kappa + 1) / sqrt(lambda)``, the same bound relaxed
-       by ``1 <= 1/sqrt(lambda)``, which needs ``lambda <= 1``; dperm keeps the
-       unrelaxed constant, valid for every alpha.)
-    3. Sensitivity (000 Thm 2 with ``lambda gamma = alpha``; 002 Lemma 2):
-       ``||w(D) - w(D')|| <= 2 kappa C_L / (n alpha)
-       = 4 kappa M (1 + kappa sqrt(2/alpha)) / (n alpha)``,
-       plus twice the certified solve radius ``tol / alpha``.
+    **Output perturbation** (``mechanism="output"``, chosen by ``"auto"`` when ``alpha``
+    is a number): minimises ``(1/n) sum (y_i - c - w.x_i)^2 + alpha/2 ||w||^2`` on targets
+    centred at the public centre ``c`` and clipped to ``[-M, M]`` (``M`` the half width),
+    releases the minimiser plus vector noise and clips predictions (002 eq. 2). Its
+    calibration (in dperm's convention, ``lambda = alpha / 2``, ``kappa = R``): every
+    minimiser has ``||w|| <= M sqrt(2/alpha)``, the loss is ``C_L = 2 M (1 + kappa
+    sqrt(2/alpha))``-Lipschitz on the predictions it can make (000 Sec. 5.1, unrelaxed),
+    and the sensitivity is ``2 kappa C_L / (n alpha)`` plus twice the certified solve
+    radius ``tol / alpha`` (000 Thm 2; 002 Lemma 2).
 
     Parameters
     ----------
-    y_bound : float, default=1.0
-        ``M``, a public bound on ``|y|``. Labels outside ``[-M, M]`` are clipped
-        with a ``DataClippingWarning`` that counts them. Choose it from public
-        knowledge, never from the data.
-    epsilon, alpha, data_norm, fit_intercept, intercept_scaling, max_iter, random_state
-        As in :class:`PrivateQuantileRegressor`. The noise grows like
-        ``alpha^(-3/2)``: least squares needs stronger regularisation than
-        Lipschitz losses.
+    y_bound : float or None, default=None
+        Symmetric shorthand: ``y_bounds = (-y_bound, y_bound)``.
+    y_bounds : (float, float) or None, default=None
+        Public bounds ``(lower, upper)`` on the target, chosen without looking at the data
+        (a published range). Targets outside are clipped to them with a
+        ``DataClippingWarning`` (decided exactly, in the target's units: a target at a bound
+        never warns); no row is dropped. Giving both ``y_bound`` and ``y_bounds`` is an
+        error; giving neither means ``(-1, 1)``.
+    epsilon : float, default=1.0
+    delta : float in [0, 1), default=0.0
+        ``0``: pure epsilon-DP. ``> 0`` allows the Gaussian form (refused if ``>= 1/n``).
+    mechanism : {"auto", "adassp", "gaussian_adassp", "output"}, default="auto"
+    alpha : float or "auto", default="auto"
+        Output perturbation's ridge. ``"auto"`` with ``mechanism="auto"`` selects AdaSSP,
+        whose ridge is adaptive; a number selects output perturbation. AdaSSP refuses a
+        number.
+    data_norm, fit_intercept, intercept_scaling, max_iter, random_state
+        As in :class:`PrivateQuantileRegressor`. ``fit_intercept=False``: the model's
+        intercept is the public centre of ``y_bounds`` (0 for symmetric bounds), not fitted.
     tol : float, default=1e-8
-        Tolerance on the gradient norm of the objective; the solution radius
-        ``tol / alpha`` enters the sensitivity.
+        Output perturbation's gradient tolerance (AdaSSP solves no iterative problem).
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_features_in_ : int
-    privacy_ : dperm.privacy.record.PrivacyRecord
-        ``lipschitz`` holds ``C_L`` of step 2.
+    mechanism_ : str
+    alpha_ : float
+        Output perturbation only.
+    privacy_ : SufficientStatisticsRecord or PrivacyRecord
 
     References
     ----------
-    Nie & Wang (2017a), J. Inequal. Appl., Sec. 5.1 and Thm 2; Nie & Wang
-    (2017b), J. Appl. Math. Phys. 5, eq. 2 and Lemma 2.
+    Wang, "Revisiting differentially private linear regression: optimal and adaptive
+    prediction & estimation in unbounded domain", UAI 2018, Alg. 2 (AdaSSP).
+    Canonne, Kamath & Steinke (2020), the discrete Gaussian (Thm 4, Sec. 2.3).
+    Nie & Wang (2017a), J. Inequal. Appl., Sec. 5.1 and Thm 2; Nie & Wang (2017b),
+    J. Appl. Math. Phys. 5, eq. 2 and Lemma 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dperm import PrivateLeastSquares
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-0.5, 0.5, size=(5000, 3))
+    >>> y = 20 + X @ [10.0, -5.0, 3.0] + rng.normal(size=5000)
+    >>> model = PrivateLeastSquares(y_bounds=(0, 40), epsilon=1.0).fit(X, y)
+    >>> model.mechanism_
+    'adassp'
     """
 
     _loss_reference = (
@@ -322,14 +433,20 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     )
     _parameter_constraints: dict = {
         **PrivateLinearRegressorBase._parameter_constraints,
-        "y_bound": [POSITIVE],
+        "y_bound": [POSITIVE, None],
+        "y_bounds": "no_validation",  # dperm.linear_model._targets.check_target_bounds
+        "delta": [Interval(Real, 0, 1, closed="left")],
+        "mechanism": [StrOptions({AUTO, "output", *SUFFICIENT_STATISTICS})],
     }
 
     def __init__(
         self,
-        y_bound=1.0,
+        y_bound=None,
         *,
+        y_bounds=None,
         epsilon=1.0,
+        delta=0.0,
+        mechanism=AUTO,
         alpha="auto",
         data_norm=1.0,
         fit_intercept=True,
@@ -351,17 +468,155 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             accountant=accountant,
         )
         self.y_bound = y_bound
+        self.y_bounds = y_bounds
+        self.delta = delta
+        self.mechanism = mechanism
+
+    # -- public choices ----------------------------------------------------
+    def _target_bounds(self) -> tuple[float, float]:
+        return check_target_bounds(self.y_bound, self.y_bounds)
 
     def _make_loss(self):
-        return SquaredLoss(self.y_bound)
+        """Least squares on centred targets: ``|y - centre| <= half width`` (output perturbation's ``M``)."""
+        return SquaredLoss(centre_and_half_width(*self._target_bounds())[1])
 
-    def _prepare_labels(self, y, loss):
-        y, n_clipped = clip_labels_to_bound(y, loss.y_bound)
-        warn_clipped_labels(n_clipped, loss.y_bound)
-        return y
+    def _mechanism_name(self) -> str:
+        return self.mechanism
+
+    def _spend_label(self):
+        return f"{type(self).__name__}(mechanism={self.mechanism!r})"
+
+    def _check_params(self):
+        params = super()._check_params()  # the row's refusals (gaussian_adassp needs delta > 0)
+        if params.mechanism in SUFFICIENT_STATISTICS and params.alpha is not None:
+            raise ValueError(f"mechanism={params.mechanism!r} chooses its ridge adaptively (Wang "
+                             f"2018); alpha={self.alpha!r} would be ignored. Leave alpha='auto', or "
+                             "use mechanism='output' for a fixed alpha.")
+        return params
+
+    def _delta_spent(self, params):
+        """``delta`` if the (possibly still unresolved) mechanism may spend it, else 0.
+
+        Before ``mechanism="auto"`` is resolved: ``delta`` when AdaSSP's Gaussian form may be
+        chosen (``alpha="auto"`` and ``delta > 0``, :meth:`_auto_mechanism`).
+        """
+        if params.mechanism is None:
+            return params.delta if params.alpha is None else 0.0
+        return MECHANISMS[params.mechanism].delta_spent(params.delta)
+
+    def _public_problem(self, params, n_samples, dimension):
+        """AdaSSP's public problem: targets mapped onto ``[-1, 1]`` (``B = 1``), no alpha."""
+        return PublicProblem(n_samples, dimension, SquaredLoss(1.0), 0.0, self._effective_norm(params))
+
+    def _adassp_calibration(self, name, params, n_samples, dimension):
+        """The row's calibration of AdaSSP's form ``name``, with the public intercept value."""
+        return MECHANISMS[name].calibrate(self._public_problem(params, n_samples, dimension),
+                                          params.epsilon, params.delta, params.tol,
+                                          intercept=params.scaling if self.fit_intercept else None)
+
+    def _auto_mechanism(self, params, n_samples, dimension):
+        """``mechanism="auto"`` from public inputs only: ``(name, reason, calibration)``.
+
+        A given ``alpha`` asks for a fixed ridge: output perturbation (its calibration is
+        computed by the generic skeleton). Otherwise AdaSSP; with ``delta > 0`` its pure and
+        Gaussian forms are both valid and the one whose public noise is smaller wins: the
+        ridge target ``t`` (the Gram noise's norm bound) plus the moment noise's RMS norm,
+        both in the normal equations' units. The chosen calibration is the one the fit
+        releases with (computed once).
+        """
+        if params.alpha is not None:
+            return "output", ("output: alpha is given and output perturbation is the mechanism "
+                              "with a fixed ridge"), None
+        if params.delta == 0:
+            return (ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0",
+                    self._adassp_calibration(ADASSP, params, n_samples, dimension))
+        scores, calibrations = {}, {}
+        for name in SUFFICIENT_STATISTICS:
+            calibration = calibrations[name] = self._adassp_calibration(name, params, n_samples,
+                                                                        dimension)
+            moment = calibration.moment
+            scores[name] = calibration.ridge_target + moment.entry_std * math.sqrt(moment.dimension)
+        chosen = min(SUFFICIENT_STATISTICS, key=scores.__getitem__)
+        others = ", ".join(f"{name} {score:.4g}" for name, score in scores.items() if name != chosen)
+        return chosen, (f"{chosen}: smaller public noise in the normal equations, {scores[chosen]:.4g} "
+                        f"(against {others}; public n, d, R, epsilon, delta)"), calibrations[chosen]
+
+    def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
+                             check_budget=True):
+        """The mechanism (:meth:`_auto_mechanism`), then output perturbation's ``alpha`` and
+        calibration (the skeleton's) or AdaSSP's calibration (its row's, once).
+
+        AdaSSP has no alpha and no noise-swamps-signal refusal (its ridge grows with the
+        noise and the model falls back to the intercept); the budget's checks at public n
+        (:func:`dperm.validation.check_budget_for_data`) still run.
+        """
+        reason = calibration = None
+        dimension = n_features + int(bool(self.fit_intercept))
+        if params.mechanism is None:
+            name, reason, calibration = self._auto_mechanism(params, n_samples, dimension)
+            params = params._replace(mechanism=name)
+        if params.mechanism not in SUFFICIENT_STATISTICS:
+            params = super()._with_public_choices(params, n_samples, n_features, n_problems,
+                                                  check_budget=check_budget)
+        else:
+            if calibration is None:
+                calibration = self._adassp_calibration(params.mechanism, params, n_samples, dimension)
+            params = params._replace(calibration=calibration)
+            self.mechanism_ = params.mechanism
+            self.__dict__.pop("alpha_", None)  # AdaSSP has none; not left over from another fit
+            if check_budget:
+                check_budget_for_data(params.epsilon, params.delta, n_samples)
+        self._choice_reason = reason
+        return params
+
+    # -- fitting -------------------------------------------------------------
+    def _solve(self, X, targets, params, rng, effective_norm):
+        lower, upper = self._target_bounds()
+        y, n_clipped = clip_targets(targets.y, lower, upper)
+        warn_clipped_targets(n_clipped, lower, upper)
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            problem = ERMProblem(X, to_unit_interval(y, lower, upper), SquaredLoss(1.0), 0.0,
+                                 effective_norm)
+        else:
+            problem = ERMProblem(X, to_centred(y, lower, upper), params.loss, params.alpha,
+                                 effective_norm)
+        return [MECHANISMS[params.mechanism].release(problem, params.calibration, rng, params.tol,
+                                                     params.max_iter)]
+
+    def _store(self, outputs, targets, params):
+        centre, half = centre_and_half_width(*self._target_bounds())
+        coef = outputs[0].coef
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            coef = coef * half  # from the [-1, 1] scale back to the target's units
+        self._set_coefficients(coef, params.scaling)
+        self.intercept_ = float(self.intercept_ + centre)
+
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
+        row = MECHANISMS[params.mechanism]
+        if params.mechanism in SUFFICIENT_STATISTICS:
+            lower, upper = self._target_bounds()
+            return sufficient_statistics_record(
+                params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,
+                target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
+                intercept_scaling=params.scaling, reference=row.reference, engine=engine,
+                mechanism_choice=self._choice_reason)
+        return linear_record(
+            row, params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
+            loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
+            effective_norm=effective_norm, n_samples=n_samples,
+            reference=f"{row.reference}; {self._loss_reference}",
+            mechanism_choice=self._choice_reason,
+        )
+
+    def _intercept_on_grid(self) -> bool:
+        """Whether ``intercept_`` is ``grid * integer * intercept_scaling`` (:func:`dperm.model_io.check_on_grid`).
+
+        Not when the public centre of the target bounds was added to it.
+        """
+        return centre_and_half_width(*self._target_bounds())[0] == 0.0
 
     def predict(self, X):
-        """Predict ``pi(X @ coef_ + intercept_)``, projected onto ``[-y_bound, y_bound]`` (002 eq. 2).
+        """Predict ``X @ coef_ + intercept_``, clipped to the public target bounds (002 eq. 2).
 
         Parameters
         ----------
@@ -371,5 +626,5 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         -------
         ndarray of shape (n_samples,)
         """
-        bound = float(self.y_bound)
-        return np.clip(self._linear_prediction(X), -bound, bound)
+        lower, upper = self._target_bounds()
+        return np.clip(self._linear_prediction(X), lower, upper)

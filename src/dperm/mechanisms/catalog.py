@@ -1,9 +1,12 @@
 """The one table of dperm's ERM mechanisms: one row per mechanism, and its one checked entry.
 
 A row (:class:`Mechanism`) says everything dperm knows of a mechanism: its name, whether
-it spends delta, whether its proof needs a curvature bound, a one-line summary, where
-its guarantee is proven, which default-alpha rule fits it, and the module that
-calibrates and releases it. The estimators (``mechanism=``), ``mechanism="auto"``
+it spends delta, whether its proof needs a curvature bound, which losses its theorem
+covers (``losses``: every loss meeting the other conditions when empty, else only the
+named ones, e.g. AdaSSP's ``("squared",)``), a one-line summary, where its guarantee is
+proven, which default-alpha rule fits it (``"none"`` for a mechanism that chooses its
+own regularisation, such as AdaSSP's adaptive ridge: ``alpha="auto"`` then sets nothing),
+and the module that calibrates and releases it. The estimators (``mechanism=``), ``mechanism="auto"``
 (:mod:`dperm.mechanisms.choice`), the audit, the budget request, model files and the
 privacy record's ``reference`` all read :data:`MECHANISMS`.
 
@@ -17,7 +20,10 @@ Adding a mechanism is one module and one row. The module defines
 ``calibrate(problem, epsilon, delta, tol, **options) -> MechanismCalibration``
     every number the release uses and the record shows, from public quantities of
     ``problem`` (a :class:`~dperm.mechanisms._problem.PublicProblem`) only; trusts its
-    inputs (the row's :meth:`Mechanism.run` or the estimator checked them);
+    inputs (the row's :meth:`Mechanism.run` or the estimator checked them). ``options``
+    are the row's and the caller's public choices (AdaSSP's ``intercept``); a mechanism
+    with its own record may return its own calibration class (AdaSSP's
+    ``SufficientStatisticsCalibration``);
 ``release(problem, calibration, rng, tol, max_iter) -> MechanismOutput``
     solve ``problem`` (an :class:`~dperm.mechanisms._problem.ERMProblem`) and release
     with exactly that calibration's noise;
@@ -46,8 +52,10 @@ from dataclasses import dataclass
 #: noise is measured clamped (it was at epsilon = 1e-14 with d = 4).
 MIN_EPSILON = 1e-9
 
-#: The default-alpha rules of :func:`dperm.privacy.alpha.default_alpha` a row may name.
-ALPHA_RULES = ("objective", "output")
+#: The default-alpha rules of :func:`dperm.privacy.alpha.default_alpha` a row may name, and
+#: ``"none"``: the mechanism chooses its own regularisation (AdaSSP's adaptive ridge), so
+#: ``alpha="auto"`` sets no alpha and a given alpha is refused by its estimator.
+ALPHA_RULES = ("objective", "output", "none")
 
 
 def check_min_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -89,13 +97,19 @@ class Mechanism:
         ``noise_norm``), see the module docstring.
     entry : str
         The name of its public function in ``module`` (:attr:`function`).
-    alpha_rule : {"objective", "output"}
-        Which shape of :func:`dperm.privacy.alpha.default_alpha` sets ``alpha="auto"``.
+    alpha_rule : {"objective", "output", "none"}
+        Which shape of :func:`dperm.privacy.alpha.default_alpha` sets ``alpha="auto"``;
+        ``"none"``: the mechanism has no alpha (it chooses its own ridge).
     options : tuple of (str, object) pairs
         Keyword arguments ``calibrate`` and ``noise_norm`` get (two rows may share a module).
     auto_candidate : bool
-        Whether ``mechanism="auto"`` may choose it (``False`` for calibrations kept
-        only to reproduce a paper).
+        Whether the generic ``mechanism="auto"`` (:func:`dperm.mechanisms.choice.choose_mechanism`)
+        may choose it (``False`` for calibrations kept only to reproduce a paper, and for
+        mechanisms an estimator chooses itself, as ``PrivateLeastSquares`` chooses AdaSSP).
+    losses : tuple of str
+        The loss family the theorem covers, by :data:`dperm.catalog.LOSSES` name: empty for
+        every loss meeting the other conditions; else :meth:`refusal` refuses any other loss
+        before anything is calibrated or spent (AdaSSP: ``("squared",)``).
     """
 
     name: str
@@ -108,6 +122,7 @@ class Mechanism:
     alpha_rule: str
     options: tuple = ()
     auto_candidate: bool = True
+    losses: tuple = ()
 
     def __post_init__(self):
         if self.alpha_rule not in ALPHA_RULES:
@@ -126,9 +141,15 @@ class Mechanism:
 
     def refusal(self, loss, delta: float) -> str | None:
         """Why this mechanism's theorem does not cover ``loss`` and ``delta``, or ``None``."""
+        if self.losses and getattr(loss, "name", None) not in self.losses:
+            return (f"mechanism={self.name!r} covers the {' / '.join(self.losses)} loss only "
+                    f"({self.title}: {self.summary.rsplit('; ', 1)[-1]}); it does not cover the "
+                    f"{getattr(loss, 'name', loss)!r} loss. Use mechanism='output' or 'objective' for it.")
         if self.uses_delta and delta == 0:
+            pure = next((m.name for m in MECHANISMS.values() if m.module == self.module
+                         and not m.uses_delta), "objective")
             return (f"mechanism={self.name!r} is (epsilon, delta)-DP and needs delta > 0 (004 Thm 4.1); "
-                    "pass e.g. delta=1e-5, or use mechanism='objective' for pure DP.")
+                    f"pass e.g. delta=1e-5, or use mechanism={pure!r} for pure DP.")
         if not self.needs_curvature:
             return None
         if not math.isfinite(loss.lipschitz):
@@ -163,9 +184,12 @@ class Mechanism:
         """Its public function ``f(problem, epsilon, delta, rng, tol, max_iter, accountant=None)``."""
         return getattr(self.implementation, self.entry)
 
-    def calibrate(self, problem, epsilon: float, delta: float, tol: float):
-        """The :class:`~dperm.mechanisms._problem.MechanismCalibration` of one run (trusts its inputs)."""
-        return self.implementation.calibrate(problem, epsilon, delta, tol, **dict(self.options))
+    def calibrate(self, problem, epsilon: float, delta: float, tol: float, **options):
+        """The :class:`~dperm.mechanisms._problem.MechanismCalibration` of one run (trusts its inputs).
+
+        ``options``: the caller's public choices, besides the row's (AdaSSP's ``intercept``).
+        """
+        return self.implementation.calibrate(problem, epsilon, delta, tol, **dict(self.options), **options)
 
     def release(self, problem, calibration, rng, tol: float, max_iter: int):
         """Solve ``problem`` and release under ``calibration`` (trusts its inputs; spends nothing)."""
@@ -185,7 +209,7 @@ class Mechanism:
         return self.implementation.noise_norm(dimension, epsilon, delta, lipschitz, data_norm,
                                               **dict(self.options))
 
-    def run(self, problem, epsilon, delta, rng, tol, max_iter, accountant=None):
+    def run(self, problem, epsilon, delta, rng, tol, max_iter, accountant=None, **options):
         """The checked entry of the standalone mechanism: check, calibrate, spend, release.
 
         Checks ``epsilon`` (finite, > 0, at least :data:`MIN_EPSILON`), ``delta`` and the
@@ -201,6 +225,8 @@ class Mechanism:
         tol, max_iter : float, int
             The certified solve's gradient tolerance and the fast solver's iteration cap.
         accountant : BudgetAccountant, optional
+        **options
+            The caller's public choices for :meth:`calibrate` (AdaSSP's ``intercept``).
 
         Returns
         -------
@@ -212,7 +238,7 @@ class Mechanism:
         epsilon = check_min_epsilon(check_epsilon(epsilon))
         delta = check_delta(delta)
         self.check(problem.loss, delta)
-        calibration = self.calibrate(problem, epsilon, delta, tol)
+        calibration = self.calibrate(problem, epsilon, delta, tol, **options)
         spend_before_fitting(accountant, epsilon, self.delta_spent(delta), f"{self.title} (mechanism)")
         return self.release(problem, calibration, rng, tol, max_iter)
 
@@ -260,6 +286,28 @@ MECHANISMS: dict[str, Mechanism] = {
             module="dperm.mechanisms.gaussian_objective",
             entry="gaussian_objective_perturbation_004",
             alpha_rule="objective", options=(("calibration", "004"),), auto_candidate=False),
+        Mechanism(
+            "adassp", uses_delta=False, needs_curvature=False,
+            summary="AdaSSP, sufficient statistics with adaptive ridge (Wang 2018, Alg. 2), pure "
+            "epsilon-DP; least squares only",
+            reference="Wang (2018), Revisiting differentially private linear regression, UAI, Alg. 2 "
+            "(AdaSSP), for replace-one neighbours: sensitivities sqrt(2) R^2 (Gram), 2 R B (moment), R^2 "
+            "(lambda_min) in dperm.privacy.sufficient_statistics; epsilon / 3 per release, basic "
+            "composition; Canonne, Kamath & Steinke (2020) discrete Laplace on a grid",
+            module="dperm.mechanisms.sufficient_statistics", entry="sufficient_statistics_perturbation",
+            alpha_rule="none", options=(("gaussian", False),), auto_candidate=False,
+            losses=("squared",)),
+        Mechanism(
+            "gaussian_adassp", uses_delta=True, needs_curvature=False,
+            summary="Gaussian AdaSSP, discrete Gaussian noise, (epsilon, delta)-DP through zCDP "
+            "(Wang 2018, Alg. 2); least squares only",
+            reference="Wang (2018), UAI, Alg. 2 (AdaSSP) with exact discrete Gaussian noise: "
+            "Canonne, Kamath & Steinke (2020), Thm 4 (zCDP per release, rho / 3 each), Bun & Steinke "
+            "(2016), Lemma 2.3 (composition) and CKS (2020), Sec. 2.3 (zCDP to (epsilon, delta))",
+            module="dperm.mechanisms.sufficient_statistics",
+            entry="gaussian_sufficient_statistics_perturbation",
+            alpha_rule="none", options=(("gaussian", True),), auto_candidate=False,
+            losses=("squared",)),
     )
 }
 

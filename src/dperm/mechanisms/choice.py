@@ -226,6 +226,8 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     mechanisms' noise depends on it).
     """
     row = get_mechanism(mechanism)
+    if row.alpha_rule == "none":
+        raise ValueError(f"mechanism={mechanism!r} has no alpha: it chooses its own regularisation.")
     noise = None
     if row.alpha_rule == "objective":
         noise = row.noise_norm(dimension, epsilon, delta, loss.lipschitz, data_norm)
