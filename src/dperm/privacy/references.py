@@ -18,6 +18,10 @@ REFERENCES = {
     "minima perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
     "gaussian_objective_004": "Rajkumar & Agarwal (2012), Alg. 4 and Thm 4.1; approximate minima "
     "perturbation, Iyengar et al. (2019), Alg. 1 and Thm 1",
+    "multinomial_objective": "Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 carried to the "
+    "multinomial logistic loss of K classes: noise shift 2 sqrt(2) R, Jacobian term (K - 1) log(1 + R^2 / "
+    "(K n alpha)) (docs/design/multinomial.md); approximate minima perturbation, Iyengar et al. (2019), "
+    "Alg. 1 and Thm 1",
     # private prediction (dperm.mechanisms.prediction)
     "private_prediction": (
         "Nie & Wang (2017), J. Inequal. Appl., Lemma 1, Thm 2, Prop. 1 and Sec. 5, for the exact "
