@@ -31,6 +31,7 @@ from dperm.mechanisms.multinomial_objective import (
 from dperm.privacy.labels import LabelSet
 from dperm.privacy.multinomial import MULTINOMIAL_GRADIENT_BOUND
 from dperm.privacy.record import linear_record
+from dperm.validation import is_dask_collection
 
 #: Values of ``multi_class``.
 MULTINOMIAL, OVR = "multinomial", "ovr"
@@ -290,7 +291,12 @@ class MultinomialClassifierMixin:
     def predict_proba(self, X):
         """Class probabilities: the softmax of the scores (multinomial) or normalised one-vs-rest."""
         if getattr(self, "mechanism_", None) == MULTINOMIAL_OBJECTIVE:  # also set by load_model
-            from scipy.special import softmax
+            if is_dask_collection(X):
+                from dperm.scale import predict_blockwise
 
-            return softmax(self.decision_function(X), axis=1)
+                return predict_blockwise(self, X, "predict_proba")  # chunk by chunk, lazily
+            scores = self.decision_function(X)
+            scores = scores - scores.max(axis=1, keepdims=True, initial=-np.inf)
+            exponentials = np.exp(scores)
+            return exponentials / exponentials.sum(axis=1, keepdims=True)
         return self._predict_proba_lr(X)
