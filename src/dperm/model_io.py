@@ -55,6 +55,7 @@ from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.mechanisms.registry import MECHANISMS
+from dperm.mechanisms.multinomial_objective import MULTINOMIAL_OBJECTIVE
 
 FORMAT = "dperm-model"
 #: Version 2 added ``digest``; version 1 (no digest) is still read, with a warning.
@@ -290,6 +291,8 @@ def _check_record_agrees(document) -> None:
     expected = {name: params[name] for name in _RECORD_PARAMS if name in params}
     if "delta" in expected and record.get("mechanism") in MECHANISMS:
         expected["delta"] = MECHANISMS[record["mechanism"]].delta_spent(expected["delta"])
+    elif "delta" in expected and record.get("mechanism") == MULTINOMIAL_OBJECTIVE:
+        expected["delta"] = 0.0  # pure epsilon-DP (docs/design/multinomial.md)
     for name in _RECORD_PARAMS:
         if name in expected and name in record and expected[name] != record[name]:
             raise InconsistentModelFile(

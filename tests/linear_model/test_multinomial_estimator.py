@@ -154,3 +154,19 @@ def test_model_file_round_trip(tmp_path):
     loaded, _, _ = load_model(path)
     np.testing.assert_array_equal(loaded.coef_, model.coef_)
     np.testing.assert_allclose(loaded.predict_proba(X[:3]), model.predict_proba(X[:3]))
+
+
+def test_model_file_of_a_multinomial_fit_with_a_delta_loads(tmp_path):
+    """The multinomial model is pure: its record's delta is 0 whatever params.delta says."""
+    from dperm.model_io import load_model, save_model
+    from dperm.tabular import TabularSpec
+
+    X, y = _data(d=2)
+    model = PrivateLogisticRegression(epsilon=1.0, delta=1e-5, classes=CLASSES,
+                                      multi_class="multinomial", random_state=0).fit(X, y)
+    assert model.privacy_.delta == 0.0
+    spec = TabularSpec.from_dict({"columns": [{"name": "a", "type": "numeric", "lower": -1, "upper": 1},
+                                              {"name": "b", "type": "numeric", "lower": -1, "upper": 1}]})
+    save_model(tmp_path / "model.json", model, spec, "label")
+    loaded, _, _ = load_model(tmp_path / "model.json")
+    assert loaded.privacy_.to_dict() == model.privacy_.to_dict()
