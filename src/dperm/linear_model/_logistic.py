@@ -79,11 +79,12 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
     classes : None or list of labels, default=None
         The public label set (strings or numbers of the type of y, at least
         two, e.g. ``["no", "yes"]``); ``classes_`` is it, sorted like
-        :func:`numpy.unique`. It alone sets the one-vs-rest split: ``n_problems``
-        is 1 for two labels, else the number of labels, and each problem gets
-        ``epsilon / n_problems``. A training label outside it raises ValueError
+        :func:`numpy.unique`. It alone sets the model's shape: ``K`` columns of the
+        multinomial model, or the one-vs-rest split (``n_problems`` is 1 for two
+        labels, else the number of labels, and each problem gets
+        ``epsilon / n_problems``). A training label outside it raises ValueError
         before any budget is spent; a label no row carries is fine (its
-        problem is fitted with every row negative). ``None`` reads the labels
+        class is fitted with no row carrying it). ``None`` reads the labels
         from y as scikit-learn does; then one record of a rare class can change
         ``classes_``, the shape of ``coef_`` and the epsilon per problem, which
         the guarantee does not cover: a :class:`~dperm.PrivacyLeakWarning` says
