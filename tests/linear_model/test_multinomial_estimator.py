@@ -170,3 +170,11 @@ def test_model_file_of_a_multinomial_fit_with_a_delta_loads(tmp_path):
     save_model(tmp_path / "model.json", model, spec, "label")
     loaded, _, _ = load_model(tmp_path / "model.json")
     assert loaded.privacy_.to_dict() == model.privacy_.to_dict()
+
+
+def test_a_public_label_no_row_carries_gets_its_column():
+    X, y = _data()
+    model = PrivateLogisticRegression(epsilon=2.0, classes=[0, 1, 2, 3], multi_class="multinomial",
+                                      random_state=0).fit(X, y)
+    assert model.coef_.shape == (4, 4) and model.classes_.tolist() == [0, 1, 2, 3]
+    assert model.score(X, y) > 0.5
