@@ -95,9 +95,12 @@ def test_classes_set_the_label_set_and_split(csv_files, capsys):
                  "--random-state", "0", "--out", str(model_path)])
     assert code == 0
     out = capsys.readouterr().out
-    assert "classes ['maybe', 'no', 'yes']" in out and "One-vs-rest over 3 classes" in out
+    assert "classes ['maybe', 'no', 'yes']" in out
     model, _, document = load_model(model_path)
-    assert model.coef_.shape == (3, 5) and document["privacy"]["epsilon_per_problem"] == 1.0
+    assert model.coef_.shape == (3, 5)
+    # multi_class="auto" (issue 30): one 3-class multinomial model at the whole epsilon, the
+    # choice stated; one-vs-rest would split it three ways
+    assert "multi_class='multinomial'" in out and document["privacy"]["epsilon_per_problem"] == 3.0
 
 
 @pytest.mark.parametrize(
@@ -397,3 +400,17 @@ def test_predict_does_not_warn_about_clipping(csv_files, capsys):
 
         _, spec, _ = load_model(model_path)
         spec.transform(read_csv_columns(outside))
+
+
+def test_the_multiclass_mechanism_is_no_mechanism_choice():
+    """--mechanism offers the table's binary rows only: the multinomial model is chosen by the
+    estimator's multi_class (K > 2), never by name on the command line."""
+    import pytest
+
+    from dperm.cli import main
+    from dperm.mechanisms.catalog import binary_mechanisms
+
+    with pytest.raises(SystemExit):
+        main(["train", "--data", "x.csv", "--target", "y", "--epsilon", "1",
+              "--mechanism", "multinomial_objective"])
+    assert "adassp" in binary_mechanisms() and "objective" in binary_mechanisms()

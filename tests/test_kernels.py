@@ -291,8 +291,10 @@ def test_output_perturbation_and_multiclass_records():
     assert record.loss == "hinge" and record.data_norm == pytest.approx(math.sqrt(2))
     X, y = make_blobs(600, 3, centers=3, random_state=0)
     model = PrivateKernelLogisticRegression(epsilon=3.0, gamma=0.1, random_state=0).fit(X, y)
-    assert model.privacy_.n_problems == 3
-    assert model.privacy_.epsilon_per_problem == pytest.approx(1.0)
+    # the inner PrivateLogisticRegression's multi_class="auto" fits one 3-class model (issue 30)
+    assert model.linear_model_.multi_class_ == "multinomial"
+    assert model.privacy_.n_problems == 1
+    assert model.privacy_.epsilon_per_problem == pytest.approx(3.0)
     assert model.decision_function(X).shape == (600, 3)
     np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
     assert set(model.predict(X)) <= set(model.classes_)

@@ -589,7 +589,7 @@ def _reproduce_options(reproduce) -> None:
 
 
 def _train_options(train) -> None:
-    from dperm.mechanisms.catalog import MECHANISMS, MIN_EPSILON, mechanism_help
+    from dperm.mechanisms.catalog import MIN_EPSILON, binary_mechanisms, mechanism_help
 
     data = train.add_argument_group("data and public schema")
     data.add_argument("--data", required=True,
@@ -665,7 +665,7 @@ def _train_options(train) -> None:
     privacy.add_argument("--delta", type=float, default=0.0,
                          help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
                               "--mechanism auto may choose the Gaussian objective mechanism")
-    privacy.add_argument("--mechanism", choices=("auto", *MECHANISMS), default=None,
+    privacy.add_argument("--mechanism", choices=("auto", *binary_mechanisms()), default=None,
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), for "
                               "least_squares auto (AdaSSP unless --alpha is a number), output for "

@@ -5,6 +5,7 @@ Counters wrap the checks and the calibrations wherever dperm bound them (every l
 which read the defining module's attribute at call time), then one fit runs.
 """
 
+import importlib
 import sys
 
 import numpy as np
@@ -46,7 +47,7 @@ def counters(monkeypatch):
         return original_validate(self)
 
     monkeypatch.setattr(PrivateLinearModelBase, "_validate_params", counted_validate)
-    calibrations = [_count_everywhere(monkeypatch, "calibrate", sys.modules[module].calibrate)
+    calibrations = [_count_everywhere(monkeypatch, "calibrate", importlib.import_module(module).calibrate)
                     for module in {row.module for row in MECHANISMS.values()}]
     candidates = _count_everywhere(monkeypatch, "candidate_mechanisms", choice.candidate_mechanisms)
     return {
@@ -75,10 +76,20 @@ def test_a_default_fit_validates_epsilon_at_most_twice_and_calibrates_once(count
 
 def test_one_vs_rest_problems_share_the_one_calibration(counters):
     X, y = _data(n_classes=3)
-    model = PrivateLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y)
+    model = PrivateLogisticRegression(classes=[0, 1, 2], multi_class="ovr", random_state=0).fit(X, y)
     assert model.coef_.shape == (3, 4) and model.privacy_.n_problems == 3
     assert counters["epsilon"]() <= 2
     assert counters["calibrations"]() == 1
+
+
+def test_multi_class_auto_calibrates_each_model_once(counters):
+    """multi_class="auto" scores one-vs-rest's and the multinomial row's calibrations, each
+    computed once, and releases with the chosen one."""
+    X, y = _data(n_classes=3)
+    model = PrivateLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X, y)
+    assert model.multi_class_ == "multinomial" and model.privacy_.n_problems == 1
+    assert counters["epsilon"]() <= 2
+    assert counters["calibrations"]() == 2
 
 
 def test_a_named_mechanism_calibrates_once_and_asks_for_no_candidates(counters):

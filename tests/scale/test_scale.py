@@ -121,7 +121,8 @@ def clone_of(model):
 
 def test_multiclass_one_vs_rest_on_chunks_matches_memory():
     X, y = make_data(n_classes=3, seed=4)
-    model = PrivateLogisticRegression(epsilon=3.0, alpha=1e-2, random_state=5)
+    # Dask input fits one-vs-rest whatever multi_class says ("auto"); in memory "ovr" asks for it
+    model = PrivateLogisticRegression(epsilon=3.0, alpha=1e-2, random_state=5, multi_class="ovr")
     memory, chunked, _, _ = fit_both(model, X, y)
     assert chunked.coef_.shape == (3, X.shape[1])
     assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
@@ -211,7 +212,8 @@ def test_third_label_in_one_chunk_behaves_as_in_memory():
     """A third label is not an error in memory either: both fit one-vs-rest."""
     X, y = make_data(seed=12)
     y[2500] = 2
-    memory, chunked, _, _ = fit_both(PrivateLogisticRegression(alpha=1e-2, random_state=4), X, y)
+    memory, chunked, _, _ = fit_both(PrivateLogisticRegression(alpha=1e-2, random_state=4,
+                                                               multi_class="ovr"), X, y)
     assert chunked.classes_.tolist() == memory.classes_.tolist() == [0, 1, 2]
     assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
 

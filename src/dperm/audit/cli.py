@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from dperm.catalog import LOSSES, build_estimator
-from dperm.mechanisms.catalog import MECHANISMS, mechanism_help
+from dperm.mechanisms.catalog import MECHANISMS, binary_mechanisms, mechanism_help
 
 #: ``--estimator`` values: a dperm linear classifier by its loss (:data:`dperm.catalog.LOSSES`),
 #: or the private selection of parameter tuning.
@@ -53,7 +53,7 @@ def add_audit_subparser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--estimator", choices=AUDIT_TARGETS, default="logistic",
                         help="logistic regression, a linear SVC by loss, or the tuning "
                              "selection (exponential mechanism); default logistic")
-    parser.add_argument("--mechanism", choices=tuple(MECHANISMS), default="objective",
+    parser.add_argument("--mechanism", choices=binary_mechanisms(), default="objective",
                         help="the mechanism to audit (default objective); " + mechanism_help())
     parser.add_argument("--epsilon", type=float, required=True, help="the claimed epsilon")
     parser.add_argument("--delta", type=float, default=0.0,

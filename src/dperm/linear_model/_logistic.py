@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from sklearn.utils._param_validation import StrOptions
+
 from dperm.linear_model._base import PrivateLinearClassifierBase
+from dperm.linear_model._multinomial import MULTI_CLASS_OPTIONS, MultinomialClassifierMixin
 from dperm.losses import LogisticLoss
+from dperm.mechanisms.choice import AUTO
 
 
-class PrivateLogisticRegression(PrivateLinearClassifierBase):
+class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassifierBase):
     """Logistic regression with a differential privacy guarantee.
 
     Minimises ``(1/n) sum log(1 + exp(-y_i w.x_i)) + alpha/2 ||w||^2`` under one
@@ -75,15 +79,26 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     classes : None or list of labels, default=None
         The public label set (strings or numbers of the type of y, at least
         two, e.g. ``["no", "yes"]``); ``classes_`` is it, sorted like
-        :func:`numpy.unique`. It alone sets the one-vs-rest split: ``n_problems``
-        is 1 for two labels, else the number of labels, and each problem gets
-        ``epsilon / n_problems``. A training label outside it raises ValueError
+        :func:`numpy.unique`. It alone sets the model's shape: ``K`` columns of the
+        multinomial model, or the one-vs-rest split (``n_problems`` is 1 for two
+        labels, else the number of labels, and each problem gets
+        ``epsilon / n_problems``). A training label outside it raises ValueError
         before any budget is spent; a label no row carries is fine (its
-        problem is fitted with every row negative). ``None`` reads the labels
+        class is fitted with no row carrying it). ``None`` reads the labels
         from y as scikit-learn does; then one record of a rare class can change
         ``classes_``, the shape of ``coef_`` and the epsilon per problem, which
         the guarantee does not cover: a :class:`~dperm.PrivacyLeakWarning` says
         so and ``privacy_.label_set_public`` is False.
+    multi_class : {"auto", "multinomial", "ovr"}, default="auto"
+        With three or more labels: ``"multinomial"`` fits one softmax model under
+        multinomial objective perturbation with the whole epsilon (one noise matrix,
+        docs/design/multinomial.md); ``"ovr"`` fits one binary problem per label at
+        ``epsilon / K`` each; ``"auto"`` chooses the one with less noise per class from
+        public quantities (K, n, d, epsilon, delta, the norm bound;
+        :func:`dperm.linear_model._multinomial.compare_multiclass`), recorded in
+        ``multi_class_`` and ``privacy_.mechanism_choice``. The multinomial model is pure
+        epsilon-DP and runs with ``mechanism="auto"`` or ``"objective"``; other mechanisms
+        and Dask input use one-vs-rest. Two labels always give one binary problem.
 
     Attributes
     ----------
@@ -93,6 +108,8 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
         ``classes`` sorted, or the labels of y when ``classes=None``.
     alpha_ : float
         The regularisation strength used (``alpha``, or the public rule's value).
+    multi_class_ : {"multinomial", "ovr"}
+        The multiclass model fitted (``"ovr"`` for two labels: one binary problem).
     n_features_in_ : int
     privacy_ : dperm.privacy.record.PrivacyRecord
         The guarantee and every number behind it; ``print(model.privacy_)``.
@@ -119,16 +136,39 @@ class PrivateLogisticRegression(PrivateLinearClassifierBase):
     True
     """
 
+    _parameter_constraints: dict = {
+        **PrivateLinearClassifierBase._parameter_constraints,
+        "multi_class": [StrOptions(set(MULTI_CLASS_OPTIONS))],
+    }
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=0.0,
+        alpha="auto",
+        mechanism=AUTO,
+        data_norm=1.0,
+        fit_intercept=True,
+        intercept_scaling=1.0,
+        max_iter=1000,
+        tol=1e-8,
+        random_state=None,
+        accountant=None,
+        scheduler=None,
+        classes=None,
+        multi_class=AUTO,
+    ):
+        super().__init__(
+            epsilon=epsilon, delta=delta, alpha=alpha, mechanism=mechanism, data_norm=data_norm,
+            fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, max_iter=max_iter,
+            tol=tol, random_state=random_state, accountant=accountant, scheduler=scheduler,
+            classes=classes,
+        )
+        self.multi_class = multi_class
+
     def _make_loss(self):
         return LogisticLoss()
-
-    def predict_proba(self, X):
-        """Class probabilities: the logistic function of the decision value.
-
-        For more than two classes the one-vs-rest probabilities are normalised
-        to sum to one, as in scikit-learn's one-vs-rest logistic regression.
-        """
-        return self._predict_proba_lr(X)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""

@@ -3,7 +3,10 @@
 A row (:class:`Mechanism`) says everything dperm knows of a mechanism: its name, whether
 it spends delta, whether its proof needs a curvature bound, which losses its theorem
 covers (``losses``: every loss meeting the other conditions when empty, else only the
-named ones, e.g. AdaSSP's ``("squared",)``), a one-line summary, where its guarantee is
+named ones, e.g. AdaSSP's ``("squared",)``), whether it is a multiclass model
+(``multiclass``: it needs ``K > 2`` public labels, so it is never a candidate of the
+generic ``mechanism="auto"`` nor a ``--mechanism`` choice of the binary models), a
+one-line summary, where its guarantee is
 proven, which default-alpha rule fits it (``"none"`` for a mechanism that chooses its
 own regularisation, such as AdaSSP's adaptive ridge: ``alpha="auto"`` then sets nothing),
 and the module that calibrates and releases it. The estimators (``mechanism=``), ``mechanism="auto"``
@@ -107,9 +110,14 @@ class Mechanism:
         may choose it (``False`` for calibrations kept only to reproduce a paper, and for
         mechanisms an estimator chooses itself, as ``PrivateLeastSquares`` chooses AdaSSP).
     losses : tuple of str
-        The loss family the theorem covers, by :data:`dperm.catalog.LOSSES` name: empty for
-        every loss meeting the other conditions; else :meth:`refusal` refuses any other loss
-        before anything is calibrated or spent (AdaSSP: ``("squared",)``).
+        The loss family the theorem covers, by loss name (:data:`dperm.catalog.LOSSES`, or a
+        loss of its own module such as ``"multinomial_logistic"``): empty for every loss
+        meeting the other conditions; else :meth:`refusal` refuses any other loss before
+        anything is calibrated or spent (AdaSSP: ``("squared",)``).
+    multiclass : bool
+        A model of ``K > 2`` classes in one problem (its ``problem`` carries ``n_classes``):
+        never a candidate of :func:`~dperm.mechanisms.choice.choose_mechanism` (binary
+        problems) nor a ``--mechanism`` choice; the estimator chooses it (``multi_class``).
     """
 
     name: str
@@ -123,6 +131,7 @@ class Mechanism:
     options: tuple = ()
     auto_candidate: bool = True
     losses: tuple = ()
+    multiclass: bool = False
 
     def __post_init__(self):
         if self.alpha_rule not in ALPHA_RULES:
@@ -308,8 +317,24 @@ MECHANISMS: dict[str, Mechanism] = {
             entry="gaussian_sufficient_statistics_perturbation",
             alpha_rule="none", options=(("gaussian", True),), auto_candidate=False,
             losses=("squared",)),
+        Mechanism(
+            "multinomial_objective", uses_delta=False, needs_curvature=True,
+            summary="multinomial objective perturbation, pure epsilon-DP, one (d, K) noise matrix "
+            "at the whole epsilon (003 Alg. 2 for K classes); multiclass logistic only",
+            reference="Chaudhuri, Monteleoni & Sarwate (2011), Alg. 2 and Thm 2 carried to the "
+            "multinomial logistic loss of K classes: noise shift 2 sqrt(2) R, Jacobian term (K - 1) "
+            "log(1 + R^2 / (K n alpha)) (docs/design/multinomial.md); " + _AMP,
+            module="dperm.mechanisms.multinomial_objective", entry="multinomial_objective_perturbation",
+            alpha_rule="objective", auto_candidate=False, losses=("multinomial_logistic",),
+            multiclass=True),
     )
 }
+
+
+def binary_mechanisms() -> tuple[str, ...]:
+    """The names of the rows for binary (and one-vs-rest) problems: every row but the multiclass ones
+    (the ``--mechanism`` choices of ``dperm train`` and ``dperm audit``)."""
+    return tuple(name for name, m in MECHANISMS.items() if not m.multiclass)
 
 
 def get_mechanism(name) -> Mechanism:
@@ -327,8 +352,8 @@ def run_mechanism(name: str, problem, epsilon, delta, rng, tol, max_iter, accoun
 
 def mechanism_help() -> str:
     """``name: summary`` of every mechanism, joined by ``"; "`` (the ``--mechanism`` help's tail)."""
-    return "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values())
+    return "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values() if not m.multiclass)
 
 
-__all__ = ["ALPHA_RULES", "MECHANISMS", "MIN_EPSILON", "Mechanism", "check_min_epsilon",
+__all__ = ["ALPHA_RULES", "MECHANISMS", "MIN_EPSILON", "Mechanism", "binary_mechanisms", "check_min_epsilon",
            "get_mechanism", "mechanism_help", "run_mechanism"]

@@ -55,7 +55,9 @@ class MechanismChoice:
 def candidate_mechanisms(loss, delta: float) -> list[str]:
     """The mechanisms ``"auto"`` may choose for ``loss`` and ``delta``.
 
-    Those whose theorem covers the loss and the delta (:meth:`~dperm.mechanisms.catalog.Mechanism.accepts`).
+    Those whose theorem covers the loss and the delta (:meth:`~dperm.mechanisms.catalog.Mechanism.accepts`),
+    among the rows marked ``auto_candidate`` and not ``multiclass`` (the problems here are
+    binary or one-vs-rest; the multinomial model is chosen by ``multi_class``).
     When the loss is smooth (a curvature bound ``c``), only the objective family:
     objective perturbation's noise enters the gradient, where the loss's own
     curvature damps it, and its sample requirement has the better dependence on
@@ -63,7 +65,8 @@ def candidate_mechanisms(loss, delta: float) -> list[str]:
     its experiments in Sec. 7 agree). Output perturbation remains the choice for
     non-smooth or non-globally-Lipschitz losses (hinge, pinball, least squares).
     """
-    accepted = [m for m in MECHANISMS.values() if m.auto_candidate and m.accepts(loss, delta)]
+    accepted = [m for m in MECHANISMS.values()
+                if m.auto_candidate and not m.multiclass and m.accepts(loss, delta)]
     objective_family = [m.name for m in accepted if m.needs_curvature]
     return objective_family or [m.name for m in accepted]
 

@@ -52,6 +52,7 @@ FITTED_ATTRIBUTES = {
     "privacy_": DERIVED,
     "alpha_": PUBLIC,
     "mechanism_": PUBLIC,  # mechanism="auto" resolved from public n, d, epsilon, delta
+    "multi_class_": PUBLIC,  # multi_class="auto" resolved from public K, n, d, epsilon, delta
     # random Fourier features: drawn from public randomness and the input dimension only
     "frequencies_": PUBLIC,
     "phases_": PUBLIC,
