@@ -581,3 +581,38 @@ def test_cli_engine_dask_keeps_n_for_a_neighbour_with_missing_values(tmp_path, c
     assert n_samples == [200, 200]
     out = capsys.readouterr().out
     assert "trained on 200 rows (every row of the files; none is dropped)" in out
+
+
+# -- prediction ships only the public coefficients (issue 31, finding 8) ------------
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_predict_on_a_distributed_client_with_an_accountant_attached(n_classes):
+    """The accountant cannot be pickled, so it must stay on the driver: the workers get only
+    the coefficients, intercepts and classes (``PublicLinearScores``)."""
+    from dperm.scale import PublicLinearScores
+
+    X, y = make_data(n_classes=n_classes, seed=12)
+    budget = BudgetAccountant(epsilon=2.0)
+    model = PrivateLogisticRegression(epsilon=0.5, alpha=1e-2, classes=list(range(n_classes)),
+                                      accountant=budget, random_state=4).fit(X, y)
+    spent = budget.summary()
+    dX, dy = as_dask(X, y)
+    # an in-process cluster still serialises every task it runs (no network: inproc://)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as local, distributed.Client(local):
+        for method in ("predict", "predict_proba", "decision_function"):
+            lazy = getattr(model, method)(dX)
+            np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X), err_msg=method)
+        assert model.score(dX, dy) == pytest.approx(model.score(X, y))
+    assert budget.summary() == spent  # predicting spends nothing
+    shipped = PublicLinearScores.of(model)
+    assert set(vars(shipped)) == {"coef", "intercept", "classes"}
+
+
+def test_prediction_refuses_a_wrong_width_before_any_task_runs():
+    X, y = make_data(seed=13)
+    model = PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X has 5 features, but PrivateLogisticRegression is "
+                                         "expecting 6"):
+        model.predict(da.from_array(X[:, :5], chunks=(500, 5)))
+    with pytest.raises(Exception, match="not fitted"):
+        PrivateLogisticRegression().predict(da.from_array(X, chunks=(500, 6)))

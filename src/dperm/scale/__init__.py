@@ -21,10 +21,9 @@ from dperm.scale._data import ChunkedERMData
 from dperm.scale._estimator import (
     check_distributed_loss,
     fit_classifier_distributed,
-    predict_blockwise,
-    score_distributed,
 )
 from dperm.scale._newton import newton_certified
+from dperm.scale._predict import PublicLinearScores, predict_blockwise, score_distributed
 from dperm.scale._tabular import lazy_design
 
 __all__ = [
@@ -33,6 +32,7 @@ __all__ = [
     "ChunkedERMData",
     "check_distributed_loss",
     "PassRunner",
+    "PublicLinearScores",
     "chunk_pairs",
     "dask_scheduler",
     "fit_classifier_distributed",
