@@ -23,6 +23,7 @@ from dperm.scale._estimator import (
     fit_classifier_distributed,
 )
 from dperm.scale._newton import newton_certified
+from dperm.scale._partitions import csv_blocksize, partition_rows, read_parquet
 from dperm.scale._predict import PublicLinearScores, predict_blockwise, score_distributed
 from dperm.scale._tabular import lazy_design
 
@@ -34,12 +35,15 @@ __all__ = [
     "PassRunner",
     "PublicLinearScores",
     "chunk_pairs",
+    "csv_blocksize",
     "dask_scheduler",
     "fit_classifier_distributed",
     "is_dask_collection",
     "lazy_design",
     "newton_certified",
+    "partition_rows",
     "predict_blockwise",
     "prepare_chunk",
+    "read_parquet",
     "score_distributed",
 ]
