@@ -718,3 +718,38 @@ def test_csv_blocksize_bounds_the_rows_of_every_partition(tmp_path):
     frame = dd.read_csv(path, blocksize=csv_blocksize(500, X.shape[1] + 1))
     sizes = frame.map_partitions(len).compute(scheduler="threads")
     assert sum(sizes) == N and max(sizes) <= 500
+
+
+def test_a_pass_whose_workers_all_stay_paused_fails_instead_of_hanging(monkeypatch):
+    """All workers paused (memory above Dask's pause threshold) start no task: the pass is
+    abandoned with DistributedFitError naming the partition rule, not waited on forever."""
+    from dperm.scale import _cluster
+
+    class Future:
+        cancelled = False
+
+        def result(self, timeout):
+            raise TimeoutError
+
+        def cancel(self):
+            Future.cancelled = True
+
+    class Client:
+        status = "paused"
+
+        def compute(self, graph):
+            return Future()
+
+        def scheduler_info(self, n_workers):
+            return {"workers": {"tcp://127.0.0.1:1": {"status": Client.status},
+                                "tcp://127.0.0.1:2": {"status": "paused"}}}
+
+    monkeypatch.setattr(_cluster, "CHECK_INTERVAL", 0.0)
+    monkeypatch.setattr(_cluster, "PAUSED_TIMEOUT", 0.05)
+    with pytest.raises(DistributedFitError, match="every Dask worker has been paused .* "
+                                                  "dperm.scale.read_parquet"):
+        _cluster.PassRunner(client=Client())._compute(None)
+    assert Future.cancelled
+    runner = _cluster.PassRunner(client=Client())
+    Client.status = "running"  # one worker still runs: keep waiting
+    assert runner._check_paused(0.0) is None
