@@ -18,7 +18,7 @@ cannot be pickled"). Peak worker memory is polled from the scheduler every 0.25 
 (:class:`scale.WorkerMemoryMonitor`); a fit still running after ``--timeout`` s
 is abandoned and reported as such.
 
-Writes ``benchmarks/results/scale_file_<reader>.json``.
+Writes ``benchmarks/results/scale_file_<reader>_<file stem>.json``.
 
 Usage::
 
@@ -104,7 +104,7 @@ def main(argv=None):
                                  "budget_spent": budget.summary()}
         print(json.dumps(result["fit"]), flush=True)
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"scale_file_{args.reader}.json"
+    out = RESULTS / f"scale_file_{args.reader}_{Path(args.file).stem}.json"
     out.write_text(json.dumps(result, indent=2, default=str) + "\n")
     print(f"wrote {out}")
 
