@@ -753,3 +753,28 @@ def test_a_pass_whose_workers_all_stay_paused_fails_instead_of_hanging(monkeypat
     runner = _cluster.PassRunner(client=Client())
     Client.status = "running"  # one worker still runs: keep waiting
     assert runner._check_paused(0.0) is None
+
+
+def test_frame_chunks_split_in_their_own_task_keep_the_in_memory_checks():
+    """Numeric columns of any dtype are copied once into float64 rows; a string feature
+    still gets scikit-learn's in-memory error."""
+    X, y = make_data(seed=18)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["f0"] = frame["f0"].astype(np.float32)
+    frame["f1"] = (frame["f1"] > 0).astype(int)
+    frame["label"] = y
+    ddf = dd.from_pandas(frame, npartitions=4)
+    features = [f"f{i}" for i in range(X.shape[1])]
+    model = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3,
+                                      scheduler="threads")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        model.fit(ddf[features], ddf["label"])
+        memory = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3).fit(
+            frame[features].to_numpy(dtype=float), y)
+    assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
+    frame["f2"] = frame["f2"].astype(str).where(frame.index != 1500, "n/a")
+    ddf = dd.from_pandas(frame, npartitions=4)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        PrivateLogisticRegression(classes=[0, 1], scheduler="threads").fit(ddf[features],
+                                                                            ddf["label"])

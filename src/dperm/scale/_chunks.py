@@ -224,8 +224,9 @@ class FrameLabel:
         """
         y = frame[self.column].rename(None)
         features = [name for name in frame.columns if name != self.column]
-        numeric = all(isinstance(frame[name].dtype, np.dtype) and frame[name].dtype.kind in "fiub"
-                      for name in features)
+        numeric = frame.columns.is_unique and all(
+            isinstance(frame[name].dtype, np.dtype) and frame[name].dtype.kind in "fiub"
+            for name in features)
         if not numeric:
             return frame.drop(columns=self.column), y, None
         augmented = np.empty((len(frame), len(features) + extra_columns))
