@@ -778,3 +778,30 @@ def test_frame_chunks_split_in_their_own_task_keep_the_in_memory_checks():
     with pytest.raises(ValueError, match="could not convert string to float"):
         PrivateLogisticRegression(classes=[0, 1], scheduler="threads").fit(ddf[features],
                                                                             ddf["label"])
+
+
+def test_cli_reader_cuts_parquet_row_groups_by_the_rule_on_a_client(tmp_path, monkeypatch):
+    """``lazy_design`` with a client: one Parquet row group becomes several partitions, the
+    encoding equals the in-memory one, and a bad cell is still located by its row in the file."""
+    from dperm.scale import _partitions
+    from dperm.scale._tabular import lazy_design
+    from dperm.tabular import TableCellError
+
+    monkeypatch.setattr(_partitions, "partition_rows", lambda *args: 7)
+    lines = _lines()
+    frame = pd.DataFrame([line.split(",") for line in lines], columns=["age", "color", "label"])
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=len(lines))  # text cells
+    path = _csv(tmp_path / "t.csv", lines)
+    bounds = {"age": [17, 90], "color": ["red", "green", "blue"]}
+    with in_process_cluster() as local, distributed.Client(local) as client:
+        X, y, _ = lazy_design(tmp_path / "t.parquet", "label", categorical=["color"],
+                              public_bounds=bounds, scheduler=client)
+        assert len(X.chunks[0]) == 9 and max(X.chunks[0]) <= 7  # ceil(60 / 7)
+        X_memory, y_memory = _in_memory(path, bounds)
+        np.testing.assert_array_equal(X.compute(), X_memory)
+        assert y.compute().tolist() == y_memory.tolist()
+        frame.loc[47, "age"] = "?"
+        frame.to_parquet(tmp_path / "t.parquet", row_group_size=len(lines))
+        with pytest.raises(TableCellError, match="column 'age', data row 48 "):
+            lazy_design(tmp_path / "t.parquet", "label", categorical=["color"],
+                        public_bounds=bounds, scheduler=client)
