@@ -5,7 +5,9 @@ without materialising it: every data pass is a map-reduce of per-chunk loss,
 gradient and Hessian sums (:func:`prepare_chunk`, :class:`PassRunner`), the
 driver runs damped Newton to the in-memory gradient certificate
 (:func:`newton_certified`), and the noise is drawn once on the driver
-(:class:`ChunkedERMData`). Twice-differentiable losses only. Design:
+(:class:`ChunkedERMData`). :func:`read_parquet` reads large Parquet files in partitions
+sized to the workers (:func:`partition_rows`); prediction ships only the public
+coefficients (:class:`PublicLinearScores`). Twice-differentiable losses only. Design:
 ``docs/design/scale.md``.
 """
 
