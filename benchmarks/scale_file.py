@@ -89,10 +89,11 @@ def main(argv=None):
                          "peak_worker_memory": max(monitor.peak.values(), default=0),
                          "workers_seen": len(monitor.peak),
                          "worker_restarts": len(monitor.peak) - args.workers}
-        if outcome == "finished":
-            result["fit"].update(data_passes=int(model.privacy_.data_passes),
-                                 certified=bool(model.privacy_.certified),
-                                 gradient_norm=model.privacy_.gradient_norm)
+        print(json.dumps(result["fit"]), flush=True)
+        if outcome == "finished":  # the record releases no pass count (it depends on the data)
+            result["fit"].update(n_samples=int(model.privacy_.n_samples),
+                                 mechanism=model.privacy_.mechanism,
+                                 guarantee=model.privacy_.guarantee)
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
