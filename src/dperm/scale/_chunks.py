@@ -190,10 +190,10 @@ def _frame_pairs(X, y):
     column set), which made real Parquet fail with "X has 10 row chunks and y has 3".
 
     Each pair is ``(partition, FrameLabel)``: the partition is split into X and y
-    inside the chunk's own task (:func:`prepare_chunk`). Splitting it in two
-    separate tasks kept every partition in worker memory until both had run, and
-    Dask ran many reads ahead of them, so 2 x 1 GiB workers were restarted even
-    with 0.13 GiB partitions (issue 31, finding 8).
+    inside the chunk's own task (:func:`prepare_chunk`), and copied once. Split in
+    two separate tasks, a partition stayed in worker memory until both had run, could
+    be fetched by the other worker, and was copied twice more: a 1 GiB worker that was
+    restarted held two partitions and their halves at once (issue 31, finding 8).
     """
     import dask.dataframe as dd
 
