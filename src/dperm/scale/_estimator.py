@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.privacy.labels import one_vs_rest_positives, resolve_label_set
@@ -93,7 +92,7 @@ def check_distributed_loss(loss):
 
 
 # -- prediction on Dask collections: only public coefficients travel (scale/_predict.py)
-from dperm.scale._predict import predict_blockwise, score_distributed  # noqa: E402
+from dperm.scale._predict import predict_blockwise, score_distributed
 
 __all__ = ["check_distributed_loss", "fit_classifier_distributed", "predict_blockwise",
            "score_distributed"]
