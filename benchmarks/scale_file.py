@@ -36,10 +36,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scale import RESULTS, WorkerMemoryMonitor, fit_with_timeout  # benchmarks/scale.py
 
 import dperm
 from dperm import BudgetAccountant, PrivateLogisticRegression
-from scale import RESULTS, WorkerMemoryMonitor, fit_with_timeout  # benchmarks/scale.py
 
 
 def main(argv=None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 
@@ -652,7 +653,7 @@ def test_parquet_pieces_cover_every_row_once_within_the_rule(sizes, rows):
         mine = [(a, b) for g, a, b in pieces if g == group]
         assert sum(b - a for a, b in mine) == size
         assert all(0 < b - a <= rows for a, b in mine)
-        assert all(b == a2 for (_, b), (a2, _) in zip(mine, mine[1:]))  # contiguous, in order
+        assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(mine))  # contiguous, in order
 
 
 def _write_parquet(path, X, y, row_group_size):
@@ -664,8 +665,7 @@ def _write_parquet(path, X, y, row_group_size):
 def test_read_parquet_cuts_one_big_row_group_and_the_fit_equals_memory(tmp_path, monkeypatch):
     """One file, one row group (what made one partition): cut by the rule, read in small
     batches, every row once and in order; the fit on it equals the in-memory fit."""
-    from dperm.scale import read_parquet
-    from dperm.scale import _partitions
+    from dperm.scale import _partitions, read_parquet
 
     monkeypatch.setattr(_partitions, "READ_BATCH_ROWS", 256)  # several batches per piece
     X, y = make_data(seed=14)

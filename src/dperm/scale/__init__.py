@@ -26,16 +26,20 @@ from dperm.scale._estimator import (
 )
 from dperm.scale._newton import newton_certified
 from dperm.scale._partitions import csv_blocksize, partition_rows, read_parquet
-from dperm.scale._predict import PublicLinearScores, predict_blockwise, score_distributed
+from dperm.scale._predict import (
+    PublicLinearScores,
+    predict_blockwise,
+    score_distributed,
+)
 from dperm.scale._tabular import lazy_design
 
 __all__ = [
     "ChunkScan",
     "ChunkSpec",
     "ChunkedERMData",
-    "check_distributed_loss",
     "PassRunner",
     "PublicLinearScores",
+    "check_distributed_loss",
     "chunk_pairs",
     "csv_blocksize",
     "dask_scheduler",

@@ -34,6 +34,7 @@ floating-point summation order.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def parquet_pieces(row_group_rows, rows):
             continue
         parts = math.ceil(size / rows)
         bounds = np.linspace(0, size, parts + 1).round().astype(int)
-        pieces += [(group, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        pieces += [(group, int(a), int(b)) for a, b in itertools.pairwise(bounds)]
     return pieces
 
 
