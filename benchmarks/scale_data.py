@@ -15,9 +15,15 @@ Output: ``--files`` Parquet files of ``--rows-per-file`` rows each (float64
 columns ``x000..x121`` and an int8 column ``dos``), uncompressed so that the
 bytes on disk equal the bytes a worker holds in memory for a chunk.
 
+With ``--single-file PATH --rows N`` it writes one Parquet file of N rows instead,
+generated and written in slices (so the generator never holds the whole file), with
+``--row-group-rows`` rows per row group (default: pyarrow's own, 1,048,576, which is what
+``DataFrame.to_parquet`` gives a user); issue 31's "one 3M-row Parquet file".
+
 Usage::
 
     python benchmarks/scale_data.py --out /tmp/kdd-replica --files 110 --rows-per-file 100000
+    python benchmarks/scale_data.py --single-file /tmp/kdd-3m.parquet --rows 3000000
 """
 
 from __future__ import annotations
@@ -64,6 +70,29 @@ def write_file(path, X, y):
     pq.write_table(pa.table(columns), path, compression="none")
 
 
+def write_single_file(path, X, y, numeric, n_rows, seed, noise, row_group_rows=None,
+                      slice_rows=250_000):
+    """One Parquet file of ``n_rows`` replica rows, generated and appended slice by slice.
+
+    ``row_group_rows=None`` keeps pyarrow's default row group size (1,048,576 rows).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, pa.float64()) for name in FEATURE_COLUMNS] + [("dos", pa.int8())])
+    group = row_group_rows or 1024 * 1024
+    # slices are whole multiples of the row group (or divide it), so groups come out exact
+    slice_rows = group if group >= slice_rows else slice_rows - slice_rows % group
+    with pq.ParquetWriter(path, schema, compression="none") as writer:
+        for index, start in enumerate(range(0, n_rows, slice_rows)):
+            m = min(slice_rows, n_rows - start)
+            Xr, yr = replicate(X, y, numeric, m, [seed, index], noise)
+            columns = {name: Xr[:, j] for j, name in enumerate(FEATURE_COLUMNS)}
+            columns["dos"] = yr
+            writer.write_table(pa.table(columns, schema=schema), row_group_size=group)
+            del Xr, yr, columns
+
+
 def in_memory_replica(n_rows, seed=0, noise=0.02, data_home=None):
     """An in-memory replica (for the in-memory comparison), same recipe."""
     X, y, numeric = load_source(data_home)
@@ -72,13 +101,32 @@ def in_memory_replica(n_rows, seed=0, noise=0.02, data_home=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="directory of --files Parquet files")
+    parser.add_argument("--single-file", help="write one Parquet file of --rows rows instead")
+    parser.add_argument("--rows", type=int, default=3_000_000)
+    parser.add_argument("--row-group-rows", type=int, default=None,
+                        help="rows per row group of --single-file (default: pyarrow's)")
     parser.add_argument("--files", type=int, default=110)
     parser.add_argument("--rows-per-file", type=int, default=100_000)
     parser.add_argument("--noise", type=float, default=0.02)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-home", default=None)
     args = parser.parse_args(argv)
+    if args.single_file:
+        X, y, numeric = load_source(args.data_home)
+        start = time.perf_counter()
+        write_single_file(args.single_file, X, y, numeric, args.rows, args.seed, args.noise,
+                          args.row_group_rows)
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(args.single_file).metadata
+        print(json.dumps({"file": args.single_file, "rows": meta.num_rows,
+                          "row_groups": meta.num_row_groups,
+                          "bytes_on_disk": Path(args.single_file).stat().st_size,
+                          "seconds": round(time.perf_counter() - start, 1)}))
+        return
+    if not args.out:
+        parser.error("give --out DIR (many files) or --single-file PATH (one file)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     X, y, numeric = load_source(args.data_home)

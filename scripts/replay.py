@@ -385,8 +385,8 @@ def samplers_float():
     import dperm.mechanisms as mechanisms
 
     rng = np.random.default_rng(35)
-    return {"l2_laplace": array_digest(mechanisms.sample_l2_laplace(3, 0.7, rng)),
-            "gaussian": array_digest(mechanisms.sample_gaussian(3, 0.7, rng))}
+    return {"l2_laplace": array_digest(mechanisms.noise.sample_l2_laplace(3, 0.7, rng)),
+            "gaussian": array_digest(mechanisms.noise.sample_gaussian(3, 0.7, rng))}
 
 
 @case("mechanism/release_on_grid")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "import_graph.py"
+ROOT = Path(__file__).resolve().parent.parent
+TOOL = ROOT / "tools" / "import_graph.py"
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +128,30 @@ def test_importing_dperm_patches_no_other_library(tmp_path):
     assert listed["failed"] == {} and any(name.startswith("numpy") for name in listed["modules"])
     found = _probe("compare", json.dumps(listed["modules"]), env=env)
     assert found["changed"] == [], "importing dperm changed: " + ", ".join(found["changed"])
+
+
+def test_every_public_module_declares_its_public_names():
+    """Issue 29: one ``__all__`` per public module (a module or package without a leading underscore),
+    and every name it lists exists."""
+    import ast
+    import importlib
+
+    missing, unknown = [], []
+    for path in sorted((ROOT / "src" / "dperm").rglob("*.py")):
+        relative = path.relative_to(ROOT / "src")
+        parts = relative.with_suffix("").parts
+        if any(part.startswith("_") and part != "__init__" for part in parts):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        declared = [node for node in tree.body if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+        defines = any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")
+                      for node in tree.body)
+        if not declared:
+            if defines:
+                missing.append(str(relative))
+            continue
+        module = importlib.import_module(".".join(p for p in parts if p != "__init__"))
+        unknown += [f"{relative}: {name}" for name in module.__all__ if not hasattr(module, name)]
+    assert not missing, f"public modules without __all__: {missing}"
+    assert not unknown, f"__all__ names that do not exist: {unknown}"

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Callable
 
+__all__ = ["ADULT_ENCODING_NAMES", "Command", "EXIT_BROKEN_PIPE", "build_parser", "main"]
+
 
 @cache
 def _models() -> dict[str, tuple[str, str]]:

@@ -29,6 +29,8 @@ import weakref
 
 from dperm.exceptions import BudgetWarning, library_prefixes, warn_at_caller
 
+__all__ = ["BudgetOnCloneMixin", "clone_message"]
+
 #: Instances already warned about, and their clones (weak: they are not kept alive).
 _WARNED: weakref.WeakSet = weakref.WeakSet()
 

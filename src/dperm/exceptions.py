@@ -10,6 +10,14 @@ import os
 import sys
 import warnings
 
+__all__ = [
+    "BudgetExceededError", "BudgetWarning", "CalibrationRefusedError", "CertificateError",
+    "DataClippingWarning", "DistributedFitError", "DropoutError", "MalformedReplyError",
+    "NoiseSwampsSignalError", "PartyUnavailableError", "PrivacyLeakWarning",
+    "SecureSumClippingWarning", "WeakGuaranteeWarning", "library_prefixes", "user_stacklevel",
+    "warn_at_caller",
+]
+
 
 def _package_prefix(module_name: str) -> str | None:
     """The directory of an imported package, with a trailing separator (None if not imported)."""

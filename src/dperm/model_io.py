@@ -50,6 +50,14 @@ from dperm.privacy.sufficient_statistics_record import SufficientStatisticsRecor
 from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.mechanisms.catalog import MECHANISMS
 
+__all__ = [
+    "CALIBRATION_RTOL", "CLASSIFIERS", "ESTIMATORS", "FORMAT_MODULES", "KERNEL_CLASSIFIERS",
+    "ModelFormat", "READABLE_VERSIONS", "REGRESSORS", "REQUIRED_KEYS", "check_calibration",
+    "check_digest", "check_on_grid", "describe_model", "document_digest", "finite_array",
+    "load_model", "model_from_dict", "model_to_dict", "register_format", "save_model",
+    "with_digest",
+]
+
 FORMAT = "dperm-model"
 #: Version 2 added ``digest``; version 1 (no digest) is still read, with a warning.
 FORMAT_VERSION = 2

@@ -19,6 +19,13 @@ from scipy.stats import chi2
 from dperm.privacy.sensitivity import gaussian_sigma_star
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
+__all__ = [
+    "BOUNDED_MECHANISMS", "ParameterChoice", "SAMPLE_SIZE_THEOREMS", "gop_excess_risk_bound",
+    "gop_noise_norm_quantile", "huber_svm_sample_size", "least_squares_parameter_choice",
+    "logistic_sample_size", "nie_wang_parameter_choice", "objective_perturbation_sample_size",
+    "output_perturbation_sample_size",
+]
+
 
 @dataclass(frozen=True)
 class ParameterChoice:

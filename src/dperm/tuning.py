@@ -77,6 +77,13 @@ from dperm.privacy.tuning_record import TuningRecord
 from dperm.randomness import child_generator
 from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
 
+__all__ = [
+    "PrivateParameterSearch", "exponential_mechanism_probabilities", "noisy_mistake_count",
+    "per_repetition_epsilon", "random_stopping_epsilon", "random_stopping_rdp",
+    "sample_truncated_negative_binomial", "select_by_exponential_mechanism", "stopping_gamma",
+    "truncated_negative_binomial_mean", "utility_bound",
+]
+
 
 def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
     """Selection probabilities ``q_i ~ exp(-epsilon z_i / 2)`` (003 eq. 123).

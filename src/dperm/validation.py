@@ -14,6 +14,13 @@ import numpy as np
 from dperm.exceptions import DataClippingWarning, WeakGuaranteeWarning, warn_at_caller
 from dperm.randomness import OSEntropyGenerator
 
+__all__ = [
+    "ROW_BLOCK", "WEAK_EPSILON", "append_intercept_feature", "check_budget_for_data",
+    "check_delta", "check_epsilon", "check_positive", "check_positive_int", "check_random_state",
+    "clip_labels_to_bound", "clip_rows_to_norm", "is_dask_collection", "refuse_dask_input",
+    "row_norms", "warn_clipped_labels", "warn_clipped_rows",
+]
+
 #: Above this epsilon a fit warns (:class:`~dperm.exceptions.WeakGuaranteeWarning`) that the
 #: guarantee is weak: ``exp(10)`` is about 22,000 (docs/choosing_parameters.md).
 WEAK_EPSILON = 10.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 
@@ -583,3 +584,226 @@ def test_cli_engine_dask_keeps_n_for_a_neighbour_with_missing_values(tmp_path, c
     assert n_samples == [200, 200]
     out = capsys.readouterr().out
     assert "trained on 200 rows (every row of the files; none is dropped)" in out
+
+
+# -- prediction ships only the public coefficients (issue 31, finding 8) ------------
+def in_process_cluster(**kwargs):
+    """A one-worker cluster in this process, every port on 127.0.0.1 (the inproc:// default
+    would still open its HTTP server on all interfaces); closed by the caller's ``with``."""
+    return distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                    host="127.0.0.1", protocol="tcp",
+                                    dashboard_address="127.0.0.1:0", **kwargs)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_predict_on_a_distributed_client_with_an_accountant_attached(n_classes):
+    """The accountant cannot be pickled, so it must stay on the driver: the workers get only
+    the coefficients, intercepts and classes (``PublicLinearScores``)."""
+    from dperm.scale import PublicLinearScores
+
+    X, y = make_data(n_classes=n_classes, seed=12)
+    budget = BudgetAccountant(epsilon=2.0)
+    model = PrivateLogisticRegression(epsilon=0.5, alpha=1e-2, classes=list(range(n_classes)),
+                                      accountant=budget, random_state=4).fit(X, y)
+    spent = budget.summary()
+    dX, dy = as_dask(X, y)
+    # an in-process cluster still serialises every task it runs
+    with in_process_cluster() as local, distributed.Client(local):
+        for method in ("predict", "predict_proba", "decision_function"):
+            lazy = getattr(model, method)(dX)
+            np.testing.assert_allclose(lazy.compute(), getattr(model, method)(X), err_msg=method)
+        assert model.score(dX, dy) == pytest.approx(model.score(X, y))
+    assert budget.summary() == spent  # predicting spends nothing
+    shipped = PublicLinearScores.of(model)
+    assert set(vars(shipped)) == {"coef", "intercept", "classes"}
+
+
+def test_prediction_refuses_a_wrong_width_before_any_task_runs():
+    X, y = make_data(seed=13)
+    model = PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="X has 5 features, but PrivateLogisticRegression is "
+                                         "expecting 6"):
+        model.predict(da.from_array(X[:, :5], chunks=(500, 5)))
+    with pytest.raises(Exception, match="not fitted"):
+        PrivateLogisticRegression().predict(da.from_array(X, chunks=(500, 6)))
+
+
+# -- partitions that fit the workers (issue 31, finding 8) --------------------------
+def test_partition_rule_from_memory_limit_columns_and_threads():
+    from dperm.scale import partition_rows
+    from dperm.scale._partitions import CHUNK_COPIES, MEMORY_SHARE, WORKER_BASELINE
+
+    gib = 2 ** 30
+    rows = partition_rows(gib, 123)  # the KDD benchmark: 122 features + the label
+    assert rows == int((MEMORY_SHARE * gib - WORKER_BASELINE) // (CHUNK_COPIES * 123 * 8))
+    assert rows == 57_117  # the number docs/dask.md gives
+    assert partition_rows(gib, 123, threads_per_worker=2) == rows // 2
+    assert partition_rows(4 * gib, 123) > 4 * rows  # the baseline is paid once
+    with pytest.raises(ValueError, match="memory_limit must be a positive number of bytes"):
+        partition_rows(0, 10)
+    with pytest.raises(ValueError, match="cannot hold even one row"):
+        partition_rows(2 ** 29, 10)  # 0.6 * 0.5 GiB is below the worker's own 0.39 GiB
+
+
+@pytest.mark.parametrize("sizes, rows", [([10_000], 1_500), ([1_000, 0, 4_096, 7], 1_000),
+                                         ([5], 100)])
+def test_parquet_pieces_cover_every_row_once_within_the_rule(sizes, rows):
+    from dperm.scale._partitions import parquet_pieces
+
+    pieces = parquet_pieces(sizes, rows)
+    for group, size in enumerate(sizes):
+        mine = [(a, b) for g, a, b in pieces if g == group]
+        assert sum(b - a for a, b in mine) == size
+        assert all(0 < b - a <= rows for a, b in mine)
+        assert all(b == a2 for (_, b), (a2, _) in itertools.pairwise(mine))  # contiguous, in order
+
+
+def _write_parquet(path, X, y, row_group_size):
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(label=y)
+    frame.to_parquet(path, row_group_size=row_group_size)
+    return frame
+
+
+def test_read_parquet_cuts_one_big_row_group_and_the_fit_equals_memory(tmp_path, monkeypatch):
+    """One file, one row group (what made one partition): cut by the rule, read in small
+    batches, every row once and in order; the fit on it equals the in-memory fit."""
+    from dperm.scale import _partitions, read_parquet
+
+    monkeypatch.setattr(_partitions, "READ_BATCH_ROWS", 256)  # several batches per piece
+    X, y = make_data(seed=14)
+    frame = _write_parquet(tmp_path / "one.parquet", X, y, row_group_size=N)
+    assert dd.read_parquet(tmp_path / "one.parquet").npartitions == 1
+    lazy = read_parquet(tmp_path / "one.parquet", rows_per_partition=700)
+    assert lazy.npartitions == 6  # ceil(4000 / 700)
+    sizes = lazy.map_partitions(len).compute(scheduler="threads")
+    assert max(sizes) <= 700 and sum(sizes) == N
+    pd.testing.assert_frame_equal(lazy.compute(scheduler="threads").reset_index(drop=True),
+                                  frame)
+    features = [f"f{i}" for i in range(X.shape[1])]
+    model = PrivateLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=5,
+                                      scheduler="threads")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        model.fit(lazy[features], lazy["label"])
+        memory = PrivateLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=5).fit(X, y)
+    assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-3
+
+
+def test_read_parquet_sizes_partitions_from_the_clients_workers(tmp_path):
+    from dperm.scale import partition_rows, read_parquet
+
+    X, y = make_data(seed=15)
+    _write_parquet(tmp_path / "a.parquet", X, y, row_group_size=1_000)
+    _write_parquet(tmp_path / "b.parquet", X, y, row_group_size=1_000)
+    with pytest.raises(ValueError, match="read_parquet sizes partitions from the workers' "
+                                         "memory limit"):
+        read_parquet(tmp_path)
+    limit = 2 ** 30
+    with in_process_cluster(memory_limit=limit) as local, distributed.Client(local) as client:
+        rows = partition_rows(limit, X.shape[1] + 1)
+        lazy = read_parquet(tmp_path, client=client)
+        assert rows == 1_003_637
+        # row groups of 1000 fit: one partition each, 4 per file
+        assert lazy.npartitions == 8
+        assert len(read_parquet(tmp_path / "*.parquet", columns=["f0", "label"],
+                                client=client).columns) == 2
+    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['nope'\]"):
+        read_parquet(tmp_path, columns=["nope"], rows_per_partition=10)
+
+
+def test_csv_blocksize_bounds_the_rows_of_every_partition(tmp_path):
+    from dperm.scale import csv_blocksize
+
+    X, y = make_data(seed=16)
+    path = tmp_path / "rows.csv"
+    pd.DataFrame(X).assign(label=y).to_csv(path, index=False)
+    frame = dd.read_csv(path, blocksize=csv_blocksize(500, X.shape[1] + 1))
+    sizes = frame.map_partitions(len).compute(scheduler="threads")
+    assert sum(sizes) == N and max(sizes) <= 500
+
+
+def test_a_pass_whose_workers_all_stay_paused_fails_instead_of_hanging(monkeypatch):
+    """All workers paused (memory above Dask's pause threshold) start no task: the pass is
+    abandoned with DistributedFitError naming the partition rule, not waited on forever."""
+    from dperm.scale import _cluster
+
+    class Future:
+        cancelled = False
+
+        def result(self, timeout):
+            raise TimeoutError
+
+        def cancel(self):
+            Future.cancelled = True
+
+    class Client:
+        status = "paused"
+
+        def compute(self, graph):
+            return Future()
+
+        def scheduler_info(self, n_workers):
+            return {"workers": {"tcp://127.0.0.1:1": {"status": Client.status},
+                                "tcp://127.0.0.1:2": {"status": "paused"}}}
+
+    monkeypatch.setattr(_cluster, "CHECK_INTERVAL", 0.0)
+    monkeypatch.setattr(_cluster, "PAUSED_TIMEOUT", 0.05)
+    with pytest.raises(DistributedFitError, match="every Dask worker has been paused .* "
+                                                  "dperm.scale.read_parquet"):
+        _cluster.PassRunner(client=Client())._compute(None)
+    assert Future.cancelled
+    runner = _cluster.PassRunner(client=Client())
+    Client.status = "running"  # one worker still runs: keep waiting
+    assert runner._check_paused(0.0) is None
+
+
+def test_frame_chunks_split_in_their_own_task_keep_the_in_memory_checks():
+    """Numeric columns of any dtype are copied once into float64 rows; a string feature
+    still gets scikit-learn's in-memory error."""
+    X, y = make_data(seed=18)
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["f0"] = frame["f0"].astype(np.float32)
+    frame["f1"] = (frame["f1"] > 0).astype(int)
+    frame["label"] = y
+    ddf = dd.from_pandas(frame, npartitions=4)
+    features = [f"f{i}" for i in range(X.shape[1])]
+    model = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3,
+                                      scheduler="threads")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataClippingWarning)
+        model.fit(ddf[features], ddf["label"])
+        memory = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3).fit(
+            frame[features].to_numpy(dtype=float), y)
+    assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
+    frame["f2"] = frame["f2"].astype(str).where(frame.index != 1500, "n/a")
+    ddf = dd.from_pandas(frame, npartitions=4)
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        PrivateLogisticRegression(classes=[0, 1], scheduler="threads").fit(ddf[features],
+                                                                            ddf["label"])
+
+
+def test_cli_reader_cuts_parquet_row_groups_by_the_rule_on_a_client(tmp_path, monkeypatch):
+    """``lazy_design`` with a client: one Parquet row group becomes several partitions, the
+    encoding equals the in-memory one, and a bad cell is still located by its row in the file."""
+    from dperm.scale import _partitions
+    from dperm.scale._tabular import lazy_design
+    from dperm.tabular import TableCellError
+
+    monkeypatch.setattr(_partitions, "partition_rows", lambda *args: 7)
+    lines = _lines()
+    frame = pd.DataFrame([line.split(",") for line in lines], columns=["age", "color", "label"])
+    frame.to_parquet(tmp_path / "t.parquet", row_group_size=len(lines))  # text cells
+    path = _csv(tmp_path / "t.csv", lines)
+    bounds = {"age": [17, 90], "color": ["red", "green", "blue"]}
+    with in_process_cluster() as local, distributed.Client(local) as client:
+        X, y, _ = lazy_design(tmp_path / "t.parquet", "label", categorical=["color"],
+                              public_bounds=bounds, scheduler=client)
+        assert len(X.chunks[0]) == 9 and max(X.chunks[0]) <= 7  # ceil(60 / 7)
+        X_memory, y_memory = _in_memory(path, bounds)
+        np.testing.assert_array_equal(X.compute(), X_memory)
+        assert y.compute().tolist() == y_memory.tolist()
+        frame.loc[47, "age"] = "?"
+        frame.to_parquet(tmp_path / "t.parquet", row_group_size=len(lines))
+        with pytest.raises(TableCellError, match="column 'age', data row 48 "):
+            lazy_design(tmp_path / "t.parquet", "label", categorical=["color"],
+                        public_bounds=bounds, scheduler=client)

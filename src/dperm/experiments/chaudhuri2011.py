@@ -44,6 +44,11 @@ from dperm.mechanisms import ERMProblem, objective_perturbation
 from dperm.mechanisms.output import release_output
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 
+__all__ = [
+    "EPSILON", "FIGURES", "HUBER_WIDTH", "LEARNING_EPSILONS", "LOSSES", "MAX_ITER", "TABLE1_GRID",
+    "TEST_SIZE", "TOL", "VALIDATION_SIZE", "fold_cell", "run", "save", "table_markdown",
+]
+
 HUBER_WIDTH = 0.5
 EPSILON = 0.1
 TOL = 1e-8

@@ -46,6 +46,11 @@ from dperm.losses import get_loss
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 from dperm.validation import check_positive_int
 
+__all__ = [
+    "ALPHA_GRID", "CLASSES", "DEMO_MECHANISMS", "EPSILONS", "Fit", "HUBER_WIDTH", "LOSSES",
+    "NONPRIVATE_ALPHA_GRID", "SCHEMA", "format_table", "run_demo", "save_results",
+]
+
 #: Version of the ``results.json`` layout (2: private end-to-end cells first, reference after).
 SCHEMA = "dperm-demo/2"
 EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)

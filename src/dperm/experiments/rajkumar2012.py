@@ -53,6 +53,13 @@ from dperm.multiparty import (
 from dperm.multiparty.protocol import psgd_clipping_range
 from dperm.solvers import minimize_erm
 
+__all__ = [
+    "ALPHA_GRID", "CLAIMS", "DELTA", "DOCUMENTED_RANGES", "EPSILONS", "LABELS", "LOSS", "MAX_ITER",
+    "PAPER", "SKEWS", "TOL", "assign_parties", "breast_cancer_folds", "check_claims",
+    "encode_breast_cancer", "main_from_args", "run", "run_psgd", "simulated_datasets",
+    "split_configs", "split_sizes", "summarise", "table_markdown", "targets", "uniform_ball",
+]
+
 PAPER = "Rajkumar & Agarwal (2012), A Differentially Private SGD Algorithm for Multiparty Classification, AISTATS"
 EPSILONS = (0.1, 0.2)
 DELTA = 0.05

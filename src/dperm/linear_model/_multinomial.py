@@ -277,9 +277,14 @@ class MultinomialClassifierMixin:
             if is_dask_collection(X):
                 from dperm.scale import predict_blockwise
 
-                return predict_blockwise(self, X, "predict_proba")  # chunk by chunk, lazily
-            scores = self.decision_function(X)
-            scores = scores - scores.max(axis=1, keepdims=True, initial=-np.inf)
-            exponentials = np.exp(scores)
-            return exponentials / exponentials.sum(axis=1, keepdims=True)
+                # the workers compute the public scores chunk by chunk (PublicLinearScores), lazily
+                return predict_blockwise(self, X, "decision_function").map_blocks(_softmax, dtype=np.float64)
+            return _softmax(self.decision_function(X))
         return self._predict_proba_lr(X)
+
+
+def _softmax(scores):
+    """Row-wise softmax of ``(n, K)`` scores (the multinomial model's class probabilities)."""
+    scores = scores - scores.max(axis=1, keepdims=True, initial=-np.inf)
+    exponentials = np.exp(scores)
+    return exponentials / exponentials.sum(axis=1, keepdims=True)

@@ -29,8 +29,6 @@ _PUBLIC = {
     "sample_discrete_gaussian": "dperm.mechanisms.noise",
     "sample_discrete_l2_laplace_vector": "dperm.mechanisms.noise.l2_laplace",
     "sample_discrete_laplace": "dperm.mechanisms.noise",
-    "sample_gaussian": "dperm.mechanisms.noise",
-    "sample_l2_laplace": "dperm.mechanisms.noise",
 }
 
 __all__ = sorted(_PUBLIC)

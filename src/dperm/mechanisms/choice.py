@@ -19,6 +19,11 @@ from dperm.mechanisms.catalog import MECHANISMS, get_mechanism
 from dperm.privacy.alpha import default_alpha
 from dperm.privacy.mechanism_calibration import MechanismCalibration
 
+__all__ = [
+    "AUTO", "SWAMPED_RATIO", "auto_alpha", "candidate_mechanisms", "check_noise_below_signal",
+    "choose_mechanism",
+]
+
 #: The value of ``mechanism=`` that asks for :func:`choose_mechanism`.
 AUTO = "auto"
 

@@ -27,6 +27,12 @@ from dperm.privacy.sensitivity import (
 )
 from dperm.solvers import minimize_erm
 
+__all__ = [
+    "ObjectiveCalibration", "amp_output_calibration", "calibrate", "calibrate_objective",
+    "expected_perturbation", "noise_norm", "objective_mechanism_calibration",
+    "objective_perturbation", "perturb_and_release", "release", "solve_perturbed",
+]
+
 
 def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_iter):
     """Minimise ``J(w) + b.w/n + Delta/2 ||w||^2`` to ``||grad|| <= tol``, always.

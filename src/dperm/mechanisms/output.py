@@ -11,6 +11,12 @@ from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import erm_l2_sensitivity, output_perturbation_sensitivity
 from dperm.solvers import minimize_erm, solve_nonsmooth
 
+__all__ = [
+    "NONSMOOTH_RADIUS_FRACTION", "calibrate", "certified_minimiser", "expected_perturbation",
+    "output_noise_calibration", "output_noise_scale", "output_perturbation", "output_sensitivity",
+    "release", "release_output", "solution_radius_allowance",
+]
+
 #: For a non-differentiable loss (hinge, pinball) the solve is certified by a
 #: duality gap or a smoothing bound, which cannot be driven to rounding level;
 #: the public allowance for its error is this fraction of the exact-minimiser

@@ -41,6 +41,12 @@ from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
+__all__ = [
+    "CLIPPING_TAIL_PROBABILITY", "LocalAggregationCalibration", "LocalAggregationResult",
+    "calibrate_local_aggregation", "check_local_aggregation_calibration", "local_aggregation",
+    "local_aggregation_clipping_range",
+]
+
 #: Probability that the noise pushes a coordinate past the public bound of
 #: :func:`local_aggregation_clipping_range`.
 CLIPPING_TAIL_PROBABILITY = 1e-9

@@ -50,6 +50,11 @@ from dperm.privacy.newton import view_guarantee
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.validation import check_budget_for_data, check_random_state
 
+__all__ = [
+    "LocalAggregationClassifier", "MULTIPARTY_LOSSES", "NewtonClassifier", "PSGDClassifier",
+    "newton_record",
+]
+
 #: Losses the multiparty estimators accept: twice differentiable and Lipschitz (004 Thm 4.1).
 MULTIPARTY_LOSSES = loss_names(multiparty=True)
 

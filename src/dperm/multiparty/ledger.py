@@ -40,6 +40,8 @@ from dperm.privacy.accounting import TOLERANCE
 from dperm.exceptions import BudgetExceededError
 from dperm.validation import check_delta, check_epsilon
 
+__all__ = ["Charge", "LedgerError", "PartyLedger", "check_run_id", "write_private_atomically"]
+
 LEDGER_FORMAT = "dperm-party-ledger"
 LEDGER_VERSION = 1
 #: A run identifier: 128 random bits as 32 lowercase hex digits (also a safe file name).

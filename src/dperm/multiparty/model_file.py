@@ -49,6 +49,12 @@ from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.multiparty_record import SecureSumSummary
 from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
+__all__ = [
+    "CLASSES", "ESTIMATORS", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "READABLE_VERSIONS",
+    "REQUIRED_KEYS", "SHARD_CELL_REMEDY", "UnknownRowRule", "describe_document",
+    "load_numeric_columns", "model_from_document", "party_spec",
+]
+
 #: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
 MODEL_FORMAT = "dperm-multiparty-model"
 MODEL_FORMAT_VERSION = 3

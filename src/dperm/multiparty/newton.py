@@ -36,6 +36,11 @@ from dperm.privacy.newton import (
 )
 from dperm.solvers import loss_sums
 
+__all__ = [
+    "InProcessNewtonNetwork", "NewtonNetwork", "NewtonParty", "newton_guarantee", "newton_summary",
+    "newton_update", "pack", "party_reply", "private_newton", "unpack",
+]
+
 
 # -- packing -----------------------------------------------------------------------------------------
 

@@ -20,6 +20,11 @@ from dperm.privacy.psgd import PartyFloor, check_open_delta
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
+__all__ = [
+    "CALIBRATION_RTOL", "DEFAULT_GRADIENT_SHARE", "NEWTON_LOSSES", "calibrate_newton",
+    "check_newton_calibration",
+]
+
 #: Relative tolerance of a party's comparison of announced and recomputed numbers.
 CALIBRATION_RTOL = 1e-9
 #: Default share of each round's privacy loss spent on the gradient (the rest on the Hessian):

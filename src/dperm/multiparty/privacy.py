@@ -33,6 +33,11 @@ from dperm.privacy.psgd import (
 from dperm.privacy.sensitivity import gradient_sum_sensitivity
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
+__all__ = [
+    "CALIBRATION_RTOL", "calibrate_psgd", "check_psgd_calibration", "discrete_laplace_tail_bound",
+    "party_view", "round_noise_calibration", "round_noise_scale",
+]
+
 
 def round_noise_calibration(round_epsilon: float, lipschitz: float, data_norm: float,
                             n_features: int) -> GridCalibration:

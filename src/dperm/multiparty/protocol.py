@@ -43,6 +43,12 @@ from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, 
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
 
+__all__ = [
+    "CLIPPING_TAIL_PROBABILITY", "GradientSumNetwork", "InProcessNetwork", "InProcessParties",
+    "PSGDResult", "Party", "PartyNetwork", "RobbinsMonroSteps", "ShardOwner", "psgd",
+    "psgd_clipping_range", "resolve_step_size",
+]
+
 #: Probability that one coordinate of one reply exceeds the public bound used
 #: by :func:`psgd_clipping_range` (per round and party).
 CLIPPING_TAIL_PROBABILITY = 1e-9

@@ -70,6 +70,13 @@ from dperm.multiparty.defaults import (  # Flower SecAgg+'s; import-free for dpe
 from dperm.privacy.multiparty_record import SecureSumSummary  # re-exported: summarise_reports builds it
 from dperm.validation import check_positive, check_random_state
 
+__all__ = [
+    "MAX_QUANTIZATION_RANGE", "MaskedAggregator", "MaskedSecureSum", "SecureSum",
+    "SecureSumReport", "check_contribution", "clipping_range_for", "fixed_point_report",
+    "pairwise_masks", "quantization_error_bound", "quantization_step", "quantize",
+    "secure_sum_engine", "summarise_reports", "warn_party_clipping",
+]
+
 #: uint64 arithmetic: two residues below 2^63 add without overflow.
 MAX_MODULUS_RANGE = 2**63
 #: Grid points must be exact in float64 (53-bit mantissa).

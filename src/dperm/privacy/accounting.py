@@ -60,6 +60,11 @@ from dataclasses import dataclass
 from dperm.exceptions import BudgetExceededError
 from dperm.validation import check_delta
 
+__all__ = [
+    "BudgetAccountant", "Spend", "TOLERANCE", "advanced_composition", "advanced_filter_epsilon",
+    "basic_composition", "check_accountant", "check_budget_left", "spend_before_fitting",
+]
+
 COMPOSITIONS = ("basic", "advanced")
 #: Rounding allowance when comparing a spend with the budget.
 TOLERANCE = 1e-12

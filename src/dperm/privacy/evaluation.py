@@ -29,6 +29,12 @@ from __future__ import annotations
 
 from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
+__all__ = [
+    "COUNT_SENSITIVITY", "EvaluationPrivacyRecord", "HISTOGRAM_SENSITIVITY", "PROTECTS",
+    "REFERENCE", "RELIABILITY_SENSITIVITY", "squared_error_sensitivity", "target_radius",
+    "target_square_sensitivity", "target_sum_sensitivity",
+]
+
 #: What a private score's guarantee covers.
 PROTECTS = (
     "each held-out row (replace-one neighbours, n public): the score is epsilon-DP in the rows "

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
+__all__ = ["LocalAggregationPrivacyRecord", "NewtonPrivacyRecord", "PSGDPrivacyRecord", "SecureSumSummary"]
+
 
 
 @dataclass(frozen=True)

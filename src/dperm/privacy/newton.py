@@ -70,6 +70,12 @@ from fractions import Fraction
 
 import numpy as np
 
+__all__ = [
+    "MAX_QUANTIZATION_RANGE", "NOISE_MULTIPLIER_RTOL", "NewtonCalibration", "collusion_epsilon",
+    "newton_calibration", "packed_length", "party_sigma_squared_fraction", "rounds_epsilon",
+    "view_guarantee",
+]
+
 #: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower.engine``).
 MAX_QUANTIZATION_RANGE = 2**30
 MODULUS_RANGE = 2**32

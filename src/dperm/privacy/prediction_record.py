@@ -8,6 +8,8 @@ from dperm.privacy.accounting import TOLERANCE
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import PUBLIC, DERIVED, RecordBase, privacy_record, released
 
+__all__ = ["PROTECTS", "PredictionPrivacyRecord", "prediction_record"]
+
 PROTECTS = (
     "each answered value f_z(x) + b (fresh Laplace b per answer) is epsilon_per_query-DP; "
     "k answers cost k * epsilon_per_query (sequential composition), repeated queries included. "

@@ -27,6 +27,14 @@ from dperm.privacy.accounting import Spend, advanced_composition, basic_composit
 from dperm.privacy.sensitivity import gaussian_objective_sigma, gradient_sum_sensitivity, objective_perturbation_slack
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
+__all__ = [
+    "COORDINATOR_ACCOUNTANTS", "CoordinatorView", "GaussianRounds", "NOISE_MULTIPLIER_RTOL",
+    "PSGDCalibration", "PartyFloor", "accepting_floor", "calibrate_coordinator_gaussian",
+    "check_coordinator_accountant", "check_open_delta", "clipping_count_is_covered",
+    "coordinator_dp_calibration", "coordinator_view_gaussian", "coordinator_view_guarantee",
+    "gaussian_rounds_epsilon", "psgd_calibration", "psgd_coordinator_view",
+]
+
 
 def check_open_delta(delta, name: str = "delta") -> float:
     """``delta`` in the open interval (0, 1): PSGD / GOP are (eps, delta)-DP with delta > 0."""

@@ -19,6 +19,8 @@ from dperm.privacy.release import (
     released,
 )
 
+__all__ = ["PrivacyRecord", "linear_record"]
+
 #: What makes the noise safe against floating-point attacks, in one line.
 FLOAT_SAFETY = ("values rounded to a power-of-two grid, exact integer noise (Canonne, Kamath & "
                 "Steinke 2020), so no output is ruled out by its low-order bits (Mironov 2012)")

@@ -5,6 +5,8 @@ it. The ERM mechanisms' references are in their rows of
 :data:`dperm.mechanisms.catalog.MECHANISMS`, so a paper's theorem is cited in one place.
 """
 
+__all__ = ["REFERENCES"]
+
 REFERENCES = {
     # private prediction (dperm.mechanisms.prediction)
     "private_prediction": (

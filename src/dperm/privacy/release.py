@@ -35,6 +35,12 @@ import dataclasses
 import json
 from dataclasses import MISSING
 
+__all__ = [
+    "DERIVED", "FITTED_ATTRIBUTES", "KINDS", "NOISED", "PUBLIC", "RecordBase",
+    "describe_guarantee", "non_noised", "privacy_record", "release_kinds", "released",
+    "released_attributes",
+]
+
 PUBLIC = "public"
 NOISED = "noised"
 DERIVED = "derived"

@@ -30,6 +30,21 @@ from scipy.stats import chi2
 
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
+__all__ = [
+    "GAUSSIAN_OBJECTIVE_CALIBRATIONS", "ObjectiveSlack", "SENSITIVITY_ROUNDING_MARGIN",
+    "SQUARED_NORM_GAMMA", "alpha_from_lambda", "amp_output_sensitivity", "amp_solution_radius",
+    "convex_loss_sensitivity", "discrete_gaussian_sigma_steps", "discrete_objective_noise_steps",
+    "erm_l2_sensitivity", "gaussian_objective_sigma", "gaussian_sigma_star",
+    "glm_jacobian_epsilon", "glm_objective_slack", "gradient_sum_sensitivity",
+    "grid_l1_sensitivity", "grid_l2_sensitivity", "lambda_from_alpha", "least_squares_lipschitz",
+    "least_squares_loss_bound", "least_squares_norm_bound", "least_squares_sensitivity",
+    "least_squares_solution_norm", "lipschitz_loss_sensitivity", "local_aggregation_sensitivity",
+    "objective_noise_grid", "objective_perturbation_slack", "output_perturbation_sensitivity",
+    "redberg_gaussian_objective_delta", "split_epsilon_for_amp", "subgaussian_norm_quantile",
+    "tight_discrete_gaussian_sigma_steps", "tight_gaussian_objective_calibration",
+    "tight_gaussian_objective_delta",
+]
+
 
 #: Relative allowance for rounding in the float computation of a sensitivity
 #: before it enters exact arithmetic (the sensitivity formulas are evaluated in floats).

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import NOISED, PUBLIC, DERIVED, RecordBase, describe_guarantee, privacy_record, released
 
+__all__ = ["TuningRecord"]
+
 
 @privacy_record
 class TuningRecord(RecordBase):

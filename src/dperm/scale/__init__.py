@@ -5,7 +5,9 @@ without materialising it: every data pass is a map-reduce of per-chunk loss,
 gradient and Hessian sums (:func:`prepare_chunk`, :class:`PassRunner`), the
 driver runs damped Newton to the in-memory gradient certificate
 (:func:`newton_certified`), and the noise is drawn once on the driver
-(:class:`ChunkedERMData`). Twice-differentiable losses only. Design:
+(:class:`ChunkedERMData`). :func:`read_parquet` reads large Parquet files in partitions
+sized to the workers (:func:`partition_rows`); prediction ships only the public
+coefficients (:class:`PublicLinearScores`). Twice-differentiable losses only. Design:
 ``docs/design/scale.md``.
 """
 
@@ -21,25 +23,33 @@ from dperm.scale._data import ChunkedERMData
 from dperm.scale._estimator import (
     check_distributed_loss,
     fit_classifier_distributed,
+)
+from dperm.scale._newton import newton_certified
+from dperm.scale._partitions import csv_blocksize, partition_rows, read_parquet
+from dperm.scale._predict import (
+    PublicLinearScores,
     predict_blockwise,
     score_distributed,
 )
-from dperm.scale._newton import newton_certified
 from dperm.scale._tabular import lazy_design
 
 __all__ = [
     "ChunkScan",
     "ChunkSpec",
     "ChunkedERMData",
-    "check_distributed_loss",
     "PassRunner",
+    "PublicLinearScores",
+    "check_distributed_loss",
     "chunk_pairs",
+    "csv_blocksize",
     "dask_scheduler",
     "fit_classifier_distributed",
     "is_dask_collection",
     "lazy_design",
     "newton_certified",
+    "partition_rows",
     "predict_blockwise",
     "prepare_chunk",
+    "read_parquet",
     "score_distributed",
 ]

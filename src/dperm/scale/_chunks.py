@@ -47,6 +47,10 @@ def prepare_chunk(X_block, y_block, spec: ChunkSpec):
     string feature or a continuous label inside one chunk raises the same
     ``ValueError`` as the whole array would in memory.
 
+    ``y_block`` may be a :class:`FrameLabel`: then ``X_block`` is a DataFrame
+    partition that carries its label column, split here, in the task that uses
+    it (see :func:`_frame_pairs`).
+
     Returns
     -------
     X : ndarray of shape (m, n_features [+ 1])
@@ -55,6 +59,9 @@ def prepare_chunk(X_block, y_block, spec: ChunkSpec):
         The labels as given.
     rows_clipped : int
     """
+    augmented = None
+    if isinstance(y_block, FrameLabel):
+        X_block, y_block, augmented = y_block.split(X_block, int(spec.fit_intercept))
     X, y = check_X_y(X_block, y_block, accept_sparse="csr", dtype=np.float64,
                      ensure_min_samples=0)
     if sparse.issparse(X):
@@ -67,12 +74,16 @@ def prepare_chunk(X_block, y_block, spec: ChunkSpec):
     if y.size:
         check_classification_targets(y)
     if not spec.fit_intercept:
+        if augmented is not None:  # already this chunk's own float64 copy
+            _, rows_clipped = clip_rows_to_norm(augmented, spec.data_norm, copy=False)
+            return augmented, y, rows_clipped
         X, rows_clipped = clip_rows_to_norm(X, spec.data_norm)
         return X, y, rows_clipped
     # One new array holds the rows and the intercept feature; clip inside it, so a chunk
     # costs one copy (the chunk's input may be a view of someone else's memory).
-    augmented = np.empty((X.shape[0], X.shape[1] + 1))
-    augmented[:, :-1] = X
+    if augmented is None:
+        augmented = np.empty((X.shape[0], X.shape[1] + 1))
+        augmented[:, :-1] = X
     augmented[:, -1] = spec.intercept_scaling
     _, rows_clipped = clip_rows_to_norm(augmented[:, :-1], spec.data_norm, copy=False)
     return augmented, y, rows_clipped
@@ -177,8 +188,13 @@ def _frame_pairs(X, y):
     ``dd.read_parquet`` data, ``frame[features]`` and ``frame[label]`` optimised apart
     can get different partition counts (the reader fuses small files per projected
     column set), which made real Parquet fail with "X has 10 row chunks and y has 3".
+
+    Each pair is ``(partition, FrameLabel)``: the partition is split into X and y
+    inside the chunk's own task (:func:`prepare_chunk`), and copied once. Split in
+    two separate tasks, a partition stayed in worker memory until both had run, could
+    be fetched by the other worker, and was copied twice more: a 1 GiB worker that was
+    restarted held two partitions and their halves at once (issue 31, finding 8).
     """
-    import dask
     import dask.dataframe as dd
 
     if isinstance(y, dd.DataFrame):
@@ -187,16 +203,36 @@ def _frame_pairs(X, y):
         y = y[y.columns[0]]
     if _LABEL_COLUMN in X.columns:
         raise ValueError(f"X must not have a column named {_LABEL_COLUMN!r} (dperm's label column).")
-    blocks = X.assign(**{_LABEL_COLUMN: y}).to_delayed()
-    return [(dask.delayed(_features_of)(block), dask.delayed(_label_of)(block)) for block in blocks]
+    label = FrameLabel(_LABEL_COLUMN)
+    return [(block, label) for block in X.assign(**{_LABEL_COLUMN: y}).to_delayed()]
 
 
-def _features_of(block):
-    return block.drop(columns=_LABEL_COLUMN)
+@dataclass(frozen=True)
+class FrameLabel:
+    """Stands for ``y`` when the label travels as a column of X's partition."""
 
+    column: str
 
-def _label_of(block):
-    return block[_LABEL_COLUMN].rename(None)
+    def split(self, frame, extra_columns=0):
+        """``(X, y, augmented)`` of one partition.
+
+        When every feature column is numeric, ``augmented`` is one new C-ordered
+        float64 array of the features plus ``extra_columns`` unfilled columns, and
+        ``X`` is a view of its feature part: the partition is copied once. Otherwise
+        ``augmented`` is None and ``X`` is the feature frame (scikit-learn's checks
+        then convert or refuse it, as in memory).
+        """
+        y = frame[self.column].rename(None)
+        features = [name for name in frame.columns if name != self.column]
+        numeric = frame.columns.is_unique and all(
+            isinstance(frame[name].dtype, np.dtype) and frame[name].dtype.kind in "fiub"
+            for name in features)
+        if not numeric:
+            return frame.drop(columns=self.column), y, None
+        augmented = np.empty((len(frame), len(features) + extra_columns))
+        for j, name in enumerate(features):
+            augmented[:, j] = frame[name].to_numpy()
+        return augmented[:, :len(features)], y, augmented
 
 
 def _label_blocks(y, x_rows, n_blocks):

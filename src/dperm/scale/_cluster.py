@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 from dperm.exceptions import DistributedFitError
 
@@ -10,6 +11,19 @@ from dperm.exceptions import DistributedFitError
 LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "processes")
 #: Partial results combined per node of the reduction tree.
 TREE_FAN_IN = 8
+#: Seconds between checks on the workers while a pass runs.
+CHECK_INTERVAL = 5.0
+#: Seconds every worker may stay paused (its memory above Dask's pause threshold) before
+#: the pass is abandoned: a paused worker starts no task, so a cluster whose workers all
+#: stay paused never finishes (issue 31, finding 8: a fit "hung" for 13 minutes).
+PAUSED_TIMEOUT = 120.0
+#: What to do when partitions do not fit, named in both errors.
+PARTITION_HINT = (
+    "Partitions larger than a worker can hold cause this: read large Parquet files with "
+    "dperm.scale.read_parquet (partitions sized to the workers' memory limit) and CSV with "
+    "blocksize=dperm.scale.csv_blocksize(...); see docs/dask.md, 'Partitions that fit the "
+    "workers'."
+)
 
 
 @contextlib.contextmanager
@@ -89,11 +103,36 @@ class PassRunner:
             return graph.compute(scheduler=self.scheduler)
         from distributed import KilledWorker
 
+        future = self.client.compute(graph)
+        paused_since = None
         try:
-            return self.client.compute(graph).result()
+            while True:
+                try:
+                    return future.result(timeout=CHECK_INTERVAL)
+                except TimeoutError:
+                    paused_since = self._check_paused(paused_since)
         except KilledWorker as error:
             raise DistributedFitError(
                 "a Dask worker died repeatedly while computing chunk sums, so the pass "
                 "could not complete and no model was released. Check worker memory "
-                f"limits and logs ({error})."
+                f"limits and logs ({error}). {PARTITION_HINT}"
             ) from error
+        except DistributedFitError:
+            future.cancel()
+            raise
+
+    def _check_paused(self, paused_since):
+        """When every worker has been paused for :data:`PAUSED_TIMEOUT` s, give up the pass."""
+        workers = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        if not workers or any(info.get("status") != "paused" for info in workers):
+            return None
+        now = time.monotonic()
+        if paused_since is None:
+            return now
+        if now - paused_since >= PAUSED_TIMEOUT:
+            raise DistributedFitError(
+                f"every Dask worker has been paused for {now - paused_since:.0f} s (memory "
+                "above Dask's pause threshold), so the pass cannot finish and no model was "
+                f"released. {PARTITION_HINT}"
+            )
+        return paused_since

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from dperm.mechanisms import MECHANISMS, ERMProblem
 from dperm.privacy.labels import one_vs_rest_positives, resolve_label_set
@@ -92,62 +91,8 @@ def check_distributed_loss(loss):
     require_twice_differentiable(loss)
 
 
-# -- prediction on Dask collections ------------------------------------------------
-def _rows_array(X):
-    import dask.array as da
-    import dask.dataframe as dd
-
-    if isinstance(X, dd.DataFrame):
-        X = X.to_dask_array()
-    if not isinstance(X, da.Array) or X.ndim != 2:
-        raise TypeError(
-            "with Dask input, X must be a 2-d dask.array.Array or a dask.dataframe.DataFrame; "
-            f"got {type(X).__name__}."
-        )
-    return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
-
-
-def _call(block, estimator, method):
-    if block.shape[0] == 0:  # scikit-learn refuses empty input; an empty chunk has no rows
-        n_classes = estimator.classes_.size
-        if method == "predict":
-            return np.empty(0, dtype=estimator.classes_.dtype)
-        if method == "decision_function" and n_classes == 2:
-            return np.empty(0)
-        return np.empty((0, n_classes))
-    return getattr(estimator, method)(block)
-
-
-def predict_blockwise(estimator, X, method):
-    """Apply ``estimator.<method>`` to each row chunk of a Dask X, lazily.
-
-    Returns a Dask array: 1-d for ``predict`` and binary ``decision_function``,
-    ``(n, n_classes)`` for ``predict_proba`` and multiclass scores.
-    """
-    X = _rows_array(X)
-    n_classes = estimator.classes_.size
-    one_column = method == "predict" or (method == "decision_function" and n_classes == 2)
-    dtype = estimator.classes_.dtype if method == "predict" else np.float64
-    if one_column:
-        return X.map_blocks(_call, estimator, method, dtype=dtype, drop_axis=1)
-    return X.map_blocks(_call, estimator, method, dtype=dtype,
-                        chunks=(X.chunks[0], (n_classes,)))
-
-
-def score_distributed(estimator, X, y):
-    """Mean accuracy on Dask X and y, computed chunk by chunk."""
-    import dask.array as da
-
-    predictions = predict_blockwise(estimator, X, "predict")
-    pairs_y = y
-    if hasattr(y, "to_dask_array"):
-        pairs_y = y.to_dask_array()
-    if not isinstance(pairs_y, da.Array):
-        pairs_y = da.from_array(np.asarray(y), chunks=predictions.chunks)
-    elif pairs_y.chunks != predictions.chunks:
-        pairs_y = pairs_y.rechunk(predictions.chunks)
-    return float((predictions == pairs_y).mean().compute())
-
+# -- prediction on Dask collections: only public coefficients travel (scale/_predict.py)
+from dperm.scale._predict import predict_blockwise, score_distributed
 
 __all__ = ["check_distributed_loss", "fit_classifier_distributed", "predict_blockwise",
            "score_distributed"]

@@ -89,10 +89,54 @@ def _encode_partition(frame, spec, target):
     return spec.transform(columns), parse_labels(columns[target], target)
 
 
-def _file_partitions(files, kind, columns, blocksize):
+#: Bytes a CSV cell read as text takes in a worker (a short Python str), in float64 values:
+#: the partition rule counts such a cell as this many columns.
+TEXT_CELL_VALUES = 8
+
+
+def _partition_sizes(files, kind, columns, width, scheduler, blocksize):
+    """``(rows per Parquet partition, CSV blocksize)`` by the partition rule.
+
+    With a ``distributed.Client`` whose workers have a memory limit, the rule of
+    :mod:`dperm.scale._partitions` for the wider of the columns read and the encoded
+    row (``width``); a CSV cell is text, counted as :data:`TEXT_CELL_VALUES` values.
+    Otherwise (Dask's local schedulers) one partition per Parquet row group and the
+    given CSV ``blocksize``, as before.
+    """
+    from dask.utils import parse_bytes
+
+    from dperm.scale._partitions import cluster_memory, csv_blocksize, partition_rows
+
+    blocksize = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
+    client = None
+    if not isinstance(scheduler, str) and scheduler is not None:
+        client = scheduler
+    if client is None:
+        if kind != "parquet":
+            return None, blocksize
+        import pyarrow.parquet as pq
+
+        groups = [pq.ParquetFile(f).metadata for f in files]
+        largest = max((m.row_group(g).num_rows for m in groups for g in range(m.num_row_groups)),
+                      default=1)
+        return max(largest, 1), blocksize
+    memory_limit, threads = cluster_memory(client)
+    if kind == "parquet":
+        return partition_rows(memory_limit, max(len(columns), width), threads), blocksize
+    rows = partition_rows(memory_limit, max(len(columns) * TEXT_CELL_VALUES, width), threads)
+    return None, min(blocksize, csv_blocksize(rows, len(columns)))
+
+
+def _file_partitions(files, kind, columns, blocksize, parquet_rows=None):
     """``[(file, delayed partition), ...]`` in file and row order, ``columns`` selected."""
+    from dperm.scale._partitions import read_parquet
+
     parts = []
     for file in files:
+        if kind == "parquet" and parquet_rows is not None:
+            frame = read_parquet(file, columns, rows_per_partition=parquet_rows)
+            parts += [(file, partition) for partition in frame.to_delayed()]
+            continue
         frame = read_file(file, kind, blocksize)
         absent = [c for c in columns if c not in {str(name) for name in frame.columns}]
         if absent:
@@ -156,7 +200,9 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     scheduler : None, str or distributed.Client
         Where the validation pass runs, as the estimators' ``scheduler``.
     blocksize : str or int, default="64MB"
-        CSV bytes per partition.
+        CSV bytes per partition; with a ``distributed.Client`` at most what the
+        partition rule allows (``docs/dask.md``), and Parquet row groups larger than
+        the rule are cut into pieces (:func:`dperm.scale.read_parquet`).
 
     Returns
     -------
@@ -187,7 +233,9 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     spec, _ = build_spec(empty, features, categorical=categorical, public_bounds=bounds,
                          row_norm_mode=row_norm_mode, data_norm=data_norm,
                          numeric_range=numeric_range)
-    parts = _file_partitions(files, kind, features + [target], blocksize)
+    parquet_rows, blocksize = _partition_sizes(files, kind, features + [target],
+                                               spec.n_features + 1, scheduler, blocksize)
+    parts = _file_partitions(files, kind, features + [target], blocksize, parquet_rows)
     sizes = _validated_sizes(parts, spec, target, scheduler)
     xs, ys = [], []
     for (_, partition), n_rows in zip(parts, sizes):

@@ -28,6 +28,15 @@ from dperm.losses import ConvexLoss, HingeLoss
 from dperm.solvers.proven import accelerated_completion
 from dperm.validation import ROW_BLOCK
 
+__all__ = [
+    "FINAL_STAGE_MARGIN", "INITIAL_SMOOTHING_WIDTH", "LIBLINEAR_SHUFFLE_SEED", "LIBLINEAR_TOLS",
+    "MARGIN_BANDS", "MAX_MARGIN_ROWS", "MAX_NEWTON_STEPS", "MAX_STEP_HALVINGS",
+    "NONSMOOTH_MIN_ITER", "RegularizedERMObjective", "RegularizedMarginObjective",
+    "SMOOTHING_SHRINK", "SolveResult", "hinge_duality_gap", "loss_sums", "minimize_certified",
+    "minimize_erm", "piecewise_linear_duality_gap", "regularized_value_and_gradient",
+    "solve_by_smoothing", "solve_hinge_svm", "solve_nonsmooth",
+]
+
 #: Newton steps tried after L-BFGS when its answer misses the gradient tolerance (a public
 #: constant, not cut by ``max_iter``: a few cheap ``d x d`` solves spare the proven completion).
 MAX_NEWTON_STEPS = 20

@@ -58,6 +58,8 @@ from fractions import Fraction
 
 from dperm.mechanisms.noise._exact import sample_discrete_laplace
 
+__all__ = ["l2_laplace_mean_square", "mixing_shape", "sample_discrete_l2_laplace_vector"]
+
 #: Binary digits added to a lazy uniform (or to every fraction of ``V``) per refinement.
 _DIGITS = 16
 

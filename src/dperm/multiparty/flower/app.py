@@ -85,6 +85,13 @@ from dperm.multiparty.secure_sum import (
     warn_party_clipping,
 )
 
+__all__ = [
+    "CoordinatorSettings", "FlowerGridNetwork", "SIMULATION_ENGINE_NAME", "calibration_to_config",
+    "client_app", "coordinate", "coordinator_main", "describe_parties", "load_run_state",
+    "model_document", "party_reply", "party_secagg_terms", "party_setup", "server_app",
+    "wait_for_parties", "write_json",
+]
+
 _flower = load_flower()
 
 from flwr.serverapp import ServerApp  # noqa: E402  (after load_flower's environment)

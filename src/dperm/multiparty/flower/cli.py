@@ -37,6 +37,8 @@ from dperm.multiparty.flower.deploy import (
 )
 from dperm.multiparty.defaults import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 
+__all__ = ["add_commands"]
+
 
 # -- dperm party -----------------------------------------------------------------------
 

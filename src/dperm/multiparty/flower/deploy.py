@@ -40,6 +40,15 @@ from pathlib import Path
 
 from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
 
+__all__ = [
+    "CoordinatorStopped", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_CONTROL_PORT", "DEFAULT_NODE_PORT",
+    "DEFAULT_SUPERLINK_PORT", "NEVER_CONNECTED", "check_coordinate_files", "check_port_free",
+    "coordinator_settings", "flower_command", "flower_environment", "free_loopback_ports",
+    "party_floor", "party_ledger", "plan_party", "run_coordinator", "stop_process_group",
+    "superlink_command", "superlink_environment", "supervise_party", "wait_for_port",
+    "write_cli_connection", "write_flower_app", "write_loopback_certificates", "write_party_key",
+]
+
 #: Default port of the SuperLink's Fleet API (the only port the parties reach).
 DEFAULT_SUPERLINK_PORT = 9092
 #: Default port of its Control and Runtime APIs, always on 127.0.0.1.

@@ -74,6 +74,13 @@ from dperm.multiparty.secure_sum import (
 )
 from dperm.validation import check_positive
 
+__all__ = [
+    "FlowerSecureSum", "INSTALL_HINT", "OBJECT_PULL_INITIAL_BACKOFF", "POLL_SECONDS_ENV",
+    "SUPPORTED_FLOWER", "check_capacity", "check_flower_encoding", "configure_flower_environment",
+    "count_clipped", "decode_counts", "encode_counts", "flower_poll_seconds", "load_flower",
+    "object_pull_waits",
+]
+
 #: The Flower releases dperm's adapter is written against (``_adapter.FLOWER_VERSION_RANGE``; ``pyproject.toml``).
 SUPPORTED_FLOWER = ">=1.41,<1.42"
 INSTALL_HINT = "pip install 'dperm[multiparty]'"

@@ -52,6 +52,12 @@ from flwr.supercore.run import Run
 from dperm.exceptions import DropoutError, MalformedReplyError
 from dperm.multiparty.flower._adapter import AbortOnDropoutSecAggPlusWorkflow, server_identity, stamp_message_id
 
+__all__ = [
+    "GRID_POLL_SECONDS", "InProcessGrid", "PollingGrid", "SecAggRefusal", "SecAggTerms",
+    "make_party_client_app", "query_parties", "quiet_flower", "secagg_sum_round",
+    "secaggplus_guard",
+]
+
 #: The weight every party reports: with ``max_weight = 1`` SecAgg+'s weighted
 #: mean is the plain mean and ``sum = K_active * mean`` (shared note flower-secagg.md).
 NUM_EXAMPLES = 1

@@ -33,6 +33,8 @@ from dperm.multiparty.secure_sum import check_contribution
 from dperm.privacy.newton import NewtonCalibration, view_guarantee
 from dperm.validation import check_random_state, clip_rows_to_norm
 
+__all__ = ["FlowerNewtonNetwork", "newton_reply", "newton_secagg_terms", "newton_setup"]
+
 PROTOCOL = "newton"
 
 

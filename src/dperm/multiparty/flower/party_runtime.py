@@ -36,6 +36,11 @@ import time
 import tomllib
 import zipfile
 
+__all__ = [
+    "APP_ID", "APP_MODULE", "APP_NAME", "APP_PUBLISHER", "ForeignAppError", "SHIM_TEXT",
+    "check_dperm_fab", "main", "serve",
+]
+
 #: The Flower app bundle's module: a shim that imports dperm's apps.
 APP_MODULE = "dperm_psgd_app"
 APP_NAME = "dperm-psgd"

@@ -35,6 +35,8 @@ from pathlib import Path
 
 from dperm.privacy.psgd import PartyFloor
 
+__all__ = ["simulate_deployment"]
+
 SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.42'"
 
 

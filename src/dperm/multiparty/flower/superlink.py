@@ -39,6 +39,8 @@ import threading
 import time
 from pathlib import Path
 
+__all__ = ["main", "public_key_bytes"]
+
 #: The only path prefix the public port serves (Flower 1.41's Fleet router).
 FLEET_PREFIX = "/v1/fleet/"
 _APP = {}

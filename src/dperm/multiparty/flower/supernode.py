@@ -29,6 +29,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+__all__ = ["capped_supernode_waits", "main"]
+
 #: Most seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
 SUPERNODE_POLL_SECONDS = 0.15
 #: Seconds of the first wait after the party has answered a message; each
