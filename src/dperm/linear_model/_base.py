@@ -195,15 +195,15 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         if mechanism is None:
             first = params.candidates[0]
             alpha = scored_alpha = given_alpha or self._auto_alpha(params, n_samples, dimension,
-                                                                   norm, first)
+                                                                   norm, first, n_problems)
             problem = PublicProblem(n_samples, dimension, params.loss, alpha, norm)
             self._mechanism_choice = choose_mechanism(problem, epsilon, delta, params.tol,
                                                       list(params.candidates))
             mechanism = self._mechanism_choice.name
             if given_alpha is None and mechanism != first:  # the chosen mechanism's own alpha
-                alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism)
+                alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism, n_problems)
         elif given_alpha is None:
-            alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism)
+            alpha = self._auto_alpha(params, n_samples, dimension, norm, mechanism, n_problems)
         self.mechanism_ = mechanism
         self.alpha_ = alpha
         if alpha == scored_alpha:
@@ -231,7 +231,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
                 alpha = params.alpha
             else:
                 alpha = given_alpha or self._auto_alpha(params._replace(epsilon=epsilon), n_samples,
-                                                        dimension, norm, params.mechanism)
+                                                        dimension, norm, params.mechanism, n_problems)
             return PublicProblem(n_samples, dimension, params.loss, alpha, norm)
 
         check_noise_below_signal(problem_at, params.mechanism, params.epsilon, params.delta,
@@ -285,9 +285,15 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         return self._record([params.calibration] * n_problems, params, norm, n_samples, targets,
                             engine)
 
-    @staticmethod
-    def _auto_alpha(params, n_samples, dimension, norm, mechanism):
-        return auto_alpha(n_samples, dimension, params.epsilon, params.delta,
+    def _auto_alpha(self, params, n_samples, dimension, norm, mechanism, n_problems=1):
+        """The rule's alpha for one problem of the fit: at that problem's share of the budget.
+
+        One-vs-rest runs each of its ``n_problems`` problems at ``epsilon / n_problems`` (and
+        ``delta / n_problems``), and that is the noise each problem's alpha must balance; the
+        whole epsilon would give too small an alpha for the noise it is released with.
+        """
+        epsilon, delta = self._problem_budget(params, n_problems)
+        return auto_alpha(n_samples, dimension, epsilon, delta,
                           mechanism=mechanism, loss=params.loss, data_norm=norm,
                           feature_norm=params.data_norm)
 
