@@ -63,14 +63,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from private_pipeline import git_commit
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.losses import get_loss
-from dperm.preprocessing import normalize_rows
 from dperm.mechanisms.choice import auto_alpha
+from dperm.preprocessing import normalize_rows
 from dperm.privacy.alpha import NONSMOOTH_CURVATURE
-
-from private_pipeline import git_commit
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MULTIPLIERS = [4.0**k for k in range(-6, 2)]

@@ -39,7 +39,12 @@ import dperm
 from dperm import PrivateLogisticRegression
 from dperm.datasets import load_adult
 from dperm.multiparty import NewtonClassifier
-from dperm.multiparty.flower.deploy import free_loopback_ports, stop_process_group, write_loopback_certificates, write_party_key
+from dperm.multiparty.flower.deploy import (
+    free_loopback_ports,
+    stop_process_group,
+    write_loopback_certificates,
+    write_party_key,
+)
 from dperm.multiparty.flower.engine import configure_flower_environment
 from dperm.privacy.newton import packed_length
 

@@ -43,15 +43,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from _dpgd import DPGDLogisticRegression, accounted_epsilon
+from _dpgd import plan as dpgd_plan
+from peers_logistic import DESCRIPTIONS, load_split
 
 import dperm
 from dperm import PrivateLogisticRegression, PrivateParameterSearch
 from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms.catalog import MECHANISMS
-
-from _dpgd import DPGDLogisticRegression, accounted_epsilon
-from _dpgd import plan as dpgd_plan
-from peers_logistic import DESCRIPTIONS, load_split
 
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 5.0)
 DELTAS = (0.0, 1e-5)

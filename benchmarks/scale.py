@@ -214,10 +214,10 @@ def memory_verdicts(result):
 
 
 def in_memory(args, X_test, y_test):
+    from scale_data import in_memory_replica
     from sklearn.linear_model import LogisticRegression
 
     from dperm.datasets import load_kddcup99
-    from scale_data import in_memory_replica
 
     kdd = load_kddcup99(data_home=args.data_home, encoding="unit_norm")
     data_sets = [("kddcup99_10_percent", kdd.X_train, kdd.y_train)]

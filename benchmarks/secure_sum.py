@@ -44,13 +44,13 @@ from pathlib import Path
 import numpy as np
 
 import dperm
+from dperm.multiparty import MaskedSecureSum
 from dperm.multiparty.flower.deploy import (
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
 )
-from dperm.multiparty import MaskedSecureSum
 from dperm.multiparty.flower.engine import FlowerSecureSum, configure_flower_environment
 
 RESULTS = Path(__file__).parent / "results"

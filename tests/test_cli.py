@@ -20,7 +20,7 @@ def csv_files(tmp_path):
     signal = 0.08 * (age - 50) + 1.5 * (color == "red") + 0.1 * (score - 50)
     label = np.where(signal + 0.5 * rng.normal(size=n) > 0.3, "yes", "no")
     train = tmp_path / "train.csv"
-    lines = ["age,color,score,label"] + [f"{a},{c},{s:.3f},{l}" for a, c, s, l in zip(age, color, score, label)]
+    lines = ["age,color,score,label"] + [f"{a},{c},{s:.3f},{lab}" for a, c, s, lab in zip(age, color, score, label)]
     train.write_text("\n".join(lines) + "\n")
     new = tmp_path / "new.csv"
     new.write_text("age,color,score\n30,red,60\n70,blue,40\n45,purple,50\n")
@@ -356,9 +356,10 @@ def _small_kdd_like(n=2_600, seed=0):
 
 def test_learning_curves_alone_run_alg4_without_the_tables(monkeypatch, tmp_path):
     # Figs. 4-5 at small size: 300 test + 300 validation rows, 5 candidate parts of n rows
+    from sklearn.utils import Bunch
+
     import dperm.datasets
     from dperm.experiments import chaudhuri2011
-    from sklearn.utils import Bunch
 
     X, y = _small_kdd_like()
     monkeypatch.setattr(chaudhuri2011, "TEST_SIZE", 300)

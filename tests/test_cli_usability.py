@@ -15,7 +15,6 @@ from dperm import cli
 from dperm.cli import main
 from dperm.model_io import load_model
 
-
 # -- help, version, lazy imports -------------------------------------------------------
 
 
@@ -194,7 +193,7 @@ def table(tmp_path):
     label = np.where(signal + 0.5 * rng.normal(size=n) > 0.3, "yes", "no")
     value = np.clip(0.01 * (age - 50) + 0.3 * (color == "red"), -1, 1)
     data = tmp_path / "train.csv"
-    rows = [f"{a},{c},{s:.3f},{l},{v:.4f}" for a, c, s, l, v in zip(age, color, score, label, value)]
+    rows = [f"{a},{c},{s:.3f},{lab},{v:.4f}" for a, c, s, lab, v in zip(age, color, score, label, value)]
     data.write_text("\n".join(["age,color,score,label,value"] + rows) + "\n")
     bounds = tmp_path / "bounds.json"
     bounds.write_text(json.dumps({"age": [0, 120], "color": ["red", "green", "blue"],

@@ -136,7 +136,7 @@ def test_residual_first_derivative_matches_finite_differences(loss):
     np.testing.assert_allclose(loss.derivative(r), numeric, atol=1e-5)
 
 
-@pytest.mark.parametrize("loss", [l for l in RESIDUAL if l.twice_differentiable], ids=repr)
+@pytest.mark.parametrize("loss", [loss for loss in RESIDUAL if loss.twice_differentiable], ids=repr)
 def test_residual_second_derivative_and_curvature(loss):
     r = _away_from(np.random.default_rng(3).uniform(-3, 3, size=2000), _kinks(loss))
     step = 1e-5
@@ -146,7 +146,7 @@ def test_residual_second_derivative_and_curvature(loss):
     assert curvature.min() >= 0 and curvature.max() == pytest.approx(loss.curvature)
 
 
-@pytest.mark.parametrize("loss", [l for l in RESIDUAL if np.isfinite(l.lipschitz)], ids=repr)
+@pytest.mark.parametrize("loss", [loss for loss in RESIDUAL if np.isfinite(loss.lipschitz)], ids=repr)
 def test_residual_lipschitz_bound_holds_and_is_tight(loss):
     slopes = np.abs(loss.derivative(np.linspace(-50, 50, 200001)))
     assert slopes.max() <= loss.lipschitz + 1e-12

@@ -8,8 +8,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from dperm import PrivateLogisticRegression
-from dperm import metrics
+from dperm import PrivateLogisticRegression, metrics
 from dperm.exceptions import BudgetExceededError
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.evaluation import (

@@ -10,12 +10,12 @@ import joblib
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.kernel_ridge import KernelRidge
 from sklearn.base import clone
+from sklearn.kernel_ridge import KernelRidge
 from threadpoolctl import threadpool_limits
 
-from dperm.privacy.accounting import BudgetAccountant
 from dperm.exceptions import BudgetExceededError, DataClippingWarning
+from dperm.kernels import kernel_matrix
 from dperm.losses import get_loss
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
 from dperm.mechanisms.prediction import (
@@ -25,8 +25,8 @@ from dperm.mechanisms.prediction import (
     solution_radius_allowance,
 )
 from dperm.prediction import PrivatePredictor
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.solvers import solve_hinge_svm
-from dperm.kernels import kernel_matrix
 from dperm.solvers.kernel import fit_exact_kernel_model, solve_kernel_hinge
 
 

@@ -419,7 +419,6 @@ def _show(args) -> int:
 
 
 def _evaluate(args) -> int:
-    import json
 
     from dperm import metrics
     from dperm.model_io import load_model

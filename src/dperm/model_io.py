@@ -43,12 +43,12 @@ from sklearn.base import clone
 
 import dperm
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
-from dperm.tabular import TabularSpec
+from dperm.mechanisms.catalog import MECHANISMS
+from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.privacy.labels import check_classes
 from dperm.privacy.record import PrivacyRecord
 from dperm.privacy.sufficient_statistics_record import SufficientStatisticsRecord
-from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
-from dperm.mechanisms.catalog import MECHANISMS
+from dperm.tabular import TabularSpec
 
 __all__ = [
     "CALIBRATION_RTOL", "CLASSIFIERS", "ESTIMATORS", "FORMAT_MODULES", "KERNEL_CLASSIFIERS",

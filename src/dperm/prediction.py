@@ -28,10 +28,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.catalog import LOSSES
 from dperm.cloning import BudgetOnCloneMixin
-from dperm.losses import get_loss
-from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.kernels import KERNEL_NAMES
+from dperm.losses import get_loss
 from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
+from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
 from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.privacy.prediction_record import prediction_record
 from dperm.solvers.kernel import (

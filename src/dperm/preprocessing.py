@@ -540,7 +540,8 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             "L2 norm above data_norm and are scaled down onto it (here and at every "
             "transform, silently). Clipping is a per-record step: the privacy guarantee is "
             "the same either way, only the rows the model learns from change. mode='scale' "
-            "puts every row on the norm instead, treating all rows alike. A larger data_norm is not a fix: the noise of the estimator that follows grows "
+            "puts every row on the norm instead, treating all rows alike. A larger data_norm "
+            "is not a fix: the noise of the estimator that follows grows "
             "with it.",
             DataClippingWarning,
         )

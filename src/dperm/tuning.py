@@ -69,8 +69,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
-from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete_laplace
+from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import LabelSet, check_classes, resolve_label_set
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.tuning_record import TuningRecord

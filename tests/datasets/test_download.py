@@ -9,7 +9,6 @@ import functools
 import gzip
 import hashlib
 import http.server
-import os
 import shutil
 import threading
 import urllib.parse
@@ -19,8 +18,7 @@ from pathlib import Path
 import pytest
 from _shared_data import shared_data_home
 
-from dperm.datasets import DATA_HOME_ENV, download
-from dperm.datasets import _download
+from dperm.datasets import DATA_HOME_ENV, _download, download
 from dperm.datasets._adult import ADULT_SHA256
 from dperm.datasets._kddcup import KDDCUP99_SHA256
 

@@ -9,10 +9,8 @@ import collections
 import gzip
 import hashlib
 import math
-import os
 import shutil
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +21,10 @@ from dperm.datasets import (
     KDDCUP99_DOS_LABELS,
     KDDCUP99_ENCODINGS,
     KDDCUP99_FULL_CLASS_COUNTS,
+    _kddcup,
     kddcup99_spec,
     load_kddcup99,
 )
-from dperm.datasets import _kddcup
 from dperm.datasets._base import verify_gzip_sha256
 from dperm.exceptions import DataClippingWarning
 

@@ -13,7 +13,6 @@ from scipy import stats
 from dperm.cli import main
 from dperm.experiments import rajkumar2012 as rk
 
-
 # -- data and splits -------------------------------------------------------------------
 
 

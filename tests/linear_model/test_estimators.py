@@ -1,6 +1,5 @@
 """Estimators: scikit-learn conformance, the privacy record, multiclass, bad input."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +12,6 @@ from sklearn.utils.estimator_checks import check_classifiers_train
 
 from dperm import (
     DataClippingWarning,
-    PrivacyLeakWarning,
     PrivacyRecord,
     PrivateLinearSVC,
     PrivateLogisticRegression,

@@ -1,7 +1,6 @@
 """Private regressors: scikit-learn conformance, calibration, noise, bounds, bad input."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest

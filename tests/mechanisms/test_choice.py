@@ -8,8 +8,8 @@ import pytest
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.mechanisms._problem import PublicProblem
-from dperm.mechanisms.choice import candidate_mechanisms, choose_mechanism
 from dperm.mechanisms.catalog import MECHANISMS
+from dperm.mechanisms.choice import candidate_mechanisms, choose_mechanism
 
 TOL = 1e-8
 

@@ -14,13 +14,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dperm.mechanisms.noise.l2_laplace import (
-    _bernoulli_exp_neg_lazy,
-    _exponential,
-    l2_laplace_mean_square,
-    mixing_shape,
-    sample_discrete_l2_laplace_vector,
-)
 from dperm.mechanisms.noise import (
     BitSource,
     discrete_laplace_calibration,
@@ -29,7 +22,13 @@ from dperm.mechanisms.noise import (
     to_grid,
     vector_laplace_calibration,
 )
-
+from dperm.mechanisms.noise.l2_laplace import (
+    _bernoulli_exp_neg_lazy,
+    _exponential,
+    l2_laplace_mean_square,
+    mixing_shape,
+    sample_discrete_l2_laplace_vector,
+)
 
 #: The quadrature nodes in u = log v: the integrands below are smooth and decay
 #: doubly exponentially at both ends, where the trapezoidal rule converges geometrically.

@@ -15,8 +15,8 @@ from dperm.mechanisms import (
     output_perturbation,
     run_mechanism,
 )
-from dperm.mechanisms.output import output_noise_scale, release_output
 from dperm.mechanisms.catalog import MECHANISMS
+from dperm.mechanisms.output import output_noise_scale, release_output
 from dperm.solvers import RegularizedMarginObjective, minimize_certified
 
 

@@ -8,13 +8,13 @@ import math
 
 import numpy as np
 import pytest
+from _multiparty_data import make_data, split
 from scipy import stats
 from sklearn.base import clone
 
-from _multiparty_data import make_data, split
-from dperm.privacy.accounting import Spend, advanced_composition
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
+from dperm.mechanisms.noise import discrete_laplace_calibration
 from dperm.multiparty import (
     CalibrationRefusedError,
     DropoutError,
@@ -37,9 +37,9 @@ from dperm.multiparty import (
     local_aggregation_sensitivity,
     psgd,
 )
-from dperm.mechanisms.noise import discrete_laplace_calibration
 from dperm.multiparty.protocol import psgd_clipping_range
 from dperm.multiparty.secure_sum import pairwise_masks, quantize
+from dperm.privacy.accounting import Spend, advanced_composition
 from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 
@@ -823,7 +823,8 @@ def test_every_network_is_a_party_network():
 def test_psgd_calibration_has_one_owner_under_privacy_and_the_boundary_only_checks():
     """dperm.privacy.psgd computes (trusting its inputs); calibrate_psgd checks them and adds the grid's noise scale."""
     from dperm.multiparty.privacy import calibrate_psgd, round_noise_scale
-    from dperm.privacy.psgd import PSGDCalibration as Owned, coordinator_dp_calibration, psgd_calibration
+    from dperm.privacy.psgd import PSGDCalibration as Owned
+    from dperm.privacy.psgd import coordinator_dp_calibration, psgd_calibration
 
     loss = get_loss("logistic")
     public = dict(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=120, n_parties=3, n_features=4, n_rounds=20,

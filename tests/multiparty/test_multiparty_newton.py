@@ -9,16 +9,16 @@ view meets the target, and a party refuses weaker set-ups before drawing.
 """
 
 import math
-import warnings
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from _multiparty_data import make_data, split
 from scipy import stats
 
 from dperm.exceptions import CalibrationRefusedError
 from dperm.losses import get_loss
-from dperm.mechanisms.noise import to_grid, round_to_grid
+from dperm.mechanisms.noise import round_to_grid, to_grid
 from dperm.multiparty import NewtonClassifier
 from dperm.multiparty.newton import (
     InProcessNewtonNetwork,
@@ -34,8 +34,6 @@ from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.privacy.newton import collusion_epsilon, packed_length, rounds_epsilon, view_guarantee
 from dperm.privacy.release import released_attributes
 from dperm.solvers import loss_sums
-
-from _multiparty_data import make_data, split
 
 LOGISTIC = get_loss("logistic")
 HUBER = get_loss("huber", h=0.5)
@@ -388,7 +386,8 @@ def test_the_label_set_is_read_from_the_data_only_with_a_warning():
 
 def test_the_calibration_has_one_owner_under_privacy_and_the_boundary_only_checks():
     """dperm.privacy.newton computes; calibrate_newton checks the public inputs and the loss, then asks it."""
-    from dperm.privacy.newton import NewtonCalibration as Owned, newton_calibration
+    from dperm.privacy.newton import NewtonCalibration as Owned
+    from dperm.privacy.newton import newton_calibration
 
     loss = get_loss("huber", h=0.5)
     checked = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=4, n_samples_by_party=(30, 50),

@@ -12,6 +12,7 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
+from dperm.exceptions import BudgetExceededError
 from dperm.privacy.accounting import (
     BudgetAccountant,
     Spend,
@@ -19,7 +20,6 @@ from dperm.privacy.accounting import (
     advanced_filter_epsilon,
     basic_composition,
 )
-from dperm.exceptions import BudgetExceededError
 
 
 def _data():

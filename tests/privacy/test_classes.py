@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from dperm import PrivacyLeakWarning, PrivacyRecord, PrivateLinearSVC, PrivateLogisticRegression
-from dperm.privacy.accounting import BudgetAccountant
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
 from dperm.model_io import load_model, save_model
 from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 from dperm.prediction import PrivatePredictor
+from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.tuning import PrivateParameterSearch
 

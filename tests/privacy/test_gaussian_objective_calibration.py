@@ -17,13 +17,13 @@ from dperm.privacy.sensitivity import (
     discrete_objective_noise_steps,
     gaussian_sigma_star,
     glm_jacobian_epsilon,
+    glm_objective_slack,
     objective_noise_grid,
     redberg_gaussian_objective_delta,
     subgaussian_norm_quantile,
-    tight_gaussian_objective_calibration,
     tight_discrete_gaussian_sigma_steps,
+    tight_gaussian_objective_calibration,
     tight_gaussian_objective_delta,
-    glm_objective_slack,
 )
 
 ADULT_N, ADULT_D, ADULT_TOL = 45222, 105, 1e-6

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from dperm.privacy import sensitivity
 from dperm.losses import HingeLoss, LogisticLoss, PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION, certified_minimiser
+from dperm.privacy import sensitivity
 from dperm.solvers import RegularizedERMObjective, minimize_certified, solve_nonsmooth
 
 ROUNDING = 1e-9  # relative slack for floating-point ties (the pinball bound is attained exactly)

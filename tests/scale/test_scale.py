@@ -15,7 +15,6 @@ distributed = pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
 
 from dperm import DataClippingWarning  # noqa: E402
-from dperm.privacy.accounting import BudgetAccountant  # noqa: E402
 from dperm.exceptions import DistributedFitError  # noqa: E402
 from dperm.linear_model import (  # noqa: E402
     PrivateLeastSquares,
@@ -23,6 +22,7 @@ from dperm.linear_model import (  # noqa: E402
     PrivateLogisticRegression,
 )
 from dperm.losses import LogisticLoss  # noqa: E402
+from dperm.privacy.accounting import BudgetAccountant  # noqa: E402
 from dperm.scale import ChunkSpec, newton_certified, prepare_chunk  # noqa: E402
 from dperm.solvers import RegularizedERMObjective, loss_sums, minimize_certified  # noqa: E402
 

@@ -21,13 +21,13 @@ from dperm import (
 )
 from dperm.losses import HuberLoss, LogisticLoss
 from dperm.solvers import RegularizedERMObjective, minimize_certified, solve_hinge_svm
+from dperm.solvers.kernel import kernel_hinge_duality_gap, solve_kernel_hinge
 from dperm.solvers.proven import (
     accelerated_completion,
     accelerated_iterations,
     fista_box_completion,
     fista_box_iterations,
 )
-from dperm.solvers.kernel import kernel_hinge_duality_gap, solve_kernel_hinge
 
 
 def _rows(n, d, seed):

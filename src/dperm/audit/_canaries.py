@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from sklearn.linear_model import LogisticRegression
 
 from dperm.validation import check_positive, check_positive_int, check_random_state

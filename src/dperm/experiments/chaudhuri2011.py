@@ -205,7 +205,8 @@ def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, ru
             misclassification_error(objective_perturbation(objective_problem, eps, 0.0, rng, TOL, MAX_ITER).coef,
                    X_test, y_test)
             for _ in range(runs)]
-    result["nonprivate"] = misclassification_error(exact.coef, X_test, y_test) if alphas["output"] == alphas["nonprivate"] \
+    same_alpha = alphas["output"] == alphas["nonprivate"]
+    result["nonprivate"] = misclassification_error(exact.coef, X_test, y_test) if same_alpha \
         else misclassification_error(minimize_certified(RegularizedMarginObjective(
             loss, X[train], y_signed[train], alphas["nonprivate"]), tol=TOL, max_iter=MAX_ITER).coef,
             X_test, y_test)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from dperm.exceptions import DataClippingWarning
 from dperm.experiments._report import (
     misclassification_error,
     output_dir,
@@ -36,7 +37,6 @@ from dperm.experiments._report import (
     write_lines,
 )
 from dperm.experiments.options import ENCODINGS, ENGINES, N_DATASETS, N_ROUNDS, RUNS  # import-free, for --help
-from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.mechanisms import ERMProblem, gaussian_objective_perturbation_004
 from dperm.mechanisms.objective import solve_perturbed
@@ -316,8 +316,9 @@ def selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine)
         if with_gop:
             problem = ERMProblem(X, y, loss, alpha, 1.0)
             out["gop"][alpha] = [
-                misclassification_error(gaussian_objective_perturbation_004(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
-                       data["X_test"], data["y_test"])
+                misclassification_error(
+                    gaussian_objective_perturbation_004(problem, epsilon, DELTA, rng, TOL, MAX_ITER).coef,
+                    data["X_test"], data["y_test"])
                 for _ in range(runs)]
             exact = minimize_erm(loss, X, y, alpha, TOL, MAX_ITER).coef
             out["nonprivate"][alpha] = [misclassification_error(exact, data["X_test"], data["y_test"])]
@@ -609,7 +610,8 @@ def _figure_report(part: dict, title: str, png) -> list[str]:
              f"non-private error at GOP's lambda: "
              + ", ".join(f"eps={k}: {v:.3f}" for k, v in part["nonprivate_error"].items())
              + f"; at the grid's best lambda ({best[0]}): {best[1]:.3f}. Secure-sum coordinates clipped over "
-             f"all PSGD runs of 004's scheme (the coordinator-DP scheme does not reveal it): {clipped}. Time {part['seconds']:.0f} s.", ""]
+             f"all PSGD runs of 004's scheme (the coordinator-DP scheme does not reveal it): {clipped}. "
+             f"Time {part['seconds']:.0f} s.", ""]
     if "data" in part:
         lines += [f"Data: {part['data']['encoding']} encoding ({part['data']['n_rows']} rows, d = "
                   f"{part['data']['n_features']}, largest row norm {part['data']['max_row_norm']:.3f}, "

@@ -470,7 +470,10 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         return super().score(X, y, sample_weight=sample_weight)
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        """The record: public inputs and the one calibration every output released with (:mod:`dperm.privacy.release`)."""
+        """The record: public inputs and the one calibration every output released with.
+
+        Every field is declared by :mod:`dperm.privacy.release`.
+        """
         return linear_record(
             MECHANISMS[params.mechanism], params.calibration, params.epsilon,
             self._delta_spent(params), n_problems=len(outputs),

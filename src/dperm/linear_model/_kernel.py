@@ -21,11 +21,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.cloning import BudgetOnCloneMixin
-from dperm.validation import refuse_dask_input
 from dperm.exceptions import PrivacyLeakWarning
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
 from dperm.linear_model._logistic import PrivateLogisticRegression
 from dperm.linear_model._svc import PrivateLinearSVC
+from dperm.validation import refuse_dask_input
 
 __all__ = ["PrivateKernelLogisticRegression", "PrivateKernelSVC"]
 
@@ -366,7 +366,8 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
 
     Parameters
     ----------
-    kernel, gamma, n_components, epsilon, delta, alpha, mechanism, fit_intercept, intercept_scaling, max_iter, tol, feature_random_state, random_state, accountant, classes
+    kernel, gamma, n_components, epsilon, delta, alpha, mechanism, fit_intercept, \
+    intercept_scaling, max_iter, tol, feature_random_state, random_state, accountant, classes
         As in :class:`dperm.PrivateKernelSVC` (``fit_intercept=False`` by
         default because the constant feature would count toward the norm bound).
 

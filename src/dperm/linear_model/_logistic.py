@@ -37,8 +37,8 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
         Gaussian one when ``delta > 0`` and its noise is smaller. Otherwise
         objective perturbation (Chaudhuri et al. 2011, Alg. 2, c = 1/4), output
         perturbation (Alg. 1) or Gaussian objective perturbation ((epsilon, delta)-DP,
-        GLM calibration with the one-factor Jacobian bound, docs/design/gaussian_objective.md; ``"gaussian_objective_004"``
-        keeps Rajkumar & Agarwal 2012, Alg. 4's sigma*).
+        GLM calibration with the one-factor Jacobian bound, docs/design/gaussian_objective.md;
+        ``"gaussian_objective_004"`` keeps Rajkumar & Agarwal 2012, Alg. 4's sigma*).
     data_norm : float, default=1.0
         Public bound on the L2 norm of a row of X. Longer rows are scaled onto
         it (per record, so the guarantee holds) with a ``DataClippingWarning``.

@@ -28,7 +28,8 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         (000 Thm 2); it is solved with liblinear and certified by a duality gap.
     h : float, default=0.5
         Width of the smoothed region of the huber and smooth_hinge losses.
-    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, tol, random_state, accountant, scheduler, classes
+    epsilon, delta, alpha, mechanism, data_norm, fit_intercept, intercept_scaling, max_iter, \
+    tol, random_state, accountant, scheduler, classes
         As in :class:`dperm.PrivateLogisticRegression`.
 
     Attributes

@@ -2,7 +2,8 @@
 
 - :func:`output_perturbation` (003 Alg. 1; 000 Thm 2 for non-smooth losses)
 - :func:`objective_perturbation` (003 Alg. 2)
-- :func:`gaussian_objective_perturbation` (GLM calibration with the one-factor Jacobian bound, after Redberg, Koskela & Wang 2023; `_004`: 004 Alg. 4)
+- :func:`gaussian_objective_perturbation` (GLM calibration with the one-factor Jacobian
+  bound, after Redberg, Koskela & Wang 2023; `_004`: 004 Alg. 4)
 
 :data:`MECHANISMS` is the one table of them, one row per mechanism
 (:mod:`dperm.mechanisms.catalog`, which imports the standard library only).

@@ -4,7 +4,8 @@ approximate minima perturbation (Iyengar et al. 2019).
 Two calibrations of the noise: ``"tight"`` (the default, mechanism ``"gaussian_objective"``;
 "tight" is a historical name, kept as a public parameter value: the calibration is an upper
 bound, its sigma 1.17-1.30x the analytic Gaussian mechanism's at delta 1e-5) uses the GLM
-structure of the loss (the neighbours' noises differ in a fixed two-dimensional span; Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
+structure of the loss (the neighbours' noises differ in a fixed two-dimensional span;
+Redberg, Koskela & Wang 2023) and a privacy-profile bound, see
 docs/design/gaussian_objective.md; ``"004"`` (mechanism ``"gaussian_objective_004"``) is 004
 Alg. 4's sigma* rule, kept for the reproduction of 004's experiments."""
 

@@ -34,11 +34,11 @@ import numpy as np
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import discrete_laplace_calibration, round_to_grid
 from dperm.multiparty.privacy import CALIBRATION_RTOL, discrete_laplace_tail_bound
-from dperm.privacy.psgd import PartyFloor
-from dperm.privacy.sensitivity import local_aggregation_sensitivity
-from dperm.privacy.references import REFERENCES
-from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
+from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord
+from dperm.privacy.psgd import PartyFloor
+from dperm.privacy.references import REFERENCES
+from dperm.privacy.sensitivity import local_aggregation_sensitivity
 from dperm.validation import check_epsilon, check_positive, check_positive_int, check_random_state
 
 __all__ = [

@@ -19,23 +19,13 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_X_y
 
-from dperm.cloning import BudgetOnCloneMixin
-from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.catalog import loss_names
+from dperm.cloning import BudgetOnCloneMixin
 from dperm.losses import get_loss
 from dperm.multiparty.baselines import (
     calibrate_local_aggregation,
     local_aggregation,
     local_aggregation_clipping_range,
-)
-from dperm.multiparty.privacy import calibrate_psgd
-from dperm.privacy.psgd import PartyFloor, accepting_floor, COORDINATOR_ACCOUNTANTS
-from dperm.multiparty.protocol import (
-    InProcessNetwork,
-    Party,
-    psgd,
-    psgd_clipping_range,
-    resolve_step_size,
 )
 from dperm.multiparty.newton import (
     InProcessNewtonNetwork,
@@ -45,9 +35,19 @@ from dperm.multiparty.newton import (
     private_newton,
 )
 from dperm.multiparty.newton_privacy import DEFAULT_GRADIENT_SHARE, calibrate_newton
+from dperm.multiparty.privacy import calibrate_psgd
+from dperm.multiparty.protocol import (
+    InProcessNetwork,
+    Party,
+    psgd,
+    psgd_clipping_range,
+    resolve_step_size,
+)
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
-from dperm.privacy.newton import view_guarantee
+from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
+from dperm.privacy.newton import view_guarantee
+from dperm.privacy.psgd import COORDINATOR_ACCOUNTANTS, PartyFloor, accepting_floor
 from dperm.validation import check_budget_for_data, check_random_state
 
 __all__ = [
@@ -610,7 +610,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         return self._predict_proba_lr(X)
 
 
-def newton_record(result) -> "NewtonPrivacyRecord":
+def newton_record(result):
     """``privacy_`` of a Newton run: public calibration numbers and the secure-sum summary only."""
     from dperm.privacy.multiparty_record import NewtonPrivacyRecord
     from dperm.privacy.references import REFERENCES

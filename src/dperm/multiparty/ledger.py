@@ -36,8 +36,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from dperm.privacy.accounting import TOLERANCE
 from dperm.exceptions import BudgetExceededError
+from dperm.privacy.accounting import TOLERANCE
 from dperm.validation import check_delta, check_epsilon
 
 __all__ = ["Charge", "LedgerError", "PartyLedger", "check_run_id", "write_private_atomically"]

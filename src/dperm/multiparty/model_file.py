@@ -45,8 +45,7 @@ import numpy as np
 
 from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
-from dperm.privacy.multiparty_record import PSGDPrivacyRecord
-from dperm.privacy.multiparty_record import SecureSumSummary
+from dperm.privacy.multiparty_record import PSGDPrivacyRecord, SecureSumSummary
 from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
 __all__ = [
@@ -223,7 +222,7 @@ ESTIMATORS = {"PSGDClassifier": (PSGDClassifier, "psgd"), "NewtonClassifier": (N
 
 
 def privacy_record_from_dict(data, estimator: str = "PSGDClassifier"):
-    """Rebuild the record (:class:`~dperm.privacy.multiparty_record.PSGDPrivacyRecord` or ``NewtonPrivacyRecord``), checking it.
+    """Rebuild the record (a ``PSGDPrivacyRecord`` or ``NewtonPrivacyRecord``), checking it.
 
     Raises
     ------

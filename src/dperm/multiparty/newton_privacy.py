@@ -16,8 +16,8 @@ from dataclasses import asdict
 
 from dperm.catalog import loss_names
 from dperm.exceptions import CalibrationRefusedError
-from dperm.privacy.psgd import PartyFloor, check_open_delta
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
+from dperm.privacy.psgd import PartyFloor, check_open_delta
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
 __all__ = [

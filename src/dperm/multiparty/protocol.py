@@ -28,18 +28,18 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from dperm.mechanisms.noise import release_on_grid, sample_gaussian
 from dperm.exceptions import (
     DropoutError,
     MalformedReplyError,
     PartyUnavailableError,
     SecureSumClippingWarning,
 )
+from dperm.mechanisms.noise import release_on_grid, sample_gaussian
 from dperm.multiparty.privacy import check_psgd_calibration, discrete_laplace_tail_bound, round_noise_calibration
+from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
+from dperm.privacy.multiparty_record import PSGDPrivacyRecord
 from dperm.privacy.psgd import PartyFloor, PSGDCalibration, clipping_count_is_covered, psgd_coordinator_view
 from dperm.privacy.references import REFERENCES
-from dperm.privacy.multiparty_record import PSGDPrivacyRecord
-from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
 
@@ -75,7 +75,9 @@ def check_shard(X, y, party_id) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ShardOwner:
-    """What every protocol's party holds: its checked shard (rows scaled onto ``data_norm``), loss, floor and noise source.
+    """What every protocol's party holds: its checked shard, loss, floor and noise source.
+
+    The shard's rows are scaled onto ``data_norm``.
 
     Rows longer than ``data_norm`` are scaled onto it (a per-record step
     that keeps DP); the party warns in its own log and never sends the count.

@@ -128,4 +128,5 @@ class EvaluationPrivacyRecord(RecordBase):
     def summary(self) -> str:
         """One line: the metric, its value and its guarantee."""
         value = self.value if isinstance(self.value, (list, tuple)) else f"{self.value:.4g}"
-        return f"private {self.metric} = {value} on {self.n_samples} rows, {describe_guarantee(self.epsilon, self.delta)}"
+        guarantee = describe_guarantee(self.epsilon, self.delta)
+        return f"private {self.metric} = {value} on {self.n_samples} rows, {guarantee}"

@@ -1,4 +1,5 @@
-"""``privacy_`` of the multiparty classifiers: the guarantee proven for the release, and every public number behind it."""
+"""``privacy_`` of the multiparty classifiers: the guarantee proven for the release, and every public
+number behind it."""
 
 from __future__ import annotations
 
@@ -197,7 +198,8 @@ class PSGDPrivacyRecord(RecordBase):
             f"{self.coordinator_composition} composition (basic: {self.coordinator_epsilon_basic:g}-DP; "
             f"each round {self.round_epsilon:g}-DP; delta' = {self.composition_slack:g}).",
             f"Noise: one-time eta ~ N(0, {self.noise_sigma:.4g}^2 I) in total "
-            f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho discrete Laplace per coordinate (float-safe), scale "
+            f"({self.party_noise_sigma:.4g} per party and coordinate); per-round rho discrete Laplace "
+            "per coordinate (float-safe), scale "
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
             f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g} "
             f"(calibrated for 004 Thm 4.2's target ({self.target_epsilon:g}, {self.target_delta:g}); see the notes).",
@@ -227,7 +229,8 @@ class PSGDPrivacyRecord(RecordBase):
             f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
-            f"Noise: per-round Gaussian (floating point, not float-safe), sum over parties N(0, {self.round_noise_sigma:.4g}^2 I) "
+            "Noise: per-round Gaussian (floating point, not float-safe), sum over parties "
+            f"N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
             *self._data_and_secure_sum_lines(),

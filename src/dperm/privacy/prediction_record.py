@@ -6,7 +6,7 @@ import math
 
 from dperm.privacy.accounting import TOLERANCE
 from dperm.privacy.references import REFERENCES
-from dperm.privacy.release import PUBLIC, DERIVED, RecordBase, privacy_record, released
+from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, privacy_record, released
 
 __all__ = ["PROTECTS", "PredictionPrivacyRecord", "prediction_record"]
 

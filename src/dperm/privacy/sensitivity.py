@@ -21,8 +21,8 @@ formulas have no value.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
 
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import log_ndtr, ndtr
@@ -660,7 +660,8 @@ def least_squares_sensitivity(M: float, kappa: float, lam: float, m: int) -> flo
     with ``|y| <= M`` and ``sqrt(K(x, x)) <= kappa``. 002's proof reaches this
     line and then uses ``M <= R`` (Lemma 2 assumes ``R >= M``, i.e.
     ``lambda <= 1``) to print ``2 R kappa (kappa + 1) / (lambda m)``; dperm
-    returns the unrelaxed bound, valid for every ``lambda`` and never larger. It equals :func:`lipschitz_loss_sensitivity` with ``gamma = 2``
+    returns the unrelaxed bound, valid for every ``lambda`` and never larger. It equals
+    :func:`lipschitz_loss_sensitivity` with ``gamma = 2``
     and 000 Sec. 5.1's ``C_L = 2 (M + kappa R)``
     (:func:`~dperm.privacy.sensitivity.least_squares_lipschitz`), which is how
     it is computed. The projection ``pi`` onto ``[-M, M]`` (002 eq. 2) only

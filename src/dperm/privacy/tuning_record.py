@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dperm.privacy.references import REFERENCES
-from dperm.privacy.release import NOISED, PUBLIC, DERIVED, RecordBase, describe_guarantee, privacy_record, released
+from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 __all__ = ["TuningRecord"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-
 from dperm.mechanisms import MECHANISMS, ERMProblem
 from dperm.privacy.labels import one_vs_rest_positives, resolve_label_set
 from dperm.scale._chunks import ChunkSpec, chunk_pairs, merge_scans, scan_chunk
 from dperm.scale._cluster import dask_scheduler
 from dperm.scale._data import ChunkedERMData, effective_norm, require_twice_differentiable
+
+# prediction on Dask collections: only public coefficients travel (scale/_predict.py)
+from dperm.scale._predict import predict_blockwise, score_distributed
 from dperm.validation import check_random_state, warn_clipped_rows
 
 
@@ -17,7 +19,8 @@ def fit_classifier_distributed(estimator, X, y, params, spend):
     One pass validates every chunk and counts rows, clipped rows and labels;
     then ``spend(params)`` charges the budget; then each binary problem of the
     one-vs-rest fit runs its mechanism, whose solve is
-    :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per trial point). The noise is drawn once, on the driver, from the same
+    :meth:`ChunkedERMData.minimize_certified` (Newton, one pass per trial point). The noise is
+    drawn once, on the driver, from the same
     generator and in the same order as in memory, so a seeded fit gives the
     in-memory coefficients to within the solver tolerance.
 
@@ -90,9 +93,6 @@ def check_distributed_loss(loss):
     """Refuse, before any budget is spent, a loss the Newton passes cannot solve."""
     require_twice_differentiable(loss)
 
-
-# -- prediction on Dask collections: only public coefficients travel (scale/_predict.py)
-from dperm.scale._predict import predict_blockwise, score_distributed
 
 __all__ = ["check_distributed_loss", "fit_classifier_distributed", "predict_blockwise",
            "score_distributed"]

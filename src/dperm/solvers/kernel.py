@@ -31,8 +31,8 @@ from scipy.optimize import minimize
 
 from dperm.kernels import kernel_matrix, random_fourier_pair_map, sample_frequencies
 from dperm.privacy.sensitivity import lambda_from_alpha
-from dperm.solvers.proven import accelerated_completion, fista_box_completion
 from dperm.solvers.erm import FINAL_STAGE_MARGIN, NONSMOOTH_MIN_ITER, solve_hinge_svm
+from dperm.solvers.proven import accelerated_completion, fista_box_completion
 
 __all__ = [
     "BYTES_PER_FLOAT",

@@ -18,13 +18,13 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
+from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import Context, Message, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.common import Code, FitIns, FitRes, Status, bytes_to_ndarray, ndarrays_to_parameters  # noqa: E402
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS, Key, Stage  # noqa: E402
 from flwr.compat.common import recorddict_compat as compat  # noqa: E402
 
-from _multiparty_data import make_data, split  # noqa: E402
 from dperm.cli import main as dperm_main  # noqa: E402
 from dperm.exceptions import DataClippingWarning  # noqa: E402
 from dperm.losses import get_loss  # noqa: E402
@@ -44,22 +44,22 @@ from dperm.multiparty import (  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower._adapter import server_identity  # noqa: E402
 from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
-from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.flower.deploy import (  # noqa: E402
     free_loopback_ports,
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
 )
-from dperm.multiparty.ledger import PartyLedger  # noqa: E402
-from dperm.multiparty.model_file import model_from_document  # noqa: E402
-from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.multiparty.flower.engine import (  # noqa: E402
     FlowerSecureSum,
     configure_flower_environment,
     decode_counts,
     encode_counts,
 )
+from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
+from dperm.multiparty.ledger import PartyLedger  # noqa: E402
+from dperm.multiparty.model_file import model_from_document  # noqa: E402
+from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 

@@ -12,15 +12,14 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
+from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import Context, RecordDict  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
 
-from _multiparty_data import make_data, split  # noqa: E402
 from dperm.multiparty.flower import _party  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower import supernode as _flower_supernode  # noqa: E402
 from dperm.multiparty.flower._adapter import object_pull_backoff, server_identity  # noqa: E402
-from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid  # noqa: E402
 from dperm.multiparty.flower.deploy import superlink_environment  # noqa: E402
 from dperm.multiparty.flower.engine import (  # noqa: E402
     OBJECT_PULL_INITIAL_BACKOFF,
@@ -28,6 +27,7 @@ from dperm.multiparty.flower.engine import (  # noqa: E402
     flower_poll_seconds,
     object_pull_waits,
 )
+from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid  # noqa: E402
 
 FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
 PULL_FUNCTIONS = (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree)

@@ -15,6 +15,7 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
+from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict  # noqa: E402
 from flwr.client.mod import secaggplus_mod  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
@@ -28,7 +29,6 @@ from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen  # n
 from flwr.compat.common import recorddict_compat as compat  # noqa: E402
 from flwr.supercore.primitives.asymmetric import bytes_to_private_key, bytes_to_public_key  # noqa: E402
 
-from _multiparty_data import make_data, split  # noqa: E402
 from dperm.exceptions import DropoutError  # noqa: E402
 from dperm.losses import get_loss  # noqa: E402
 from dperm.multiparty import calibrate_psgd  # noqa: E402

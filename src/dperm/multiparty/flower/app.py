@@ -52,16 +52,6 @@ import numpy as np
 
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
-from dperm.multiparty.flower.engine import (
-    check_capacity,
-    check_flower_encoding,
-    count_clipped,
-    decode_counts,
-    encode_counts,
-    flower_poll_seconds,
-    load_flower,
-    object_pull_waits,
-)
 from dperm.multiparty.flower._grid_network import ENGINE_NAME, GridNetwork, PartyInfo
 from dperm.multiparty.flower._party import (
     data_path,
@@ -72,11 +62,20 @@ from dperm.multiparty.flower._party import (
     party_rows,
     run_state_path,
 )
+from dperm.multiparty.flower.engine import (
+    check_capacity,
+    check_flower_encoding,
+    count_clipped,
+    decode_counts,
+    encode_counts,
+    flower_poll_seconds,
+    load_flower,
+    object_pull_waits,
+)
 from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
-from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
 from dperm.multiparty.ledger import check_run_id, write_private_atomically
+from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
 from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration, party_view
-from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
@@ -84,6 +83,7 @@ from dperm.multiparty.secure_sum import (
     check_contribution,
     warn_party_clipping,
 )
+from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
 
 __all__ = [
     "CoordinatorSettings", "FlowerGridNetwork", "SIMULATION_ENGINE_NAME", "calibration_to_config",

@@ -28,6 +28,7 @@ import argparse
 import sys
 
 from dperm.catalog import loss_names
+from dperm.multiparty.defaults import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 from dperm.multiparty.flower import deploy
 from dperm.multiparty.flower.deploy import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -35,7 +36,6 @@ from dperm.multiparty.flower.deploy import (
     DEFAULT_NODE_PORT,
     DEFAULT_SUPERLINK_PORT,
 )
-from dperm.multiparty.defaults import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
 
 __all__ = ["add_commands"]
 

@@ -163,8 +163,10 @@ def load_flower():
         ) from error
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        from dperm.multiparty.flower import _adapter  # noqa: F401  (the version guard)
-        from dperm.multiparty.flower import grid
+        from dperm.multiparty.flower import (
+            _adapter,  # noqa: F401  (the version guard)
+            grid,
+        )
 
     return grid
 

@@ -124,7 +124,7 @@ def run_task(address: str, token: str, client_app, log=print) -> bool:
     from flwr.app.error import Error
     from flwr.common.constant import ErrorCode, SubStatus
     from flwr.supercore.heartbeat import HeartbeatSender, make_task_heartbeat_fn_http
-    from flwr.supernode.runtime.run_clientapp import push_message, push_task_output, pull_task_input
+    from flwr.supernode.runtime.run_clientapp import pull_task_input, push_message, push_task_output
 
     client = _runtime_client(address, "flwr-clientapp", token)
     heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))

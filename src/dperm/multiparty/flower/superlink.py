@@ -80,7 +80,6 @@ def public_key_bytes(path) -> bytes:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-
     from flwr.supercore.primitives.asymmetric import public_key_to_bytes, uses_nist_ec_curve
 
     try:
