@@ -279,6 +279,17 @@ def test_a_version_1_file_without_a_digest_loads_with_a_warning(written, tmp_pat
         load_model(path)
 
 
+def test_a_file_written_before_solve_tol_was_recorded_still_loads(written, tmp_path):
+    """Issue 30 added ``solve_tol``; at these sizes it equals ``tol``, as older files solved to."""
+    _, text = written
+    document = json.loads(text)
+    if document["privacy"].pop("solve_tol", None) is None:
+        pytest.skip("this record has no solve tolerance")
+    path = tmp_path / "before.json"
+    path.write_text(json.dumps(with_digest(document)))
+    load_model(path)
+
+
 # -- the command line ---------------------------------------------------------------------
 
 

@@ -392,6 +392,10 @@ def check_calibration(linear, recorded: dict) -> None:
         engine=record.engine).to_dict()
     for name, value in expected.items():
         found = recorded.get(name, getattr(record, name))
+        if name == "solve_tol" and name not in recorded:
+            # written before records had it (issue 30): an objective mechanism's solve then
+            # reached ``tol``, which the recomputed tolerance still is unless n is large
+            found = recorded.get("tol") if value else 0.0
         if not _same(found, value):
             raise InconsistentModelFile(
                 f"'privacy.{name}' is {found!r} but the calibration recomputed from the file's "

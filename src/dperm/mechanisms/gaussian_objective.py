@@ -19,6 +19,7 @@ from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import (
     ObjectiveCalibration,
+    amp_planned,
     expected_perturbation,
     objective_mechanism_calibration,
     perturb_and_release,
@@ -92,8 +93,10 @@ def gaussian_objective_perturbation(
 def calibrate(problem, epsilon: float, delta: float, tol: float,
               calibration: str = "tight") -> MechanismCalibration:
     """What :func:`gaussian_objective_perturbation` releases with and records (public quantities only)."""
-    plan = calibrate_gaussian_objective(problem, epsilon, delta, tol, calibration)
-    return objective_mechanism_calibration(problem, plan, epsilon, delta, tol)
+    plan, solve_tol = amp_planned(
+        lambda t: calibrate_gaussian_objective(problem, epsilon, delta, t, calibration), tol,
+        problem.n_samples, problem.n_features, problem.loss.lipschitz * problem.data_norm)
+    return objective_mechanism_calibration(problem, plan, epsilon, delta, solve_tol)
 
 
 def release(problem: ERMProblem, calibration: MechanismCalibration, rng, tol: float,

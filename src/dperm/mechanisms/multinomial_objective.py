@@ -21,8 +21,13 @@ import numpy as np
 from dperm.losses_multinomial import MultinomialLogisticLoss, MultinomialObjective
 from dperm.mechanisms._problem import MechanismCalibration, MechanismOutput
 from dperm.mechanisms.catalog import MECHANISMS
-from dperm.mechanisms.noise import grid_vector, release_on_grid, sample_grid_noise, vector_laplace_calibration
-from dperm.mechanisms.objective import ObjectiveCalibration, objective_laplace_noise
+from dperm.mechanisms.noise import grid_vector, release_on_grid, sample_grid_noise
+from dperm.mechanisms.objective import (
+    ObjectiveCalibration,
+    amp_output_calibration,
+    amp_planned,
+    objective_laplace_noise,
+)
 from dperm.mechanisms.objective import noise_norm as _objective_noise_norm
 from dperm.privacy.multinomial import (
     MULTINOMIAL_GRADIENT_BOUND,
@@ -30,12 +35,7 @@ from dperm.privacy.multinomial import (
     multinomial_dimension,
     multinomial_objective_slack,
 )
-from dperm.privacy.sensitivity import (
-    amp_output_sensitivity,
-    amp_solution_radius,
-    objective_noise_grid,
-    split_epsilon_for_amp,
-)
+from dperm.privacy.sensitivity import objective_noise_grid, split_epsilon_for_amp
 from dperm.solvers import minimize_certified
 
 #: The name of the mechanism in records and in ``mechanism_``.
@@ -117,10 +117,8 @@ def calibrate_multinomial_objective(problem: MultinomialProblem, epsilon: float,
 def _output_stage(problem: MultinomialProblem, plan: ObjectiveCalibration, tol: float):
     """AMP's output stage for the ``d K`` released numbers: calibration, radius, sensitivity ``2 r``."""
     regularization = problem.alpha + plan.slack.extra_regularization
-    radius = amp_solution_radius(tol, plan.grid, problem.n_samples, problem.dimension, regularization)
-    sensitivity = amp_output_sensitivity(radius)
-    calibration = vector_laplace_calibration(sensitivity, problem.dimension, plan.epsilon_output)
-    return calibration, radius, sensitivity
+    return amp_output_calibration(problem, regularization, plan.grid, tol, plan.epsilon_output,
+                                  dimension=problem.dimension)
 
 
 def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
@@ -132,8 +130,10 @@ def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: fl
     output stage. Trusts its inputs (the row's :meth:`~dperm.mechanisms.catalog.Mechanism.run`
     or the estimator checked them).
     """
-    plan = calibrate_multinomial_objective(problem, epsilon, tol)
-    return _record_calibration(problem, plan, epsilon, tol)
+    plan, solve_tol = amp_planned(lambda t: calibrate_multinomial_objective(problem, epsilon, t), tol,
+                                  problem.n_samples, problem.dimension,
+                                  MULTINOMIAL_GRADIENT_BOUND * problem.data_norm)
+    return _record_calibration(problem, plan, epsilon, solve_tol)
 
 
 def _record_calibration(problem, plan: ObjectiveCalibration, epsilon: float, tol: float):
@@ -154,6 +154,7 @@ def _record_calibration(problem, plan: ObjectiveCalibration, epsilon: float, tol
         output_grid=output.step,
         output_noise_distribution=output.noise_distribution,
         output_sensitivity=sensitivity,
+        solve_tol=tol,
         noise_law=plan,
         output_noise_law=output,
     )
@@ -203,7 +204,8 @@ def release(problem: MultinomialProblem, calibration: MechanismCalibration, rng,
     regularization = problem.alpha + plan.slack.extra_regularization
     objective = MultinomialObjective(problem.loss, problem.X, problem.labels, regularization,
                                      linear_term=noise)
-    solve = minimize_certified(objective, tol=tol, max_iter=max_iter, w0=np.zeros(dimension))
+    solve = minimize_certified(objective, tol=calibration.solve_tol or tol, max_iter=max_iter,
+                               w0=np.zeros(dimension))
     coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)
     return MechanismOutput.released(coef.reshape(problem.n_features, problem.n_classes), solve,
                                     calibration)

@@ -10,6 +10,7 @@ from fractions import Fraction
 from dperm.mechanisms._problem import ERMProblem, MechanismOutput
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import (
+    GRID_RESOLUTION,
     grid_vector,
     laplace_noise_on_grid,
     release_on_grid,
@@ -21,6 +22,7 @@ from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.sensitivity import (
     amp_output_sensitivity,
     amp_solution_radius,
+    amp_solve_tolerance,
     glm_objective_slack,
     objective_noise_grid,
     split_epsilon_for_amp,
@@ -28,7 +30,8 @@ from dperm.privacy.sensitivity import (
 from dperm.solvers import minimize_erm
 
 __all__ = [
-    "ObjectiveCalibration", "amp_output_calibration", "calibrate", "calibrate_objective",
+    "AMP_PLAN_ROUNDS", "ObjectiveCalibration", "amp_output_calibration", "amp_planned", "calibrate",
+    "calibrate_objective",
     "expected_perturbation", "noise_norm", "objective_mechanism_calibration",
     "objective_perturbation", "perturb_and_release", "release", "solve_perturbed",
 ]
@@ -49,8 +52,43 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     )
 
 
+#: At most this many rounds of :func:`amp_planned`'s tolerance search.
+AMP_PLAN_ROUNDS = 8
+
+
+def amp_planned(plan_at, tol: float, n_samples: int, dimension: int, gradient_scale: float):
+    """``(plan, solve_tol)``: the objective stage's calibration at AMP's solve tolerance.
+
+    ``plan_at(t)`` is the mechanism's :class:`ObjectiveCalibration` for a solve to
+    ``t`` (its grid is :func:`~dperm.privacy.sensitivity.objective_noise_grid` at ``t``).
+    The tolerance is :func:`~dperm.privacy.sensitivity.amp_solve_tolerance` of the
+    plan at the user's ``tol``: small enough that AMP's output noise stays a fixed
+    small fraction of the objective noise's effect at every ``n``. The output law's
+    RMS norm per unit sensitivity is taken at sensitivity 1 and raised by the grid's
+    largest relative overhead ``1 / GRID_RESOLUTION`` (its step is a power of two
+    below ``S / (GRID_RESOLUTION sqrt(d))``). Public quantities only.
+
+    The objective noise's RMS shrinks a little with its grid (the lattice's rounding
+    share), so the tolerance is lowered until the plan at it satisfies the rule
+    (a decreasing sequence; it settles within a few rounds, at most
+    :data:`AMP_PLAN_ROUNDS`).
+    """
+    plan = plan_at(tol)
+    unit = vector_laplace_calibration(1.0, dimension, plan.epsilon_output)
+    per_sensitivity = unit.rms_noise_norm(dimension) * (1.0 + 1.0 / GRID_RESOLUTION)
+    solve_tol = tol
+    for _ in range(AMP_PLAN_ROUNDS):
+        lowered = amp_solve_tolerance(tol, plan.rms_noise_norm(dimension), n_samples,
+                                      per_sensitivity, gradient_scale)
+        if lowered >= solve_tol:
+            break
+        solve_tol = lowered
+        plan = plan_at(solve_tol)
+    return plan, solve_tol
+
+
 def amp_output_calibration(problem, regularization: float, noise_grid: float, tol: float,
-                           epsilon_output: float):
+                           epsilon_output: float, dimension: int | None = None):
     """AMP's output-stage grid calibration, its radius ``r`` and sensitivity ``2 r``.
 
     Approximate minima perturbation (Iyengar et al. 2019, Alg. 1 and Thm 1,
@@ -59,11 +97,13 @@ def amp_output_calibration(problem, regularization: float, noise_grid: float, to
     data set (:func:`~dperm.privacy.sensitivity.amp_solution_radius`), so
     releasing it with noise for sensitivity ``2 r`` is ``epsilon_output``-DP;
     the objective stage's guarantee for ``w*`` and this one compose. Reads only
-    public quantities of ``problem`` (``n``, ``d``).
+    public quantities of ``problem`` (``n``, ``d``); ``tol`` is the solve's tolerance
+    (:func:`amp_planned`), ``dimension`` the number of released values (default ``d``).
     """
-    radius = amp_solution_radius(tol, noise_grid, problem.n_samples, problem.n_features, regularization)
+    dimension = problem.n_features if dimension is None else dimension
+    radius = amp_solution_radius(tol, noise_grid, problem.n_samples, dimension, regularization)
     sensitivity = amp_output_sensitivity(radius)
-    calibration = vector_laplace_calibration(sensitivity, problem.n_features, epsilon_output)
+    calibration = vector_laplace_calibration(sensitivity, dimension, epsilon_output)
     return calibration, radius, sensitivity
 
 
@@ -216,8 +256,10 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
 
 def calibrate(problem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
     """Pure objective perturbation's calibration (spends no delta), from public quantities of ``problem``."""
-    return objective_mechanism_calibration(problem, calibrate_objective(problem, epsilon, tol),
-                                           epsilon, 0.0, tol)
+    plan, solve_tol = amp_planned(lambda t: calibrate_objective(problem, epsilon, t), tol,
+                                  problem.n_samples, problem.n_features,
+                                  problem.loss.lipschitz * problem.data_norm)
+    return objective_mechanism_calibration(problem, plan, epsilon, 0.0, solve_tol)
 
 
 def release(problem: ERMProblem, calibration: MechanismCalibration, rng, tol: float,
@@ -250,11 +292,13 @@ def perturb_and_release(problem: ERMProblem, calibration: MechanismCalibration, 
                         tol: float, max_iter: int) -> MechanismOutput:
     """The objective mechanisms' last steps: solve with the linear term ``noise`` and release.
 
-    Minimise ``J(w) + noise.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``
-    (:func:`solve_perturbed`), then release that point on AMP's output grid with its
+    Minimise ``J(w) + noise.w / n + Delta/2 ||w||^2`` to ``||grad|| <= calibration.solve_tol``
+    (:func:`solve_perturbed`; AMP's tolerance, at most ``tol``:
+    :func:`amp_planned`), then release that point on AMP's output grid with its
     exact lattice noise (:func:`amp_output_calibration`, already in ``calibration``).
     """
-    solve = solve_perturbed(problem, calibration.extra_regularization, noise, tol, max_iter)
+    solve = solve_perturbed(problem, calibration.extra_regularization, noise,
+                            calibration.solve_tol or tol, max_iter)
     coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)
     return MechanismOutput.released(coef, solve, calibration)
 
@@ -281,6 +325,7 @@ def objective_mechanism_calibration(problem, plan: ObjectiveCalibration, epsilon
         output_grid=output.step,
         output_noise_distribution=output.noise_distribution,
         output_sensitivity=sensitivity,
+        solve_tol=tol,
         noise_law=plan,
         output_noise_law=output,
     )

@@ -53,6 +53,11 @@ class MechanismCalibration:
     output_noise_distribution : str
         The output stage's noise law (``"discrete-laplace"`` or
         ``"discrete-l2-laplace"``); empty for output perturbation.
+    solve_tol : float
+        Objective mechanisms only: the gradient tolerance the certified solve
+        reaches, a public function of the user's ``tol``, ``n``, ``d`` and the
+        noise calibration (:func:`~dperm.privacy.sensitivity.amp_solve_tolerance`);
+        AMP's radius is calibrated to it. 0 for other mechanisms (their ``tol``).
     lipschitz : float or None
         The Lipschitz constant the calibration used: ``C_L`` of 000 Thm 2 for
         output perturbation (``loss.solution_lipschitz``), ``L`` otherwise.
@@ -81,6 +86,7 @@ class MechanismCalibration:
     output_grid: float = 0.0
     output_sensitivity: float = 0.0
     output_noise_distribution: str = ""
+    solve_tol: float = 0.0
     noise_law: object = field(default=None, repr=False, compare=False, metadata={"serialised": False})
     output_noise_law: object = field(default=None, repr=False, compare=False,
                                      metadata={"serialised": False})

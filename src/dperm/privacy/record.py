@@ -49,7 +49,7 @@ class PrivacyRecord(RecordBase):
         follows by basic composition.
     calibration : MechanismCalibration
         How each problem's release was calibrated (every problem has the same); the
-        attributes below up to ``output_noise_distribution``, and ``lipschitz``, are its.
+        attributes below up to ``solve_tol``, and ``lipschitz``, are its.
     epsilon_per_problem, delta_per_problem : float
     epsilon_noise : float
         ``eps'`` (003 Alg. 2) or ``eps~`` (004 Proc. 2): the part of each
@@ -82,6 +82,11 @@ class PrivacyRecord(RecordBase):
     output_noise_distribution : str
         The output stage's noise law, as ``noise_distribution``; empty for
         output perturbation.
+    solve_tol : float
+        Objective mechanisms: the gradient tolerance the certified solve reached and
+        AMP's radius is calibrated to, ``min(tol, ...)`` derived from public inputs so
+        the output stage's noise stays a small fixed fraction of the objective noise's
+        effect (:func:`~dperm.privacy.sensitivity.amp_solve_tolerance`); 0 otherwise.
     data_norm : float
         The public bound on a row's norm given by the user.
     effective_data_norm : float
@@ -137,7 +142,7 @@ class PrivacyRecord(RecordBase):
         "sensitivity", "solution_radius_allowance", "data_norm", "effective_data_norm", "lipschitz",
         "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
         "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
-        "label_set_public", "engine", "mechanism_choice",
+        "solve_tol", "label_set_public", "engine", "mechanism_choice",
     )
 
     @property

@@ -21,6 +21,7 @@ formulas have no value.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -32,7 +33,8 @@ from dperm.validation import check_delta, check_epsilon, check_positive, check_p
 
 __all__ = [
     "GAUSSIAN_OBJECTIVE_CALIBRATIONS", "ObjectiveSlack", "SENSITIVITY_ROUNDING_MARGIN",
-    "SQUARED_NORM_GAMMA", "alpha_from_lambda", "amp_output_sensitivity", "amp_solution_radius",
+    "AMP_OUTPUT_SHIFT_RATIO", "AMP_TOLERANCE_FLOOR_ULPS", "SQUARED_NORM_GAMMA", "alpha_from_lambda",
+    "amp_output_sensitivity", "amp_solution_radius", "amp_solve_tolerance",
     "convex_loss_sensitivity", "discrete_gaussian_sigma_steps", "discrete_objective_noise_steps",
     "erm_l2_sensitivity", "gaussian_objective_sigma", "gaussian_sigma_star",
     "glm_jacobian_epsilon", "glm_objective_slack", "gradient_sum_sensitivity",
@@ -262,6 +264,52 @@ def amp_solution_radius(tol: float, noise_grid: float, n_samples: int, dimension
     (:func:`objective_noise_grid`). Fixed before the data is solved.
     """
     return (tol + noise_grid * math.sqrt(dimension) / (2.0 * n_samples)) / regularization
+
+
+#: ``rho``: AMP's output noise may add at most this fraction of the objective noise's RMS
+#: shift of the minimiser. The released error's RMS is at most ``(1 + rho)`` times
+#: the objective stage's own (triangle inequality), so the output stage costs at most
+#: 5% of the error bound; a smaller ``rho`` buys little and costs solver steps.
+AMP_OUTPUT_SHIFT_RATIO = 0.05
+#: The certified gradient check compares an ``n``-term float64 mean: its rounding is
+#: of order ``eps_machine sqrt(n)`` per unit of gradient (a random walk of ``n``
+#: roundings; pairwise and blocked BLAS sums do better), so the solve is never asked
+#: for less than this many times that (:func:`amp_solve_tolerance`). 16 keeps the
+#: floor below the ``rho`` target up to ``n ~ 10^8`` at ``d = 20``, ``eps = 0.1``.
+AMP_TOLERANCE_FLOOR_ULPS = 16.0
+
+
+def amp_solve_tolerance(tol: float, objective_rms_noise_norm: float, n_samples: int,
+                        output_rms_per_sensitivity: float, gradient_scale: float = 1.0) -> float:
+    """The gradient tolerance the certified solve must reach, from public quantities only.
+
+    The objective noise ``b`` moves the minimiser by ``||b|| / (n (alpha + Delta))``
+    (strong convexity), RMS ``B / (n (alpha + Delta))`` with ``B = sqrt(E||b||^2)``.
+    AMP's output noise has RMS norm ``u * 2 r`` for sensitivity ``2 r``
+    (``u`` = ``output_rms_per_sensitivity``, the output law's RMS norm per unit
+    sensitivity), with ``r = (t + h sqrt(d) / (2 n)) / (alpha + Delta) <= 1.5 t / (alpha + Delta)``
+    when the grid is :func:`objective_noise_grid` at ``t`` (:func:`amp_solution_radius`).
+    So ``t <= rho B / (3 n u)`` (``rho`` = :data:`AMP_OUTPUT_SHIFT_RATIO`) keeps the
+    output stage's RMS at most ``rho`` times the objective stage's shift, for any
+    ``alpha + Delta`` (it cancels) and any ``n``: the output noise falls like ``1/n``
+    with the objective noise's effect instead of staying fixed by the user's ``tol``.
+
+    Returns ``min(tol, max(that, floor))`` with
+    ``floor = AMP_TOLERANCE_FLOOR_ULPS * eps_machine * sqrt(max(1, n)) * gradient_scale``
+    (``gradient_scale`` a public bound on one example's gradient, ``L R``), above the
+    rounding of the certified ``n``-term gradient check; where the floor binds the
+    output stage's share is above ``rho`` but still certified. A solve that does not
+    reach the tolerance is completed by a proven number of accelerated steps
+    (:func:`dperm.solvers.minimize_certified`), so every fit releases.
+    """
+    tol = check_positive(tol, "tol")
+    if not output_rms_per_sensitivity > 0:
+        return tol  # an epsilon so large the output noise underflows to nothing: no trade-off
+    target = (AMP_OUTPUT_SHIFT_RATIO * objective_rms_noise_norm
+              / (3.0 * n_samples * output_rms_per_sensitivity))
+    floor = (AMP_TOLERANCE_FLOOR_ULPS * sys.float_info.epsilon * math.sqrt(max(1, n_samples))
+             * max(1.0, gradient_scale))
+    return min(tol, max(target, floor))
 
 
 def amp_output_sensitivity(solution_radius: float) -> float:
