@@ -293,28 +293,40 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         return params
 
     def _prepare_labels(self, y, loss):
-        """With public bounds: clip (warned, no row dropped) and centre at the bounds' centre.
+        """With public bounds: clip (warned in the user's units, no row dropped) and map onto [-1, 1].
 
-        Centred, not scaled: the pinball loss's noise does not depend on the target's scale
-        (its Lipschitz constant is ``max(tau, 1 - tau)`` whatever the range), so scaling the
-        targets down would only shrink the signal against the same noise.
+        The pinball loss's noise does not depend on the target's scale (its Lipschitz constant
+        is ``max(tau, 1 - tau)`` whatever the range), but the ridge term and ``alpha='auto'``
+        do: on targets in natural units the minimiser's coefficients are large and the rule's
+        alpha shrinks them to about a constant (issue 30: R^2 below a constant model on 4 of 9
+        tables). On ``[-1, 1]`` the solution has the scale the rule assumes, as for
+        :class:`PrivateLeastSquares`; coefficients and intercept are mapped back (times the
+        public half width, plus the public centre: post-processing).
         """
         bounds = self._target_bounds()
         if bounds is None:
             return y
         y, n_clipped = clip_targets(y, *bounds)
         warn_clipped_targets(n_clipped, *bounds)
-        return to_centred(y, *bounds)
+        return to_unit_interval(y, *bounds)
+
+    def _coefficient_scale(self) -> float:
+        """The public factor the released coefficients were multiplied by: the bounds' half width."""
+        bounds = self._target_bounds()
+        return 1.0 if bounds is None else centre_and_half_width(*bounds)[1]
 
     def _store(self, outputs, targets, params):
         super()._store(outputs, targets, params)
         bounds = self._target_bounds()
-        if bounds is not None:  # the public centre back on the intercept (post-processing)
-            self.intercept_ = float(self.intercept_ + centre_and_half_width(*bounds)[0])
+        if bounds is not None:  # back to the target's units (post-processing of public values)
+            centre, half = centre_and_half_width(*bounds)
+            self.coef_ = self.coef_ * half
+            self.intercept_ = float(self.intercept_ * half + centre)
 
     def _intercept_on_grid(self) -> bool:
-        """Whether ``intercept_`` is on the release grid (:func:`dperm.model_io.check_on_grid`):
-        not when the public centre of the target bounds was added to it."""
+        """Whether ``intercept_`` is on the release grid (times :meth:`_coefficient_scale`,
+        :func:`dperm.model_io.check_on_grid`): not when the public centre of the target
+        bounds was added to it."""
         bounds = self._target_bounds()
         return bounds is None or centre_and_half_width(*bounds)[0] == 0.0
 
