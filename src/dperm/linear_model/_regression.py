@@ -165,7 +165,8 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     minimiser plus noise (output perturbation). The pinball loss is not
     differentiable, so objective perturbation does not apply; output
     perturbation needs only its Lipschitz constant ``max(tau, 1 - tau)``
-    (Nie & Wang 2017, Thm 2 and Sec. 5). The labels need no bound.
+    (Nie & Wang 2017, Thm 2 and Sec. 5). The labels need no bound, but public
+    ``y_bounds`` put them on the unit scale the default alpha is made for.
 
     The L2 sensitivity of the exact minimiser is
     ``2 max(tau, 1 - tau) R / (n alpha)`` with ``R`` the (intercept-augmented)
@@ -179,11 +180,16 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         ``tau``, the quantile to estimate (0.5: median regression).
     y_bound, y_bounds : float or (float, float), default=None
         Optional public target bounds, as in :class:`PrivateLeastSquares`: targets are
-        clipped to ``(lower, upper)`` (warned, no row dropped) and centred at the bounds'
-        centre, so the regularised intercept is shrunk toward that centre, not toward 0;
-        the centre is added back to ``intercept_`` and predictions are clipped to the
-        bounds. Not scaled: the pinball loss's noise is the same at every target scale.
-        Without bounds the targets are used as given (the loss needs no bound on them).
+        clipped to ``(lower, upper)`` (warned, decided in the user's units, no row dropped)
+        and mapped affinely onto ``[-1, 1]`` (``(y - centre) / half_width``), so the
+        regularised intercept is shrunk toward the bounds' centre, not toward 0, and the
+        solution has the unit scale ``alpha="auto"`` assumes. The released coefficients
+        and intercept are mapped back (times the half width, plus the centre:
+        post-processing) and predictions are clipped to the bounds. The pinball loss's
+        noise on the unit scale does not depend on the bounds; in the user's units it
+        is the half width times it. Give them for targets in natural units: without
+        bounds the targets are used as given (the loss needs no bound on them), and the
+        ridge term then shrinks a large-scale solution to about a constant.
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float or "auto", default="auto"
