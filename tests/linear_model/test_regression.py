@@ -267,6 +267,8 @@ def test_quantile_bounds_map_the_target_onto_the_unit_interval_and_back():
     np.testing.assert_allclose(natural.predict(X), 500.0 + 300.0 * scaled.predict(X), rtol=1e-9)
     assert natural.score(X, y) == pytest.approx(scaled.score(X, unit), abs=0.03)
     assert natural.score(X, y) > 0.5
+    assert natural.privacy_.target_bounds == (200.0, 800.0)
+    assert "mapped onto [-1, 1]" in natural.privacy_.summary()
 
 
 def test_quantile_predictions_are_clipped_to_the_bounds_in_user_units():

@@ -18,7 +18,7 @@ KEYS_BEFORE = [
     "sensitivity", "solution_radius_allowance", "data_norm", "effective_data_norm", "lipschitz",
     "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
     "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
-    "label_set_public", "engine", "mechanism_choice",
+    "label_set_public", "engine", "mechanism_choice", "target_bounds",
 ]
 
 

@@ -16,6 +16,7 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from numbers import Real
 
@@ -315,6 +316,13 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         y, n_clipped = clip_targets(y, *bounds)
         warn_clipped_targets(n_clipped, *bounds)
         return to_unit_interval(y, *bounds)
+
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
+        record = super()._record(outputs, params, effective_norm, n_samples, targets, engine)
+        bounds = self._target_bounds()
+        if bounds is None:
+            return record
+        return dataclasses.replace(record, target_bounds=bounds)
 
     def _coefficient_scale(self) -> float:
         """The public factor the released coefficients were multiplied by: the bounds' half width."""
