@@ -41,7 +41,8 @@ bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
 - ``diffprivlib``: ``diffprivlib.models.LogisticRegression(epsilon=eps, data_norm=1)`` on
   ``unit`` (its defaults otherwise: C = 1, an intercept);
 - ``lsq``: ``PrivateLeastSquares(y_bound=max|y|, epsilon=eps)`` on ``unit`` (issue 30's call);
-- ``quantile``: ``PrivateQuantileRegressor(epsilon=eps)`` on ``unit``;
+- ``quantile``: ``PrivateQuantileRegressor(y_bounds=(min y, max y), epsilon=eps)`` on ``unit``
+  (the public target range, as ``lsq`` and diffprivlib get it);
 - ``diffprivlib_linreg``: ``LinearRegression(epsilon=eps, bounds_X=(0, 1) per column,
   bounds_y=(min y, max y))`` on ``columns``;
 - ``sklearn`` / ``sklearn_unit``: scikit-learn's ``LogisticRegression(max_iter=1000)`` (its
@@ -243,7 +244,7 @@ def make_estimator(name, table, epsilon, seed, X_columns=None):
     if name == "quantile":
         from dperm import PrivateQuantileRegressor
 
-        return PrivateQuantileRegressor(epsilon=epsilon, random_state=seed)
+        return PrivateQuantileRegressor(y_bounds=tuple(table.y_range), epsilon=epsilon, random_state=seed)
     if name == "diffprivlib":
         from diffprivlib.accountant import BudgetAccountant
         from diffprivlib.models import LogisticRegression

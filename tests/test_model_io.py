@@ -49,6 +49,10 @@ FAMILIES = {
     "quantile": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0, fit_intercept=False),
     "quantile-centred": lambda: PrivateQuantileRegressor(quantile=0.3, epsilon=1.0,
                                                          y_bounds=(-2.0, 3.0)),
+    # mapped onto [-1, 1] and back: the grid check multiplies by the half width (and, with a
+    # centre of 0, checks the intercept too)
+    "quantile-scaled-symmetric": lambda: PrivateQuantileRegressor(epsilon=1.0, y_bounds=(-50.0, 50.0)),
+    "quantile-natural-units": lambda: PrivateQuantileRegressor(epsilon=1.0, y_bounds=(100.0, 400.0)),
 }
 
 

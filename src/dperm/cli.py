@@ -197,7 +197,8 @@ def _make_model(args):
     # The classifiers' recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget
     # and measured worse once the public ranges are centred); --fit-intercept asks for one. The
     # regressors fit one unless told not to (AdaSSP's is unpenalised; the quantile regressor's is
-    # shrunk toward the centre of its target bounds, not toward 0).
+    # shrunk toward the centre of its target bounds, not toward 0, on the [-1, 1] scale the
+    # bounds map its target onto, as the estimator does).
     intercept = args.fit_intercept if args.fit_intercept is not None else family == "regressor"
     y_bounds = None
     if family == "regressor":

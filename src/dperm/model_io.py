@@ -426,11 +426,14 @@ def check_on_grid(linear) -> None:
     if not getattr(record, "coefficients_on_grid", True):
         return  # AdaSSP: coefficients computed from noised statistics (the record says so)
     grid = record.output_grid or record.noise_grid
+    # The quantile regressor maps its released coefficients back to the target's units by a
+    # public factor (the half width of its target bounds); 1 for every other model.
+    post = float(getattr(linear, "_coefficient_scale", lambda: 1.0)())
     coef = np.atleast_2d(linear.coef_)
     for row, values in enumerate(coef):
         for column, value in enumerate(values):
             where = f"coef[{row}][{column}]" if np.ndim(linear.coef_) == 2 else f"coef[{column}]"
-            _check_grid_value(float(value), grid, 1.0, where)
+            _check_grid_value(float(value), grid, 1.0, where, post)
     intercepts = np.atleast_1d(linear.intercept_)
     for row, value in enumerate(intercepts):
         where = f"intercept[{row}]" if np.ndim(linear.intercept_) == 1 else "intercept"
@@ -441,13 +444,18 @@ def check_on_grid(linear) -> None:
                 raise InconsistentModelFile(f"'{where}' is {float(value)!r} but 'params.fit_intercept' "
                                             "is false, so it must be 0: the file was edited.")
             continue
-        _check_grid_value(float(value), grid, float(linear.intercept_scaling), where)
+        _check_grid_value(float(value), grid, float(linear.intercept_scaling), where, post)
 
 
-def _check_grid_value(value: float, grid: float, scaling: float, where: str) -> None:
-    """``value == (grid * k) * scaling`` for an integer ``|k| < 2**53``, exactly as the fit computes it."""
-    steps = round(value / scaling / grid)
-    if abs(steps) >= EXACT_INTEGER_LIMIT or float(steps * grid) * scaling != value:
+def _check_grid_value(value: float, grid: float, scaling: float, where: str,
+                      post: float = 1.0) -> None:
+    """``value == ((grid * k) * scaling) * post`` for an integer ``|k| < 2**53``, exactly as the
+    fit computes it (``post`` 1 skips the last product)."""
+    steps = round(value / post / scaling / grid)
+    expected = float(steps * grid) * scaling
+    if post != 1.0:
+        expected = expected * post
+    if abs(steps) >= EXACT_INTEGER_LIMIT or expected != value:
         raise InconsistentModelFile(
             f"'{where}' is {value!r}, not a multiple of the grid {grid!r} the record's calibration "
             "releases every coefficient on: the file was edited or corrupted; refit, or ask the "

@@ -1,6 +1,7 @@
 """Private regressors: scikit-learn conformance, calibration, noise, bounds, bad input."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -243,3 +244,48 @@ def test_mismatched_shapes_are_rejected():
     model = PrivateQuantileRegressor(random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         model.predict(X[:, :2])
+
+
+# -- the quantile regressor's public target bounds (issue 30) ------------------------------
+
+
+def _natural_units(n=20000, seed=5):
+    """Rows of norm <= 1 and a median line in natural units (centre 500, half width 300)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 3)) / np.sqrt(3)
+    unit = np.clip(X @ np.array([1.2, -0.8, 0.5]) + 0.1 + 0.1 * rng.standard_t(3, size=n), -1, 1)
+    return X, unit, 500.0 + 300.0 * unit
+
+
+def test_quantile_bounds_map_the_target_onto_the_unit_interval_and_back():
+    X, unit, y = _natural_units()
+    natural = PrivateQuantileRegressor(y_bounds=(200.0, 800.0), epsilon=2.0, random_state=0).fit(X, y)
+    scaled = PrivateQuantileRegressor(y_bounds=(-1.0, 1.0), epsilon=2.0, random_state=0).fit(X, unit)
+    # the same release, mapped back by the public centre and half width (post-processing)
+    np.testing.assert_allclose(natural.coef_, 300.0 * scaled.coef_, rtol=1e-9, atol=1e-9)
+    assert natural.intercept_ == pytest.approx(500.0 + 300.0 * scaled.intercept_, rel=1e-9)
+    np.testing.assert_allclose(natural.predict(X), 500.0 + 300.0 * scaled.predict(X), rtol=1e-9)
+    assert natural.score(X, y) == pytest.approx(scaled.score(X, unit), abs=0.03)
+    assert natural.score(X, y) > 0.5
+    assert natural.privacy_.target_bounds == (200.0, 800.0)
+    assert "mapped onto [-1, 1]" in natural.privacy_.summary()
+
+
+def test_quantile_predictions_are_clipped_to_the_bounds_in_user_units():
+    X, _, y = _natural_units(n=2000)
+    model = PrivateQuantileRegressor(y_bounds=(200.0, 800.0), epsilon=1.0, random_state=0).fit(X, y)
+    far = np.array([[1.0, -1.0, 1.0], [-1.0, 1.0, -1.0]]) * 50
+    predictions = model.predict(far)
+    assert np.all((predictions >= 200.0) & (predictions <= 800.0))
+
+
+def test_quantile_clipping_warning_is_decided_in_user_units():
+    X, _, y = _natural_units(n=500)
+    y = np.clip(y, 200.0, 800.0)
+    y[:2] = [200.0, 800.0]  # at the bounds: no warning, whatever the map's rounding
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataClippingWarning)
+        PrivateQuantileRegressor(y_bounds=(200.0, 800.0), epsilon=1.0, random_state=0).fit(X, y)
+    y[0] = 800.0 + 1e-9
+    with pytest.warns(DataClippingWarning, match=r"\[200, 800\]"):
+        PrivateQuantileRegressor(y_bounds=(200.0, 800.0), epsilon=1.0, random_state=0).fit(X, y)

@@ -19,7 +19,7 @@ KEYS_BEFORE = [
     "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
     "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
     "solve_tol",  # issue 30: AMP's solve tolerance, a public derived number (amp_solve_tolerance)
-    "label_set_public", "engine", "mechanism_choice",
+    "label_set_public", "engine", "mechanism_choice", "target_bounds",
 ]
 
 

@@ -16,6 +16,7 @@ squares, labels) to public bounds, hand the problem to
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from numbers import Real
 
@@ -165,7 +166,8 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
     minimiser plus noise (output perturbation). The pinball loss is not
     differentiable, so objective perturbation does not apply; output
     perturbation needs only its Lipschitz constant ``max(tau, 1 - tau)``
-    (Nie & Wang 2017, Thm 2 and Sec. 5). The labels need no bound.
+    (Nie & Wang 2017, Thm 2 and Sec. 5). The labels need no bound, but public
+    ``y_bounds`` put them on the unit scale the default alpha is made for.
 
     The L2 sensitivity of the exact minimiser is
     ``2 max(tau, 1 - tau) R / (n alpha)`` with ``R`` the (intercept-augmented)
@@ -179,11 +181,16 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         ``tau``, the quantile to estimate (0.5: median regression).
     y_bound, y_bounds : float or (float, float), default=None
         Optional public target bounds, as in :class:`PrivateLeastSquares`: targets are
-        clipped to ``(lower, upper)`` (warned, no row dropped) and centred at the bounds'
-        centre, so the regularised intercept is shrunk toward that centre, not toward 0;
-        the centre is added back to ``intercept_`` and predictions are clipped to the
-        bounds. Not scaled: the pinball loss's noise is the same at every target scale.
-        Without bounds the targets are used as given (the loss needs no bound on them).
+        clipped to ``(lower, upper)`` (warned, decided in the user's units, no row dropped)
+        and mapped affinely onto ``[-1, 1]`` (``(y - centre) / half_width``), so the
+        regularised intercept is shrunk toward the bounds' centre, not toward 0, and the
+        solution has the unit scale ``alpha="auto"`` assumes. The released coefficients
+        and intercept are mapped back (times the half width, plus the centre:
+        post-processing) and predictions are clipped to the bounds. The pinball loss's
+        noise on the unit scale does not depend on the bounds; in the user's units it
+        is the half width times it. Give them for targets in natural units: without
+        bounds the targets are used as given (the loss needs no bound on them), and the
+        ridge term then shrinks a large-scale solution to about a constant.
     epsilon : float, default=1.0
         Privacy loss bound of the released model (must be > 0); pure epsilon-DP.
     alpha : float or "auto", default="auto"
@@ -293,28 +300,47 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
         return params
 
     def _prepare_labels(self, y, loss):
-        """With public bounds: clip (warned, no row dropped) and centre at the bounds' centre.
+        """With public bounds: clip (warned in the user's units, no row dropped) and map onto [-1, 1].
 
-        Centred, not scaled: the pinball loss's noise does not depend on the target's scale
-        (its Lipschitz constant is ``max(tau, 1 - tau)`` whatever the range), so scaling the
-        targets down would only shrink the signal against the same noise.
+        The pinball loss's noise does not depend on the target's scale (its Lipschitz constant
+        is ``max(tau, 1 - tau)`` whatever the range), but the ridge term and ``alpha='auto'``
+        do: on targets in natural units the minimiser's coefficients are large and the rule's
+        alpha shrinks them to about a constant (issue 30: R^2 below a constant model on 4 of 9
+        tables). On ``[-1, 1]`` the solution has the scale the rule assumes, as for
+        :class:`PrivateLeastSquares`; coefficients and intercept are mapped back (times the
+        public half width, plus the public centre: post-processing).
         """
         bounds = self._target_bounds()
         if bounds is None:
             return y
         y, n_clipped = clip_targets(y, *bounds)
         warn_clipped_targets(n_clipped, *bounds)
-        return to_centred(y, *bounds)
+        return to_unit_interval(y, *bounds)
+
+    def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
+        record = super()._record(outputs, params, effective_norm, n_samples, targets, engine)
+        bounds = self._target_bounds()
+        if bounds is None:
+            return record
+        return dataclasses.replace(record, target_bounds=bounds)
+
+    def _coefficient_scale(self) -> float:
+        """The public factor the released coefficients were multiplied by: the bounds' half width."""
+        bounds = self._target_bounds()
+        return 1.0 if bounds is None else centre_and_half_width(*bounds)[1]
 
     def _store(self, outputs, targets, params):
         super()._store(outputs, targets, params)
         bounds = self._target_bounds()
-        if bounds is not None:  # the public centre back on the intercept (post-processing)
-            self.intercept_ = float(self.intercept_ + centre_and_half_width(*bounds)[0])
+        if bounds is not None:  # back to the target's units (post-processing of public values)
+            centre, half = centre_and_half_width(*bounds)
+            self.coef_ = self.coef_ * half
+            self.intercept_ = float(self.intercept_ * half + centre)
 
     def _intercept_on_grid(self) -> bool:
-        """Whether ``intercept_`` is on the release grid (:func:`dperm.model_io.check_on_grid`):
-        not when the public centre of the target bounds was added to it."""
+        """Whether ``intercept_`` is on the release grid (times :meth:`_coefficient_scale`,
+        :func:`dperm.model_io.check_on_grid`): not when the public centre of the target
+        bounds was added to it."""
         bounds = self._target_bounds()
         return bounds is None or centre_and_half_width(*bounds)[0] == 0.0
 

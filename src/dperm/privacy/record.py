@@ -114,6 +114,11 @@ class PrivacyRecord(RecordBase):
         With ``mechanism="auto"``: why ``mechanism`` was chosen, with each candidate's
         expected perturbation (:func:`dperm.mechanisms.choice.choose_mechanism`, a
         function of public inputs only). None when the user named the mechanism.
+    target_bounds : (float, float) or None
+        The quantile regressor's public ``y_bounds``: the targets were clipped to them
+        and mapped onto ``[-1, 1]`` (``(y - centre) / half_width``) before the solve;
+        the release is on that scale and ``coef_`` / ``intercept_`` are it times the
+        half width (plus the centre): post-processing. None when no bounds were given.
     """
 
     mechanism: str = released(PUBLIC)
@@ -134,6 +139,7 @@ class PrivacyRecord(RecordBase):
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
+    target_bounds: tuple | None = released(PUBLIC, None)
 
     #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
     SERIALISED_ORDER: ClassVar[tuple] = (
@@ -142,7 +148,7 @@ class PrivacyRecord(RecordBase):
         "sensitivity", "solution_radius_allowance", "data_norm", "effective_data_norm", "lipschitz",
         "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
         "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
-        "solve_tol", "label_set_public", "engine", "mechanism_choice",
+        "solve_tol", "label_set_public", "engine", "mechanism_choice", "target_bounds",
     )
 
     @property
@@ -161,6 +167,10 @@ class PrivacyRecord(RecordBase):
         ]
         if self.mechanism_choice:
             lines.append(f"Chosen by mechanism='auto' from public quantities: {self.mechanism_choice}.")
+        if self.target_bounds is not None:
+            lower, upper = self.target_bounds
+            lines.append(f"Targets: clipped to the public bounds [{lower:g}, {upper:g}] and mapped "
+                         "onto [-1, 1]; released on that scale, mapped back (post-processing).")
         if self.label_set_public is not None:
             lines.append("Label set: public (given)." if self.label_set_public else
                          "Label set: read from the training data; NOT covered by the guarantee.")
@@ -210,7 +220,7 @@ class PrivacyRecord(RecordBase):
 
 def linear_record(mechanism, calibration, epsilon, delta, *, n_problems, loss, data_norm, alpha,
                   tol, effective_norm, n_samples, engine="memory", label_set_public=None,
-                  reference=None, mechanism_choice=None) -> PrivacyRecord:
+                  reference=None, mechanism_choice=None, target_bounds=None) -> PrivacyRecord:
     """The :class:`PrivacyRecord` of a linear model: its public inputs and the one calibration.
 
     ``mechanism`` is the row of :data:`dperm.mechanisms.catalog.MECHANISMS` that ran: its
@@ -238,4 +248,5 @@ def linear_record(mechanism, calibration, epsilon, delta, *, n_problems, loss, d
         label_set_public=label_set_public,
         engine=engine,
         mechanism_choice=mechanism_choice,
+        target_bounds=None if target_bounds is None else tuple(float(v) for v in target_bounds),
     )
