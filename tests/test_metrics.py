@@ -212,3 +212,25 @@ def test_cross_val_score_is_close_to_the_exact_scores_at_large_epsilon():
 def test_discrete_laplace_scale_is_exact():
     record = metrics.confusion_matrix([0, 1], [1, 1], labels=[0, 1], epsilon=0.25, random_state=0).privacy_
     assert Fraction(record.noise_scales[0]) == Fraction(8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_neighbour_swap_changes_only_the_noised_value_of_every_record(seed):
+    """Same seed, D vs D' (one held-out row replaced): every record field but ``value`` is equal."""
+    from dperm.privacy.release import release_kinds
+
+    a, b = _neighbours(seed, n=60)
+    labels = [0, 1, 2]
+    calls = [
+        lambda d: metrics.accuracy_score(d[0], d[1], epsilon=0.7, random_state=seed),
+        lambda d: metrics.confusion_matrix(d[0], d[1], labels=labels, epsilon=0.7, random_state=seed),
+        lambda d: metrics.calibration_summary(np.where(d[0] == 1, 1, 0), d[2], labels=[0, 1], epsilon=0.7,
+                                              random_state=seed),
+        lambda d: metrics.mean_squared_error(d[3], d[4], y_bounds=BOUNDS, epsilon=0.7, random_state=seed),
+        lambda d: metrics.r2_score(d[3], d[4], y_bounds=BOUNDS, epsilon=0.7, random_state=seed),
+    ]
+    for call in calls:
+        on_d, on_d_prime = call(a).privacy_, call(b).privacy_
+        for name, kind in release_kinds(on_d).items():
+            if kind != NOISED:
+                assert getattr(on_d, name) == getattr(on_d_prime, name), name
