@@ -23,12 +23,16 @@ SNAPSHOT = textwrap.dedent("""\
     import flwr.supernode.start_client_internal as loop
     from flwr.supercore.inflatable import inflatable_utils as pulls
     from flwr.supercore.task_identity import TaskIdentity
+    import importlib
+    mod = importlib.import_module("flwr.client.mod.secure_aggregation.secaggplus_mod")
+    workflow = importlib.import_module("flwr.server.workflow.secure_aggregation.secaggplus_workflow")
 
     def snapshot():
         return (repr(sorted(pulls.pull_objects.__kwdefaults__.items())),
                 repr(sorted(pulls.pull_and_inflate_object_from_tree.__kwdefaults__.items())),
                 id(loop.time), id(loop._push_messages), id(superlink_main.create_app),
-                (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id))
+                (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id),
+                id(mod.pseudo_rand_gen), id(workflow.pseudo_rand_gen))
     """)
 
 
@@ -39,7 +43,10 @@ def test_importing_dperms_flower_modules_changes_nothing_in_flower():
         import dperm.multiparty.flower.supernode, dperm.multiparty.flower.superlink
         import dperm.multiparty.flower.party_runtime, dperm.multiparty.flower.deploy, dperm.multiparty.flower.cli
         from dperm.multiparty.flower.engine import FlowerSecureSum
-        FlowerSecureSum()
+        import numpy as np
+        engine = FlowerSecureSum()
+        total, _ = engine.sum({"a": np.ones(3), "b": np.full(3, 2.0)}, 3)  # a round: its patches end with it
+        assert np.allclose(total, 3.0, atol=1e-3), total
         assert snapshot() == before, (before, snapshot())
         print("unchanged")
         """)
