@@ -58,8 +58,9 @@ def test_importing_dperms_flower_modules_changes_nothing_in_flower():
 def test_the_version_guard_names_the_supported_releases():
     _adapter.check_flower_version(flwr.__version__)  # the installed one is supported
     _adapter.check_flower_version("1.41.7")
-    for other in ("1.42.0", "1.40.2", "2.0.0", "unknown"):
-        with pytest.raises(ImportError, match=r">=1\.41,<1\.42.*flwr " + other.replace(".", r"\.")):
+    _adapter.check_flower_version("1.42.0")
+    for other in ("1.43.0", "1.40.2", "2.0.0", "unknown"):
+        with pytest.raises(ImportError, match=r">=1\.41,<1\.43.*flwr " + other.replace(".", r"\.")):
             _adapter.check_flower_version(other)
     assert _adapter.supported_flower_versions() == SUPPORTED_FLOWER  # the engine's install message agrees
 
@@ -67,7 +68,7 @@ def test_the_version_guard_names_the_supported_releases():
 def test_importing_the_adapter_under_another_flower_release_fails_before_touching_flower():
     script = textwrap.dedent("""\
         import flwr
-        flwr.__version__ = "1.42.0"
+        flwr.__version__ = "1.43.0"
         try:
             import dperm.multiparty.flower._adapter
         except ImportError as error:
@@ -75,7 +76,7 @@ def test_importing_the_adapter_under_another_flower_release_fails_before_touchin
         """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "refused:" in done.stdout and ">=1.41,<1.42" in done.stdout and "1.42.0" in done.stdout
+    assert "refused:" in done.stdout and ">=1.41,<1.43" in done.stdout and "1.43.0" in done.stdout
 
 
 def test_object_pull_backoff_is_in_force_inside_the_block_only():

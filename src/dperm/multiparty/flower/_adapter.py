@@ -57,12 +57,12 @@ import flwr
 import numpy as np
 
 #: The Flower releases (``>= low, < high`` as ``(major, minor)``) whose internals this module is written against.
-FLOWER_VERSION_RANGE = ((1, 41), (1, 42))
+FLOWER_VERSION_RANGE = ((1, 41), (1, 43))
 INSTALL_HINT = "pip install 'dperm[multiparty]'"
 
 
 def supported_flower_versions() -> str:
-    """The supported releases as a pip specifier, ``">=1.41,<1.42"``."""
+    """The supported releases as a pip specifier, ``">=1.41,<1.43"``."""
     (a, b), (c, d) = FLOWER_VERSION_RANGE
     return f">={a}.{b},<{c}.{d}"
 
