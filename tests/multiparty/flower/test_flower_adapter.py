@@ -23,12 +23,16 @@ SNAPSHOT = textwrap.dedent("""\
     import flwr.supernode.start_client_internal as loop
     from flwr.supercore.inflatable import inflatable_utils as pulls
     from flwr.supercore.task_identity import TaskIdentity
+    import importlib
+    mod = importlib.import_module("flwr.client.mod.secure_aggregation.secaggplus_mod")
+    workflow = importlib.import_module("flwr.server.workflow.secure_aggregation.secaggplus_workflow")
 
     def snapshot():
         return (repr(sorted(pulls.pull_objects.__kwdefaults__.items())),
                 repr(sorted(pulls.pull_and_inflate_object_from_tree.__kwdefaults__.items())),
                 id(loop.time), id(loop._push_messages), id(superlink_main.create_app),
-                (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id))
+                (TaskIdentity._task_id, TaskIdentity._run_id, TaskIdentity._node_id),
+                id(mod.pseudo_rand_gen), id(workflow.pseudo_rand_gen))
     """)
 
 
@@ -39,7 +43,10 @@ def test_importing_dperms_flower_modules_changes_nothing_in_flower():
         import dperm.multiparty.flower.supernode, dperm.multiparty.flower.superlink
         import dperm.multiparty.flower.party_runtime, dperm.multiparty.flower.deploy, dperm.multiparty.flower.cli
         from dperm.multiparty.flower.engine import FlowerSecureSum
-        FlowerSecureSum()
+        import numpy as np
+        engine = FlowerSecureSum()
+        total, _ = engine.sum({"a": np.ones(3), "b": np.full(3, 2.0)}, 3)  # a round: its patches end with it
+        assert np.allclose(total, 3.0, atol=1e-3), total
         assert snapshot() == before, (before, snapshot())
         print("unchanged")
         """)
@@ -51,8 +58,9 @@ def test_importing_dperms_flower_modules_changes_nothing_in_flower():
 def test_the_version_guard_names_the_supported_releases():
     _adapter.check_flower_version(flwr.__version__)  # the installed one is supported
     _adapter.check_flower_version("1.41.7")
-    for other in ("1.42.0", "1.40.2", "2.0.0", "unknown"):
-        with pytest.raises(ImportError, match=r">=1\.41,<1\.42.*flwr " + other.replace(".", r"\.")):
+    _adapter.check_flower_version("1.42.0")
+    for other in ("1.43.0", "1.40.2", "2.0.0", "unknown"):
+        with pytest.raises(ImportError, match=r">=1\.41,<1\.43.*flwr " + other.replace(".", r"\.")):
             _adapter.check_flower_version(other)
     assert _adapter.supported_flower_versions() == SUPPORTED_FLOWER  # the engine's install message agrees
 
@@ -60,7 +68,7 @@ def test_the_version_guard_names_the_supported_releases():
 def test_importing_the_adapter_under_another_flower_release_fails_before_touching_flower():
     script = textwrap.dedent("""\
         import flwr
-        flwr.__version__ = "1.42.0"
+        flwr.__version__ = "1.43.0"
         try:
             import dperm.multiparty.flower._adapter
         except ImportError as error:
@@ -68,7 +76,7 @@ def test_importing_the_adapter_under_another_flower_release_fails_before_touchin
         """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "refused:" in done.stdout and ">=1.41,<1.42" in done.stdout and "1.42.0" in done.stdout
+    assert "refused:" in done.stdout and ">=1.41,<1.43" in done.stdout and "1.43.0" in done.stdout
 
 
 def test_object_pull_backoff_is_in_force_inside_the_block_only():

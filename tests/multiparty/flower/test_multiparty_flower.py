@@ -638,7 +638,7 @@ def test_simulation_without_ray_names_the_extra(shard_files, tmp_path, monkeypat
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2)
-    with pytest.raises(ImportError, match=r"needs Ray.*pip install 'flwr\[simulation\]>=1.41,<1.42'"):
+    with pytest.raises(ImportError, match=r"needs Ray.*pip install 'flwr\[simulation\]>=1.41,<1.43'"):
         simulate_deployment(shard_files, settings, tmp_path / "model.json", max_epsilon=2.0, max_delta=1e-5,
                             max_rounds=2)
     assert not (tmp_path / "model.json").exists()

@@ -23,24 +23,46 @@ here, so that a Flower upgrade is this one file (and its tests,
   (``coordinator_main``), the party's runtime and its SuperNode, the
   locked-down SuperLink; never at import time.
 
-Flower 1.41's mask generator expands seeds through a 32-bit Mersenne
-Twister (upstream issue flwrlabs/flower#7522); see
-:mod:`dperm.multiparty.flower.engine` for the trust model.
+- :func:`mask_generator`, :func:`cryptographic_masks`: SecAgg+'s masks
+  expanded from the *whole* shared secret by SHAKE-256, in place of
+  Flower's ``pseudo_rand_gen`` (which XOR-folds the secret to 32 bits and
+  seeds numpy's Mersenne Twister: upstream issue flwrlabs/flower#7522, fix
+  PR #7570 open). Both sides use it: the party's
+  :func:`~dperm.multiparty.flower.grid.secaggplus_guard` around Flower's
+  mod, and :class:`AbortOnDropoutSecAggPlusWorkflow`'s unmask stage.
+
+Flower 1.43 (announced: the Fleet and Control APIs over HTTP only) will need, here and nowhere else: a new
+:data:`FLOWER_VERSION_RANGE`; :func:`supernode_waits` pointed at the
+HTTP loop's module and sleep (today ``flwr/supernode/start_client_internal.py``
+with its ``time`` and ``_push_messages``); :func:`captured_superlink_app`
+at whatever builds the HTTP application (today
+``flwr.superlink.main.create_app``); :data:`OBJECT_PULL_FUNCTIONS` if the
+pulls move; and :data:`MASK_GENERATOR_MODULES` checked again (if upstream
+has replaced ``pseudo_rand_gen`` by then, :func:`cryptographic_masks`
+refuses to run rather than mix two generators, and the two sides' masks
+must be re-checked to cancel: ``tests/multiparty/flower/test_mask_generator.py``).
+The SecAgg+ mod, workflow and message keys are Flower's public API; the
+rest of dperm's Flower code uses only them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import threading
 from contextlib import contextmanager
+from math import prod
 
 import flwr
+import numpy as np
 
 #: The Flower releases (``>= low, < high`` as ``(major, minor)``) whose internals this module is written against.
-FLOWER_VERSION_RANGE = ((1, 41), (1, 42))
+FLOWER_VERSION_RANGE = ((1, 41), (1, 43))
 INSTALL_HINT = "pip install 'dperm[multiparty]'"
 
 
 def supported_flower_versions() -> str:
-    """The supported releases as a pip specifier, ``">=1.41,<1.42"``."""
+    """The supported releases as a pip specifier, ``">=1.41,<1.43"``."""
     (a, b), (c, d) = FLOWER_VERSION_RANGE
     return f">={a}.{b},<{c}.{d}"
 
@@ -67,6 +89,7 @@ check_flower_version(flwr.__version__)  # before touching anything inside Flower
 import flwr.superlink.main as _superlink_main  # noqa: E402
 import flwr.supernode.start_client_internal as _supernode_loop  # noqa: E402
 from flwr.common.constant import SUPERLINK_NODE_ID  # noqa: E402
+from flwr.common.secure_aggregation import secaggplus_utils as _secaggplus_utils  # noqa: E402
 from flwr.server.workflow import SecAggPlusWorkflow  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils as _inflatable_utils  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
@@ -123,6 +146,148 @@ def stamp_message_id(message, message_id: str) -> None:
     message.metadata.__dict__["_message_id"] = message_id
 
 
+# -- SecAgg+'s mask generator ---------------------------------------------------------------
+
+#: Domain separation of dperm's mask stream (FIPS 202 SHAKE-256 input prefix); a new
+#: version string is a new, incompatible generator: a party and a coordinator must agree on it.
+MASK_GENERATOR_DOMAIN = b"dperm/secagg+/mask-generator/v1"
+_WORD_BYTES = 8
+
+#: Flower's modules that expand SecAgg+ seeds into masks, each through its
+#: module-level name ``pseudo_rand_gen``: the party's mod (self-mask and
+#: pairwise masks) and the server's workflow (self-masks at unmasking). By
+#: ``sys.modules`` name: each package re-exports a function of the module's name.
+MASK_GENERATOR_MODULES = tuple(importlib.import_module(name) for name in (
+    "flwr.client.mod.secure_aggregation.secaggplus_mod",
+    "flwr.server.workflow.secure_aggregation.secaggplus_workflow",
+))
+_FLOWERS_MASK_GENERATOR = _secaggplus_utils.pseudo_rand_gen
+
+
+def _mask_stream(seed: bytes, num_range: int):
+    """SHAKE-256 keyed by the domain, the whole seed (length-prefixed) and the range."""
+    xof = hashlib.shake_256(MASK_GENERATOR_DOMAIN)
+    xof.update(len(seed).to_bytes(8, "little"))
+    xof.update(seed)
+    xof.update(num_range.to_bytes(8, "little"))
+    return xof
+
+
+def uniform_below(seed: bytes, num_range: int, count: int) -> np.ndarray:
+    """The first ``count`` integers, uniform on ``{0, ..., num_range - 1}``, of the stream of ``seed``.
+
+    The XOF's output is read as little-endian 64-bit words; each word keeps
+    its low ``b = bit_length(num_range - 1)`` bits, and values
+    ``>= num_range`` are skipped (rejection sampling: every kept value is
+    exactly uniform, and at least half are kept). The result depends only on
+    ``(seed, num_range, count)`` and is a prefix of the result for a larger
+    ``count``: SHAKE-256's output of ``m`` bytes is a prefix of its output
+    of ``n > m`` bytes (FIPS 202, Sec. 6.2), so asking for more words when
+    too many were skipped reads the same stream further.
+    """
+    xof = _mask_stream(seed, num_range)
+    bits = (num_range - 1).bit_length()
+    low_bits = np.uint64((1 << bits) - 1)
+    n_words = count * (1 << bits) // num_range + count // 16 + 16  # the expected need, and a margin
+    while True:
+        words = np.frombuffer(xof.digest(_WORD_BYTES * n_words), dtype="<u8") & low_bits
+        kept = words[words < np.uint64(num_range)]
+        if kept.size >= count:
+            return kept[:count].astype(np.int64)
+        n_words *= 2
+
+
+def mask_generator(seed: bytes, num_range: int, dimensions_list) -> list[np.ndarray]:
+    """SecAgg+'s masks for ``seed``: arrays of the given shapes, uniform on ``{0, ..., num_range - 1}``.
+
+    A drop-in for Flower's ``pseudo_rand_gen(seed, num_range,
+    dimensions_list)`` (same arguments, ``int64`` arrays of the same shapes,
+    drawn in order from one stream) whose output depends on every bit of
+    ``seed``. SecAgg's proof (Bonawitz et al., CCS 2017, Sec. 4 and App. A;
+    Bell et al., CCS 2020) needs the expansion of a seed (a party's
+    self-mask seed ``b_u``, or a pairwise key ``s_uv`` from ECDH + HKDF) to
+    be a secure PRG: without the seed, the mask is indistinguishable from
+    uniform on ``Z_R^m``, so the masked reply is a one-time pad. Flower's
+    expansion XOR-folds the seed to 32 bits and seeds numpy's Mersenne
+    Twister, so 2^32 guesses find any mask: with ``K = 2`` the coordinator,
+    which learns party 1's self-mask seed at unmasking, tries every folded
+    pairwise key until ``y_1 - PRG(b_1) -+ PRG(s_12)`` falls inside the
+    quantisation range, and holds party 1's reply. Here
+    the seed, the range and a domain string key SHAKE-256, an extendable-
+    output function with 256-bit security (FIPS 202), read as uniform
+    integers by :func:`uniform_below`. Unlike Flower's draws (on
+    ``{0, ..., R - 2}``, numpy's ``randint(0, R - 1)``), every residue
+    modulo ``R`` is covered: the pad is exactly uniform given a uniform stream.
+
+    Parameters
+    ----------
+    seed : bytes
+        The secret: a self-mask seed or a pairwise shared key (any length).
+    num_range : int
+        ``R``, SecAgg+'s modulus range, ``2 <= R <= 2**63``.
+    dimensions_list : list of tuple of int
+        The shapes of the masked arrays; ``()`` gives a 0-d array.
+
+    Returns
+    -------
+    list of ndarray of int64
+    """
+    seed = bytes(seed)
+    num_range = int(num_range)
+    if not 2 <= num_range <= 2**63:
+        raise ValueError(f"num_range must be in [2, 2**63] (SecAgg+'s modulus range); got {num_range}.")
+    shapes = [tuple(int(n) for n in shape) for shape in dimensions_list]
+    sizes = [prod(shape) for shape in shapes]
+    values = uniform_below(seed, num_range, sum(sizes))
+    masks, start = [], 0
+    for shape, size in zip(shapes, sizes):
+        masks.append(values[start:start + size].reshape(shape))
+        start += size
+    return masks
+
+
+class _Installed:
+    """How many blocks in this process are inside :func:`cryptographic_masks` (under ``lock``)."""
+
+    lock = threading.Lock()
+    depth = 0
+
+
+@contextmanager
+def cryptographic_masks():
+    """Within the block, Flower's SecAgg+ mod and workflow expand seeds with :func:`mask_generator`.
+
+    The name ``pseudo_rand_gen`` in each of :data:`MASK_GENERATOR_MODULES`
+    is pointed at :func:`mask_generator` when the first block in the
+    process enters and back at Flower's function when the last one leaves
+    (blocks may nest, as in process where the parties answer inside the
+    coordinator's stage, and may overlap across threads). While any block
+    runs, every SecAgg+ round of the process uses it. Both sides must:
+    masks from different generators do not cancel. Raises RuntimeError,
+    changing nothing, if either module's ``pseudo_rand_gen`` is not Flower's
+    (another patch, or a Flower release that moved it).
+    """
+    with _Installed.lock:
+        if _Installed.depth == 0:
+            found = [module.__name__ for module in MASK_GENERATOR_MODULES
+                     if getattr(module, "pseudo_rand_gen", None) is not _FLOWERS_MASK_GENERATOR]
+            if found:
+                raise RuntimeError(f"dperm's SecAgg+ mask generator is written against Flower's "
+                                   f"pseudo_rand_gen in {', '.join(found)}, which is not there; "
+                                   f"nothing was changed (flwr {flwr.__version__}).")
+            for module in MASK_GENERATOR_MODULES:
+                module.pseudo_rand_gen = mask_generator
+        _Installed.depth += 1
+    try:
+        yield
+    finally:
+        with _Installed.lock:
+            _Installed.depth -= 1
+            if _Installed.depth == 0:
+                for module in MASK_GENERATOR_MODULES:
+                    module.pseudo_rand_gen = _FLOWERS_MASK_GENERATOR
+
+
 # -- the SecAgg+ workflow -----------------------------------------------------------------
 
 
@@ -154,7 +319,8 @@ class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
         return super()._check_threshold(state)
 
     def unmask_stage(self, grid, context, state) -> bool:
-        finished = super().unmask_stage(grid, context, state)
+        with cryptographic_masks():  # the parties masked with it (secaggplus_guard): remove the same masks
+            finished = super().unmask_stage(grid, context, state)
         self.unmasked = finished
         if not finished:
             self.missing = set(state.sampled_node_ids) - set(state.active_node_ids)

@@ -46,9 +46,10 @@ implemented, and recovery is refused.
 
 Trust model: semi-honest (honest-but-curious) coordinator that does not
 collude with parties; no protection against a malicious server. Flower
-1.41 expands mask seeds through a 32-bit seed of numpy's generator (open
-upstream issue flwrlabs/flower#7522), and its stochastic rounding draws from
-numpy's global generator.
+expands mask seeds through a 32-bit seed of numpy's generator (open
+upstream issue flwrlabs/flower#7522); dperm replaces that generator on both
+sides (:func:`~dperm.multiparty.flower._adapter.mask_generator`). Flower's
+stochastic rounding draws from numpy's global generator.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 #: The Flower releases dperm's adapter is written against (``_adapter.FLOWER_VERSION_RANGE``; ``pyproject.toml``).
-SUPPORTED_FLOWER = ">=1.41,<1.42"
+SUPPORTED_FLOWER = ">=1.41,<1.43"
 INSTALL_HINT = "pip install 'dperm[multiparty]'"
 #: Flower's stochastic rounding casts to int32: the grid must fit.
 MAX_FLOWER_QUANTIZATION_RANGE = 2**30

@@ -50,10 +50,16 @@ from flwr.supercore.logger import LOGGER_NAME
 from flwr.supercore.run import Run
 
 from dperm.exceptions import DropoutError, MalformedReplyError
-from dperm.multiparty.flower._adapter import AbortOnDropoutSecAggPlusWorkflow, server_identity, stamp_message_id
+from dperm.multiparty.flower._adapter import (
+    MASK_GENERATOR_DOMAIN,
+    AbortOnDropoutSecAggPlusWorkflow,
+    cryptographic_masks,
+    server_identity,
+    stamp_message_id,
+)
 
 __all__ = [
-    "GRID_POLL_SECONDS", "InProcessGrid", "PollingGrid", "SecAggRefusal", "SecAggTerms",
+    "GRID_POLL_SECONDS", "MASK_GENERATOR_KEY", "InProcessGrid", "PollingGrid", "SecAggRefusal", "SecAggTerms",
     "make_party_client_app", "query_parties", "quiet_flower", "secagg_sum_round",
     "secaggplus_guard",
 ]
@@ -62,6 +68,12 @@ __all__ = [
 #: mean is the plain mean and ``sum = K_active * mean`` (shared note flower-secagg.md).
 NUM_EXAMPLES = 1
 MAX_WEIGHT = 1.0
+
+#: The round config's entry naming the SecAgg+ mask generator the coordinator
+#: unmasks with; a party masks with dperm's (:func:`secaggplus_guard`) and
+#: refuses a round announcing another, whose sum would not be the parties'.
+MASK_GENERATOR_KEY = "secagg-mask-generator"
+_MASK_GENERATOR = MASK_GENERATOR_DOMAIN.decode("ascii")
 
 _REASON = re.compile(r"^<class '(?P<type>[\w.]+)'>:<'(?P<message>.*)'>$", re.DOTALL)
 
@@ -331,9 +343,13 @@ def _check_collect(context, message, configs, state, expected_terms) -> None:
     if sorted(sources) != sorted(participants - {state.nid}):
         _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"it got key shares from {len(sources)} participants; "
                 f"every other one of the {len(participants)} must send one (its pairwise masks cover them all).")
+    config = dict(compat.recorddict_to_fitins(message.content, keep_input=True).config)
+    if config.get(MASK_GENERATOR_KEY) != _MASK_GENERATOR:
+        _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"the coordinator announces the mask generator "
+                f"{config.get(MASK_GENERATOR_KEY)!r}, not {_MASK_GENERATOR!r} that this party masks with; its "
+                "unmasking would not remove the masks. Run the same dperm release on both sides.")
     if expected_terms is None:
         return
-    config = dict(compat.recorddict_to_fitins(message.content, keep_input=True).config)
     terms = expected_terms(context, config)
     if len(participants) != terms.n_parties or state.sample_num != terms.n_parties:
         _refuse(context, Stage.COLLECT_MASKED_VECTORS, f"the calibration it checked is for K={terms.n_parties} "
@@ -386,13 +402,24 @@ def secaggplus_guard(expected_terms=None):
     reconstruction threshold = ``K`` >= 2 and ``max_weight = 1`` at set-up;
     exactly ``K`` public keys, the party's own among them, at share-keys; at
     collect (before the party's reply is computed) shares from every other
-    participant, so its pairwise masks cover all of them, and, when
+    participant, so its pairwise masks cover all of them, the round config's
+    :data:`MASK_GENERATOR_KEY` naming dperm's mask generator, and, when
     ``expected_terms(context, fit_config) -> SecAggTerms`` is given, ``K``
     and the encoding equal those of the party's checked calibration.
 
     Every refusal raises :class:`SecAggRefusal` with a one-line reason (also
     logged on ``dperm.multiparty``); the SuperNode turns it into an error
     reply and the party sends nothing else for that stage.
+
+    The masks. A stage message that passes runs Flower's mod inside
+    :func:`~dperm.multiparty.flower._adapter.cryptographic_masks`: the
+    party's self-mask and pairwise masks are expanded from the whole seed
+    and shared key by SHAKE-256, not from Flower's 32-bit fold of them
+    (flwrlabs/flower#7522). The coordinator's workflow
+    (:class:`~dperm.multiparty.flower._adapter.AbortOnDropoutSecAggPlusWorkflow`)
+    removes the self-masks with the same generator; a coordinator on
+    Flower's own generator gets a sum that is not the parties' (the masks
+    do not cancel), never a reply.
     """
 
     def guard(message: Message, context: Context, call_next):
@@ -410,7 +437,8 @@ def secaggplus_guard(expected_terms=None):
             _check_collect(context, message, configs, state, expected_terms)
         elif stage == Stage.UNMASK:
             _check_unmask(context, configs, state)
-        return call_next(message, context)
+        with cryptographic_masks():  # the party's masks come from its whole secrets, not 32 bits of them
+            return call_next(message, context)
 
     return guard
 
@@ -549,7 +577,8 @@ def secagg_sum_round(grid, node_names, parameters, config, *, clipping_range, qu
     parameters : list of ndarray
         Broadcast to every party (``w_t`` for PSGD).
     config : dict
-        Public per-round values broadcast with the parameters.
+        Public per-round values broadcast with the parameters (with
+        :data:`MASK_GENERATOR_KEY` added: the parties check it).
     clipping_range, quantization_range, modulus_range
         SecAgg+'s fixed-point encoding.
     round_index : int, optional
@@ -579,7 +608,7 @@ def secagg_sum_round(grid, node_names, parameters, config, *, clipping_range, qu
     server_context = copy.copy(server_context)
     server_context.state = RecordDict()
     proxies = [GridClientProxy(node_id, grid, run_id) for node_id in node_ids]
-    strategy = _SumStrategy(proxies, config)
+    strategy = _SumStrategy(proxies, {**dict(config), MASK_GENERATOR_KEY: _MASK_GENERATOR})
     client_manager = SimpleClientManager()
     for proxy in proxies:
         client_manager.register(proxy)

@@ -18,7 +18,7 @@ bundle would carry, and the ClientApp has one extra outer mod that fills each
 node's ``node_config`` (shard path, label column, party name) from its
 partition id, as ``dperm party serve --data`` does for a real SuperNode.
 
-Needs Ray: ``pip install 'flwr[simulation]>=1.41,<1.42'`` (Ray starts in
+Needs Ray: ``pip install 'flwr[simulation]>=1.41,<1.43'`` (Ray starts in
 several seconds, so the in-process grid is the faster choice for experiments).
 Flower 1.41 marks ``run_simulation`` as deprecated in favour of ``flwr run``
 with a local simulation federation; it still works and is used here because
@@ -37,7 +37,7 @@ from dperm.privacy.psgd import PartyFloor
 
 __all__ = ["simulate_deployment"]
 
-SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.42'"
+SIMULATION_INSTALL_HINT = "pip install 'flwr[simulation]>=1.41,<1.43'"
 
 
 def check_ray() -> None:
