@@ -223,3 +223,15 @@ def test_keys_signed_for_another_run_are_refused(tmp_path):
         _roster.check_relayed_keys(roster, own, 1, 8, pairs, signed)  # replayed into run 8
     with pytest.raises(ValueError, match="its own SecAgg\\+ keys are not relayed under its own party key"):
         _roster.check_relayed_keys(roster, own, 2, 7, pairs, signed)
+
+
+def test_party_serve_checks_its_roster_before_starting(tmp_path):
+    from dperm.multiparty.flower.deploy import check_party_roster, write_party_roster
+
+    publics = [write_party_key(tmp_path / f"k{k}") for k in range(3)]
+    roster = write_party_roster(tmp_path / "roster.pub", publics[:2])
+    assert check_party_roster(tmp_path / "k0", roster) == 2
+    with pytest.raises(ValueError, match=r"--roster .* does not list this party's key"):
+        check_party_roster(tmp_path / "k2", roster)
+    with pytest.raises(ValueError, match="exists; choose a new path"):
+        write_party_roster(roster, publics)
