@@ -52,6 +52,7 @@ from dperm.multiparty.flower.deploy import (
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
+    write_party_roster,
 )
 from dperm.multiparty.flower.engine import POLL_SECONDS_ENV, configure_flower_environment
 
@@ -82,6 +83,7 @@ def run_loopback(n_parties: int, rounds: int, dimension: int, rows: int, poll_se
     superlink_port, control_port, *node_ports = free_loopback_ports(n_parties + 2)
     tls = write_loopback_certificates(workdir)
     keys = [write_party_key(workdir / f"party-{k}.key") for k in range(n_parties)]
+    roster = write_party_roster(workdir / "roster.pub", keys)
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     env.pop(POLL_SECONDS_ENV, None)
     env.pop("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", None)
@@ -109,7 +111,8 @@ def run_loopback(n_parties: int, rounds: int, dimension: int, rows: int, poll_se
                 processes.append(subprocess.Popen(
                     dperm_cli + ["party", "serve", "--data", str(shards[k]), "--superlink",
                                  f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
-                                 str(workdir / f"party-{k}.key"), "--root-certificates", str(tls["ca.pem"]),
+                                 str(workdir / f"party-{k}.key"), "--roster", str(roster),
+                             "--root-certificates", str(tls["ca.pem"]),
                                  "--max-epsilon", str(rounds), "--max-delta", "1e-5", "--max-rounds",
                                  str(rounds)],
                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))

@@ -44,6 +44,7 @@ from dperm.multiparty.flower.deploy import (
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
+    write_party_roster,
 )
 from dperm.multiparty.flower.engine import configure_flower_environment
 from dperm.privacy.newton import packed_length
@@ -84,6 +85,7 @@ def run_loopback(paths, epsilon: float, rounds: int, timeout: float = 600.0) -> 
     superlink_port, control_port, *node_ports = free_loopback_ports(n_parties + 2)
     tls = write_loopback_certificates(workdir)
     keys = [write_party_key(workdir / f"party-{k}.key") for k in range(n_parties)]
+    roster = write_party_roster(workdir / "roster.pub", keys)
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
     out, coordinator_dir = workdir / "model.json", workdir / "coordinator"
@@ -104,7 +106,8 @@ def run_loopback(paths, epsilon: float, rounds: int, timeout: float = 600.0) -> 
             processes.append(subprocess.Popen(
                 dperm_cli + ["party", "serve", "--data", str(paths[k]), "--name", f"party-{k}", "--superlink",
                              f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
-                             str(workdir / f"party-{k}.key"), "--root-certificates", str(tls["ca.pem"]),
+                             str(workdir / f"party-{k}.key"), "--roster", str(roster),
+                             "--root-certificates", str(tls["ca.pem"]),
                              "--max-epsilon", str(epsilon), "--max-delta", str(DELTA), "--max-rounds", str(rounds)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=timeout)

@@ -50,6 +50,7 @@ from dperm.multiparty.flower.deploy import (
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
+    write_party_roster,
 )
 from dperm.multiparty.flower.engine import FlowerSecureSum, configure_flower_environment
 
@@ -124,6 +125,7 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
     superlink_port, control_port, *node_ports = free_loopback_ports(n_parties + 2)
     tls = write_loopback_certificates(workdir)  # the deployment refuses plain text (Flower's node auth needs TLS)
     keys = [write_party_key(workdir / f"party-{k}.key") for k in range(n_parties)]
+    roster = write_party_roster(workdir / "roster.pub", keys)
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
     coordinator_dir = workdir / "coordinator"
@@ -144,7 +146,8 @@ def time_loopback(n_parties: int, rounds: int, timeout: float) -> dict:
             processes.append(subprocess.Popen(
                 dperm_cli + ["party", "serve", "--data", str(shards[k]), "--superlink",
                              f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
-                             str(workdir / f"party-{k}.key"), "--root-certificates", str(tls["ca.pem"]),
+                             str(workdir / f"party-{k}.key"), "--roster", str(roster),
+                             "--root-certificates", str(tls["ca.pem"]),
                              "--max-epsilon", str(rounds), "--max-delta", "1e-5", "--max-rounds", str(rounds)],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=timeout)

@@ -49,6 +49,7 @@ from dperm.multiparty.flower.deploy import (  # noqa: E402
     stop_process_group,
     write_loopback_certificates,
     write_party_key,
+    write_party_roster,
 )
 from dperm.multiparty.flower.engine import (  # noqa: E402
     FlowerSecureSum,
@@ -720,7 +721,7 @@ def test_cli_refuses_bad_options_before_starting_anything(shard_files, tmp_path,
     assert dperm_main(["coordinate", "--shards", "2", "--epsilon", "1", "--insecure", "--gradient-share", "1",
                        "--out", str(tmp_path / "m.json")]) == 2
     assert "--gradient-share must be in the open interval" in capsys.readouterr().err
-    key = ["--auth-key", str(tmp_path / "none.key")]
+    key = ["--auth-key", str(tmp_path / "none.key"), "--roster", str(tmp_path / "none.pub")]
     assert dperm_main(["party", "serve", "--data", str(shard_files[0]), "--superlink", "127.0.0.1:1",
                        *key, *FLOOR_ARGS]) == 2
     assert "--root-certificates" in capsys.readouterr().err
@@ -778,6 +779,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path, protocol, headline):
     tls = write_loopback_certificates(tmp_path)
     superlink_port, control_port, *node_ports = free_loopback_ports(4)
     keys = [write_party_key(tmp_path / f"party-{k}.key") for k in range(2)]
+    roster = write_party_roster(tmp_path / "roster.pub", keys)
     env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
            "FLWR_DISABLE_UPDATE_CHECK": "1"}
     dperm = [sys.executable, "-m", "dperm.cli"]
@@ -797,7 +799,7 @@ def test_real_processes_on_loopback(shard_files, tmp_path, protocol, headline):
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shard_files[k]), "--name", f"party-{k}",
                          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
-                         "--auth-key", str(tmp_path / f"party-{k}.key"),
+                         "--auth-key", str(tmp_path / f"party-{k}.key"), "--roster", str(roster),
                          "--root-certificates", str(tls["ca.pem"]), *FLOOR_ARGS],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         output, _ = coordinator.communicate(timeout=170)

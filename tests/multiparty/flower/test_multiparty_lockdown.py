@@ -33,6 +33,7 @@ from dperm.multiparty.flower.deploy import (  # noqa: E402
     write_flower_app,
     write_loopback_certificates,
     write_party_key,
+    write_party_roster,
 )
 from dperm.multiparty.flower.party_runtime import APP_ID, ForeignAppError, check_dperm_fab  # noqa: E402
 from dperm.multiparty.flower.superlink import public_key_bytes  # noqa: E402
@@ -183,6 +184,7 @@ def test_an_outsider_with_the_ca_can_neither_run_an_app_nor_join(shard_files, tm
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, node_port, rogue_port = free_loopback_ports(4)
     party_key = write_party_key(tmp_path / "party.key")
+    roster = write_party_roster(tmp_path / "roster.pub", [party_key, write_party_key(tmp_path / "peer.key")])
     marker = tmp_path / "stolen"
     thief = write_foreign_app(tmp_path / "thief", marker)
     args = types.SimpleNamespace(host="127.0.0.1", port=fleet_port, control_port=control_port)
@@ -198,7 +200,8 @@ def test_an_outsider_with_the_ca_can_neither_run_an_app_nor_join(shard_files, tm
         party = subprocess.Popen(
             [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard_files[0]), "--name", "p0",
              "--superlink", f"127.0.0.1:{fleet_port}", "--port", str(node_port), "--auth-key",
-             str(tmp_path / "party.key"), "--root-certificates", str(tls["ca.pem"]), *FLOOR_ARGS],
+             str(tmp_path / "party.key"), "--roster", str(roster), "--root-certificates", str(tls["ca.pem"]),
+             *FLOOR_ARGS],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         processes.append(party)
 
@@ -280,6 +283,7 @@ def test_faults_a_killed_coordinator_leaves_no_superlink_and_a_party_gives_up(sh
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, node_port = free_loopback_ports(3)
     keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    roster = write_party_roster(tmp_path / "roster.pub", keys)
     env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
     dperm = [sys.executable, "-m", "dperm.cli"]
     coordinator = subprocess.Popen(
@@ -308,7 +312,8 @@ def test_faults_a_killed_coordinator_leaves_no_superlink_and_a_party_gives_up(sh
     started = time.monotonic()
     party = subprocess.run(
         dperm + ["party", "serve", "--data", str(shard_files[0]), "--superlink", f"127.0.0.1:{fleet_port}",
-                 "--port", str(node_port), "--auth-key", str(tmp_path / "k0"), "--root-certificates",
+                 "--port", str(node_port), "--auth-key", str(tmp_path / "k0"), "--roster", str(roster),
+                 "--root-certificates",
                  str(tls["ca.pem"]), "--connect-timeout", "3", *FLOOR_ARGS],
         env=env, capture_output=True, text=True, timeout=90)
     assert party.returncode == 1 and time.monotonic() - started < 60
@@ -338,6 +343,7 @@ def test_faults_parties_serve_across_a_coordinator_restart_and_charge_each_run_o
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, *node_ports = free_loopback_ports(4)
     keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    roster = write_party_roster(tmp_path / "roster.pub", keys)
     ledgers = [tmp_path / f"ledger-{k}.json" for k in range(2)]
     env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
     first_run = "5eed" * 8
@@ -351,7 +357,8 @@ def test_faults_parties_serve_across_a_coordinator_restart_and_charge_each_run_o
             parties.append(subprocess.Popen(
                 [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard_files[k]), "--name",
                  f"party-{k}", "--superlink", f"127.0.0.1:{fleet_port}", "--port", str(port), "--auth-key",
-                 str(tmp_path / f"k{k}"), "--root-certificates", str(tls["ca.pem"]), "--connect-timeout", "60",
+                 str(tmp_path / f"k{k}"), "--roster", str(roster), "--root-certificates", str(tls["ca.pem"]),
+                 "--connect-timeout", "60",
                  "--ledger", str(ledgers[k]), "--budget-epsilon", "4", "--budget-delta", "1e-4", *FLOOR_ARGS],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         deadline = time.monotonic() + 120

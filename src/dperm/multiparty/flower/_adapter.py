@@ -90,9 +90,12 @@ import flwr.superlink.main as _superlink_main  # noqa: E402
 import flwr.supernode.start_client_internal as _supernode_loop  # noqa: E402
 from flwr.common.constant import SUPERLINK_NODE_ID  # noqa: E402
 from flwr.common.secure_aggregation import secaggplus_utils as _secaggplus_utils  # noqa: E402
+from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_CONFIGS  # noqa: E402
 from flwr.server.workflow import SecAggPlusWorkflow  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils as _inflatable_utils  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
+
+from dperm.multiparty.flower._roster import SIGNATURE_KEY  # noqa: E402
 
 #: Flower's functions that pull a message's objects, retrying with a backoff
 #: (``flwr/supercore/inflatable/inflatable_utils.py``): the ServerApp's grid,
@@ -291,6 +294,21 @@ def cryptographic_masks():
 # -- the SecAgg+ workflow -----------------------------------------------------------------
 
 
+class _RelayingGrid:
+    """A Grid seen by one workflow stage: ``outgoing`` edits each message sent, ``incoming`` sees the replies."""
+
+    def __init__(self, grid, outgoing=None, incoming=None):
+        self._grid, self._outgoing, self._incoming = grid, outgoing, incoming
+
+    def __getattr__(self, name):
+        return getattr(self._grid, name)
+
+    def send_and_receive(self, messages, *, timeout=None):
+        messages = [self._outgoing(m) for m in messages] if self._outgoing else list(messages)
+        replies = self._grid.send_and_receive(messages, timeout=timeout)
+        return self._incoming(list(replies)) if self._incoming else replies
+
+
 class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
     """Flower's SecAgg+ workflow, halted before unmasking if any party is missing.
 
@@ -317,6 +335,31 @@ class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
             self.failures = list(state.failures)
             return False
         return super()._check_threshold(state)
+
+    def setup_stage(self, grid, context, state) -> bool:
+        """Flower's set-up stage; keeps each party's signature of its public keys (:mod:`._roster`)."""
+        self.key_signatures = {}
+
+        def keep(replies):
+            for reply in replies:
+                record = None if reply.has_error() else reply.content.config_records.get(RECORD_KEY_CONFIGS)
+                if record is not None and SIGNATURE_KEY in record:
+                    self.key_signatures[reply.metadata.src_node_id] = list(record[SIGNATURE_KEY])
+            return replies
+
+        return super().setup_stage(_RelayingGrid(grid, incoming=keep), context, state)
+
+    def share_keys_stage(self, grid, context, state) -> bool:
+        """Flower's share-keys stage; relays each node's signature next to its public keys."""
+
+        def attach(message):
+            record = message.content.config_records[RECORD_KEY_CONFIGS]
+            for key in [key for key in record if key.isdigit()]:
+                if int(key) in self.key_signatures:
+                    record[f"{SIGNATURE_KEY}:{key}"] = self.key_signatures[int(key)]
+            return message
+
+        return super().share_keys_stage(_RelayingGrid(grid, outgoing=attach), context, state)
 
     def unmask_stage(self, grid, context, state) -> bool:
         with cryptographic_masks():  # the parties masked with it (secaggplus_guard): remove the same masks

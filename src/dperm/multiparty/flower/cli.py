@@ -126,7 +126,7 @@ def add_commands(subparsers) -> None:
                     "SecAgg+-masked sums do.",
         epilog="example:\n  dperm party keygen --out party.key\n"
                "  dperm party serve --data shard.csv --superlink coord.example:9092 --auth-key party.key "
-               "--root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 --max-rounds 20")
+               "--roster parties.pub --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 --max-rounds 20")
     party_sub = party.add_subparsers(dest="party_command", required=True, metavar="{serve,keygen}")
     serve = party_sub.add_parser(
         "serve", help="serve one party's shard to a coordinator (SecAgg+)",
@@ -135,7 +135,7 @@ def add_commands(subparsers) -> None:
                     "(--max-epsilon, --max-delta, --max-rounds) and charges every run to its own ledger "
                     "before any noise is drawn. Needs dperm[multiparty].",
         epilog="example:\n  dperm party serve --data shard.csv --superlink coord.example:9092 "
-               "--auth-key party.key --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 "
+               "--auth-key party.key --roster parties.pub --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 "
                "--max-rounds 20")
     serve.add_argument("--data", required=True, help="CSV shard: header, numeric features, label column")
     serve.add_argument("--superlink", required=True, help="the coordinator's SuperLink as HOST:PORT")
@@ -151,6 +151,10 @@ def add_commands(subparsers) -> None:
                        help="most gradient rounds this party answers in one run")
     serve.add_argument("--auth-key", required=True,
                        help="this party's private key (dperm party keygen); the coordinator lists its .pub")
+    serve.add_argument("--roster", required=True,
+                       help="the parties' public keys, one OpenSSH line each (every party's .pub, this one's "
+                            "among them: the list the coordinator authorises, agreed among the parties); the "
+                            "party refuses a round whose SecAgg+ keys are not signed by exactly these parties")
     serve.add_argument("--root-certificates", default=None, help="CA certificate of the coordinator's SuperLink")
     serve.add_argument("--ledger", default=None,
                        help="this party's spending ledger, a JSON file on this machine (default AUTH_KEY.ledger.json); "

@@ -44,9 +44,10 @@ __all__ = [
     "CoordinatorStopped", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_CONTROL_PORT", "DEFAULT_NODE_PORT",
     "DEFAULT_SUPERLINK_PORT", "NEVER_CONNECTED", "check_coordinate_files", "check_port_free",
     "coordinator_settings", "flower_command", "flower_environment", "free_loopback_ports",
-    "party_floor", "party_ledger", "plan_party", "run_coordinator", "stop_process_group",
+    "check_party_roster", "party_floor", "party_ledger", "plan_party", "run_coordinator", "stop_process_group",
     "superlink_command", "superlink_environment", "supervise_party", "wait_for_port",
     "write_cli_connection", "write_flower_app", "write_loopback_certificates", "write_party_key",
+    "write_party_roster",
 ]
 
 #: Default port of the SuperLink's Fleet API (the only port the parties reach).
@@ -229,6 +230,34 @@ def write_party_key(path) -> Path:
     return public_path
 
 
+def write_party_roster(path, public_key_files) -> Path:
+    """Write a party roster: the parties' public key files (``PARTY.pub``), one line each; return ``path``."""
+    path = Path(path)
+    if path.exists():
+        raise ValueError(f"{str(path)!r} exists; choose a new path (a roster is never overwritten).")
+    path.write_text("".join(Path(f).read_text(encoding="utf-8").strip() + "\n" for f in public_key_files),
+                    encoding="utf-8")
+    from dperm.multiparty.flower import _roster
+
+    _roster.load_roster(path)  # checked as a party will read it
+    return path
+
+
+def check_party_roster(auth_key, roster) -> int:
+    """Raise ValueError unless ``roster`` is a valid party roster holding ``auth_key``'s public key; return its size."""
+    from dperm.multiparty.flower import _roster
+
+    keys = _roster.load_roster(roster)
+    try:
+        own = _roster.party_public_key(_roster.load_party_key(auth_key))
+    except ValueError as error:
+        raise ValueError(f"--auth-key {str(auth_key)!r}: {error}") from None
+    if own not in keys:
+        raise ValueError(f"--roster {str(roster)!r} does not list this party's key ({auth_key}.pub); every "
+                         "party's roster lists every party, itself included.")
+    return len(keys)
+
+
 @dataclass(frozen=True)
 class PartyPlan:
     """What ``dperm party serve`` runs, checked before anything starts."""
@@ -264,9 +293,11 @@ def plan_party(args) -> PartyPlan:
     if args.insecure or not args.root_certificates:
         raise ValueError("give --root-certificates CA.pem: the SuperLink is reached over TLS only (Flower's "
                          "node authentication needs it).")
-    for option, path in (("--root-certificates", args.root_certificates), ("--auth-key", args.auth_key)):
+    for option, path in (("--root-certificates", args.root_certificates), ("--auth-key", args.auth_key),
+                         ("--roster", args.roster)):
         if not Path(path).is_file():
             raise ValueError(f"{option} {path!r} is not a file.")
+    check_party_roster(args.auth_key, args.roster)
     node_config = " ".join([
         f"data-path={_toml_literal(str(data), '--data')}",
         f"target={_toml_literal(args.target, '--target')}",
@@ -277,6 +308,8 @@ def plan_party(args) -> PartyPlan:
         f"ledger-path={_toml_literal(str(ledger.path), '--ledger')}",
         f"budget-epsilon={_toml_value(budget[0])}",
         f"budget-delta={_toml_value(budget[1])}",
+        f"party-key={_toml_literal(str(Path(args.auth_key).resolve()), '--auth-key')}",
+        f"party-roster={_toml_literal(str(Path(args.roster).resolve()), '--roster')}",
     ])
     supernode_command = [
         # Flower's flower-supernode with its 3 s wait between pulls shortened (flower.supernode)

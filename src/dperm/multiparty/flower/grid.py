@@ -50,6 +50,7 @@ from flwr.supercore.logger import LOGGER_NAME
 from flwr.supercore.run import Run
 
 from dperm.exceptions import DropoutError, MalformedReplyError
+from dperm.multiparty.flower import _roster
 from dperm.multiparty.flower._adapter import (
     MASK_GENERATOR_DOMAIN,
     AbortOnDropoutSecAggPlusWorkflow,
@@ -330,10 +331,65 @@ def _check_setup(context, configs) -> None:
 
 def _check_share_keys(context, configs, state) -> None:
     """Exactly the ``K`` participants of the set-up, this party among them, each with its keys."""
-    nodes = {int(key) for key in configs if key != Key.STAGE}
+    nodes = {int(key) for key in configs if key.isdigit()}
     if len(nodes) != state.sample_num or state.nid not in nodes:
         _refuse(context, Stage.SHARE_KEYS, f"it was given the public keys of {len(nodes)} participants"
                 + ("" if state.nid in nodes else ", not its own,") + f" for a round of {state.sample_num}.")
+
+
+def _party_roster(context, stage):
+    """``(party private key, roster)`` from the party's node config, or None when it gives neither."""
+    key_path, roster_path = (context.node_config.get(name) for name in (_roster.PARTY_KEY, _roster.PARTY_ROSTER))
+    if key_path is None and roster_path is None:
+        return None
+    if not (key_path and roster_path):
+        _refuse(context, stage, f"its node config gives only one of {_roster.PARTY_KEY!r} and "
+                f"{_roster.PARTY_ROSTER!r}; give both.")
+    try:
+        key, roster = _roster.load_party_key(key_path), _roster.load_roster(roster_path)
+    except (OSError, ValueError) as error:
+        _refuse(context, stage, str(error))
+    own = _roster.party_public_key(key)
+    if own not in roster:
+        _refuse(context, stage, f"its own party key is not on the roster {str(roster_path)!r}.")
+    return key, roster
+
+
+def _check_roster_setup(context, configs, roster) -> None:
+    if configs.get(Key.SAMPLE_NUMBER) != len(roster[1]):
+        _refuse(context, Stage.SETUP, f"the round has {configs.get(Key.SAMPLE_NUMBER)} participants; the "
+                f"party roster lists {len(roster[1])} (a participant not on it would be a sybil).")
+
+
+def _sign_setup_reply(context, reply, roster):
+    """Add this party's signature of its fresh SecAgg+ keys to its set-up reply."""
+    if reply.has_error():
+        return reply
+    record = reply.content.config_records[RECORD_KEY_CONFIGS]
+    record[_roster.SIGNATURE_KEY] = _roster.sign_public_keys(roster[0], context.run_id, record[Key.PUBLIC_KEY_1],
+                                                             record[Key.PUBLIC_KEY_2])
+    return reply
+
+
+def _take_signatures(configs) -> dict:
+    """Remove the relayed signatures from a share-keys message (Flower's mod reads only keys); return them."""
+    prefix = _roster.SIGNATURE_KEY + ":"
+    found = {}
+    for key in [key for key in configs if key.startswith(prefix)]:
+        suffix = key[len(prefix):]
+        value = configs.pop(key)
+        if suffix.isdigit():
+            found[int(suffix)] = list(value) if isinstance(value, list) else value
+    return found
+
+
+def _check_roster_keys(context, configs, state, roster, signatures) -> None:
+    keys = {int(key): tuple(value) for key, value in configs.items() if key.isdigit()}
+    own = _roster.party_public_key(roster[0])
+    try:
+        _roster.check_relayed_keys(roster[1], own, state.nid, context.run_id, keys, signatures)
+    except ValueError as error:
+        _refuse(context, Stage.SHARE_KEYS, str(error))
 
 
 def _check_collect(context, message, configs, state, expected_terms) -> None:
@@ -429,10 +485,18 @@ def secaggplus_guard(expected_terms=None):
         configs = content.config_records[RECORD_KEY_CONFIGS]
         stage = configs.get(Key.STAGE)
         state = _secagg_state(context)
+        roster = _party_roster(context, stage)
         if stage == Stage.SETUP:
             _check_setup(context, configs)
+            if roster is not None:
+                _check_roster_setup(context, configs, roster)
+                with cryptographic_masks():
+                    return _sign_setup_reply(context, call_next(message, context), roster)
         elif stage == Stage.SHARE_KEYS:
             _check_share_keys(context, configs, state)
+            signatures = _take_signatures(configs)
+            if roster is not None:
+                _check_roster_keys(context, configs, state, roster, signatures)
         elif stage == Stage.COLLECT_MASKED_VECTORS:
             _check_collect(context, message, configs, state, expected_terms)
         elif stage == Stage.UNMASK:
