@@ -117,8 +117,10 @@ def test_the_newton_check_catches_a_broken_party(newton_calibration, monkeypatch
 
 def psgd_calibration(coordinator_dp=False):
     return calibrate_psgd(epsilon=1.0, delta=1e-5, alpha=0.05, n_samples=sum(SIZES), n_parties=len(SIZES),
-                          n_features=4, n_rounds=PSGD_ROUNDS, loss=LOGISTIC, data_norm=1.0,
-                          coordinator_dp=coordinator_dp)
+                          n_features=4, n_rounds=PSGD_ROUNDS // 3 if coordinator_dp else PSGD_ROUNDS, loss=LOGISTIC,
+                          data_norm=1.0,
+                          coordinator_dp=coordinator_dp,
+                          coordinator_accountant="rdp")  # the same noise law as PLD's; 10x faster to calibrate
 
 
 def psgd_party(calibration, seed):
