@@ -318,7 +318,7 @@ def run_real_processes(tmp_path, protocol, shards):
                  "PYTHONPATH": os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
     dperm = [sys.executable, "-m", "dperm.cli"]
     out = tmp_path / "model.json"
-    processes = []
+    processes, logs = [], []
     try:
         coordinator = subprocess.Popen(
             dperm + ["coordinate", "--protocol", protocol, "--shards", str(len(shards)),
@@ -326,22 +326,28 @@ def run_real_processes(tmp_path, protocol, shards):
                      "--port", str(superlink_port), "--control-port", str(control_port),
                      "--party-keys", *map(str, keys), "--ssl-certfile", str(tls["server.pem"]),
                      "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
-                     "--wait", "90", "--stage-timeout", "90",
+                     "--wait", "240", "--stage-timeout", "120",
                      "--workdir", str(tmp_path / "coordinator"), "--out", str(out)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         processes.append(coordinator)
         for k, port in enumerate(node_ports):
+            party_log = open(tmp_path / f"party-{k}.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+            logs.append(party_log)
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shards[k]), "--name", f"party-{k}",
                          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
-                         "--auth-key", str(keys[k]), "--ledger", str(tmp_path / f"ledger-{k}.json"),
+                         "--auth-key", str(tmp_path / f"party-{k}.key"), "--ledger", str(tmp_path / f"ledger-{k}.json"),
                          "--root-certificates", str(tls["ca.pem"]), *run["floor"]],
-                env=party_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        output, _ = coordinator.communicate(timeout=420)
+                env=party_env, stdout=party_log, stderr=subprocess.STDOUT, start_new_session=True))
+        output, _ = coordinator.communicate(timeout=600)
     finally:
         for process in reversed(processes):
             stop_process_group(process, grace_seconds=15)
-    assert coordinator.returncode == 0, output
+        for party_log in logs:
+            party_log.close()
+    parties = "".join(f"\n--- party-{k} ---\n" + (tmp_path / f"party-{k}.log").read_text()[-2000:]
+                      for k in range(len(logs)))
+    assert coordinator.returncode == 0, output + parties
     records = [json.loads(line) for path in sorted(log.glob("*.jsonl"))
                for line in path.read_text(encoding="utf-8").splitlines()]
     return json.loads(out.read_text()), records
