@@ -24,11 +24,14 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
+if str(Path(__file__).resolve().parents[1]) not in sys.path:  # tests/multiparty: the shared _reply_noise checks
+    sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from _multiparty_data import make_data  # noqa: E402
 from _reply_noise import (  # noqa: E402
