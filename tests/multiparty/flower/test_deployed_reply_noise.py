@@ -305,12 +305,14 @@ def run_real_processes(tmp_path, protocol, shards):
         stop_process_group,
         write_loopback_certificates,
         write_party_key,
+        write_party_roster,
     )
 
     run = REAL_RUNS[protocol]
     tls = write_loopback_certificates(tmp_path)
     superlink_port, control_port, *node_ports = free_loopback_ports(2 + len(shards))
     keys = [write_party_key(tmp_path / f"party-{k}.key") for k in range(len(shards))]
+    roster = write_party_roster(tmp_path / "roster.pub", keys)
     hook, log = tmp_path / "hook", tmp_path / "replies"
     hook.mkdir()
     log.mkdir()
@@ -339,7 +341,7 @@ def run_real_processes(tmp_path, protocol, shards):
             processes.append(subprocess.Popen(
                 dperm + ["party", "serve", "--data", str(shards[k]), "--name", f"party-{k}",
                          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(port),
-                         "--auth-key", str(tmp_path / f"party-{k}.key"), "--ledger", str(tmp_path / f"ledger-{k}.json"),
+                         "--auth-key", str(tmp_path / f"party-{k}.key"), "--roster", str(roster), "--ledger", str(tmp_path / f"ledger-{k}.json"),
                          "--root-certificates", str(tls["ca.pem"]), *run["floor"]],
                 env=party_env, stdout=party_log, stderr=subprocess.STDOUT, start_new_session=True))
         output, _ = coordinator.communicate(timeout=600)
