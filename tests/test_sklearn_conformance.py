@@ -67,7 +67,7 @@ PASS_CLASSIFIERS_TRAIN = {
 
 WEIGHT_ABOVE_ONE = (
     "fits with sample_weight above 1 (3 or 10); dperm refuses weights outside [0, 1] because its "
-    "sensitivity bounds hold only for weights <= 1 (docs/paper_notes.md, 'Weighted rows'). "
+    "sensitivity bounds hold only for weights <= 1 (paper note 15, docs/paper_notes.md). "
     "tests/linear_model/test_sample_weight.py checks the refusal and the [0, 1] behaviour."
 )
 #: The checks every estimator that takes sample_weight in [0, 1] is expected to fail, with why.

@@ -283,7 +283,7 @@ def check_sample_weight(sample_weight, n_samples: int, estimator_name: str):
 
     A weight is part of its row: replace-one neighbours replace ``(x, y, w)`` together, and
     the mechanisms' sensitivity arguments hold because every weight is at most 1
-    (docs/paper_notes.md, "Weighted rows"). A weight above 1, below 0 or not finite is
+    (paper note 15). A weight above 1, below 0 or not finite is
     refused with the first offending row, never clipped: clipping would change the
     objective the user asked for without saying so. Called before any budget is spent.
     """

@@ -2,7 +2,7 @@
 
 The semantics: ``J(w) = (1/n) sum_i v_i loss_i + alpha/2 ||w||^2`` with the public ``n``;
 a weight is part of its row (neighbours replace ``(x, y, v)`` together); every mechanism
-keeps its calibration because ``v_i <= 1`` (docs/paper_notes.md, "Weighted rows").
+keeps its calibration because ``v_i <= 1`` (paper note 15).
 """
 
 import math

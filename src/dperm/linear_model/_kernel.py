@@ -119,7 +119,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
             (:meth:`dperm.linear_model.PrivateLogisticRegression.fit`): the random
             features are public and every mapped row has norm at most ``sqrt(2)``, so the
             linear model's weighted sensitivity argument applies unchanged (003 Alg. 3
-            with its Alg. 1/2; docs/paper_notes.md, "Weighted rows"). Not for the hinge loss.
+            with its Alg. 1/2; paper note 15). Not for the hinge loss.
 
         Returns
         -------

@@ -42,7 +42,7 @@ class ERMProblem:
         Row weights in [0, 1], checked by the estimator
         (:func:`dperm.validation.check_sample_weight`); part of each row, so replace-one
         neighbours replace ``(x_i, y_i, v_i)`` together. Every mechanism's sensitivity
-        argument holds unchanged because ``v_i <= 1`` (docs/paper_notes.md, "Weighted rows").
+        argument holds unchanged because ``v_i <= 1`` (paper note 15).
     """
 
     X: np.ndarray

@@ -79,7 +79,7 @@ def gaussian_objective_perturbation(
     ``L R``, so the neighbours' noises still differ by a vector in the span of the two
     rows of norm ``<= 2 L R``, and its rank-one Hessian is ``v_i <= 1`` times the
     unweighted one (the Jacobian bound of step 2 holds); the calibration is unchanged
-    (docs/paper_notes.md, "Weighted rows").
+    (paper note 15).
 
     Steps 1-3's numbers are :func:`calibrate`'s, steps 3-4 :func:`release`'s; this
     function is the checked entry of the row ``"gaussian_objective"`` (``calibration="tight"``)

@@ -78,7 +78,7 @@ class MultinomialProblem:
         The changed row's gradient ``v_i x_i (p_i - e_{y_i})^T`` keeps the Frobenius bound
         ``sqrt(2) R`` and its Hessian ``v_i (x_i x_i^T) kron (diag(p_i) - p_i p_i^T)`` the
         rank ``K - 1`` and trace bound the Jacobian term uses (scaled by ``v_i <= 1``), so
-        the calibration is unchanged (docs/paper_notes.md, "Weighted rows").
+        the calibration is unchanged (paper note 15).
     """
 
     X: np.ndarray | None

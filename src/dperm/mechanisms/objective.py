@@ -239,7 +239,7 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
     (the Jacobian's one factor); both scale by ``v_i <= 1``, and the other rows' weighted
     terms are still convex, so the perturbed objective keeps its strong convexity
     ``alpha + Delta``. The calibration is unchanged; AMP's stage (Iyengar et al. 2019,
-    Thm 1) needs only that strong convexity (docs/paper_notes.md, "Weighted rows").
+    Thm 1) needs only that strong convexity (paper note 15).
 
     Steps 1-3's numbers are :func:`calibrate`'s, steps 3-5 :func:`release`'s; this
     function is the row's checked entry (:meth:`~dperm.mechanisms.catalog.Mechanism.run`).

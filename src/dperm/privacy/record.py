@@ -21,7 +21,7 @@ from dperm.privacy.release import (
 
 __all__ = ["WEIGHTED_ROWS", "PrivacyRecord", "linear_record"]
 
-#: The summary's line for a fit given ``sample_weight`` (docs/paper_notes.md, "Weighted rows").
+#: The summary's line for a fit given ``sample_weight`` (paper note 15).
 WEIGHTED_ROWS = ("Weighted rows: sample_weight in [0, 1] was given; a record is (x, y, weight), "
                  "the loss is (1/n) sum weight * loss with the public n, and the unweighted "
                  "calibration covers it (weights <= 1).")
@@ -127,7 +127,7 @@ class PrivacyRecord(RecordBase):
         Whether ``fit`` was given ``sample_weight`` (a public flag; the weights are part of
         the private rows and never released). Weights lie in [0, 1] and a neighbour replaces
         a row's ``(x, y, weight)`` together; the calibration is the unweighted one
-        (docs/paper_notes.md, "Weighted rows"). Serialised only when True.
+        (paper note 15). Serialised only when True.
     """
 
     mechanism: str = released(PUBLIC)

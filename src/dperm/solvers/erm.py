@@ -8,7 +8,7 @@ and a fixed linear term ``b`` (the objective-perturbation noise, zero otherwise)
 
 003 eq. 9 plus the ``Delta/2 ||w||^2`` of Alg. 2 folded into ``alpha``. With row
 weights ``v_i`` in [0, 1] (``sample_weight``) the loss term is ``(1/n) sum_i v_i
-loss(t_i)``, still over the public ``n`` (docs/paper_notes.md, "Weighted rows").
+loss(t_i)``, still over the public ``n`` (paper note 15).
 
 Objective perturbation's proof assumes the exact minimiser (paper
 note 8). ``minimize_certified`` therefore solves to a gradient-norm tolerance
