@@ -150,6 +150,25 @@ def test_weighted_minimiser_sensitivity_within_the_bound(loss):
     assert largest > 0.2 * bound  # the adversarial pairs come near the bound: the test has teeth
 
 
+def test_the_bound_is_attained_at_weight_one_and_broken_above_it():
+    """Why weights stop at 1: with a large alpha every margin is near 0, where the Huber
+    loss's slope is 1, so flipping one row moves the minimiser by almost exactly
+    ``2 v L R / (n alpha)``: the bound at ``v = 1``, twice it at ``v = 2``."""
+    loss, n, alpha = HuberLoss(0.1), 10, 10.0
+    X = _rows(n, 2, seed=13, norm=R)
+    X[0] = [R, 0.0]
+    y = np.ones(n)
+    X2 = X.copy()
+    X2[0] = -X[0]
+    bound = erm_l2_sensitivity(n, alpha, loss.lipschitz, R)
+    for weight, low, high in ((1.0, 0.95, 1.0 + 1e-9), (2.0, 1.9, 2.0 + 1e-9)):
+        v = np.ones(n)
+        v[0] = weight
+        gap = np.linalg.norm(_exact_minimiser(loss, X, y, alpha, v)
+                             - _exact_minimiser(loss, X2, y, alpha, v))
+        assert low * bound <= gap <= high * bound, (weight, gap / bound)
+
+
 def test_objective_perturbation_noise_gap_and_jacobian_within_the_bounds():
     """The two facts 003 Thm 2's proof uses, for weighted neighbours at random points w.
 
@@ -172,6 +191,41 @@ def test_objective_perturbation_noise_gap_and_jacobian_within_the_bounds():
             log_dets.append(np.linalg.slogdet(n * objective.hessian(w))[1])
         assert np.linalg.norm(noises[0] - noises[1]) <= 2 * loss.lipschitz * R * (1 + 1e-9)
         assert abs(log_dets[0] - log_dets[1]) <= jacobian_bound * (1 + 1e-9)
+
+
+def test_multinomial_noise_gap_and_jacobian_within_the_bounds():
+    """The multinomial mechanism's two bounds for weighted neighbours (3 classes, random W)."""
+    from dperm.privacy.multinomial import (
+        multinomial_jacobian_epsilon,
+        multinomial_noise_sensitivity,
+    )
+
+    n, d, K, alpha = 30, 3, 3, 0.05
+    rng = np.random.default_rng(12)
+    jacobian_bound = multinomial_jacobian_epsilon(n, alpha, K, R)
+    worst_gap = 0.0
+    for trial in range(40):
+        X = _rows(n, d, seed=400 + trial)
+        labels = rng.integers(0, K, size=n)
+        v = rng.uniform(size=n)
+        i = int(rng.integers(n))
+        X2, labels2, v2 = X.copy(), labels.copy(), v.copy()
+        X[i] = X[i] / np.linalg.norm(X[i]) * R
+        X2[i] = -X[i] if trial % 2 == 0 else _rows(1, d, seed=500 + trial)[0]
+        labels2[i] = (labels[i] + 1) % K
+        v[i], v2[i] = (1.0, 0.0) if trial % 4 == 0 else (v[i], rng.uniform())
+        W = rng.normal(size=d * K) * 3
+        noises, log_dets = [], []
+        for A, lab, weights in ((X, labels, v), (X2, labels2, v2)):
+            objective = MultinomialObjective(MultinomialLogisticLoss(K), A, lab, alpha,
+                                             sample_weight=weights)
+            noises.append(-n * objective.gradient(W))
+            log_dets.append(np.linalg.slogdet(n * objective.hessian(W))[1])
+        gap = np.linalg.norm(noises[0] - noises[1])
+        worst_gap = max(worst_gap, gap)
+        assert gap <= multinomial_noise_sensitivity(R) * (1 + 1e-9)
+        assert abs(log_dets[0] - log_dets[1]) <= jacobian_bound * (1 + 1e-9)
+    assert worst_gap > 0.3 * multinomial_noise_sensitivity(R)
 
 
 # -- AdaSSP: the statistics the mechanism computes keep their sensitivities -----------------
