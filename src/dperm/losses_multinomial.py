@@ -103,19 +103,24 @@ class MultinomialLogisticLoss:
         residual[np.arange(len(labels)), labels] -= 1.0
         return X.T @ residual
 
-    def value_and_gradient_sums(self, X, labels, W):
-        """Both sums from one pass over the scores."""
+    def value_and_gradient_sums(self, X, labels, W, sample_weight=None):
+        """Both sums from one pass over the scores (each row's term times its weight, if any)."""
         scores = X @ W
         rows = np.arange(len(labels))
-        value = float(np.sum(logsumexp(scores, axis=1) - scores[rows, labels]))
+        values = logsumexp(scores, axis=1) - scores[rows, labels]
         residual = self.probabilities(scores)
         residual[rows, labels] -= 1.0
+        if sample_weight is not None:
+            values = values * sample_weight
+            residual = residual * sample_weight[:, None]
+        value = float(np.sum(values))
         return value, X.T @ residual
 
-    def hessian_sum(self, X, W):
-        """``sum_i (x_i x_i^T) kron (diag(p_i) - p_i p_i^T)``: ``(dK, dK)`` on ``W.ravel()``.
+    def hessian_sum(self, X, W, sample_weight=None):
+        """``sum_i v_i (x_i x_i^T) kron (diag(p_i) - p_i p_i^T)``: ``(dK, dK)`` on ``W.ravel()``.
 
-        Entry ``[(j, k), (l, m)]`` is ``sum_i x_ij x_il (p_ik [k = m] - p_ik p_im)``.
+        Entry ``[(j, k), (l, m)]`` is ``sum_i v_i x_ij x_il (p_ik [k = m] - p_ik p_im)``
+        (``v_i = 1`` without ``sample_weight``).
         Summed in row blocks so the ``n x dK`` products stay small.
         """
         d, K = W.shape
@@ -123,9 +128,14 @@ class MultinomialLogisticLoss:
         for start in range(0, X.shape[0], ROW_BLOCK):
             block = X[start:start + ROW_BLOCK]
             p = self.probabilities(block @ W)
-            diagonal = np.einsum("ij,ik,il->jkl", block, p, block)  # sum x_j p_k x_l
             weighted = (block[:, :, None] * p[:, None, :]).reshape(block.shape[0], d * K)
-            hess -= (weighted.T @ weighted).reshape(d, K, d, K)
+            if sample_weight is None:
+                diagonal = np.einsum("ij,ik,il->jkl", block, p, block)  # sum x_j p_k x_l
+                hess -= (weighted.T @ weighted).reshape(d, K, d, K)
+            else:
+                v = sample_weight[start:start + ROW_BLOCK]
+                diagonal = np.einsum("ij,ik,il->jkl", block, p * v[:, None], block)
+                hess -= (weighted.T @ (weighted * v[:, None])).reshape(d, K, d, K)
             for k in range(K):
                 hess[:, k, :, k] += diagonal[:, k, :]
         return hess.reshape(d * K, d * K)
@@ -155,9 +165,12 @@ class MultinomialObjective:
         Total ridge strength (``alpha + Delta``).
     linear_term : ndarray of shape (d K,), optional
         The noise ``b`` (flat, row-major like ``W.ravel()``).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights in [0, 1]: ``(1/n) sum v_i loss`` with the public ``n``.
     """
 
-    def __init__(self, loss: MultinomialLogisticLoss, X, labels, alpha: float, linear_term=None):
+    def __init__(self, loss: MultinomialLogisticLoss, X, labels, alpha: float, linear_term=None,
+                 sample_weight=None):
         self.loss = loss
         self.X = X
         self.labels = np.asarray(labels, dtype=np.intp)
@@ -165,10 +178,15 @@ class MultinomialObjective:
         self.n_samples = X.shape[0]
         self.shape = (X.shape[1], loss.n_classes)
         self.linear_term = None if linear_term is None else np.asarray(linear_term, dtype=float)
+        self.sample_weight = sample_weight
 
     def value_and_gradient(self, w):
         W = w.reshape(self.shape)
-        value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W)
+        if self.sample_weight is None:
+            value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W)
+        else:
+            value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W,
+                                                            self.sample_weight)
         n = self.n_samples
         value = value / n + 0.5 * self.alpha * float(w @ w)
         grad = grad.ravel() / n + self.alpha * w
@@ -181,7 +199,8 @@ class MultinomialObjective:
         return self.value_and_gradient(w)[1]
 
     def hessian(self, w):
-        hess = self.loss.hessian_sum(self.X, w.reshape(self.shape)) / self.n_samples
+        hess = self.loss.hessian_sum(self.X, w.reshape(self.shape),
+                                     self.sample_weight) / self.n_samples
         hess[np.diag_indices_from(hess)] += self.alpha
         return hess
 

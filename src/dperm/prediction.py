@@ -45,6 +45,7 @@ from dperm.validation import (
     check_random_state,
     clip_labels_to_bound,
     refuse_dask_input,
+    refuse_sample_weight,
     warn_clipped_labels,
 )
 
@@ -274,7 +275,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         }
 
     # -- fitting ----------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the exact kernel model and open a fresh answer budget of ``epsilon_total``.
 
         Nothing is released and nothing is spent: the model stays in private
@@ -291,11 +292,17 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
             Real targets (squared; clipped to ``[-y_bound, y_bound]`` with a
             :class:`~dperm.DataClippingWarning`) or labels from ``classes``
             (hinge; without ``classes``, two labels read from y, warned).
+        sample_weight : None
+            Not supported (ValueError): the prediction mechanisms' sensitivity (Dwork &
+            Feldman 2018) is derived for the unweighted kernel model and its solvers are
+            unweighted.
 
         Returns
         -------
         self
         """
+        refuse_sample_weight(self, sample_weight, "its answer sensitivity and its exact and "
+                             "random-feature kernel solvers are derived for unweighted rows.")
         refuse_dask_input(self, X, y)
         params = self._check_params()
         loss = params["loss"]

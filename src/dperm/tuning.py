@@ -75,7 +75,12 @@ from dperm.privacy.labels import LabelSet, check_classes, resolve_label_set
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.tuning_record import TuningRecord
 from dperm.randomness import child_generator
-from dperm.validation import check_epsilon, check_random_state, refuse_dask_input
+from dperm.validation import (
+    check_epsilon,
+    check_random_state,
+    refuse_dask_input,
+    refuse_sample_weight,
+)
 
 __all__ = [
     "PrivateParameterSearch", "exponential_mechanism_probabilities", "noisy_mistake_count",
@@ -460,15 +465,19 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
     def _label(self, n_candidates):
         return f"PrivateParameterSearch ({self.method}) over {n_candidates} candidates"
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train private candidates and select one privately (``method``).
 
         Every check runs before the budget is spent: the method and its
         parameters, the grid, each candidate's parameters (e.g. a loss its
         mechanism cannot use), the data and the split sizes. The accountant is
         charged once, with the total ``(epsilon, delta)``, just before the
-        first candidate is trained.
+        first candidate is trained. ``sample_weight`` is not supported (ValueError):
+        the private selection scores unweighted mistake counts.
         """
+        refuse_sample_weight(self, sample_weight, "the private selection (003 Alg. 4, random "
+                             "stopping) scores unweighted validation mistakes, and its "
+                             "candidates are trained on parts of the data without weights.")
         refuse_dask_input(self, X, y)
         epsilon = check_epsilon(self.epsilon)
         check_accountant(self.accountant)

@@ -11,6 +11,7 @@ No privacy arithmetic happens here.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -40,8 +41,10 @@ from dperm.validation import (
     append_intercept_feature,
     check_budget_for_data,
     check_random_state,
+    check_sample_weight,
     clip_rows_to_norm,
     is_dask_collection,
+    refuse_sample_weight,
     warn_clipped_rows,
 )
 
@@ -67,10 +70,12 @@ class FitParams(NamedTuple):
 
 
 class Targets(NamedTuple):
-    """Checked targets of one fit: ``y`` and, for a classifier, its public label set."""
+    """Checked targets of one fit: ``y``, for a classifier its public label set, and the
+    checked row weights (``None``: unweighted)."""
 
     y: np.ndarray
     label_set: object = None
+    sample_weight: np.ndarray | None = None
 
 
 class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
@@ -126,7 +131,7 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         return self.mechanism
 
     # -- fitting ----------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private model.
 
         Parameters
@@ -140,19 +145,47 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
             ValueError before any budget is spent); without ``classes``, read
             from y with a :class:`~dperm.PrivacyLeakWarning`; more than two
             labels are fitted one-vs-rest. Regressors: real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights in [0, 1]: the objective becomes
+            ``(1/n) sum_i w_i loss_i + (alpha/2) ||w||^2`` with the public ``n`` (not the
+            sum of the weights, which is private). A weight is part of its row (a
+            neighbouring data set replaces ``(x, y, weight)`` together). A weight outside
+            [0, 1], NaN or infinite raises ValueError naming the row before any budget is
+            spent (weights are never clipped); integer weights above 1 (repeated rows)
+            are not supported: a repeated row would be several records. Not supported
+            for the hinge and pinball losses (their certified solvers are unweighted)
+            nor for Dask input. ``privacy_.sample_weighted`` records that weights were
+            used; the weights are never released.
 
         Returns
         -------
         self
+
+        Notes
+        -----
+        Weights in [0, 1] keep every mechanism's calibration (docs/paper_notes.md,
+        "Weighted rows"): output perturbation's sensitivity ``2 L R / (n alpha)``
+        (Chaudhuri et al. 2011, Cor. 1 and Thm 6; Nie & Wang, Thm 2) needs each row's term
+        to be convex and ``L``-Lipschitz in ``w.x``, which ``w_i loss`` is for ``w_i <= 1``;
+        objective perturbation (Alg. 2, Thm 9 in the JMLR paper), its Gaussian form and the
+        multinomial mechanism need the changed row's gradient norm ``<= L R`` and its
+        rank-one (rank ``K - 1``) Hessian bounded by ``c R^2``, both scaled by ``w_i <= 1``;
+        AdaSSP's statistics of the rows ``(sqrt(w_i) x_i, sqrt(w_i) y_i)`` stay within the
+        public bounds, so its sensitivities hold.
         """
         params = self._check_params()
         check_budget_left(self.accountant, *self._budget_request(params))
         if is_dask_collection(X) or is_dask_collection(y):
+            refuse_sample_weight(self, sample_weight, "Dask input is solved by dperm.scale's "
+                                 "chunked Newton passes, which have no row weights.")
             return self._fit_distributed(X, y, params)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **self._validate_y)
         if sparse.issparse(X):
             X = X.toarray()  # d is small in ERM; the mechanisms work on dense rows
+        sample_weight = self._check_sample_weight(sample_weight, X.shape[0], params)
         targets = self._check_targets(y, params)  # label set or real targets: before the budget
+        if sample_weight is not None:
+            targets = targets._replace(sample_weight=sample_weight)
         params = self._with_public_choices(params, *X.shape, self._n_problems(targets.label_set))
         rng = check_random_state(self.random_state)
         self._spend_budget(params)  # every check passed; nothing computed from X released yet
@@ -162,7 +195,24 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         outputs = self._solve(X, targets, params, rng, effective_norm)
         self._store(outputs, targets, params)
         self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0], targets)
+        if sample_weight is not None:
+            self.privacy_ = dataclasses.replace(self.privacy_, sample_weighted=True)
         return self
+
+    def _check_sample_weight(self, sample_weight, n_samples, params):
+        """The checked weights (:func:`dperm.validation.check_sample_weight`), or ``None``.
+
+        Refused for a loss without a derivative (hinge, pinball): the sensitivity argument
+        would hold, but the certified solvers of piecewise-linear losses (liblinear's duality
+        gap, the smoothing continuation) are written for unweighted rows.
+        """
+        if sample_weight is not None and not params.loss.differentiable:
+            hint = (" Use loss='huber' or 'smooth_hinge'." if params.loss.name == "hinge"
+                    else "")
+            refuse_sample_weight(self, sample_weight, f"the {params.loss.name} loss has no "
+                                 "derivative and dperm's certified solver for it (duality gap, "
+                                 "smoothing) is written for unweighted rows." + hint)
+        return check_sample_weight(sample_weight, n_samples, type(self).__name__)
 
     def _n_problems(self, label_set) -> int:
         """How many ERM problems share the budget (one-vs-rest for a classifier)."""
@@ -407,7 +457,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         return [  # every problem has the same public calibration (each its share of the budget)
             mechanism.release(
                 ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
-                           params.alpha, effective_norm),
+                           params.alpha, effective_norm, sample_weight=targets.sample_weight),
                 params.calibration,
                 rng,
                 params.tol,

@@ -25,7 +25,7 @@ from dperm.exceptions import PrivacyLeakWarning
 from dperm.kernels import RFF_NORM_BOUND, RandomFourierFeatures
 from dperm.linear_model._logistic import PrivateLogisticRegression
 from dperm.linear_model._svc import PrivateLinearSVC
-from dperm.validation import refuse_dask_input
+from dperm.validation import check_sample_weight, refuse_dask_input
 
 __all__ = ["PrivateKernelLogisticRegression", "PrivateKernelSVC"]
 
@@ -101,7 +101,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
             classes=self.classes,
         )
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Draw the random features, map X, and fit the private linear model.
 
         Parameters
@@ -114,6 +114,12 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
             a :class:`~dperm.PrivacyLeakWarning`); more than two are fitted
             one-vs-rest by the linear model, which splits the budget between
             the classes.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights in [0, 1], passed to the linear model on the features
+            (:meth:`dperm.linear_model.PrivateLogisticRegression.fit`): the random
+            features are public and every mapped row has norm at most ``sqrt(2)``, so the
+            linear model's weighted sensitivity argument applies unchanged (003 Alg. 3
+            with its Alg. 1/2; paper note 15). Not for the hinge loss.
 
         Returns
         -------
@@ -124,6 +130,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         X, y = validate_data(
             self, X, y, accept_sparse=("csr", "csc"), dtype=np.float64, ensure_min_samples=2
         )
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], type(self).__name__)
         if _same_random_stream(self.feature_random_state, self.random_state):
             warnings.warn(
                 "feature_random_state and random_state give the same random stream. The "
@@ -140,7 +147,10 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (paper note 10).
         # The linear model checks the labels before it spends the budget.
         linear_model = self._make_linear_model(features.output_norm_bound_)
-        linear_model.fit(features.transform(X), y)
+        if sample_weight is None:
+            linear_model.fit(features.transform(X), y)
+        else:
+            linear_model.fit(features.transform(X), y, sample_weight=sample_weight)
         self.features_ = features
         self.linear_model_ = linear_model
         self.classes_ = linear_model.classes_

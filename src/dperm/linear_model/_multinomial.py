@@ -238,7 +238,8 @@ class MultinomialClassifierMixin:
             return super()._solve(X, targets, params, rng, effective_norm)
         classes = targets.label_set.classes
         labels = np.searchsorted(classes, targets.y)  # y lies in the public label set (checked)
-        problem = MultinomialProblem(X, labels, classes.size, params.alpha, effective_norm)
+        problem = MultinomialProblem(X, labels, classes.size, params.alpha, effective_norm,
+                                     sample_weight=targets.sample_weight)
         return [MECHANISMS[MULTINOMIAL_OBJECTIVE].release(problem, params.calibration, rng, params.tol,
                                                           params.max_iter)]
 

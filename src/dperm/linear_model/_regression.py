@@ -105,7 +105,8 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
 
     def _solve(self, X, targets, params, rng, effective_norm):
         y = self._prepare_labels(targets.y, params.loss)
-        problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm)
+        problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm,
+                             sample_weight=targets.sample_weight)
         return [MECHANISMS[MECHANISM].release(problem, params.calibration, rng, params.tol,
                                               params.max_iter)]
 
@@ -602,10 +603,10 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         warn_clipped_targets(n_clipped, lower, upper)
         if params.mechanism in SUFFICIENT_STATISTICS:
             problem = ERMProblem(X, to_unit_interval(y, lower, upper), SquaredLoss(1.0), 0.0,
-                                 effective_norm)
+                                 effective_norm, sample_weight=targets.sample_weight)
         else:
             problem = ERMProblem(X, to_centred(y, lower, upper), params.loss, params.alpha,
-                                 effective_norm)
+                                 effective_norm, sample_weight=targets.sample_weight)
         return [MECHANISMS[params.mechanism].release(problem, params.calibration, rng, params.tol,
                                                      params.max_iter)]
 

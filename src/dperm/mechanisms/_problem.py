@@ -13,7 +13,10 @@ from dperm.solvers import SolveResult
 
 @dataclass(frozen=True)
 class ERMProblem:
-    """``min_w (1/n) sum loss(t_i) + alpha/2 ||w||^2`` with ``||x_i|| <= data_norm``.
+    """``min_w (1/n) sum v_i loss(t_i) + alpha/2 ||w||^2`` with ``||x_i|| <= data_norm``.
+
+    ``v_i`` is the row's weight in [0, 1] (``sample_weight``; 1 for every row when it is
+    ``None``). The sum is divided by the public ``n``, never by ``sum v_i`` (private).
 
     ``t_i`` is the margin ``y_i w.x_i`` (classification) or the residual
     ``y_i - w.x_i`` (regression), as the loss says (:mod:`dperm.losses`).
@@ -35,6 +38,11 @@ class ERMProblem:
         The papers' ``Lambda``.
     data_norm : float
         Public bound ``R`` on every row's L2 norm.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1], checked by the estimator
+        (:func:`dperm.validation.check_sample_weight`); part of each row, so replace-one
+        neighbours replace ``(x_i, y_i, v_i)`` together. Every mechanism's sensitivity
+        argument holds unchanged because ``v_i <= 1`` (paper note 15).
     """
 
     X: np.ndarray
@@ -42,6 +50,7 @@ class ERMProblem:
     loss: ConvexLoss
     alpha: float
     data_norm: float
+    sample_weight: np.ndarray | None = None
 
     @property
     def n_samples(self) -> int:

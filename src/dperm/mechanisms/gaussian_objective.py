@@ -74,6 +74,13 @@ def gaussian_objective_perturbation(
     4. minimise to ``||grad|| <= tol`` and release with AMP's output noise
        (:func:`~dperm.mechanisms.objective.perturb_and_release`).
 
+    Weighted rows (``problem.sample_weight``, ``v_i`` in [0, 1]): the changed row's
+    weighted gradient ``v_i l' y_i x_i`` still lies along ``x_i`` with norm at most
+    ``L R``, so the neighbours' noises still differ by a vector in the span of the two
+    rows of norm ``<= 2 L R``, and its rank-one Hessian is ``v_i <= 1`` times the
+    unweighted one (the Jacobian bound of step 2 holds); the calibration is unchanged
+    (paper note 15).
+
     Steps 1-3's numbers are :func:`calibrate`'s, steps 3-4 :func:`release`'s; this
     function is the checked entry of the row ``"gaussian_objective"`` (``calibration="tight"``)
     or ``"gaussian_objective_004"`` (``"004"``) (:meth:`~dperm.mechanisms.catalog.Mechanism.run`).

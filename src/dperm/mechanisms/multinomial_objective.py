@@ -73,6 +73,12 @@ class MultinomialProblem:
         ``R`` (the intercept's column included).
     n_samples, n_features : int
         Public sizes; read from ``X`` when it is given.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1] (part of each row): the loss term is ``(1/n) sum v_i loss``.
+        The changed row's gradient ``v_i x_i (p_i - e_{y_i})^T`` keeps the Frobenius bound
+        ``sqrt(2) R`` and its Hessian ``v_i (x_i x_i^T) kron (diag(p_i) - p_i p_i^T)`` the
+        rank ``K - 1`` and trace bound the Jacobian term uses (scaled by ``v_i <= 1``), so
+        the calibration is unchanged (paper note 15).
     """
 
     X: np.ndarray | None
@@ -82,6 +88,7 @@ class MultinomialProblem:
     data_norm: float
     n_samples: int = 0
     n_features: int = 0
+    sample_weight: np.ndarray | None = None
 
     def __post_init__(self):
         if self.X is not None:
@@ -203,7 +210,7 @@ def release(problem: MultinomialProblem, calibration: MechanismCalibration, rng,
     noise = grid_vector(sample_grid_noise(plan.laplace, dimension, rng), plan.grid)
     regularization = problem.alpha + plan.slack.extra_regularization
     objective = MultinomialObjective(problem.loss, problem.X, problem.labels, regularization,
-                                     linear_term=noise)
+                                     linear_term=noise, sample_weight=problem.sample_weight)
     solve = minimize_certified(objective, tol=calibration.solve_tol or tol, max_iter=max_iter,
                                w0=np.zeros(dimension))
     coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)

@@ -46,6 +46,11 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     (:func:`dperm.solvers.minimize_certified`), so it certifies whatever the
     data and ``max_iter``: a fit that has spent its budget always releases.
     """
+    if problem.sample_weight is not None:
+        return minimize_erm(
+            problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol,
+            max_iter, linear_term=noise, sample_weight=problem.sample_weight,
+        )
     return minimize_erm(
         problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol, max_iter,
         linear_term=noise,
@@ -226,6 +231,15 @@ def objective_perturbation(problem: ERMProblem, epsilon: float, delta: float, rn
        003 Thm 2's proof uses of the noise;
     4. minimise ``J(w) + b.w / n + Delta/2 ||w||^2`` to ``||grad|| <= tol``;
     5. release that point with AMP's output noise (:func:`amp_output_calibration`).
+
+    Weighted rows (``problem.sample_weight``, ``v_i`` in [0, 1]): 003 Thm 2's proof
+    (Thm 9 in the JMLR version) uses of the changed row only that its term's gradient
+    ``v_i l'(y_i w.x_i) y_i x_i`` has norm at most ``L R`` (so ``||b_D - b_D'|| <= 2 L R``)
+    and that its Hessian ``v_i l'' x_i x_i^T`` is rank one with eigenvalue at most ``c R^2``
+    (the Jacobian's one factor); both scale by ``v_i <= 1``, and the other rows' weighted
+    terms are still convex, so the perturbed objective keeps its strong convexity
+    ``alpha + Delta``. The calibration is unchanged; AMP's stage (Iyengar et al. 2019,
+    Thm 1) needs only that strong convexity (paper note 15).
 
     Steps 1-3's numbers are :func:`calibrate`'s, steps 3-5 :func:`release`'s; this
     function is the row's checked entry (:meth:`~dperm.mechanisms.catalog.Mechanism.run`).

@@ -83,8 +83,16 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
     Differentiable losses: L-BFGS and Newton to ``||grad J|| <= alpha r``
     (strong convexity gives the radius). Piecewise-linear losses:
     :func:`dperm.solvers.solve_nonsmooth` (duality gap or smoothing bound).
+    Weighted rows (``problem.sample_weight``): differentiable losses only.
     """
     loss = problem.loss
+    if problem.sample_weight is not None:
+        if not loss.differentiable:  # the estimators refuse this before any budget is spent
+            raise ValueError(f"sample_weight is not supported for the {loss.name} loss: its "
+                             "certified solver is written for unweighted rows.")
+        return minimize_erm(loss, problem.X, problem.y, problem.alpha,
+                            problem.alpha * radius_allowed, max_iter,
+                            sample_weight=problem.sample_weight)
     if loss.differentiable or problem.is_distributed:
         return minimize_erm(loss, problem.X, problem.y, problem.alpha,
                             problem.alpha * radius_allowed, max_iter)
@@ -111,6 +119,14 @@ def output_perturbation(problem: ERMProblem, epsilon: float, delta: float, rng, 
     (:mod:`dperm.solvers.proven`), so whether a model is released never depends
     on the data. The noise is a vector in
     coefficient space, never the scalar shift of 000 eq. 2 (paper note 6).
+
+    Weighted rows (``problem.sample_weight``, ``v_i`` in [0, 1]): the objective is
+    ``(1/n) sum v_i loss + alpha/2 ||w||^2`` with the public ``n``. Each ``v_i loss`` is
+    convex and ``v_i C_L <= C_L``-Lipschitz in ``w.x``, which is all 000 Thm 2's and 003
+    Cor. 1's proofs use of a row's term (the neighbours' minimisers differ by the
+    gradient of one row's term over ``n alpha``), so the sensitivity
+    ``2 C_L R / (n alpha)`` and the calibration are unchanged (docs/paper_notes.md,
+    "Weighted rows").
 
     Float-safe: the minimiser is rounded to a power-of-two grid and gets exact
     integer noise (:func:`release_output`, :mod:`dperm.mechanisms.noise`) in

@@ -261,12 +261,14 @@ class SufficientStatisticsOutput:
 
 
 def solve_released(calibration: SufficientStatisticsCalibration, gram, moment, min_eigenvalue,
-                   intercept: float | None = None) -> tuple[np.ndarray, float]:
+                   intercept: float | None = None, *,
+                   public_corner: bool = True) -> tuple[np.ndarray, float]:
     """``((G~ + lambda P)^-1 m~, lambda)`` from the released values (Wang 2018, Alg. 2, lines 5-6).
 
     Post-processing only. With ``intercept = c`` (the public value of the last, constant
     column) ``P`` leaves that coordinate unpenalised and the Gram matrix's corner
-    ``sum_i c^2 = n c^2``, public, replaces its noised value. ``lambda_min(G_full) <=
+    ``sum_i c^2 = n c^2``, public, replaces its noised value (``public_corner``; with row
+    weights the corner is ``c^2 sum_i v_i``, private, and its released value is kept). ``lambda_min(G_full) <=
     lambda_min`` of the Schur complement the slopes see (interlacing of the inverse), so the
     eigenvalue bound stays conservative with the unpenalised intercept.
     """
@@ -277,7 +279,8 @@ def solve_released(calibration: SufficientStatisticsCalibration, gram, moment, m
     matrix = vector_to_symmetric(gram, d)
     if intercept is not None:
         penalty[-1] = 0.0
-        matrix[-1, -1] = calibration.n_samples * float(intercept) ** 2
+        if public_corner:
+            matrix[-1, -1] = calibration.n_samples * float(intercept) ** 2
     matrix = matrix + ridge * np.diag(penalty)
     values, vectors = np.linalg.eigh(matrix)
     values = np.maximum(values, calibration.gram.entry_std)  # the safeguard (module docstring)
@@ -309,6 +312,15 @@ def release(problem, calibration: SufficientStatisticsCalibration, rng, tol: flo
     map; a no-op for an estimator's input), the constant column set to the public
     ``calibration.intercept`` when there is one, then Alg. 2, lines 1-6. ``tol`` and
     ``max_iter`` are not used (no iterative solve).
+
+    Row weights (``problem.sample_weight``, ``v_i`` in [0, 1]): weighted least squares
+    ``sum_i v_i (y_i - w.z_i)^2`` is least squares on the rows ``(sqrt(v_i) z_i,
+    sqrt(v_i) y_i)``, which stay within the public bounds ``R`` and ``B`` (``sqrt(v_i)
+    <= 1``, and a float product by a factor ``<= 1`` never grows). The three statistics
+    are computed from those rows, so every sensitivity (Gram, moment, smallest
+    eigenvalue, each bound for any rows within ``R`` and ``B``) and the calibration are
+    unchanged; only the Gram corner ``c^2 sum_i v_i`` is no longer public, so its released
+    value is used.
     """
     intercept = calibration.intercept
     X = np.array(problem.X, dtype=np.float64)
@@ -317,12 +329,18 @@ def release(problem, calibration: SufficientStatisticsCalibration, rng, tol: flo
     X = _rows_within(X, calibration.data_norm)
     y = np.clip(np.asarray(problem.y, dtype=np.float64), -calibration.target_bound,
                 calibration.target_bound)
+    weights = getattr(problem, "sample_weight", None)
+    if weights is not None:
+        root = np.sqrt(np.asarray(weights, dtype=np.float64))
+        X = X * root[:, None]
+        y = y * root
     gram_matrix = X.T @ X
     gram = calibration.gram.release(symmetric_to_vector(gram_matrix), rng)
     moment = calibration.moment.release(X.T @ y, rng)
     smallest = float(np.linalg.eigvalsh(gram_matrix)[0])
     min_eigenvalue = float(calibration.min_eigenvalue.release(np.array([smallest]), rng)[0])
-    coef, ridge = solve_released(calibration, gram, moment, min_eigenvalue, intercept)
+    coef, ridge = solve_released(calibration, gram, moment, min_eigenvalue, intercept,
+                                 public_corner=weights is None)
     return SufficientStatisticsOutput(coef, ridge, gram, moment, min_eigenvalue, calibration)
 
 

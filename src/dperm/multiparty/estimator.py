@@ -499,6 +499,12 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         result = local_aggregation(parties, secure_sum, calibration, max_iter=int(self.max_iter), random_state=rng)
         return result.coef, result.record
 
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``
+        (the averaged local logistic models; the Huber loss gives no probabilities)."""
+        return self._predict_proba_lr(X)
+
 
 class NewtonClassifier(_MultipartyClassifierBase):
     """Few-round multiparty learning: damped Newton on securely summed, noised gradients and Hessians.

@@ -19,8 +19,12 @@ from dperm.privacy.release import (
     released,
 )
 
-__all__ = ["PrivacyRecord", "linear_record"]
+__all__ = ["WEIGHTED_ROWS", "PrivacyRecord", "linear_record"]
 
+#: The summary's line for a fit given ``sample_weight`` (paper note 15).
+WEIGHTED_ROWS = ("Weighted rows: sample_weight in [0, 1] was given; a record is (x, y, weight), "
+                 "the loss is (1/n) sum weight * loss with the public n, and the unweighted "
+                 "calibration covers it (weights <= 1).")
 #: What makes the noise safe against floating-point attacks, in one line.
 FLOAT_SAFETY = ("values rounded to a power-of-two grid, exact integer noise (Canonne, Kamath & "
                 "Steinke 2020), so no output is ruled out by its low-order bits (Mironov 2012)")
@@ -119,6 +123,11 @@ class PrivacyRecord(RecordBase):
         and mapped onto ``[-1, 1]`` (``(y - centre) / half_width``) before the solve;
         the release is on that scale and ``coef_`` / ``intercept_`` are it times the
         half width (plus the centre): post-processing. None when no bounds were given.
+    sample_weighted : bool
+        Whether ``fit`` was given ``sample_weight`` (a public flag; the weights are part of
+        the private rows and never released). Weights lie in [0, 1] and a neighbour replaces
+        a row's ``(x, y, weight)`` together; the calibration is the unweighted one
+        (paper note 15). Serialised only when True.
     """
 
     mechanism: str = released(PUBLIC)
@@ -140,6 +149,7 @@ class PrivacyRecord(RecordBase):
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
     target_bounds: tuple | None = released(PUBLIC, None)
+    sample_weighted: bool = released(PUBLIC, False, omit_default=True)
 
     #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
     SERIALISED_ORDER: ClassVar[tuple] = (
@@ -149,6 +159,7 @@ class PrivacyRecord(RecordBase):
         "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
         "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
         "solve_tol", "label_set_public", "engine", "mechanism_choice", "target_bounds",
+        "sample_weighted",
     )
 
     @property
@@ -167,6 +178,8 @@ class PrivacyRecord(RecordBase):
         ]
         if self.mechanism_choice:
             lines.append(f"Chosen by mechanism='auto' from public quantities: {self.mechanism_choice}.")
+        if self.sample_weighted:
+            lines.append(WEIGHTED_ROWS)
         if self.target_bounds is not None:
             lower, upper = self.target_bounds
             lines.append(f"Targets: clipped to the public bounds [{lower:g}, {upper:g}] and mapped "

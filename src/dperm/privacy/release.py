@@ -80,8 +80,13 @@ FITTED_ATTRIBUTES = {
 }
 
 
-def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=None):
+def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=None,
+             omit_default: bool = False):
     """A dataclass field of a privacy record, declared ``PUBLIC``, ``NOISED`` or ``DERIVED``.
+
+    ``omit_default``: the key is left out of the serialised record while the field has its
+    default (a field added later that most fits never set, such as ``sample_weighted``:
+    records and model files of the other fits stay byte for byte as they were).
 
     ``embed``: the field holds an instance of this dataclass (a calibration), declared as one
     field; it serialises as its own serialised fields (those without
@@ -91,7 +96,8 @@ def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=Non
     """
     if kind not in KINDS:
         raise ValueError(f"release kind must be one of {KINDS}; got {kind!r}.")
-    metadata = {"release": kind, "doc": doc, "embed": embed, "names": dict(names or {})}
+    metadata = {"release": kind, "doc": doc, "embed": embed, "names": dict(names or {}),
+                "omit_default": omit_default}
     if default is MISSING:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -164,7 +170,11 @@ class RecordBase:
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (used in model files); tuples become lists."""
         data = {}
+        omitted = {f.name for f in dataclasses.fields(self)
+                   if f.metadata.get("omit_default") and getattr(self, f.name) == f.default}
         for key, (name, inner, _) in self._serialised_keys().items():
+            if name in omitted:
+                continue
             value = getattr(self, name)
             if inner is not None:
                 value = getattr(value, inner)

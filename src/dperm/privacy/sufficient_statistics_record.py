@@ -7,6 +7,7 @@ Every field is a public input or derived from public inputs only
 
 from __future__ import annotations
 
+from dperm.privacy.record import WEIGHTED_ROWS
 from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
@@ -105,6 +106,7 @@ class SufficientStatisticsRecord(RecordBase):
     label_set_public: bool | None = released(PUBLIC, None)
     engine: str = released(PUBLIC, "memory")
     mechanism_choice: str | None = released(DERIVED, None)
+    sample_weighted: bool = released(PUBLIC, False, omit_default=True)
 
     #: The coefficients are computed from the noised statistics, not released on a grid:
     #: :func:`dperm.model_io.check_on_grid` has nothing to check.
@@ -138,6 +140,9 @@ class SufficientStatisticsRecord(RecordBase):
             f"Ridge: lambda = max(0, {self.ridge_target:.4g} - (released lambda_min - "
             f"{self.eigenvalue_shift:.4g})), computed from the released values only"
             + ("; the intercept is not penalised." if self.fit_intercept else "."))
+        if self.sample_weighted:
+            lines.append(WEIGHTED_ROWS + " The statistics are of the rows (sqrt(weight) x, "
+                         "sqrt(weight) y); the intercept's Gram corner is the released one.")
         lines.append(f"Float-safe: {FLOAT_SAFETY}.")
         lines.append(
             f"Public inputs: n = {self.n_samples}, row norm bound {self.data_norm:g} (effective "

@@ -6,7 +6,9 @@ and a fixed linear term ``b`` (the objective-perturbation noise, zero otherwise)
 
     J(w) = (1/n) sum_i loss(t_i) + (alpha / 2) ||w||^2 + (1/n) b.w,
 
-003 eq. 9 plus the ``Delta/2 ||w||^2`` of Alg. 2 folded into ``alpha``.
+003 eq. 9 plus the ``Delta/2 ||w||^2`` of Alg. 2 folded into ``alpha``. With row
+weights ``v_i`` in [0, 1] (``sample_weight``) the loss term is ``(1/n) sum_i v_i
+loss(t_i)``, still over the public ``n`` (paper note 15).
 
 Objective perturbation's proof assumes the exact minimiser (paper
 note 8). ``minimize_certified`` therefore solves to a gradient-norm tolerance
@@ -79,21 +81,31 @@ class SolveResult:
     certified: bool
 
 
-def loss_sums(loss: ConvexLoss, X, y, w, with_hessian: bool = False):
+def loss_sums(loss: ConvexLoss, X, y, w, with_hessian: bool = False, sample_weight=None):
     """Unnormalised sums over the rows of ``X``: ``sum loss``, its gradient and Hessian in ``w``.
 
     ``(sum_i loss(t_i), sum_i loss'(s_i) x_i, sum_i loss''(s_i) x_i x_i^T)``
     with ``s_i = w.x_i`` (the Hessian is ``None`` unless ``with_hessian``).
+    With ``sample_weight`` (``v_i`` in [0, 1], checked by the estimator) every term
+    is multiplied by its row's ``v_i``; ``None`` is the unweighted sum, computed exactly
+    as before weights existed.
     Sums over disjoint row blocks add up to the sums over their union, which is
     how :mod:`dperm.scale` evaluates ``J`` over chunks; ``RegularizedERMObjective``
     divides by ``n`` and adds the regulariser.
     """
     scores = X @ w
-    value = float(loss.value(loss.argument(y, scores)).sum())
-    grad = X.T @ loss.score_derivative(y, scores)
+    values = loss.value(loss.argument(y, scores))
+    derivatives = loss.score_derivative(y, scores)
+    if sample_weight is not None:
+        values = values * sample_weight
+        derivatives = derivatives * sample_weight
+    value = float(values.sum())
+    grad = X.T @ derivatives
     hess = None
     if with_hessian:
         curvature = loss.score_second_derivative(y, scores)
+        if sample_weight is not None:
+            curvature = curvature * sample_weight
         hess = np.zeros((X.shape[1], X.shape[1]))
         # In blocks of rows: the weighted copy of X stays small for tall chunks.
         for start in range(0, X.shape[0], ROW_BLOCK):
@@ -119,18 +131,23 @@ class RegularizedERMObjective:
         Total L2 strength (the papers' ``Lambda``, plus ``Delta`` if any).
     linear_term : ndarray of shape (d,), optional
         The vector ``b``; enters as ``b.w / n`` (003 eq. 9).
+    sample_weight : ndarray of shape (n,), optional
+        Row weights in [0, 1]: the loss term is ``(1/n) sum_i v_i loss(t_i)``, divided
+        by the public ``n``, not by ``sum v_i`` (which is private).
     """
 
-    def __init__(self, loss: ConvexLoss, X, y, alpha: float, linear_term=None):
+    def __init__(self, loss: ConvexLoss, X, y, alpha: float, linear_term=None, sample_weight=None):
         self.loss = loss
         self.X = X
         self.y = y
         self.alpha = float(alpha)
         self.n_samples = X.shape[0]
         self.linear_term = None if linear_term is None else np.asarray(linear_term, dtype=float)
+        self.sample_weight = sample_weight
 
     def value_and_gradient(self, w):
-        loss_sum, grad_sum, _ = loss_sums(self.loss, self.X, self.y, w)
+        loss_sum, grad_sum, _ = loss_sums(self.loss, self.X, self.y, w,
+                                          sample_weight=self.sample_weight)
         return regularized_value_and_gradient(
             loss_sum, grad_sum, w, self.n_samples, self.alpha, self.linear_term
         )
@@ -141,14 +158,17 @@ class RegularizedERMObjective:
     def smoothness(self) -> float:
         """``L = c max_i ||x_i||^2 + alpha``, a bound on the Hessian's largest eigenvalue.
 
-        ``(1/n) sum loss''(s_i) x_i x_i^T + alpha I`` with ``loss'' <= c`` (the
-        loss's curvature) and ``||x_i|| <= max_i ||x_i||`` (at most the public norm bound).
+        ``(1/n) sum v_i loss''(s_i) x_i x_i^T + alpha I`` with ``loss'' <= c`` (the
+        loss's curvature), ``v_i <= 1`` (1 without weights) and ``||x_i|| <= max_i ||x_i||``
+        (at most the public norm bound).
         """
         max_row_norm_sq = float(np.max(np.einsum("ij,ij->i", self.X, self.X), initial=0.0))
         return self.loss.curvature * max_row_norm_sq + self.alpha
 
     def hessian(self, w):
         curvature = self.loss.score_second_derivative(self.y, self.X @ w) / self.n_samples
+        if self.sample_weight is not None:
+            curvature = curvature * self.sample_weight
         hess = (self.X.T * curvature) @ self.X
         hess[np.diag_indices_from(hess)] += self.alpha
         return hess
@@ -168,19 +188,24 @@ def regularized_value_and_gradient(loss_sum, grad_sum, w, n_samples, alpha, line
 
 
 def minimize_erm(loss: ConvexLoss, X, y, alpha: float, tol: float, max_iter: int,
-                 linear_term=None):
+                 linear_term=None, sample_weight=None):
     """Certified minimisation of ``J`` wherever the rows live.
 
     In-memory rows go to :func:`minimize_certified`. Rows that live elsewhere
     (a :class:`dperm.scale.ChunkedERMData`, over a Dask cluster) bring their
     own certified solver, ``X.minimize_certified(loss, alpha, tol, max_iter,
     linear_term)``, which returns the same :class:`SolveResult`; ``y`` is then
-    ``None`` because the labels travel with the row chunks.
+    ``None`` because the labels travel with the row chunks. Row weights
+    (``sample_weight``) are for in-memory rows only (the estimators refuse them with
+    Dask input before anything is spent).
     """
     distributed_solve = getattr(X, "minimize_certified", None)
     if distributed_solve is not None:
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported for rows on a Dask cluster.")
         return distributed_solve(loss, alpha, tol, max_iter, linear_term)
-    objective = RegularizedERMObjective(loss, X, y, alpha, linear_term=linear_term)
+    objective = RegularizedERMObjective(loss, X, y, alpha, linear_term=linear_term,
+                                        sample_weight=sample_weight)
     return minimize_certified(objective, tol=tol, max_iter=max_iter)
 
 
