@@ -52,6 +52,18 @@ def test_the_limit_is_the_largest_legitimate_message():
                                                                    + 10_000 * SHARE_BYTES_PER_PARTY)
 
 
+def test_the_launcher_takes_d_for_a_tighter_limit():
+    from dperm.multiparty.flower.superlink import _parse
+
+    flower = ["--", "--host", "127.0.0.1", "--port", "9", "--enable-supernode-auth", "--ssl-certfile", "c",
+              "--ssl-keyfile", "k", "--ssl-ca-certfile", "a"]
+    ours, _, _ = _parse(["--fleet-host", "h", "--fleet-port", "1", "--control-port", "9", "--party-key", "p",
+                         "--max-features", "123", *flower])
+    assert ours.max_features == 123
+    ours, _, _ = _parse(["--fleet-host", "h", "--fleet-port", "1", "--control-port", "9", "--party-key", "p", *flower])
+    assert ours.max_features is None  # dperm coordinate does not know d when it starts the SuperLink
+
+
 # -- FleetOnly as an ASGI app -----------------------------------------------------------------
 
 

@@ -20,12 +20,16 @@ OIDC plugin is in the enterprise edition), so this launcher splits the port:
    authentication middleware) behind :class:`FleetOnly`, which answers 404
    to every path outside ``/v1/fleet/``. Parties never see a refused
    activation because they connected before their key was registered.
+4. That public server refuses every request body longer than the largest
+   message an honest SuperNode sends (:func:`largest_fleet_request`, 413
+   before Flower reads it), so an unauthenticated client cannot make the
+   SuperLink hold more than about twice that per request.
 
 Usage (internal)::
 
     python -m dperm.multiparty.flower.superlink --fleet-host H --fleet-port P \
         --control-port C --party-key a.pub --party-key b.pub [--parent-pid PID] \
-        -- <flower-superlink arguments>
+        [--max-features D] -- <flower-superlink arguments>
 """
 
 from __future__ import annotations
