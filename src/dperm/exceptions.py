@@ -14,8 +14,8 @@ __all__ = [
     "BudgetExceededError", "BudgetWarning", "CalibrationRefusedError", "CertificateError",
     "DataClippingWarning", "DistributedFitError", "DropoutError", "MalformedReplyError",
     "NoiseSwampsSignalError", "PartyUnavailableError", "PrivacyLeakWarning",
-    "SecureSumClippingWarning", "WeakGuaranteeWarning", "library_prefixes", "user_stacklevel",
-    "warn_at_caller",
+    "SecureSumClippingWarning", "SecureSumIntegrityError", "WeakGuaranteeWarning", "library_prefixes",
+    "user_stacklevel", "warn_at_caller",
 ]
 
 
@@ -158,6 +158,17 @@ class MalformedReplyError(ValueError):
 
     The round is aborted and nothing is revealed; the message names the party
     and the problem, never the vector.
+    """
+
+
+class SecureSumIntegrityError(RuntimeError):
+    """A round's secure sum lies outside what honest parties' replies can sum to.
+
+    The coordinator checks every revealed sum against public bounds
+    (:mod:`dperm.multiparty.integrity`): a sum outside them means some party
+    sent a value no honest reply takes (or, for the norm check, an event of
+    documented probability). The training is aborted before the sum is used;
+    the message names the round and the bound, never a party's vector.
     """
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dperm.mechanisms.noise import grid_vector, round_to_grid, sample_discrete_gaussian_vector, to_grid
+from dperm.multiparty.integrity import check_sum, newton_party_bound, newton_sum_bound, refuse_reply
 from dperm.multiparty.newton_privacy import check_newton_calibration
 from dperm.multiparty.protocol import InProcessParties, PartyNetwork, ShardOwner
 from dperm.multiparty.secure_sum import check_contribution, summarise_reports
@@ -72,7 +73,7 @@ def unpack(total, calibration: NewtonCalibration):
 # -- the party ---------------------------------------------------------------------------------------
 
 
-def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.ndarray:
+def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng, *, party_id="party") -> np.ndarray:
     """One party's answer at ``w_t``: ``g (round(a_k / g) + Z_k)``, clipped to the secure sum's range.
 
     ``a_k`` packs the party's gradient and Hessian sums (:func:`pack`);
@@ -80,13 +81,21 @@ def party_reply(X, y, loss, calibration: NewtonCalibration, coef, rng) -> np.nda
     ``party_sigma_squared`` (CKS 2020, Alg. 3); rows must already have norm
     ``<= data_norm``. The clip to ``[-C, C]`` acts only on the event the
     calibration's ``range_probability`` bounds (:mod:`dperm.privacy.newton`, point 5).
+    Before anything is sent the party refuses (MalformedReplyError, named
+    ``party_id``) packed sums beyond their public bound or a reply that is not
+    finite or outside ``[-C, C]`` (:func:`~dperm.multiparty.integrity.refuse_reply`).
     """
     coef = np.asarray(coef, dtype=float)
     _, gradient, hessian = loss_sums(loss, X, y, coef, with_hessian=True)
-    centres = to_grid(pack(gradient, hessian, calibration), calibration.grid_step)
+    # the party's own checks (dperm.multiparty.integrity): a broken party sends nothing
+    packed = refuse_reply(party_id, pack(gradient, hessian, calibration), what="packed sums",
+                          norm_bound=newton_party_bound(calibration, len(X)))
+    centres = to_grid(packed, calibration.grid_step)
     noise = sample_discrete_gaussian_vector(calibration.dimension, party_sigma_squared_fraction(calibration), rng)
-    reply = grid_vector([c + z for c, z in zip(centres, noise)], calibration.grid_step)
-    return np.clip(reply, -calibration.clipping_range, calibration.clipping_range)
+    reply = refuse_reply(party_id, grid_vector([c + z for c, z in zip(centres, noise)], calibration.grid_step),
+                         what="reply")
+    reply = np.clip(reply, -calibration.clipping_range, calibration.clipping_range)
+    return refuse_reply(party_id, reply, what="reply", range_bound=calibration.clipping_range)
 
 
 class NewtonParty(ShardOwner):
@@ -123,7 +132,8 @@ class NewtonParty(ShardOwner):
                                "rounds; a further answer is not covered by the calibration.")
         coef = check_contribution(self.party_id, coef, self.n_features)
         self.rounds_answered += 1
-        return party_reply(self._X, self._y, self.loss, self._calibration, coef, self._rng)
+        return party_reply(self._X, self._y, self.loss, self._calibration, coef, self._rng,
+                           party_id=self.party_id)
 
     def __repr__(self) -> str:
         return f"NewtonParty(party_id={self.party_id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
@@ -226,10 +236,12 @@ def private_newton(network: NewtonNetwork, calibration: NewtonCalibration) -> Ne
                          f"max N_k={calibration.max_party_samples}).")
     network.setup(calibration)
     coef = np.zeros(calibration.n_features)
+    sum_bound = newton_sum_bound(calibration)  # public: what honest replies can sum to
     reports, seconds = [], []
     for round_index in range(calibration.n_rounds):
         started = time.perf_counter()
         total, report = network.round_sum(coef, round_index)
+        check_sum(total, report, norm_bound=sum_bound, round_index=round_index, protocol="Newton")
         # the replies are on the public grid, so the sum is too: undo the engine's float decoding error
         gradient_sum, hessian_sum = unpack(round_to_grid(total, calibration.grid_step), calibration)
         coef = newton_update(coef, gradient_sum, hessian_sum, calibration)

@@ -35,6 +35,7 @@ from dperm.exceptions import (
     SecureSumClippingWarning,
 )
 from dperm.mechanisms.noise import release_on_grid, sample_gaussian
+from dperm.multiparty.integrity import check_sum, psgd_party_bound, psgd_sum_bound, refuse_reply
 from dperm.multiparty.privacy import check_psgd_calibration, discrete_laplace_tail_bound, round_noise_calibration
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
@@ -235,8 +236,11 @@ class Party(ShardOwner):
                 f"expected ({self.n_features},) finite values."
             )
         self.rounds_answered += 1
+        # the party's own checks (dperm.multiparty.integrity): a broken party sends nothing
+        gradient = refuse_reply(self.party_id, self.local_gradient(coef), what="gradient sum",
+                                norm_bound=psgd_party_bound(calibration, self.n_samples))
         # eta^k is data-independent: adding it (in floats) post-processes the exact release
-        return self._release_round(self.local_gradient(coef)) + self._one_time_noise
+        return refuse_reply(self.party_id, self._release_round(gradient) + self._one_time_noise, what="reply")
 
     # -- local aggregation (004 eq. 4) --------------------------------------------------
     def local_minimiser(self, alpha: float, gradient_tol: float, max_iter: int):
@@ -527,8 +531,10 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     scale = 1.0 / calibration.n_samples
     regularization = calibration.strong_convexity
     reports = []
+    sum_bound = psgd_sum_bound(calibration)  # public: what honest replies can sum to
     for t in range(calibration.n_rounds):
         gradient_sum, report = network.gradient_sum(coef, scale, t)
+        check_sum(gradient_sum, report, norm_bound=sum_bound, round_index=t, protocol="PSGD")
         reports.append(report)
         coef = coef - _step(steps, t) * (gradient_sum + regularization * coef)  # 004 Alg. 1
     summary = summarise_reports(reports)

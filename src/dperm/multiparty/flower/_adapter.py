@@ -443,3 +443,20 @@ def captured_superlink_app(store: dict):
         yield
     finally:
         _superlink_main.create_app = original
+
+
+# -- the public port's request-size limit (dperm.multiparty.flower.superlink) -------------------
+
+
+def array_chunk_bytes() -> int:
+    """The most bytes of one array Flower puts in one object (``FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE``).
+
+    Flower 1.41 splits every array into chunks of at most this many bytes
+    (``flwr/app/message/array.py``; 5 MiB unless the environment variable of
+    that name says otherwise), so no honest ``push-object`` request carries
+    more of an array. Read, never changed.
+    """
+    from flwr.common.constant import FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE
+
+    return int(FLWR_PRIVATE_MAX_ARRAY_CHUNK_SIZE)
+

@@ -131,7 +131,8 @@ def newton_reply(context, parameters, config) -> list:
     coef = check_contribution(name, parameters[0], calibration.n_features)
     X, y = _party_rows(context, calibration.data_norm)
     _save_state(context, run_id, calibration, h, rounds_answered + 1)  # counted before anything is sent
-    return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None))]
+    return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None),
+                        party_id=name)]
 
 
 def newton_secagg_terms(context, config):

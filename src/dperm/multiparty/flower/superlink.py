@@ -20,12 +20,16 @@ OIDC plugin is in the enterprise edition), so this launcher splits the port:
    authentication middleware) behind :class:`FleetOnly`, which answers 404
    to every path outside ``/v1/fleet/``. Parties never see a refused
    activation because they connected before their key was registered.
+4. That public server refuses every request body longer than the largest
+   message an honest SuperNode sends (:func:`largest_fleet_request`, 413
+   before Flower reads it), so an unauthenticated client cannot make the
+   SuperLink hold more than about twice that per request.
 
 Usage (internal)::
 
     python -m dperm.multiparty.flower.superlink --fleet-host H --fleet-port P \
         --control-port C --party-key a.pub --party-key b.pub [--parent-pid PID] \
-        -- <flower-superlink arguments>
+        [--max-features D] -- <flower-superlink arguments>
 """
 
 from __future__ import annotations
@@ -39,36 +43,116 @@ import threading
 import time
 from pathlib import Path
 
-__all__ = ["main", "public_key_bytes"]
+__all__ = ["FleetOnly", "largest_fleet_request", "main", "public_key_bytes"]
 
 #: The only path prefix the public port serves (Flower 1.41's Fleet router).
 FLEET_PREFIX = "/v1/fleet/"
 _APP = {}
 
+#: Bytes a party's SecAgg+ share-stage message may spend per other party: its
+#: encrypted Shamir shares (Fernet tokens of two 32-byte secrets' shares, about
+#: 250 bytes) and the node ids, with room to spare.
+SHARE_BYTES_PER_PARTY = 1024
+#: Allowance for the request's protobuf framing, Flower's object header and
+#: metadata (message ids, object tree, run and node ids).
+REQUEST_OVERHEAD_BYTES = 64 * 1024
+#: Bytes per array element: SecAgg+'s masked integers and dperm's float64 arrays.
+ELEMENT_BYTES = 8
+#: Bound on one request's headers on the public port (h11's incomplete-event limit).
+HEADER_LIMIT_BYTES = 64 * 1024
+
+
+def largest_fleet_request(n_parties: int, n_features=None, *, chunk_bytes: int) -> int:
+    """The largest request body an honest SuperNode sends the Fleet API in a dperm training, in bytes.
+
+    A SuperNode's requests are small control messages (register, activate,
+    heartbeat, pull, confirm), its replies' metadata (``push-messages``:
+    message ids and the object tree) and their objects, one per
+    ``push-object`` request. The largest object is either
+
+    - one array of the reply: at most ``8 D`` bytes with ``D = d + d(d+1)/2``
+      (Newton's packed sums; PSGD's reply has ``d`` entries), and Flower
+      never sends more than ``chunk_bytes`` of an array in one object (it
+      splits arrays into chunks), or
+    - the SecAgg+ share stage's record: ``K - 1`` encrypted shares
+      (:data:`SHARE_BYTES_PER_PARTY` each).
+
+    So the bound is ``REQUEST_OVERHEAD_BYTES + max(min(chunk_bytes, 8 D),
+    K * SHARE_BYTES_PER_PARTY)``. The number of rounds does not enter: every
+    round sends the same messages. When ``d`` is not known (``dperm
+    coordinate`` starts its SuperLink before the parties describe their
+    shards) the array term is ``chunk_bytes``.
+    """
+    arrays = chunk_bytes
+    if n_features is not None:
+        d = int(n_features)
+        arrays = min(chunk_bytes, ELEMENT_BYTES * (d + d * (d + 1) // 2))
+    return REQUEST_OVERHEAD_BYTES + max(arrays, int(n_parties) * SHARE_BYTES_PER_PARTY)
+
 
 class FleetOnly:
-    """ASGI wrapper: pass HTTP requests under :data:`FLEET_PREFIX`, answer 404 to everything else.
+    """ASGI wrapper: pass HTTP requests under :data:`FLEET_PREFIX` with bounded bodies, refuse everything else.
 
     ``scope["path"]`` is the percent-decoded path Starlette routes on, and
     Starlette does not collapse ``..`` segments, so a path passed here can
     only match a Fleet route. WebSockets and lifespan events are refused
     (the application's lifespan runs once, on the loopback server).
+
+    A body longer than ``max_body_bytes`` (:func:`largest_fleet_request`) is
+    answered 413 before Flower sees it: a declared ``Content-Length`` above
+    the limit is refused without reading the body (uvicorn stops reading a
+    body nobody consumes), and a chunked body is read only up to the limit.
+    A request that passes is read whole here (at most ``max_body_bytes``)
+    and handed on, so no request makes the process hold more than about
+    twice the limit.
     """
 
-    def __init__(self, app):
+    def __init__(self, app, max_body_bytes: int):
         self.app = app
+        self.max_body_bytes = int(max_body_bytes)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["path"].startswith(FLEET_PREFIX):
-            await self.app(scope, receive, send)
-            return
-        if scope["type"] == "http":
-            await send({"type": "http.response.start", "status": 404,
-                        "headers": [(b"content-type", b"text/plain")]})
-            await send({"type": "http.response.body",
-                        "body": b"only the Fleet API is served on this port\n"})
+            await self._bounded(scope, receive, send)
+        elif scope["type"] == "http":
+            await _answer(send, 404, b"only the Fleet API is served on this port\n")
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
+
+    async def _bounded(self, scope, receive, send):
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and (not declared.strip().isdigit() or int(declared) > self.max_body_bytes):
+            await _answer(send, 413 if declared.strip().isdigit() else 400, self._refusal())
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_body_bytes:
+                await _answer(send, 413, self._refusal())
+                return
+            chunks.append(body)
+            if not message.get("more_body", False):
+                break
+        pending = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        del chunks
+
+        async def replay():
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    def _refusal(self) -> bytes:
+        return f"request body larger than this training's largest message ({self.max_body_bytes} bytes)\n".encode()
+
+
+async def _answer(send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def public_key_bytes(path) -> bytes:
@@ -131,14 +215,18 @@ def _serve_fleet(args, flower_args) -> None:
     """Register the parties, then serve the Fleet routes on the public address (background thread)."""
     import uvicorn
 
+    from dperm.multiparty.flower._adapter import array_chunk_bytes
+
     try:
         _wait_listening(args.control_port)
         node_ids = register_parties(f"127.0.0.1:{args.control_port}", flower_args.ssl_ca_certfile, args.party_key)
         print(f"dperm: registered {len(node_ids)} party key(s) as SuperNodes {node_ids}", flush=True)
+        limit = largest_fleet_request(len(args.party_key), args.max_features, chunk_bytes=array_chunk_bytes())
+        print(f"dperm: the public port refuses request bodies above {limit} bytes", flush=True)
         server = uvicorn.Server(uvicorn.Config(
-            FleetOnly(_APP["app"]), host=args.fleet_host, port=args.fleet_port, lifespan="off",
+            FleetOnly(_APP["app"], limit), host=args.fleet_host, port=args.fleet_port, lifespan="off",
             ssl_certfile=flower_args.ssl_certfile, ssl_keyfile=flower_args.ssl_keyfile, access_log=False,
-            log_level="warning",
+            log_level="warning", http="h11", h11_max_incomplete_event_size=HEADER_LIMIT_BYTES,
         ))
         server.run()
     except BaseException as error:  # the SuperLink must not run half locked-down
@@ -153,6 +241,8 @@ def _parse(argv):
     parser.add_argument("--control-port", type=int, required=True)
     parser.add_argument("--party-key", action="append", required=True)
     parser.add_argument("--parent-pid", type=int, default=None, help="stop when this process ends")
+    parser.add_argument("--max-features", type=int, default=None,
+                        help="the shards' d, when known: a tighter request-size limit (largest_fleet_request)")
     if "--" not in argv:
         parser.error("give the flower-superlink arguments after --")
     split = argv.index("--")
