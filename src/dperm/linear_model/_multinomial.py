@@ -73,6 +73,8 @@ class _PerClassColumn:
     def __init__(self, n_classes: int):
         self.lipschitz = MULTINOMIAL_GRADIENT_BOUND / math.sqrt(n_classes)
         self.curvature = 0.25
+        # the Jacobian's (K - 1) log(1 + R^2 / (K n alpha)) per factor (dperm.privacy.alpha.jacobian_alpha)
+        self.jacobian_curvature = (n_classes - 1) / n_classes
 
 
 def multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_norm):
