@@ -42,11 +42,13 @@ import _tables  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 EPSILONS = (0.3, 1.0, 3.0, 10.0)
 MULTIPLIERS = (0.01, 0.03, 0.1, 0.3, 1.0)
+#: the output rule's best multipliers sat at the first grid's edge (1): its grid reaches 10.
+MULTIPLIERS_BY_RULE = {"objective": MULTIPLIERS, "output": (0.1, 0.3, 1.0, 3.0, 10.0)}
 FLOORS = (1.0,)
 FOLDS, DRAWS = 3, 2
 MAX_ROWS = 6_000
 #: the rules scored: ``max(C base^p, k / n, J)``, ``p <= 1`` (monotone), ``k = 1`` (scikit-learn).
-RULE_C = tuple(float(c) for c in np.geomspace(0.01, 1.0, 21))
+RULE_C = tuple(float(c) for c in np.geomspace(0.01, 10.0, 31))
 RULE_P = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -67,7 +69,7 @@ def base_alpha(rule, n, dimension, epsilon, norm, feature_norm):
                       feature_norm=feature_norm, multiplier=1.0)
 
 
-def cell_scores(X, y, labels, epsilon, rule, log):
+def cell_scores(X, y, labels, epsilon, rule, log, skip=frozenset()):
     """``{alpha: mean accuracy}`` over the grid, and the base, on one table at one epsilon."""
     from sklearn.model_selection import StratifiedKFold
 
@@ -76,11 +78,13 @@ def cell_scores(X, y, labels, epsilon, rule, log):
     folds = list(StratifiedKFold(FOLDS, shuffle=True, random_state=0).split(X, y))
     n_train = min(len(train) for train, _ in folds)
     base = base_alpha(rule, n_train, X.shape[1] + 1, epsilon, np.hypot(1.0, 1.0), 1.0)
-    grid = {("C", c): c * base for c in MULTIPLIERS} | {("k", k): k / n_train for k in FLOORS}
+    grid = {("C", c): c * base for c in MULTIPLIERS_BY_RULE[rule]} | {("k", k): k / n_train for k in FLOORS}
     if rule == "objective":
         grid[("J", 1)] = jacobian_alpha(n_train, epsilon, np.hypot(1.0, 1.0))
     scores = {}
     for key, alpha in grid.items():
+        if f"{key[0]}={key[1]:g}" in skip:
+            continue
         accuracies = []
         for f, (train, test) in enumerate(folds):
             for draw in range(DRAWS):
@@ -137,7 +141,9 @@ def main(argv=None):
     epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else list(EPSILONS)
     out = Path(args.out) if args.out else RESULTS / f"classifier_alpha_fit_{args.rule}.json"
     data = json.loads(out.read_text()) if out.exists() else {"rule": args.rule, "cells": []}
-    done = {(c["table"], c["epsilon"]) for c in data["cells"]}
+    done = {(c["table"], c["epsilon"]) for c in data["cells"]
+            if all(f"C={m:g}" in c["scores"] for m in MULTIPLIERS_BY_RULE[args.rule])}
+    partial = {(c["table"], c["epsilon"]): c for c in data["cells"] if (c["table"], c["epsilon"]) not in done}
     for name in names:
         table = None
         for eps in epsilons:
@@ -150,7 +156,14 @@ def main(argv=None):
                     table.X, table.y = table.X[keep], table.y[keep]
                 X = _tables.encode(table)["unit"]
             start = time.perf_counter()
-            base, n_train, scores = cell_scores(X, table.y, table.labels, eps, args.rule, print)
+            old = partial.get((name, eps))
+            base, n_train, scores = cell_scores(X, table.y, table.labels, eps, args.rule, print,
+                                                skip=set(old["scores"]) if old else set())
+            if old:  # a finished cell of a coarser grid: only the missing grid points were run
+                old["scores"].update(scores)
+                out.write_text(json.dumps(data, indent=1) + "\n")
+                print(f"{name:14s} eps={eps:<5g} extended ({time.perf_counter() - start:.1f} s)", flush=True)
+                continue
             data["cells"].append({"table": name, "epsilon": eps, "n_train": n_train, "d": int(X.shape[1]),
                                   "folds": FOLDS, "draws": DRAWS,
                                   "base": base, "scores": scores, "seconds": time.perf_counter() - start})

@@ -152,7 +152,7 @@ class MultinomialClassifierMixin:
             return params.alpha
         return auto_alpha(n_samples, dimension * n_classes, params.epsilon, 0.0,
                           mechanism=MULTINOMIAL_OBJECTIVE, loss=_PerClassColumn(n_classes),
-                          data_norm=norm, feature_norm=params.data_norm)
+                          data_norm=norm, feature_norm=params.data_norm, variant=self._alpha_variant())
 
     def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
                              check_budget=True):
