@@ -38,6 +38,9 @@ bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
 - ``recipe``: the same with ``fit_intercept=False`` on ``centred`` (``make_private_pipeline``);
 - ``ovr`` (multiclass): K binary defaults at epsilon / K each, argmax of their scores, built
   here so it stays one-vs-rest whatever the default becomes;
+- ``logodds`` (binary; a measurement prototype, not a dperm estimator): 10% of epsilon on the
+  positive count (exact discrete Laplace), its log-odds as an offset inside the default's loss,
+  the rest of epsilon on the default's ERM (``_LogOddsOffset``; issue 30's intercept question);
 - ``diffprivlib``: ``diffprivlib.models.LogisticRegression(epsilon=eps, data_norm=1)`` on
   ``unit`` (its defaults otherwise: C = 1, an intercept);
 - ``lsq``: ``PrivateLeastSquares(y_bound=max|y|, epsilon=eps)`` on ``unit`` (issue 30's call);
