@@ -18,8 +18,9 @@ accuracy of ``max(C base^p, 1 / n, J)``, read off the cell's grid by linear inte
 times ``base^(1 - p)``); ``k = 1`` is scikit-learn's ``C = 1``. Tables above ``MAX_ROWS`` rows are subsampled once (fixed
 seed) to keep the run short. The chosen ``(C, k)``
 minimises the mean regret (best accuracy of the cell's grid minus the rule's), over cells.
-(The first two tables' cells, hi and vietnam, were run with a finer grid and 3 draws on 12,000
-rows before the run was shortened; their cells say so by their grid and ``n_train``.)
+(The objective run's first two tables' cells, hi and vietnam, were run with a finer grid and 3 draws on 12,000
+rows before the run was shortened; their cells say so by their grid and ``n_train``. The output
+run's cells were first run with ``C`` up to 1, then extended with the missing grid points.)
 
 Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/classifier_alpha_fit.py --rule objective``
 writes ``benchmarks/results/classifier_alpha_fit_<rule>.json``.
