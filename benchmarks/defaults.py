@@ -38,6 +38,9 @@ bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
 - ``recipe``: the same with ``fit_intercept=False`` on ``centred`` (``make_private_pipeline``);
 - ``ovr`` (multiclass): K binary defaults at epsilon / K each, argmax of their scores, built
   here so it stays one-vs-rest whatever the default becomes;
+- ``logodds`` (binary; a measurement prototype, not a dperm estimator): 10% of epsilon on the
+  positive count (exact discrete Laplace), its log-odds as an offset inside the default's loss,
+  the rest of epsilon on the default's ERM (``_LogOddsOffset``; issue 30's intercept question);
 - ``diffprivlib``: ``diffprivlib.models.LogisticRegression(epsilon=eps, data_norm=1)`` on
   ``unit`` (its defaults otherwise: C = 1, an intercept);
 - ``lsq``: ``PrivateLeastSquares(y_bound=max|y|, epsilon=eps)`` on ``unit`` (issue 30's call);
@@ -142,6 +145,7 @@ ESTIMATORS = {
     "default": Estimator(("binary", "multiclass"), "unit", True, True, "dperm default"),
     "recipe": Estimator(("binary", "multiclass"), "centred", True, True, "dperm recipe (no intercept)"),
     "ovr": Estimator(("multiclass",), "unit", True, True, "dperm one-vs-rest (eps/K each)"),
+    "logodds": Estimator(("binary",), "unit", True, True, "prototype: private log-odds offset (10% of eps)"),
     "diffprivlib": Estimator(("binary", "multiclass"), "unit", True, True, "diffprivlib LR default"),
     "sklearn": Estimator(("binary", "multiclass", "regression"), "columns", False, False, "scikit-learn"),
     "sklearn_unit": Estimator(("binary", "multiclass", "regression"), "unit", False, False,
@@ -190,6 +194,72 @@ class _OneVsRest:
         return np.asarray(self.labels)[np.argmax(scores, axis=1)]
 
 
+#: The log-odds prototype's share of epsilon on the class count (the rejected candidate's 0.1).
+LOGODDS_SHARE = 0.1
+
+
+def _offset_loss(loss, offset):
+    """A copy of ``loss`` taken at ``w.x + offset`` (a released, so public, constant: same L and c)."""
+    import copy
+
+    class OffsetLoss(type(loss)):
+        def argument(self, y, scores):
+            return super().argument(y, scores + self.offset)
+
+    shifted = copy.copy(loss)
+    shifted.__class__ = OffsetLoss
+    shifted.offset = float(offset)
+    return shifted
+
+
+class _LogOddsOffset:
+    """Prototype of issue 30's intercept with its own accounted share (binary, pure objective).
+
+    ``LOGODDS_SHARE`` of epsilon buys the positive count with exact discrete Laplace noise (L1
+    sensitivity 1 under replace-one; scale rounded up to a rational); its log-odds, shrunk toward
+    1/2 by a pseudo-count of the noise scale, is the offset ``b0``; the rest of epsilon runs the
+    default's ERM (objective perturbation, the default alpha rule at that epsilon, the intercept
+    column kept) on the loss at ``w.x + b0``. Sequential composition: epsilon in all. Measured here
+    only; not a dperm estimator (it would need its record field and model-file support)."""
+
+    def __init__(self, labels, epsilon, seed, share=LOGODDS_SHARE):
+        self.labels, self.epsilon, self.seed, self.share = list(labels), epsilon, seed, share
+
+    def fit(self, X, y):
+        import math
+        from fractions import Fraction
+
+        from dperm.losses import LogisticLoss
+        from dperm.mechanisms import ERMProblem
+        from dperm.mechanisms.catalog import run_mechanism
+        from dperm.mechanisms.choice import auto_alpha
+        from dperm.mechanisms.noise._exact import BitSource, sample_discrete_laplace
+
+        rng = np.random.default_rng(self.seed)
+        n = len(y)
+        positive = self.labels[1]
+        count_epsilon = self.share * self.epsilon
+        scale = Fraction(math.ceil(1e6 / count_epsilon), 10**6)  # >= 1 / count_epsilon
+        noisy = int(np.count_nonzero(y == positive)) + sample_discrete_laplace(scale, BitSource(rng))
+        share = min(max((noisy + float(scale)) / (n + 2 * float(scale)), 0.5 / n), 1 - 0.5 / n)
+        self.offset_ = math.log(share / (1 - share))
+        erm_epsilon = self.epsilon - count_epsilon
+        Xa = np.hstack([X, np.ones((n, 1))])
+        norm = math.sqrt(2.0)
+        loss = _offset_loss(LogisticLoss(), self.offset_)
+        alpha = auto_alpha(n, Xa.shape[1], erm_epsilon, mechanism="objective", loss=LogisticLoss(),
+                           data_norm=norm, feature_norm=1.0)
+        signed = np.where(y == positive, 1.0, -1.0)
+        out = run_mechanism("objective", ERMProblem(Xa, signed, loss, alpha, norm), erm_epsilon, 0.0, rng,
+                            1e-8, 1000)
+        self.w_ = np.asarray(out.coef, dtype=float)
+        return self
+
+    def predict(self, X):
+        scores = X @ self.w_[:-1] + self.w_[-1] + self.offset_
+        return np.where(scores > 0, self.labels[1], self.labels[0])
+
+
 def diffprivlib_version():
     try:
         import diffprivlib
@@ -236,6 +306,8 @@ def make_estimator(name, table, epsilon, seed, X_columns=None):
         return PrivateLogisticRegression(epsilon=epsilon, classes=labels, fit_intercept=False, random_state=seed)
     if name == "ovr":
         return _OneVsRest(labels, epsilon, seed)
+    if name == "logodds":
+        return _LogOddsOffset(labels, epsilon, seed)
     if name == "lsq":
         from dperm import PrivateLeastSquares
 

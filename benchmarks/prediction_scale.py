@@ -36,7 +36,7 @@ SIZES = (1000, 3000, 10000, 30000, 100000)
 EXACT_MAX_M = 10000
 N_QUERIES = 10000
 EPSILON_PER_QUERY = 0.1
-ALPHA = 0.1  # PrivatePredictor's default
+ALPHA = 0.1  # PrivatePredictor's default until issue 30 (now alpha="auto"); kept so the table stays comparable
 GAMMA = 1.0
 RUN_TIMEOUT_S = 400
 RESULTS = Path(__file__).parent / "results"

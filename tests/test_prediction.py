@@ -699,3 +699,44 @@ def test_each_prediction_loss_is_solved_for_its_own_objective(name):
         step = rng.normal(size=X.shape[0])
         step *= 1e-3 / math.sqrt(max(float(step @ K @ step), 1e-300))  # RKHS norm 1e-3
         assert objective(solve.coef + step) >= best - 1e-12
+
+
+def test_auto_alpha_is_public_and_nearer_the_truth_than_the_old_default():
+    """alpha="auto" (issue 30): a function of public m and epsilon_per_query only (neighbouring and
+    unrelated data give the same alpha_), and its answers are nearer the TRUE function, not only the
+    exact model, than those of the old default alpha = 0.1 (which shrinks them toward 0)."""
+    from dperm.privacy.alpha import prediction_default_alpha
+
+    rng = np.random.default_rng(0)
+    m, eps = 400, 1.0
+    X = rng.uniform(-1, 1, size=(m, 2))
+
+    def truth(Z):
+        return 0.8 * np.sin(2 * Z[:, 0]) * np.cos(Z[:, 1])
+
+    y = np.clip(truth(X) + 0.2 * rng.normal(size=m), -1, 1)
+    queries = rng.uniform(-1, 1, size=(1000, 2))
+    auto = PrivatePredictor(1000 * eps, eps, random_state=1).fit(X, y)
+    assert auto.get_params()["alpha"] == "auto"
+    assert auto.alpha_ == prediction_default_alpha(m, eps, "squared") == 16.0 * (m * eps) ** -0.5
+    assert auto.privacy_.alpha == auto.alpha_
+    X_nb, y_nb = X.copy(), y.copy()
+    X_nb[7], y_nb[7] = [0.9, -0.9], -y[7]  # a neighbour: one row replaced
+    other = PrivatePredictor(1000 * eps, eps, random_state=1).fit(rng.normal(size=(m, 2)), -y)
+    neighbour = PrivatePredictor(1000 * eps, eps, random_state=1).fit(X_nb, y_nb)
+    assert other.alpha_ == neighbour.alpha_ == auto.alpha_  # the data do not enter
+    old = PrivatePredictor(1000 * eps, eps, alpha=0.1, random_state=1).fit(X, y)
+    truth_q = truth(queries)
+    answers_auto, answers_old = auto.predict(queries), old.predict(queries)
+    rmse_auto = np.sqrt(np.mean((answers_auto - truth_q) ** 2))
+    rmse_old = np.sqrt(np.mean((answers_old - truth_q) ** 2))
+    assert rmse_auto < 0.6 * rmse_old, (rmse_auto, rmse_old)
+    # with much budget (m eps = 40,000) the rule regularises less than 0.1: answers less shrunk, nearer the truth
+    rich = PrivatePredictor(1000 * 100.0, 100.0, random_state=1).fit(X, y)
+    rich_old = PrivatePredictor(1000 * 100.0, 100.0, alpha=0.1, random_state=1).fit(X, y)
+    assert rich.alpha_ < 0.1
+    answers_rich, answers_rich_old = rich.predict(queries), rich_old.predict(queries)
+    assert np.polyfit(truth_q, answers_rich_old, 1)[0] < np.polyfit(truth_q, answers_rich, 1)[0]
+    assert np.sqrt(np.mean((answers_rich - truth_q) ** 2)) < np.sqrt(np.mean((answers_rich_old - truth_q) ** 2))
+    hinge = PrivatePredictor(10.0, 0.5, loss="hinge", classes=[-1, 1], random_state=0).fit(X, np.sign(y + 1e-9))
+    assert hinge.alpha_ == prediction_default_alpha(m, 0.5, "hinge") == 4.0 * (m * 0.5) ** (-2 / 3)

@@ -32,6 +32,7 @@ from dperm.kernels import KERNEL_NAMES
 from dperm.losses import get_loss
 from dperm.mechanisms.prediction import PREDICTION_LOSSES, answer_queries, fit_private_prediction
 from dperm.privacy.accounting import TOLERANCE, BudgetAccountant
+from dperm.privacy.alpha import prediction_default_alpha
 from dperm.privacy.labels import check_classes, resolve_label_set
 from dperm.privacy.prediction_record import prediction_record
 from dperm.solvers.kernel import (
@@ -86,12 +87,19 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         ``pi(f_z(x)) + b`` (002 eq. 2). ``"hinge"``: kernel SVM without intercept
         (000 Sec. 5.2), two classes; ``predict`` returns the class of the sign of
         ``f_z(x) + b``, :meth:`decision_function` the noisy value itself.
-    alpha : float, default=0.1
+    alpha : float or "auto", default="auto"
         L2 regularisation strength: the objective is
         ``(1/m) sum loss + (alpha/2) ||f||_K^2``, so ``alpha`` is Chaudhuri et
         al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
         note 7). The noise shrinks like ``1 / (alpha m)``
-        (hinge) or ``alpha^(-3/2) / m`` (least squares).
+        (hinge) or ``alpha^(-3/2) / m`` (least squares); the shrinkage toward 0
+        grows with alpha. ``"auto"`` balances the two from the public ``m`` and
+        ``epsilon_per_query`` only, never the data: ``alpha = C (m epsilon_per_query)^(-p)``,
+        ``p = 1/2`` for least squares (002 Thm 3), ``2/3`` for the hinge, ``C`` fitted
+        against the true function on synthetic data
+        (:func:`dperm.privacy.alpha.prediction_default_alpha`); the value used is
+        ``alpha_``. The old default 0.1 shrank least-squares answers to about a
+        quarter of the truth (docs/defaults_classifiers.md).
     y_bound : float, default=1.0
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).
     max_iter : int, default=1000
@@ -138,6 +146,8 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
+    alpha_ : float
+        The regularisation strength used (``alpha``, or the public rule's value).
     classes_ : ndarray of shape (2,)
         Hinge only: ``classes`` sorted, or the two labels of y without it.
     privacy_ : PredictionPrivacyRecord
@@ -199,7 +209,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         kernel="rbf",
         gamma=1.0,
         loss="squared",
-        alpha=0.1,
+        alpha="auto",
         y_bound=1.0,
         max_iter=1000,
         accountant=None,
@@ -232,7 +242,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         "kernel": [StrOptions(set(KERNEL_NAMES))],
         "gamma": [Interval(Real, 0, math.inf, closed="neither")],
         "loss": [StrOptions(set(PREDICTION_LOSSES))],
-        "alpha": [Interval(Real, 0, math.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, math.inf, closed="neither"), StrOptions({"auto"})],
         "y_bound": [Interval(Real, 0, math.inf, closed="neither"), None],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "accountant": [BudgetAccountant, None],
@@ -265,7 +275,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
             "epsilon_total": float(self.epsilon_total),
             "epsilon_per_query": float(self.epsilon_per_query),
             "gamma": float(self.gamma),
-            "alpha": float(self.alpha),
+            "alpha": None if self.alpha == "auto" else float(self.alpha),  # "auto": from public m in fit
             "y_bound": y_bound,
             "max_iter": int(self.max_iter),
             "n_components": int(self.n_components),
@@ -314,6 +324,9 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         plan = plan_prediction_solver(self.solver, loss, X.shape[0], X.shape[1],
                                       params["n_components"], params["max_memory_gb"])
         y = self._prepare_labels(y, params)
+        if params["alpha"] is None:  # public m and epsilon_per_query only, never the data
+            params["alpha"] = prediction_default_alpha(X.shape[0], params["epsilon_per_query"], self.loss)
+        self.alpha_ = params["alpha"]
         fit = fit_private_prediction(
             X, y, loss=loss, kernel=self.kernel, gamma=params["gamma"], alpha=params["alpha"],
             max_iter=params["max_iter"],

@@ -35,6 +35,7 @@ from dperm.mechanisms.choice import (
     choose_mechanism,
 )
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
+from dperm.privacy.alpha import MONOTONE
 from dperm.privacy.labels import LabelSet, check_classes, one_vs_rest_positives, resolve_label_set
 from dperm.privacy.record import linear_record
 from dperm.validation import (
@@ -345,7 +346,11 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         epsilon, delta = self._problem_budget(params, n_problems)
         return auto_alpha(n_samples, dimension, epsilon, delta,
                           mechanism=mechanism, loss=params.loss, data_norm=norm,
-                          feature_norm=params.data_norm)
+                          feature_norm=params.data_norm, variant=self._alpha_variant())
+
+    def _alpha_variant(self) -> str:
+        """The ``alpha`` string (``"auto"`` or the classifiers' ``"monotone"``), for the rule."""
+        return self.alpha if isinstance(self.alpha, str) else "auto"
 
     def _fit_distributed(self, X, y, params):
         from dperm.validation import refuse_dask_input
@@ -407,6 +412,7 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
     _parameter_constraints: dict = {
         **PrivateLinearModelBase._parameter_constraints,
         "delta": [Interval(Real, 0, 1, closed="left")],
+        "alpha": [POSITIVE, StrOptions({"auto", MONOTONE})],  # "monotone": issue 30's opt-in rule
         "mechanism": [StrOptions(set(MECHANISMS) | {AUTO})],
         "scheduler": "no_validation",  # checked where Dask is used (dperm.scale)
         "classes": "no_validation",  # dperm.privacy.labels.check_classes

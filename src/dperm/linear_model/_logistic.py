@@ -23,14 +23,19 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
     delta : float, default=0.0
         Failure probability, in [0, 1). Only the Gaussian objective mechanisms
         use it (and need it > 0); the other two are pure epsilon-DP.
-    alpha : float or "auto", default="auto"
+    alpha : float, "auto" or "monotone", default="auto"
         L2 regularisation strength: the objective is
         ``(1/n) sum loss + (alpha/2) ||w||^2``, so ``alpha`` is Chaudhuri et
         al.'s ``Lambda`` and Nie & Wang's ``lambda`` is ``alpha/2`` (paper
         note 7). ``"auto"`` sets it from
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
         the mechanism; :func:`dperm.mechanisms.choice.auto_alpha`), never from the data; the
-        value used is ``alpha_``. Larger alpha means less noise.
+        value used is ``alpha_``. Larger alpha means less noise. ``"monotone"`` is issue
+        30's opt-in rule from the same public quantities, whose noise never moves the
+        weights more as epsilon grows and whose floor is scikit-learn's ``C = 1``
+        (:func:`dperm.privacy.alpha.default_alpha` with ``variant="monotone"``); measured
+        behind ``"auto"`` on the evaluation tables and ahead on Adult
+        (docs/defaults_classifiers.md).
     mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
         ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
         recorded in ``privacy_``): objective perturbation under a pure budget, the

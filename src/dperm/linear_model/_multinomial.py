@@ -73,6 +73,8 @@ class _PerClassColumn:
     def __init__(self, n_classes: int):
         self.lipschitz = MULTINOMIAL_GRADIENT_BOUND / math.sqrt(n_classes)
         self.curvature = 0.25
+        # the Jacobian's (K - 1) log(1 + R^2 / (K n alpha)) per factor (dperm.privacy.alpha.jacobian_alpha)
+        self.jacobian_curvature = (n_classes - 1) / n_classes
 
 
 def multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_norm):
@@ -150,7 +152,7 @@ class MultinomialClassifierMixin:
             return params.alpha
         return auto_alpha(n_samples, dimension * n_classes, params.epsilon, 0.0,
                           mechanism=MULTINOMIAL_OBJECTIVE, loss=_PerClassColumn(n_classes),
-                          data_norm=norm, feature_norm=params.data_norm)
+                          data_norm=norm, feature_norm=params.data_norm, variant=self._alpha_variant())
 
     def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
                              check_budget=True):

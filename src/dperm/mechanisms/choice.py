@@ -223,7 +223,8 @@ def _smallest_epsilon_below(ratio: Callable[[float], float], epsilon: float) -> 
 
 def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.0, *,
                mechanism: str, loss, data_norm: float, feature_norm: float | None = None,
-               multiplier: float | None = None, curvature_exponent: float | None = None) -> float:
+               multiplier: float | None = None, curvature_exponent: float | None = None,
+               variant: str = "auto") -> float:
     """``alpha="auto"`` for the mechanism ``mechanism``: :func:`dperm.privacy.alpha.default_alpha`.
 
     Asks the mechanism's row for its alpha rule and, for the objective rule, the RMS
@@ -231,7 +232,8 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     an unknown name is refused (``ValueError``), never treated as another mechanism.
     Trusts the numbers (the estimators checked them). Parameters as in
     :func:`~dperm.privacy.alpha.default_alpha`; ``delta`` is the fit's (the Gaussian
-    mechanisms' noise depends on it).
+    mechanisms' noise depends on it); ``variant`` is the estimator's ``alpha`` string
+    (``"auto"``, or the classifiers' epsilon-monotone opt-in ``"monotone"``).
     """
     row = get_mechanism(mechanism)
     if row.alpha_rule == "none":
@@ -241,4 +243,4 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
         noise = row.noise_norm(dimension, epsilon, delta, loss.lipschitz, data_norm)
     return default_alpha(n_samples, dimension, epsilon, rule=row.alpha_rule, loss=loss,
                          data_norm=data_norm, noise_norm=noise, feature_norm=feature_norm,
-                         multiplier=multiplier, curvature_exponent=curvature_exponent)
+                         multiplier=multiplier, curvature_exponent=curvature_exponent, variant=variant)
