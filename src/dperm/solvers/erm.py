@@ -25,6 +25,7 @@ import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
 from dperm.losses import ConvexLoss, HingeLoss
+from dperm.solvers.newton import NewtonPoint, damped_newton, gradient_decrease, solve_direction
 from dperm.solvers.proven import accelerated_completion
 from dperm.validation import ROW_BLOCK
 
@@ -251,26 +252,17 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
 
 
 def _newton_polish(objective, w, grad, tol, max_steps):
-    """Damped Newton steps that accept a step only if the gradient norm drops."""
-    grad_norm = float(np.linalg.norm(grad))
-    steps = 0
-    for _ in range(max_steps):
-        if grad_norm <= tol:
-            break
-        direction = -np.linalg.solve(objective.hessian(w), grad)
-        step = 1.0
-        for _ in range(MAX_STEP_HALVINGS):
-            candidate = w + step * direction
-            candidate_grad = objective.gradient(candidate)
-            candidate_norm = float(np.linalg.norm(candidate_grad))
-            if candidate_norm < grad_norm:
-                break
-            step *= 0.5
-        else:
-            break  # no step reduces the gradient: we are at rounding level
-        w, grad, grad_norm = candidate, candidate_grad, candidate_norm
-        steps += 1
-    return w, grad, grad_norm, steps
+    """Damped Newton steps (:func:`dperm.solvers.newton.damped_newton`) that accept a step only if
+    the gradient norm drops; the Hessian is formed only where a step starts."""
+    def evaluate(w):
+        value, grad = objective.value_and_gradient(w)
+        return NewtonPoint(w, value, grad, lambda: objective.hessian(w))
+
+    start = NewtonPoint(w, None, grad, lambda: objective.hessian(w))
+    point, steps, _ = damped_newton(start, evaluate, tol=tol, direction=solve_direction,
+                                    accept=gradient_decrease, max_steps=max_steps,
+                                    max_halvings=MAX_STEP_HALVINGS)
+    return point.w, point.grad, point.grad_norm, steps
 
 
 #: Widths of the band of margins around 1 whose dual weights are fitted.
