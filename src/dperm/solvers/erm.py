@@ -42,7 +42,7 @@ __all__ = [
 #: constant, not cut by ``max_iter``: a few cheap ``d x d`` solves spare the proven completion).
 MAX_NEWTON_STEPS = 20
 #: Newton steps before the proven completion takes over.
-PROVEN_NEWTON_STEPS = 200
+_PROVEN_NEWTON_STEPS = 200
 #: The fast solvers of piecewise-linear losses (liblinear epochs, each smoothing stage's L-BFGS)
 #: get at least this many iterations whatever ``max_iter`` says: their proven completion needs a
 #: number of steps that grows with n (hours on Adult), so a tiny ``max_iter`` would only make a
@@ -197,7 +197,7 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
     relative change of ``J`` fires near machine precision before tight
     gradient tolerances are met, so for twice-differentiable losses up to
     ``MAX_NEWTON_STEPS`` Newton steps polish the answer (quadratic convergence
-    near the optimum; ``PROVEN_NEWTON_STEPS`` when the completion follows).
+    near the optimum; ``_PROVEN_NEWTON_STEPS`` when the completion follows).
     ``max_iter`` bounds the L-BFGS iterations.
 
     If they have not reached ``tol``, Nesterov's accelerated gradient method
@@ -235,7 +235,7 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
     grad = objective.gradient(w)
     grad_norm = float(np.linalg.norm(grad))
     if grad_norm > tol and objective.loss.twice_differentiable:
-        newton_steps = PROVEN_NEWTON_STEPS if prove else MAX_NEWTON_STEPS
+        newton_steps = _PROVEN_NEWTON_STEPS if prove else MAX_NEWTON_STEPS
         w, grad, grad_norm, steps = _newton_polish(objective, w, grad, tol, newton_steps)
         n_iter += steps
     if grad_norm > tol and prove:

@@ -31,13 +31,13 @@ import math
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-__all__ = ["ARMIJO", "FLAT", "NewtonPoint", "armijo_or_flat", "cholesky_direction", "damped_newton",
+__all__ = [ "NewtonPoint", "armijo_or_flat", "cholesky_direction", "damped_newton",
            "gradient_decrease", "solve_direction"]
 
 #: Armijo constant of the backtracking line search.
-ARMIJO = 1e-4
+_ARMIJO = 1e-4
 #: Relative change of J treated as rounding noise near the optimum.
-FLAT = 1e-13
+_FLAT = 1e-13
 
 
 class NewtonPoint:
@@ -138,7 +138,7 @@ def armijo_or_flat(point: NewtonPoint, trial: NewtonPoint, step, p) -> bool:
     """Armijo decrease ``J(w + t p) <= J(w) + c t g.p``, or (at rounding level in ``J``) a smaller gradient."""
     if not np.isfinite(trial.value):
         return False
-    if trial.value <= point.value + ARMIJO * step * float(point.grad @ p):
+    if trial.value <= point.value + _ARMIJO * step * float(point.grad @ p):
         return True
-    flat = trial.value <= point.value + FLAT * max(1.0, abs(point.value))
+    flat = trial.value <= point.value + _FLAT * max(1.0, abs(point.value))
     return flat and trial.grad_norm < point.grad_norm
