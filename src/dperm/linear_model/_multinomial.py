@@ -45,14 +45,14 @@ class MulticlassChoice:
     Attributes
     ----------
     multi_class : {"multinomial", "ovr"}
-    _multinomial_score, ovr_score : float
+    multinomial_score, ovr_score : float
         Each one's public noise-to-signal ratio per class (:func:`compare_multiclass`).
     reason : str
         One sentence for the privacy record.
     """
 
     multi_class: str
-    _multinomial_score: float
+    multinomial_score: float
     ovr_score: float
     reason: str
 
@@ -75,7 +75,7 @@ class _PerClassColumn:
         self.curvature = 0.25
 
 
-def _multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_norm):
+def multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_norm):
     """The :class:`MultinomialProblem` of public sizes only (no rows): for calibration."""
     return MultinomialProblem(None, None, n_classes, alpha, data_norm, n_samples, n_features)
 
@@ -181,7 +181,7 @@ class MultinomialClassifierMixin:
         dimension = n_features + int(bool(self.fit_intercept))
         norm = self._effective_norm(params)
         alpha = self._multinomial_alpha(params, n_samples, dimension, norm, n_classes)
-        problem = _multinomial_public_problem(n_samples, dimension, n_classes, alpha, norm)
+        problem = multinomial_public_problem(n_samples, dimension, n_classes, alpha, norm)
         calibration = MECHANISMS[MULTINOMIAL_OBJECTIVE].calibrate(problem, params.epsilon, 0.0, params.tol)
         if multi_class == AUTO:
             if self.mechanism not in _MULTINOMIAL_MECHANISMS:

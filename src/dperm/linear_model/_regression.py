@@ -45,7 +45,7 @@ from dperm.validation import (
     clip_rows_to_norm,
 )
 
-_MECHANISM = "output"
+MECHANISM = "output"
 
 
 class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
@@ -83,10 +83,10 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
         self.accountant = accountant
 
     def _mechanism_name(self) -> str:
-        return _MECHANISM
+        return MECHANISM
 
     def _spend_label(self):
-        return f"{type(self).__name__}(mechanism={_MECHANISM!r})"
+        return f"{type(self).__name__}(mechanism={MECHANISM!r})"
 
     def _prepare_labels(self, y, loss):
         """Per-record label preprocessing after the budget is spent (none by default)."""
@@ -106,7 +106,7 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
     def _solve(self, X, targets, params, rng, effective_norm):
         y = self._prepare_labels(targets.y, params.loss)
         problem = ERMProblem(X, y, params.loss, params.alpha, effective_norm)
-        return [MECHANISMS[_MECHANISM].release(problem, params.calibration, rng, params.tol,
+        return [MECHANISMS[MECHANISM].release(problem, params.calibration, rng, params.tol,
                                               params.max_iter)]
 
     def _store(self, outputs, targets, params):
@@ -122,11 +122,11 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         return linear_record(
-            MECHANISMS[_MECHANISM], params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
+            MECHANISMS[MECHANISM], params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
             loss=params.loss,
             data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
-            reference=f"{MECHANISMS[_MECHANISM].reference}; {self._loss_reference}",
+            reference=f"{MECHANISMS[MECHANISM].reference}; {self._loss_reference}",
         )
 
     # -- prediction -------------------------------------------------------
@@ -362,9 +362,9 @@ class PrivateQuantileRegressor(PrivateLinearRegressorBase):
 
 #: AdaSSP's two forms (:mod:`dperm.mechanisms.sufficient_statistics`): the rows of
 #: :data:`~dperm.mechanisms.catalog.MECHANISMS` with no alpha declared for least squares only.
-_SUFFICIENT_STATISTICS = tuple(name for name, row in MECHANISMS.items()
+SUFFICIENT_STATISTICS = tuple(name for name, row in MECHANISMS.items()
                               if row.losses == ("squared",) and row.alpha_rule == "none")
-ADASSP, GAUSSIAN_ADASSP = _SUFFICIENT_STATISTICS
+ADASSP, GAUSSIAN_ADASSP = SUFFICIENT_STATISTICS
 
 
 class PrivateLeastSquares(PrivateLinearRegressorBase):
@@ -462,7 +462,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         "y_bound": [POSITIVE, None],
         "y_bounds": "no_validation",  # dperm.linear_model._targets.check_target_bounds
         "delta": [Interval(Real, 0, 1, closed="left")],
-        "mechanism": [StrOptions({AUTO, "output", *_SUFFICIENT_STATISTICS})],
+        "mechanism": [StrOptions({AUTO, "output", *SUFFICIENT_STATISTICS})],
     }
 
     def __init__(
@@ -514,7 +514,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
 
     def _check_params(self):
         params = super()._check_params()  # the row's refusals (gaussian_adassp needs delta > 0)
-        if params.mechanism in _SUFFICIENT_STATISTICS and params.alpha is not None:
+        if params.mechanism in SUFFICIENT_STATISTICS and params.alpha is not None:
             raise ValueError(f"mechanism={params.mechanism!r} chooses its ridge adaptively (Wang "
                              f"2018); alpha={self.alpha!r} would be ignored. Leave alpha='auto', or "
                              "use mechanism='output' for a fixed alpha.")
@@ -557,12 +557,12 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             return (ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0",
                     self._adassp_calibration(ADASSP, params, n_samples, dimension))
         scores, calibrations = {}, {}
-        for name in _SUFFICIENT_STATISTICS:
+        for name in SUFFICIENT_STATISTICS:
             calibration = calibrations[name] = self._adassp_calibration(name, params, n_samples,
                                                                         dimension)
             moment = calibration.moment
             scores[name] = calibration.ridge_target + moment.entry_std * math.sqrt(moment.dimension)
-        chosen = min(_SUFFICIENT_STATISTICS, key=scores.__getitem__)
+        chosen = min(SUFFICIENT_STATISTICS, key=scores.__getitem__)
         others = ", ".join(f"{name} {score:.4g}" for name, score in scores.items() if name != chosen)
         return chosen, (f"{chosen}: smaller public noise in the normal equations, {scores[chosen]:.4g} "
                         f"(against {others}; public n, d, R, epsilon, delta)"), calibrations[chosen]
@@ -581,7 +581,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         if params.mechanism is None:
             name, reason, calibration = self._auto_mechanism(params, n_samples, dimension)
             params = params._replace(mechanism=name)
-        if params.mechanism not in _SUFFICIENT_STATISTICS:
+        if params.mechanism not in SUFFICIENT_STATISTICS:
             params = super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                   check_budget=check_budget)
         else:
@@ -600,7 +600,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         lower, upper = self._target_bounds()
         y, n_clipped = clip_targets(targets.y, lower, upper)
         warn_clipped_targets(n_clipped, lower, upper)
-        if params.mechanism in _SUFFICIENT_STATISTICS:
+        if params.mechanism in SUFFICIENT_STATISTICS:
             problem = ERMProblem(X, to_unit_interval(y, lower, upper), SquaredLoss(1.0), 0.0,
                                  effective_norm)
         else:
@@ -612,14 +612,14 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     def _store(self, outputs, targets, params):
         centre, half = centre_and_half_width(*self._target_bounds())
         coef = outputs[0].coef
-        if params.mechanism in _SUFFICIENT_STATISTICS:
+        if params.mechanism in SUFFICIENT_STATISTICS:
             coef = coef * half  # from the [-1, 1] scale back to the target's units
         self._set_coefficients(coef, params.scaling)
         self.intercept_ = float(self.intercept_ + centre)
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
         row = MECHANISMS[params.mechanism]
-        if params.mechanism in _SUFFICIENT_STATISTICS:
+        if params.mechanism in SUFFICIENT_STATISTICS:
             lower, upper = self._target_bounds()
             return sufficient_statistics_record(
                 params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,

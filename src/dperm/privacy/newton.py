@@ -82,7 +82,7 @@ _MODULUS_RANGE = 2**32
 #: Share of ``delta`` spent on the secure-sum range event (point 5 above).
 _RANGE_DELTA_SHARE = 1e-3
 #: Renyi orders the accountant minimises over.
-_RDP_ORDERS = tuple(np.concatenate([1.0 + np.geomspace(0.01, 7.0, 120), np.arange(8.5, 64.0, 0.5),
+RDP_ORDERS = tuple(np.concatenate([1.0 + np.geomspace(0.01, 7.0, 120), np.arange(8.5, 64.0, 0.5),
                                    np.geomspace(64.0, 4096.0, 40)]).tolist())
 #: Relative tolerance of the search for the noise multiplier.
 NOISE_MULTIPLIER_RTOL = 1e-6
@@ -97,7 +97,7 @@ def _tau(sigma_squared: float, n_parties: int) -> float:
     return 10.0 * sum(math.exp(-2.0 * math.pi**2 * sigma_squared * k / (k + 1)) for k in range(1, n_parties))
 
 
-def _round_rdp(orders, sensitivity_steps: float, sigma_squared: float, n_parties: int, dimension: int):
+def round_rdp(orders, sensitivity_steps: float, sigma_squared: float, n_parties: int, dimension: int):
     """Renyi DP of one round's sum of ``K`` parties' discrete Gaussian shares (KLS 2021, Thm 1)."""
     orders = np.asarray(orders, dtype=float)
     tau = _tau(sigma_squared, n_parties)
@@ -111,8 +111,8 @@ def rounds_epsilon(sensitivity_steps, sigma_squared, n_parties, dimension, n_rou
     """``epsilon`` at ``delta`` of ``T`` adaptive rounds (RDP composition, dp-accounting's conversion)."""
     from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
-    rdp = n_rounds * _round_rdp(_RDP_ORDERS, sensitivity_steps, sigma_squared, n_parties, dimension)
-    epsilon, _ = compute_epsilon(_RDP_ORDERS, rdp.tolist(), delta)
+    rdp = n_rounds * round_rdp(RDP_ORDERS, sensitivity_steps, sigma_squared, n_parties, dimension)
+    epsilon, _ = compute_epsilon(RDP_ORDERS, rdp.tolist(), delta)
     return float(epsilon)
 
 
