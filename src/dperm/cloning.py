@@ -35,7 +35,7 @@ __all__ = ["BudgetOnCloneMixin", "clone_message"]
 _WARNED: weakref.WeakSet = weakref.WeakSet()
 
 
-def cloned_from_outside_dperm(frame) -> bool:
+def _cloned_from_outside_dperm(frame) -> bool:
     """Whether the first frame from ``frame`` outward that is not scikit-learn's or joblib's is not dperm's."""
     dperm, *others = library_prefixes()
     others = tuple(others)
@@ -73,7 +73,7 @@ class BudgetOnCloneMixin:
         cloned = super().__sklearn_clone__()
         if self in _WARNED:
             _WARNED.add(cloned)
-        elif cloned_from_outside_dperm(sys._getframe(1)):
+        elif _cloned_from_outside_dperm(sys._getframe(1)):
             warn_at_caller(clone_message(self), BudgetWarning)
             _WARNED.add(self)
             _WARNED.add(cloned)

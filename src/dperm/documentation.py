@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["cited_page", "cited_pages"]
+__all__ = ["cited_page"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -40,7 +40,7 @@ def cited_page(citation: str) -> Path:
                             "run 'python -m dperm.documentation' to list the pages.")
 
 
-def cited_pages() -> list[str]:
+def _cited_pages() -> list[str]:
     """Every page available, as ``docs/...`` citations."""
     for root in _roots():
         if root.is_dir():
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
 
 def _main(args) -> int:
     if not args:
-        print("\n".join(cited_pages()))
+        print("\n".join(_cited_pages()))
         return 0
     try:
         print(cited_page(args[0]).read_text(encoding="utf-8"))

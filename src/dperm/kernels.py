@@ -60,7 +60,6 @@ __all__ = [
     "random_fourier_map",
     "random_fourier_pair_map",
     "sample_frequencies",
-    "sample_phases",
 ]
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ def sample_frequencies(kernel: str, gamma: float, n_components: int, n_features:
     return get_kernel(kernel).sample_frequencies(gamma, (n_components, n_features), rng)
 
 
-def sample_phases(n_components: int, rng):
+def _sample_phases(n_components: int, rng):
     """Draw the phases psi ~ U[0, 2 pi), one per feature.
 
     003 Sec. 5.2 writes ``Uniform[-pi, pi]``; cos is 2 pi-periodic, so the two
@@ -348,7 +347,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         n_features = X.shape[1]
         rng = check_random_state(self.random_state)
         self.frequencies_ = sample_frequencies(self.kernel, gamma, n_components, n_features, rng)
-        self.phases_ = sample_phases(n_components, rng)
+        self.phases_ = _sample_phases(n_components, rng)
         self.output_norm_bound_ = RFF_NORM_BOUND
         return self
 

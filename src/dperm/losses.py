@@ -30,7 +30,7 @@ from dperm.validation import check_positive
 
 #: The Huber-smoothed hinge and pinball lie above the loss by at most h/4
 #: (003 eqs. 37, 41; the pinball case is derived in :class:`SmoothPinballLoss`).
-HUBER_SMOOTHING_GAP = 0.25
+_HUBER_SMOOTHING_GAP = 0.25
 
 
 class ConvexLoss(ABC):
@@ -254,7 +254,7 @@ class HingeLoss(MarginLoss):
     curvature = None
     slopes = (-1.0, 0.0)
     kink = 1.0
-    smoothing_gap = HUBER_SMOOTHING_GAP
+    smoothing_gap = _HUBER_SMOOTHING_GAP
 
     @property
     def differentiable(self) -> bool:
@@ -300,7 +300,7 @@ class PinballLoss(ResidualLoss):
     name = "pinball"
     curvature = None
     kink = 0.0
-    smoothing_gap = HUBER_SMOOTHING_GAP
+    smoothing_gap = _HUBER_SMOOTHING_GAP
 
     def __init__(self, quantile: float = 0.5):
         self.quantile = check_quantile(quantile)
@@ -440,7 +440,6 @@ def get_loss(name: str, **params) -> ConvexLoss:
 
 
 __all__ = [
-    "HUBER_SMOOTHING_GAP",
     "LOSSES",
     "LOSS_NAMES",
     "ConvexLoss",

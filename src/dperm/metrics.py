@@ -62,7 +62,7 @@ __all__ = [
 #: fixed is smallest at ``e_i`` proportional to ``sqrt(Delta_i)``: sensitivities ``4 r^2`` and
 #: ``r^2`` give 2 : 1. The third sum enters ``SST`` only through ``(sum (y - m))^2 / n`` and
 #: gets the same share as the second.
-R2_EPSILON_SHARES = (0.5, 0.25, 0.25)
+_R2_EPSILON_SHARES = (0.5, 0.25, 0.25)
 
 
 class PrivateScore(float):
@@ -426,7 +426,7 @@ def r2_score(y_true, y_pred, *, y_bounds, epsilon, accountant=None, random_state
 
     ``R^2 = 1 - SSE / SST`` with ``SST = sum (y - m)^2 - (sum (y - m))^2 / n``
     (``m`` the centre of the public ``y_bounds``). The three sums are released
-    with discrete Laplace noise, with shares :data:`R2_EPSILON_SHARES` of
+    with discrete Laplace noise, with shares :data:`_R2_EPSILON_SHARES` of
     ``epsilon`` (basic composition); their sensitivities are ``(upper -
     lower)^2``, ``r^2`` and ``2r`` (:mod:`dperm.privacy.evaluation`). If the
     released ``SST`` is not positive (noise larger than the targets' spread)
@@ -445,7 +445,7 @@ def r2_score(y_true, y_pred, *, y_bounds, epsilon, accountant=None, random_state
     epsilon, rng = _start(epsilon, accountant, random_state, "r2_score")
     n = y_true.shape[0]
     centre, radius = target_radius(bounds)
-    shares = [share * epsilon for share in R2_EPSILON_SHARES]
+    shares = [share * epsilon for share in _R2_EPSILON_SHARES]
     sse, s_sse, scale_sse = _squared_error(y_true, y_pred, bounds, shares[0], rng)
     _, sum_square, sum_centred = regression_sums(y_true, y_pred, bounds)
     s_sq, s_sum = target_square_sensitivity(radius), target_sum_sensitivity(radius)

@@ -1,6 +1,6 @@
 """Model files: JSON with coefficients, the public schema and the privacy record.
 
-:func:`load_model` reads every format in :data:`FORMATS`: this module's own
+:func:`load_model` reads every format in :data:`_FORMATS`: this module's own
 ``dperm-model`` (every estimator family ``dperm train`` fits: linear
 classifiers, linear regressors and random-Fourier-feature classifiers) and the
 multiparty format written by ``dperm coordinate``, which
@@ -58,13 +58,13 @@ __all__ = [
     "with_digest",
 ]
 
-FORMAT = "dperm-model"
+_FORMAT = "dperm-model"
 #: Version 2 added ``digest``; version 1 (no digest) is still read, with a warning.
-FORMAT_VERSION = 2
+_FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 #: The key of a document's content digest, and the hash it names.
-DIGEST_KEY = "digest"
-DIGEST_ALGORITHM = "sha256"
+_DIGEST_KEY = "digest"
+_DIGEST_ALGORITHM = "sha256"
 #: Recorded calibration numbers must equal the recomputed ones to this relative
 #: tolerance (floating-point noise between platforms' ``log``/``exp``; on one
 #: machine they agree exactly). Any edit that changes a guarantee moves them by far more.
@@ -125,12 +125,12 @@ class ModelFormat:
 
 
 #: The formats :func:`load_model` reads, by name (filled by :func:`register_format`).
-FORMATS: dict = {}
+_FORMATS: dict = {}
 
 
 def register_format(model_format: ModelFormat) -> None:
     """Make :func:`load_model` and :func:`describe_model` read ``model_format``."""
-    FORMATS[model_format.name] = model_format
+    _FORMATS[model_format.name] = model_format
 
 
 def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) -> dict:
@@ -159,8 +159,8 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     if params.get("classes") is not None:  # the public label set, as JSON scalars
         params["classes"] = [_json_scalar(c) for c in check_classes(params["classes"])]
     document = {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
+        "format": _FORMAT,
+        "version": _FORMAT_VERSION,
         "estimator": type(model).__name__,
         "params": params,
         "target": target,
@@ -184,7 +184,7 @@ def save_model(path, model, spec: TabularSpec, target: str, schema_from_data=())
     """Write a model file (see :func:`model_to_dict`); returns its digest, for the publisher to print."""
     document = model_to_dict(model, spec, target, schema_from_data)
     Path(path).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return document[DIGEST_KEY]
+    return document[_DIGEST_KEY]
 
 
 def document_digest(document: dict) -> str:
@@ -196,17 +196,17 @@ def document_digest(document: dict) -> str:
     file's layout. Raises ValueError for a value JSON cannot hold (NaN, a
     non-string key).
     """
-    content = {key: value for key, value in document.items() if key != DIGEST_KEY}
+    content = {key: value for key, value in document.items() if key != _DIGEST_KEY}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                            allow_nan=False)
-    return f"{DIGEST_ALGORITHM}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
+    return f"{_DIGEST_ALGORITHM}:{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}"
 
 
 def with_digest(document: dict) -> dict:
     """``document`` as JSON reads it back, with its :func:`document_digest` as the last entry."""
-    content = json.loads(json.dumps({k: v for k, v in document.items() if k != DIGEST_KEY},
+    content = json.loads(json.dumps({k: v for k, v in document.items() if k != _DIGEST_KEY},
                                     allow_nan=False))
-    return {**content, DIGEST_KEY: document_digest(content)}
+    return {**content, _DIGEST_KEY: document_digest(content)}
 
 
 def check_digest(document, expected: str | None = None) -> None:
@@ -215,7 +215,7 @@ def check_digest(document, expected: str | None = None) -> None:
     Without a ``digest`` entry only ``expected`` is checked (it then fails):
     which formats must carry one is their reader's business.
     """
-    recorded = document.get(DIGEST_KEY)
+    recorded = document.get(_DIGEST_KEY)
     if recorded is not None:
         actual = document_digest(document)
         if recorded != actual:
@@ -278,7 +278,7 @@ def load_model(path, expected_digest: str | None = None):
         raise ValueError(f"{model_format.kind} {path}: {error}") from None
     except (ValueError, TypeError, KeyError, ArithmeticError) as error:
         raise ValueError(f"malformed {model_format.kind} {path}: {error}") from None
-    if document.get(DIGEST_KEY) is None and model_format.name == FORMAT:
+    if document.get(_DIGEST_KEY) is None and model_format.name == _FORMAT:
         warnings.warn(f"model file {path} has no digest (written before dperm recorded one): its "
                       "calibration was checked, but nothing shows it is the file its publisher "
                       "wrote; refit to get a file with a digest.", UserWarning, stacklevel=2)
@@ -312,9 +312,9 @@ def _format_of(document) -> ModelFormat:
     """The registered format a document names; anything else goes to ``dperm-model``'s reader, which refuses it."""
     name = document.get("format") if isinstance(document, dict) else None
     name = name if isinstance(name, str) else None
-    if name not in FORMATS and name in FORMAT_MODULES:
+    if name not in _FORMATS and name in FORMAT_MODULES:
         importlib.import_module(FORMAT_MODULES[name])  # registers the format
-    return FORMATS.get(name, FORMATS[FORMAT])
+    return _FORMATS.get(name, _FORMATS[_FORMAT])
 
 
 def describe_model(document, spec) -> str:
@@ -337,13 +337,13 @@ def model_from_dict(document):
     missing = sorted(REQUIRED_KEYS - set(document))
     if missing:
         raise ValueError(f"missing keys {missing}.")
-    if document["format"] != FORMAT or document["version"] not in READABLE_VERSIONS:
+    if document["format"] != _FORMAT or document["version"] not in READABLE_VERSIONS:
         raise ValueError(
             f"unsupported format {document['format']!r} version {document['version']!r}; "
-            f"this dperm reads {FORMAT!r} versions {list(READABLE_VERSIONS)}"
-            + "".join(f" and {name!r}" for name in sorted(FORMATS) if name != FORMAT) + "."
+            f"this dperm reads {_FORMAT!r} versions {list(READABLE_VERSIONS)}"
+            + "".join(f" and {name!r}" for name in sorted(_FORMATS) if name != _FORMAT) + "."
         )
-    if document["version"] >= 2 and not isinstance(document.get(DIGEST_KEY), str):
+    if document["version"] >= 2 and not isinstance(document.get(_DIGEST_KEY), str):
         raise InconsistentModelFile(
             f"'digest' is missing or not a string, but version {document['version']} files carry "
             "one: the file was edited or truncated; ask the publisher for the file as written.")
@@ -580,4 +580,4 @@ def _json_scalar(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-register_format(ModelFormat(FORMAT, model_from_dict, _describe_linear))
+register_format(ModelFormat(_FORMAT, model_from_dict, _describe_linear))

@@ -52,7 +52,7 @@ from dperm.validation import (
 
 #: Largest accepted ``feature_seed`` (numpy's SeedSequence takes any non-negative integer;
 #: the bound keeps the recorded value an ordinary JSON integer).
-MAX_FEATURE_SEED = 2**63 - 1
+_MAX_FEATURE_SEED = 2**63 - 1
 
 __all__ = ["PrivatePredictor"]
 
@@ -250,7 +250,7 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         "classes": ["array-like", None],
         "solver": [StrOptions(set(PREDICTION_SOLVERS))],
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "feature_seed": [Interval(Integral, 0, MAX_FEATURE_SEED, closed="both")],
+        "feature_seed": [Interval(Integral, 0, _MAX_FEATURE_SEED, closed="both")],
         "max_memory_gb": [Interval(Real, 0, math.inf, closed="neither")],
     }
 

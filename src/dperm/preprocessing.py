@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Row steps of :class:`RowNormalizer`.
-ROW_NORMALIZER_MODES = ("clip", "scale")
+_ROW_NORMALIZER_MODES = ("clip", "scale")
 
 
 # --------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def normalize_rows(X, data_norm: float = 1.0, mode: str = "clip"):
         norms = np.linalg.norm(unit, axis=1)
         factors = np.where(norms > 0, data_norm / np.where(norms > 0, norms, 1.0), 1.0)
         return unit * factors[:, None], 0
-    raise ValueError(f"mode must be one of {ROW_NORMALIZER_MODES}; got {mode!r}.")
+    raise ValueError(f"mode must be one of {_ROW_NORMALIZER_MODES}; got {mode!r}.")
 
 
 def _feature_labels(estimator, n_features: int) -> list[str]:
@@ -511,7 +511,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "data_norm": [Interval(Real, 0, None, closed="neither")],  # finite and > 0
-        "mode": [StrOptions(set(ROW_NORMALIZER_MODES))],
+        "mode": [StrOptions(set(_ROW_NORMALIZER_MODES))],
     }
 
     def __init__(self, data_norm=1.0, mode="clip"):

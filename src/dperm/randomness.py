@@ -22,7 +22,7 @@ import numpy as np
 #: Bytes per :func:`os.urandom` read (one system call serves thousands of small draws).
 URANDOM_READ_BYTES = 4096
 #: Bytes moved from the read buffer into the bit pool at a time (keeps the pool's shifts cheap).
-POOL_REFILL_BYTES = 64
+_POOL_REFILL_BYTES = 64
 
 
 class OSEntropyGenerator(np.random.Generator):
@@ -75,7 +75,7 @@ class OSBits:
         if self._offset >= len(self._buffer):
             self._buffer = os.urandom(URANDOM_READ_BYTES)
             self._offset = 0
-        chunk = self._buffer[self._offset:self._offset + POOL_REFILL_BYTES]
+        chunk = self._buffer[self._offset:self._offset + _POOL_REFILL_BYTES]
         self._offset += len(chunk)
         self._pool |= int.from_bytes(chunk, "little") << self._available
         self._available += 8 * len(chunk)

@@ -39,11 +39,9 @@ from dperm.preprocessing import (
 from dperm.validation import check_positive, clip_rows_to_norm, warn_clipped_rows
 
 __all__ = [
-    "MISSING_VALUES",
     "BoundsFile",
     "CategoricalColumn",
     "CsvColumns",
-    "NUMERIC_RANGES",
     "NumericColumn",
     "RawNumericColumn",
     "TableCellError",
@@ -60,7 +58,7 @@ __all__ = [
 #: Cell values that mean "missing" in text input (UCI files write ``?``, R and
 #: pandas ``NA``); NaN, None and a numeric cell that parses to NaN (``"nan"``)
 #: are missing too.
-MISSING_VALUES = ("?", "", "NA", "N/A")
+_MISSING_VALUES = ("?", "", "NA", "N/A")
 
 
 class TableCellError(ValueError):
@@ -132,10 +130,10 @@ TABULAR_ROW_NORM_MODES = ("clip", "scale", "constant")
 #: Where a :class:`TabularSpec` maps a bounded numeric column: "unit" is [0, 1], "centred"
 #: is [-1, 1] (the public bounds' midpoint goes to 0; see
 #: :func:`dperm.preprocessing.make_private_pipeline` for the measurement behind it).
-NUMERIC_RANGES = ("unit", "centred")
+_NUMERIC_RANGES = ("unit", "centred")
 
 #: Public per-record transforms a numeric column may apply before scaling.
-NUMERIC_TRANSFORMS = {"log1p": np.log1p}
+_NUMERIC_TRANSFORMS = {"log1p": np.log1p}
 
 
 # --------------------------------------------------------------------------------------
@@ -177,7 +175,7 @@ class NumericColumn:
         ``lower > -1``.
     fill : float, optional
         Public value, in ``[lower, upper]``, that replaces a missing cell
-        (:data:`MISSING_VALUES`, NaN, None) before the column is encoded. Choose
+        (:data:`_MISSING_VALUES`, NaN, None) before the column is encoded. Choose
         it without looking at the data (the midpoint of the bounds, a value from
         a public source); it is a constant, so filling is a per-record step and
         n stays the number of rows. Without it, a missing cell raises
@@ -200,10 +198,10 @@ class NumericColumn:
                 f"column {self.name!r} bounds must satisfy lower < upper; got "
                 f"lower={lower!r}, upper={upper!r}."
             )
-        if self.transform is not None and self.transform not in NUMERIC_TRANSFORMS:
+        if self.transform is not None and self.transform not in _NUMERIC_TRANSFORMS:
             raise ValueError(
                 f"column {self.name!r} transform must be None or one of "
-                f"{sorted(NUMERIC_TRANSFORMS)}; got {self.transform!r}."
+                f"{sorted(_NUMERIC_TRANSFORMS)}; got {self.transform!r}."
             )
         if self.transform == "log1p" and lower <= -1:
             raise ValueError(
@@ -235,7 +233,7 @@ class NumericColumn:
         """The bounds on the scale that is mapped to [0, 1]."""
         if self.transform is None:
             return self.lower, self.upper
-        function = NUMERIC_TRANSFORMS[self.transform]
+        function = _NUMERIC_TRANSFORMS[self.transform]
         return float(function(self.lower)), float(function(self.upper))
 
     def parse(self, values: np.ndarray) -> np.ndarray:
@@ -250,7 +248,7 @@ class NumericColumn:
             refuses it, never clipped to a bound.
         """
         numbers, missing = parse_numbers(values, self.name)
-        _refuse_infinite(values, numbers, self.name, remedy=INFINITE_REMEDY)
+        _refuse_infinite(values, numbers, self.name, remedy=_INFINITE_REMEDY)
         if not missing.any():
             return numbers
         if self.fill is None:
@@ -280,7 +278,7 @@ class NumericColumn:
             feature_labels=[self.name],
         )
         if self.transform is not None:
-            clipped = NUMERIC_TRANSFORMS[self.transform](clipped)
+            clipped = _NUMERIC_TRANSFORMS[self.transform](clipped)
         lower, upper = self.transformed_bounds()
         return scale_to_unit_interval(clipped[:, 0], lower, upper), int(n_clipped[0])
 
@@ -299,7 +297,7 @@ class NumericColumn:
 
 
 #: What to do about a cell of a :class:`RawNumericColumn` that is missing, not a number or infinite.
-RAW_NUMERIC_REMEDY = ("a column taken on the model's scale has no public bounds or fill, so every cell must "
+_RAW_NUMERIC_REMEDY = ("a column taken on the model's scale has no public bounds or fill, so every cell must "
                       "be a finite number; fix the cell (dperm never drops a row, since n is public)")
 
 
@@ -342,7 +340,7 @@ class RawNumericColumn:
         TableCellError
             At the first cell that is missing, not a number, or infinite.
         """
-        return finite_numbers(values, self.name, remedy=RAW_NUMERIC_REMEDY)
+        return finite_numbers(values, self.name, remedy=_RAW_NUMERIC_REMEDY)
 
     def encode(self, values: np.ndarray) -> tuple[np.ndarray, int]:
         """The parsed ``values`` unchanged, and 0 values clipped."""
@@ -554,8 +552,8 @@ class TabularSpec:
         data_norm = check_positive(
             self.data_norm, "data_norm", hint="It is a public bound on the row norm."
         )
-        if self.numeric_range not in NUMERIC_RANGES:
-            raise ValueError(f"numeric_range must be one of {NUMERIC_RANGES}; got "
+        if self.numeric_range not in _NUMERIC_RANGES:
+            raise ValueError(f"numeric_range must be one of {_NUMERIC_RANGES}; got "
                              f"{self.numeric_range!r}.")
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "data_norm", data_norm)
@@ -811,7 +809,7 @@ def _missing_in(values: np.ndarray, missing_values) -> np.ndarray:
     )
 
 
-def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUES) -> np.ndarray:
+def find_missing_rows(columns: Mapping, names=None, missing_values=_MISSING_VALUES) -> np.ndarray:
     """Mask of rows with a missing value in any of the named columns.
 
     Not for private data: removing a record because of its own values makes n
@@ -828,7 +826,7 @@ def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUE
     columns : dict of str to 1-D array-like
     names : iterable of str, optional
         Columns to check; default all.
-    missing_values : tuple of str, default=MISSING_VALUES
+    missing_values : tuple of str, default=_MISSING_VALUES
         Text cells that mean "missing" (after stripping whitespace). NaN and
         None are always missing.
 
@@ -844,14 +842,14 @@ def find_missing_rows(columns: Mapping, names=None, missing_values=MISSING_VALUE
 
 
 #: What to do about a numeric cell that is not a number, when the caller says nothing else.
-NOT_A_NUMBER_REMEDY = ("a numeric column holds numbers only; fix the cell, or list the column "
+_NOT_A_NUMBER_REMEDY = ("a numeric column holds numbers only; fix the cell, or list the column "
                        "with --categorical and give its public categories")
 
 
-def parse_numbers(values, column: str, *, source=None, remedy: str = NOT_A_NUMBER_REMEDY):
+def parse_numbers(values, column: str, *, source=None, remedy: str = _NOT_A_NUMBER_REMEDY):
     """Floats of a numeric column and the mask of its missing cells: dperm's one cell parser.
 
-    A cell is missing if it is a :data:`MISSING_VALUES` marker, None, NaN, or
+    A cell is missing if it is a :data:`_MISSING_VALUES` marker, None, NaN, or
     text that parses to NaN (``"nan"``); missing cells are NaN in the floats.
     Every row is kept; what a missing cell becomes is the caller's rule.
 
@@ -886,7 +884,7 @@ def parse_numbers(values, column: str, *, source=None, remedy: str = NOT_A_NUMBE
 
 def _numbers_with_markers(cells: np.ndarray, column: str, remedy: str, source) -> np.ndarray:
     """Floats of ``cells`` with every missing cell (a marker, None, NaN) as NaN."""
-    missing = _missing_in(cells, MISSING_VALUES)
+    missing = _missing_in(cells, _MISSING_VALUES)
     if missing.any():
         cells = cells.astype(object)
         cells[missing] = math.nan
@@ -927,7 +925,7 @@ def finite_numbers(values, column: str, *, source=None, remedy: str = "fix the c
 
 
 #: What to do about an infinite cell of a column with public bounds (:class:`NumericColumn`).
-INFINITE_REMEDY = ("write a finite number (a value outside the public bounds is clipped to them, "
+_INFINITE_REMEDY = ("write a finite number (a value outside the public bounds is clipped to them, "
                    "but an infinite one is refused, as the Python estimators refuse it); dperm "
                    "never drops a row, since n is public")
 
@@ -976,7 +974,7 @@ def _first_non_number(cells: np.ndarray, column: str, remedy: str, source) -> Ta
             if isinstance(value, str) and _DECIMAL_COMMA.match(value.strip()):
                 problem += " (it looks like a decimal comma: write the number with a point, e.g. " \
                            f"{value.strip().replace(',', '.')})"
-            if remedy == NOT_A_NUMBER_REMEDY:
+            if remedy == _NOT_A_NUMBER_REMEDY:
                 remedy = (f"if {column!r} is categorical, pass --categorical {column} and list its "
                           "public categories in the --bounds file; else fix the cell")
             return TableCellError(column, row, problem, remedy, source)
@@ -1006,12 +1004,12 @@ def parse_labels(values, column: str, *, source=None) -> np.ndarray:
     Raises
     ------
     TableCellError
-        At the first empty label, :data:`MISSING_VALUES` marker (``"?"``),
+        At the first empty label, :data:`_MISSING_VALUES` marker (``"?"``),
         None or NaN. Neither dropping the row (n is public) nor treating the
         marker as a class (it would join the label set) is safe.
     """
     values = _as_1d(values, column)
-    missing = _missing_in(values, MISSING_VALUES)
+    missing = _missing_in(values, _MISSING_VALUES)
     if missing.any():
         raise TableCellError(
             column, int(np.argmax(missing)),
@@ -1204,13 +1202,13 @@ def build_spec(columns: Mapping, features, *, categorical=(), public_bounds=None
             continue
         from_data.append(name)
         values = _as_stripped_str(_as_1d(columns[name], name))
-        missing = _missing_in(values, MISSING_VALUES)
+        missing = _missing_in(values, _MISSING_VALUES)
         if is_categorical:
             specs.append(CategoricalColumn(name, tuple(sorted(set(values[~missing].tolist())))))
         else:
             try:  # the whole column, so an error names the cell's own row
                 numbers, missing = parse_numbers(values, name, source=source)
-                _refuse_infinite(values, numbers, name, remedy=INFINITE_REMEDY, source=source)
+                _refuse_infinite(values, numbers, name, remedy=_INFINITE_REMEDY, source=source)
             except TableCellError as error:
                 raise error.on_lines(columns) from None
             numbers = numbers[~missing]

@@ -144,16 +144,20 @@ def test_clipped_rows_warn_alike_across_chunks():
     assert clip_messages and str(expected) not in clip_messages[0]  # no private count
 
 
-def test_newton_solve_is_certified_in_few_passes():
+def test_newton_solve_is_certified_in_few_passes(monkeypatch):
     X, y = make_data(n=4000, d=20, seed=2)
     model = PrivateLogisticRegression(epsilon=0.1, alpha=1e-4, random_state=0,
                                       scheduler="synchronous")
-    model.fit(*as_dask(X, y, chunks=(1000,) * 4))
     # the pass count is a function of the data, so it is not released; measure it inside
-    from dperm.scale._estimator import fit_classifier_distributed
-    outputs, _, _, passes, _ = fit_classifier_distributed(model, *as_dask(X, y, chunks=(1000,) * 4),
-                                                       model._check_params(), spend=lambda params: None)
-    assert passes <= 16 and outputs[0].solve.certified
+    from dperm.scale import ChunkedERMData, PassRunner
+
+    passes, solves = [], []
+    run, solve = PassRunner.run, ChunkedERMData.minimize_certified
+    monkeypatch.setattr(PassRunner, "run", lambda self, *a: passes.append(1) or run(self, *a))
+    monkeypatch.setattr(ChunkedERMData, "minimize_certified",
+                        lambda self, *a: solves.append(solve(self, *a)) or solves[-1])
+    model.fit(*as_dask(X, y, chunks=(1000,) * 4))
+    assert len(passes) <= 16 and len(solves) == 1 and solves[0].certified
     assert "fitted on Dask" in model.privacy_.summary()
     assert not hasattr(model, "n_iter_") and "data_passes" not in model.privacy_.to_dict()
 
@@ -807,3 +811,19 @@ def test_cli_reader_cuts_parquet_row_groups_by_the_rule_on_a_client(tmp_path, mo
         with pytest.raises(TableCellError, match="column 'age', data row 48 "):
             lazy_design(tmp_path / "t.parquet", "label", categorical=["color"],
                         public_bounds=bounds, scheduler=client)
+
+
+def test_dask_input_runs_the_one_fit_skeleton_with_another_data_provider(monkeypatch):
+    """Issue 29: the Dask path is the estimators' fit skeleton (``_fit_rows``) on ``ChunkedRows``."""
+    from dperm.linear_model._base import PrivateLinearModelBase
+
+    providers = []
+    skeleton = PrivateLinearModelBase._fit_rows
+    monkeypatch.setattr(PrivateLinearModelBase, "_fit_rows",
+                        lambda self, rows, *a: providers.append(type(rows).__name__) or skeleton(self, rows, *a))
+    X, y = make_data(n=600, d=4, seed=3)
+    model = PrivateLogisticRegression(alpha=1e-2, random_state=0, scheduler="synchronous")
+    model.fit(*as_dask(X, y, chunks=(300, 300)))
+    PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    assert providers == ["ChunkedRows", "InMemoryRows"]
+    assert model.n_features_in_ == 4 and model.privacy_.to_dict()["engine"] == "dask"

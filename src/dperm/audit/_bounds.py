@@ -32,7 +32,7 @@ from dperm.validation import check_delta
 
 #: The number of error rates bounded at once (FPR and FNR): the union bound divides
 #: the allowed failure probability ``1 - confidence`` between them.
-N_RATES_BOUNDED = 2
+_N_RATES_BOUNDED = 2
 
 
 def check_confidence(confidence) -> float:
@@ -136,7 +136,7 @@ def epsilon_lower_bounds(false_positives, n_negative, false_negatives, n_positiv
 
     Arrays of counts (e.g. one entry per candidate threshold) give arrays.
     """
-    level = 1.0 - (1.0 - check_confidence(confidence)) / N_RATES_BOUNDED
+    level = 1.0 - (1.0 - check_confidence(confidence)) / _N_RATES_BOUNDED
     fpr_upper = np.asarray(clopper_pearson_upper(false_positives, n_negative, level))
     fnr_upper = np.asarray(clopper_pearson_upper(false_negatives, n_positive, level))
     guess_d_prime = _log_ratio(1.0 - delta - fnr_upper, fpr_upper)

@@ -20,13 +20,13 @@ from dperm.losses import get_loss
 from dperm.validation import check_delta, check_epsilon, check_positive, check_random_state
 
 #: Statistics of a released linear model that the builders know by name.
-STATISTICS = ("margin", "loss")
+_STATISTICS = ("margin", "loss")
 #: Solver settings of the mechanism audits (the estimators' defaults).
-DEFAULT_TOL = 1e-8
-DEFAULT_MAX_ITER = 1000
+_DEFAULT_TOL = 1e-8
+_DEFAULT_MAX_ITER = 1000
 #: Target weight ``K = (m - 1) exp(-epsilon / 2)`` of the other candidates in the
 #: exponential-mechanism audit; about 3 maximises the bound for 10^3-10^4 runs.
-EXPONENTIAL_AUDIT_WEIGHT = 3.0
+_EXPONENTIAL_AUDIT_WEIGHT = 3.0
 
 
 def _mechanism_by_name(name):
@@ -48,8 +48,8 @@ def _margin_statistic(pair: CanaryPair, loss, statistic):
     """``y_c w.x_c`` (the projection of ``w`` on the canary's direction) or the canary's loss."""
     if callable(statistic):
         return statistic
-    if statistic not in STATISTICS:
-        raise ValueError(f"statistic must be one of {STATISTICS} or a callable; got {statistic!r}.")
+    if statistic not in _STATISTICS:
+        raise ValueError(f"statistic must be one of {_STATISTICS} or a callable; got {statistic!r}.")
     direction = pair.canary_direction
 
     def margin(output):
@@ -63,8 +63,8 @@ def _margin_statistic(pair: CanaryPair, loss, statistic):
 
 def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_samples=20,
                     n_features=1, alpha=None, data_norm=1.0, statistic="margin", n_runs=1000,
-                    confidence=0.95, threshold_fraction=0.25, noise_factor=1.0, tol=DEFAULT_TOL,
-                    max_iter=DEFAULT_MAX_ITER, random_state=None):
+                    confidence=0.95, threshold_fraction=0.25, noise_factor=1.0, tol=_DEFAULT_TOL,
+                    max_iter=_DEFAULT_MAX_ITER, random_state=None):
     """Audit an ERM mechanism on a worst-case canary pair.
 
     Parameters
@@ -241,7 +241,7 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
         loss_function = get_loss(params.get("loss", "logistic"), h=params.get("h", 0.5))
         score = lambda model: float(loss_function.value(margin(model)))  # noqa: E731
     else:
-        raise ValueError(f"statistic must be one of {STATISTICS} or a callable; got {statistic!r}.")
+        raise ValueError(f"statistic must be one of {_STATISTICS} or a callable; got {statistic!r}.")
     described = ", ".join(f"{key}={params[key]!r}" for key in ("mechanism", "loss") if key in params)
     label = under_noised_label(f"{type(estimator).__name__}({described}) on a canary pair "
                                f"n={n_samples}, d={n_features}, alpha={params.get('alpha'):g}, "
@@ -270,9 +270,9 @@ def exponential_mechanism_neighbours(n_candidates: int):
 
 
 def exponential_audit_candidates(epsilon: float) -> int:
-    """``m`` with ``K = (m - 1) e^(-epsilon/2)`` near ``EXPONENTIAL_AUDIT_WEIGHT``."""
+    """``m`` with ``K = (m - 1) e^(-epsilon/2)`` near ``_EXPONENTIAL_AUDIT_WEIGHT``."""
     epsilon = check_epsilon(epsilon)
-    return max(2, int(round(1.0 + EXPONENTIAL_AUDIT_WEIGHT * math.exp(epsilon / 2.0))))
+    return max(2, int(round(1.0 + _EXPONENTIAL_AUDIT_WEIGHT * math.exp(epsilon / 2.0))))
 
 
 def audit_exponential_mechanism(epsilon, *, n_candidates=None, select=None, n_runs=10000,
@@ -326,7 +326,6 @@ def audit_exponential_mechanism(epsilon, *, n_candidates=None, select=None, n_ru
 
 
 __all__ = [
-    "STATISTICS",
     "audit_estimator",
     "audit_exponential_mechanism",
     "audit_mechanism",

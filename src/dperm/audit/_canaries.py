@@ -24,11 +24,11 @@ from dperm.validation import check_positive, check_positive_int, check_random_st
 STRONG_REGULARIZATION = 100.0
 #: Smallest data set a canary pair is built for: the canary, its mirror's place
 #: and at least one record of each label.
-MIN_CANARY_SAMPLES = 3
+_MIN_CANARY_SAMPLES = 3
 #: Norms of the other rows are drawn uniformly in [this * R, R].
-MIN_ROW_NORM_FRACTION = 0.25
+_MIN_ROW_NORM_FRACTION = 0.25
 #: Tolerance of the non-private reference fit (it only decides the canary's label).
-REFERENCE_TOL = 1e-10
+_REFERENCE_TOL = 1e-10
 
 
 def strong_alpha(n_samples: int) -> float:
@@ -76,7 +76,7 @@ def _augment(X, fit_intercept, intercept_scaling):
     return np.hstack([X, np.full((X.shape[0], 1), intercept_scaling)])
 
 
-def least_support_direction(X) -> np.ndarray:
+def _least_support_direction(X) -> np.ndarray:
     """Unit eigenvector of the smallest eigenvalue of ``X^T X``: the direction with least data."""
     X = np.asarray(X, dtype=float)
     _, vectors = np.linalg.eigh(X.T @ X)
@@ -103,16 +103,16 @@ def make_canary_pair(n_samples: int = 20, n_features: int = 1, data_norm: float 
         Whether the reference model (and the audited one) has an intercept.
     random_state : None, int or numpy Generator
         Draws the other ``n - 1`` rows: random directions, norms uniform in
-        ``[MIN_ROW_NORM_FRACTION R, R]``, labels balanced.
+        ``[_MIN_ROW_NORM_FRACTION R, R]``, labels balanced.
 
     Returns
     -------
     CanaryPair
     """
     n_samples = check_positive_int(n_samples, "n_samples")
-    if n_samples < MIN_CANARY_SAMPLES:
+    if n_samples < _MIN_CANARY_SAMPLES:
         raise ValueError(
-            f"n_samples must be >= {MIN_CANARY_SAMPLES} for a canary pair (the canary and "
+            f"n_samples must be >= {_MIN_CANARY_SAMPLES} for a canary pair (the canary and "
             f"both labels among the other rows); got {n_samples}."
         )
     n_features = check_positive_int(n_features, "n_features")
@@ -122,11 +122,11 @@ def make_canary_pair(n_samples: int = 20, n_features: int = 1, data_norm: float 
     n_other = n_samples - 1
     directions = rng.standard_normal((n_other, n_features))
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-    norms = data_norm * rng.uniform(MIN_ROW_NORM_FRACTION, 1.0, n_other)
+    norms = data_norm * rng.uniform(_MIN_ROW_NORM_FRACTION, 1.0, n_other)
     others_X = directions * norms[:, None]
     others_y = rng.permutation(np.where(np.arange(n_other) % 2 == 0, 1.0, -1.0))
 
-    canary_x = data_norm * least_support_direction(others_X)
+    canary_x = data_norm * _least_support_direction(others_X)
     # The label the model trained without the canary does not predict. The reference
     # is non-private logistic regression whatever the audited loss: it only decides a
     # sign, and under strong regularisation every margin loss gives
@@ -134,7 +134,7 @@ def make_canary_pair(n_samples: int = 20, n_features: int = 1, data_norm: float 
     # C sum loss + ||w||^2 / 2 is n C times (1/n) sum loss + alpha/2 ||w||^2 when
     # C = 1 / (n alpha); the intercept is a regularised constant feature, as in dperm.
     reference = LogisticRegression(C=1.0 / (n_other * alpha), fit_intercept=False,
-                                   tol=REFERENCE_TOL)
+                                   tol=_REFERENCE_TOL)
     reference.fit(_augment(others_X, fit_intercept, intercept_scaling), others_y)
     canary_aug = _augment(canary_x[None, :], fit_intercept, intercept_scaling)
     canary_margin = float(reference.decision_function(canary_aug)[0])
@@ -148,5 +148,5 @@ def make_canary_pair(n_samples: int = 20, n_features: int = 1, data_norm: float 
                       canary_y=canary_y, index=index, data_norm=data_norm)
 
 
-__all__ = ["CanaryPair", "STRONG_REGULARIZATION", "least_support_direction", "make_canary_pair",
+__all__ = ["CanaryPair", "STRONG_REGULARIZATION", "make_canary_pair",
            "strong_alpha"]

@@ -17,7 +17,7 @@ from dperm.audit._core import audit
 from dperm.audit._noise import under_noised_epsilon, under_noised_label
 
 #: Seed of the public random features of the kernel audit (the map is data-independent).
-KERNEL_FEATURE_SEED = 12345
+_KERNEL_FEATURE_SEED = 12345
 
 
 def _label_flip_pair(canary, n=20, seed=0):
@@ -42,7 +42,7 @@ def strongest_kernel_canary(n_components=2, gamma=1.0):
 
     grid = np.linspace(-1, 1, 4001)[:, None]
     features = RandomFourierFeatures(n_components=n_components, gamma=gamma,
-                                     random_state=KERNEL_FEATURE_SEED).fit(grid)
+                                     random_state=_KERNEL_FEATURE_SEED).fit(grid)
     return grid[np.argmax(np.linalg.norm(features.transform(grid), axis=1))]
 
 
@@ -58,7 +58,7 @@ def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confiden
     def runner(labels):
         def run(rng):
             model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=fit_epsilon, alpha=5.0,
-                                     n_components=2, gamma=1.0, feature_random_state=KERNEL_FEATURE_SEED,
+                                     n_components=2, gamma=1.0, feature_random_state=_KERNEL_FEATURE_SEED,
                                      classes=np.unique(np.concatenate([y, y_prime])),  # the audit's own labels
                                      random_state=rng)
             with warnings.catch_warnings():
@@ -112,7 +112,7 @@ def _party_shards(flip_canary):
 
 
 #: The multiparty schemes :func:`audit_multiparty` audits.
-MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation", "newton")
+_MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation", "newton")
 
 
 def audit_multiparty(kind, epsilon, delta=0.04, *, n_rounds=20, n_runs=1500, confidence=0.95,
@@ -132,8 +132,8 @@ def audit_multiparty(kind, epsilon, delta=0.04, *, n_rounds=20, n_runs=1500, con
     """
     from dperm.multiparty import LocalAggregationClassifier, NewtonClassifier, PSGDClassifier
 
-    if kind not in MULTIPARTY_KINDS:
-        raise ValueError(f"kind must be one of {list(MULTIPARTY_KINDS)}; got {kind!r}.")
+    if kind not in _MULTIPARTY_KINDS:
+        raise ValueError(f"kind must be one of {list(_MULTIPARTY_KINDS)}; got {kind!r}.")
     claimed_delta = 0.0 if kind == "local_aggregation" else delta
     fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 

@@ -28,13 +28,13 @@ from dperm.validation import check_delta, check_epsilon, check_random_state
 #: prove any epsilon > 0); real audits need thousands.
 MIN_RUNS = 20
 #: Test sides: guess ``D'`` when the statistic is above / below the threshold.
-SIDES = ("above", "below")
+_SIDES = ("above", "below")
 #: Pooled percentiles at which ``choose_threshold`` tries a threshold.
-THRESHOLD_QUANTILES = np.linspace(0.01, 0.99, 99)
+_THRESHOLD_QUANTILES = np.linspace(0.01, 0.99, 99)
 #: ``choose_threshold`` scores candidates at confidence ``1 - (1 - confidence) / this``
 #: (0.99 for 0.95); chosen on simulated Laplace and Gaussian audits, where it gave the
 #: highest and least variable held-out bounds.
-SELECTION_STRICTNESS = 5.0
+_SELECTION_STRICTNESS = 5.0
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class AuditResult:
         return out
 
 
-def check_n_runs(n_runs) -> int:
+def _check_n_runs(n_runs) -> int:
     """Return ``n_runs`` as an int after checking it is an integer >= ``MIN_RUNS``."""
     if isinstance(n_runs, bool) or not isinstance(n_runs, numbers.Integral) or n_runs < MIN_RUNS:
         raise ValueError(
@@ -183,9 +183,9 @@ def choose_threshold(stats_d, stats_d_prime, delta: float = 0.0, confidence: flo
 
     Candidates are midpoints between consecutive distinct pooled values (so no
     run sits on a threshold), at most one per pooled percentile from 1% to 99%
-    (``THRESHOLD_QUANTILES``). Each is scored by the bound the audit reports,
+    (``_THRESHOLD_QUANTILES``). Each is scored by the bound the audit reports,
     computed on these runs at the stricter level ``1 - (1 - confidence) /
-    SELECTION_STRICTNESS``: thresholds with few errors can win on the selection
+    _SELECTION_STRICTNESS``: thresholds with few errors can win on the selection
     runs by chance and then give a poor held-out bound, and the stricter level
     (like the percentile grid) keeps the choice away from them. Use runs that
     are *not* the ones the final bound is computed on.
@@ -202,11 +202,11 @@ def choose_threshold(stats_d, stats_d_prime, delta: float = 0.0, confidence: flo
     if values.size < 2:
         return float(values[0]), "above"
     midpoints = 0.5 * (values[:-1] + values[1:])
-    grid = np.quantile(pooled, THRESHOLD_QUANTILES)
+    grid = np.quantile(pooled, _THRESHOLD_QUANTILES)
     candidates = midpoints[np.unique(np.minimum(np.searchsorted(midpoints, grid), midpoints.size - 1))]
-    selection_confidence = 1.0 - (1.0 - confidence) / SELECTION_STRICTNESS
+    selection_confidence = 1.0 - (1.0 - confidence) / _SELECTION_STRICTNESS
     best = (-1.0, float(candidates[0]), "above")
-    for side in SIDES:
+    for side in _SIDES:
         false_positives, false_negatives = _errors(stats_d, stats_d_prime, candidates, side)
         eps, _, _ = epsilon_lower_bounds(false_positives, stats_d.size, false_negatives,
                                          stats_d_prime.size, delta, selection_confidence)
@@ -254,7 +254,7 @@ def audit_samples(stats_d, stats_d_prime, claimed_epsilon, claimed_delta=0.0, *,
             f"the two datasets need the same number of runs; got {stats_d.size} on D and "
             f"{stats_d_prime.size} on D'."
         )
-    n_runs = check_n_runs(stats_d.size)
+    n_runs = _check_n_runs(stats_d.size)
     if not (np.isfinite(stats_d).all() and np.isfinite(stats_d_prime).all()):
         raise ValueError("the statistic must be finite on every run; got NaN or infinity.")
     n_threshold = _split(n_runs, threshold_fraction)
@@ -356,7 +356,7 @@ def audit(run_on_D, run_on_D_prime, statistic, claimed_epsilon, claimed_delta=0.
     claimed_delta = check_delta(claimed_delta, "claimed_delta")
     confidence = check_confidence(confidence)
     threshold_fraction = _check_threshold_fraction(threshold_fraction)
-    n_runs = check_n_runs(n_runs)
+    n_runs = _check_n_runs(n_runs)
     score = (lambda output: float(output)) if statistic is None else statistic
     rng_d, rng_d_prime = check_random_state(random_state).spawn(2)
     start = time.perf_counter()
@@ -369,4 +369,4 @@ def audit(run_on_D, run_on_D_prime, statistic, claimed_epsilon, claimed_delta=0.
     return replace(result, seconds=time.perf_counter() - start)
 
 
-__all__ = ["AuditResult", "MIN_RUNS", "audit", "audit_samples", "check_n_runs", "choose_threshold"]
+__all__ = ["AuditResult", "MIN_RUNS", "audit", "audit_samples", "choose_threshold"]

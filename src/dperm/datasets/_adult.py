@@ -49,7 +49,7 @@ ADULT_SHA256 = {
 }
 
 #: Attribute order in the files; the 15th field is the label.
-ADULT_ATTRIBUTES = (
+_ADULT_ATTRIBUTES = (
     "age",
     "workclass",
     "fnlwgt",
@@ -65,11 +65,11 @@ ADULT_ATTRIBUTES = (
     "hours-per-week",
     "native-country",
 )
-ADULT_SEPARATOR = ", "
+_ADULT_SEPARATOR = ", "
 POSITIVE_LABEL, NEGATIVE_LABEL = ">50K", "<=50K"
 
 # Public category lists, copied in order from adult.names (UCI); 99 values in all.
-ADULT_CATEGORIES = {
+_ADULT_CATEGORIES = {
     "workclass": (
         "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov",
         "State-gov", "Without-pay", "Never-worked",
@@ -107,7 +107,7 @@ ADULT_CATEGORIES = {
 
 # Public (lower, upper) ranges of the numeric attributes, fixed from documentation,
 # not from the data. A value outside is clipped to the range (per record, counted).
-ADULT_NUMERIC_BOUNDS = {
+_ADULT_NUMERIC_BOUNDS = {
     # adult.names: the extract kept AAGE > 16, so ages start at 17; the CPS public-use
     # files top-code age at 90.
     "age": (17.0, 90.0),
@@ -131,7 +131,7 @@ ADULT_NUMERIC_BOUNDS = {
 }
 
 #: Numeric attributes given the public "log1p" transform by encoding="unit_norm_log".
-LOG1P_ATTRIBUTES = ("capital-gain", "capital-loss")
+_LOG1P_ATTRIBUTES = ("capital-gain", "capital-loss")
 
 # Why "unit_norm_log" exists: in a paired comparison (same noise seeds; L2-regularised
 # logistic regression, best Lambda of a grid; 50 seeds for output perturbation (003 Alg. 1),
@@ -144,7 +144,7 @@ ADULT_ENCODINGS = {
     # name: (row_norm_mode of the TabularSpec, numeric attributes that take log1p)
     "unit_norm": ("scale", ()),
     "constant": ("constant", ()),
-    "unit_norm_log": ("scale", LOG1P_ATTRIBUTES),
+    "unit_norm_log": ("scale", _LOG1P_ATTRIBUTES),
 }
 
 _ENCODING_DESCRIPTIONS = {
@@ -185,11 +185,11 @@ def adult_spec(encoding: str = "unit_norm") -> TabularSpec:
         )
     row_norm_mode, log1p_attributes = ADULT_ENCODINGS[encoding]
     columns = []
-    for name in ADULT_ATTRIBUTES:
-        if name in ADULT_CATEGORIES:
-            columns.append(CategoricalColumn(name, ADULT_CATEGORIES[name]))
+    for name in _ADULT_ATTRIBUTES:
+        if name in _ADULT_CATEGORIES:
+            columns.append(CategoricalColumn(name, _ADULT_CATEGORIES[name]))
         else:
-            lower, upper = ADULT_NUMERIC_BOUNDS[name]
+            lower, upper = _ADULT_NUMERIC_BOUNDS[name]
             transform = "log1p" if name in log1p_attributes else None
             columns.append(NumericColumn(name, lower, upper, transform))
     return TabularSpec(columns, row_norm_mode=row_norm_mode, data_norm=1.0)
@@ -202,7 +202,7 @@ def load_adult(encoding: str = "unit_norm", data_home=None) -> Bunch:
     (``?``) are dropped, the 8 categorical attributes are one-hot encoded and
     the 6 numeric ones scaled to [0, 1], giving 105 features, and every row has
     L2 norm at most 1. Unlike the paper, the column scaling uses the public
-    ranges in ``ADULT_NUMERIC_BOUNDS`` and the public category lists of
+    ranges in ``_ADULT_NUMERIC_BOUNDS`` and the public category lists of
     ``adult.names``, never the private column maxima (paper
     note 9); every encoding step is per-record.
 
@@ -317,15 +317,15 @@ def _parse_adult_text(text: str, where: str):
     (adult.test writes ``">50K."`` / ``"<=50K."``, with a trailing period).
     """
     lines = [line for line in text.split("\n") if line and not line.startswith("|")]
-    rows = [line.split(ADULT_SEPARATOR) for line in lines]
-    n_fields = len(ADULT_ATTRIBUTES) + 1
+    rows = [line.split(_ADULT_SEPARATOR) for line in lines]
+    n_fields = len(_ADULT_ATTRIBUTES) + 1
     for number, row in enumerate(rows):
         if len(row) != n_fields:
             raise ValueError(
                 f"{where}: record {number} has {len(row)} fields, expected {n_fields}."
             )
     fields = list(zip(*rows))
-    columns = {name: np.array(values) for name, values in zip(ADULT_ATTRIBUTES, fields)}
+    columns = {name: np.array(values) for name, values in zip(_ADULT_ATTRIBUTES, fields)}
     return columns, _parse_labels(np.array(fields[-1]), where)
 
 
@@ -344,7 +344,7 @@ def _parse_labels(raw: np.ndarray, where: str) -> np.ndarray:
 def _describe(encoding: str, source: str) -> str:
     bounds = "\n".join(
         f"    {name}: [{lower:g}, {upper:g}]"
-        for name, (lower, upper) in ADULT_NUMERIC_BOUNDS.items()
+        for name, (lower, upper) in _ADULT_NUMERIC_BOUNDS.items()
     )
     return f"""UCI Adult (census income), encoded by dperm.datasets.load_adult
 =================================================================

@@ -25,14 +25,14 @@ DATA_HOME_ENV = "DPERM_DATA"
 EMBEDDED = "embedded"
 
 
-def embedded_path(filename: str):
+def _embedded_path(filename: str):
     """Traversable for ``dperm/datasets/data/<filename>`` inside the installed package."""
     return resources.files("dperm.datasets").joinpath("data", filename)
 
 
 def read_embedded_gz(filename: str) -> bytes:
     """Uncompressed bytes of the gzipped ``<filename>.gz`` shipped with dperm."""
-    return gzip.decompress(embedded_path(f"{filename}.gz").read_bytes())
+    return gzip.decompress(_embedded_path(f"{filename}.gz").read_bytes())
 
 
 def resolve_data_home(data_home, dataset: str, filenames) -> Path | None:
@@ -59,13 +59,13 @@ def resolve_data_home(data_home, dataset: str, filenames) -> Path | None:
     return None
 
 
-def sha256_hex(data: bytes) -> str:
+def _sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def verify_sha256(data: bytes, expected: str, where: str) -> None:
     """Raise ValueError when ``data`` is not the file pinned by ``expected``."""
-    actual = sha256_hex(data)
+    actual = _sha256_hex(data)
     if actual != expected:
         raise ValueError(
             f"{where} failed its checksum: sha256 {actual} but expected {expected}. "
@@ -82,20 +82,20 @@ def verify_gzip_sha256(data: bytes, expected: str, expected_content: str, where:
     different gzip of the same content (another compression level, name or
     mtime in the header) is the same data set. Anything else raises ValueError.
     """
-    if sha256_hex(data) == expected:
+    if _sha256_hex(data) == expected:
         return gzip.decompress(data)
     try:
         content = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as error:
         raise ValueError(
-            f"{where} failed its checksum: sha256 {sha256_hex(data)} but expected "
+            f"{where} failed its checksum: sha256 {_sha256_hex(data)} but expected "
             f"{expected}, and it is not a readable gzip file ({error}). The file is "
             "corrupted or truncated; download it again."
         ) from None
-    actual = sha256_hex(content)
+    actual = _sha256_hex(content)
     if actual != expected_content:
         raise ValueError(
-            f"{where} failed its checksum: sha256 {sha256_hex(data)} (uncompressed "
+            f"{where} failed its checksum: sha256 {_sha256_hex(data)} (uncompressed "
             f"{actual}) but expected {expected} (uncompressed {expected_content}). "
             "The file is corrupted or is not the published version; download it again."
         )

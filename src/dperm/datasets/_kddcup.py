@@ -41,8 +41,8 @@ from dperm.datasets._base import (
 from dperm.exceptions import DataClippingWarning
 from dperm.tabular import CategoricalColumn, NumericColumn, TableCellError, TabularSpec, finite_numbers
 
-KDDCUP99 = "kddcup99"
-KDDCUP99_FILES = {"train": "kddcup.data_10_percent.gz", "test": "corrected.gz"}
+_KDDCUP99 = "kddcup99"
+_KDDCUP99_FILES = {"train": "kddcup.data_10_percent.gz", "test": "corrected.gz"}
 
 #: SHA-256 of the gzipped files as published (shared data README, section 2). The first
 #: equals the digest scikit-learn pins for ``fetch_kddcup99(percent10=True)``.
@@ -80,7 +80,7 @@ KDDCUP99_ATTRIBUTES = (
 # The 10% training file uses 66 of the 70 services (not aol, harvest, http_2784,
 # http_8001); corrected.gz has 2 records with service "icmp", which is not in the
 # schema and encodes as an all-zero service block.
-KDDCUP99_CATEGORIES = {
+_KDDCUP99_CATEGORIES = {
     "protocol_type": ("icmp", "tcp", "udp"),
     "service": (
         "aol", "auth", "bgp", "courier", "csnet_ns", "ctf", "daytime", "discard",
@@ -97,7 +97,7 @@ KDDCUP99_CATEGORIES = {
 }  # fmt: skip
 
 #: Public cap on the per-connection counts of content events (see below).
-CONTENT_COUNT_UPPER = 10_000.0
+_CONTENT_COUNT_UPPER = 10_000.0
 
 # Public (lower, upper, transform) of the 38 numeric attributes, fixed from the feature
 # definitions (Lee & Stolfo 2000; the KDD Cup 1999 task description, UCI), not from
@@ -129,11 +129,11 @@ KDDCUP99_NUMERIC_BOUNDS = {
     # shell prompts, access-control-file operations, outbound ftp commands.
     # su_attempted is described as a 0/1 flag but declared "continuous" in
     # kddcup.names and is known to count (values 2 occur), so it is a count here.
-    # No maximum is published; we take the round cap CONTENT_COUNT_UPPER = 10,000
+    # No maximum is published; we take the round cap _CONTENT_COUNT_UPPER = 10,000
     # events (about one every 9 s for a whole day, the duration bound) on the log1p
     # scale, where the cap matters little: 1 event maps to 0.075, 100 to 0.50.
     **{
-        name: (0.0, CONTENT_COUNT_UPPER, "log1p")
+        name: (0.0, _CONTENT_COUNT_UPPER, "log1p")
         for name in (
             "wrong_fragment", "urgent", "hot", "num_failed_logins", "num_compromised",
             "su_attempted", "num_root", "num_file_creations", "num_shells",
@@ -176,12 +176,12 @@ KDDCUP99_FULL_CLASS_COUNTS = {
     "buffer_overflow": 30, "land": 21, "warezmaster": 20, "imap": 12, "rootkit": 10,
     "loadmodule": 9, "ftp_write": 8, "multihop": 7, "phf": 4, "perl": 3, "spy": 2,
 }  # fmt: skip
-KDDCUP99_FULL_N_ROWS = 4_898_431
-assert sum(KDDCUP99_FULL_CLASS_COUNTS.values()) == KDDCUP99_FULL_N_ROWS
+_KDDCUP99_FULL_N_ROWS = 4_898_431
+assert sum(KDDCUP99_FULL_CLASS_COUNTS.values()) == _KDDCUP99_FULL_N_ROWS
 
 #: Training-set size of Chaudhuri et al. (2011), Sec. 7.2 / Table 2.
-DEFAULT_SUBSET_SIZE = 70_000
-KDDCUP99_SUBSETS = (None, "random", "stratified")
+_DEFAULT_SUBSET_SIZE = 70_000
+_KDDCUP99_SUBSETS = (None, "random", "stratified")
 
 KDDCUP99_ENCODINGS = {
     # name: row_norm_mode of the TabularSpec
@@ -227,8 +227,8 @@ def kddcup99_spec(encoding: str = "unit_norm") -> TabularSpec:
         )
     columns = []
     for name in KDDCUP99_ATTRIBUTES:
-        if name in KDDCUP99_CATEGORIES:
-            columns.append(CategoricalColumn(name, KDDCUP99_CATEGORIES[name]))
+        if name in _KDDCUP99_CATEGORIES:
+            columns.append(CategoricalColumn(name, _KDDCUP99_CATEGORIES[name]))
         else:
             lower, upper, transform = KDDCUP99_NUMERIC_BOUNDS[name]
             columns.append(NumericColumn(name, lower, upper, transform))
@@ -319,15 +319,15 @@ def load_kddcup99(
     n_samples = _check_subset_args(subset, n_samples)
     directory = require_data_home(
         data_home,
-        KDDCUP99,
-        tuple(KDDCUP99_FILES.values()),
+        _KDDCUP99,
+        tuple(_KDDCUP99_FILES.values()),
         how_to_get=(
             "The files are too large to ship with dperm; get them with "
             "dperm.datasets.download('kddcup99', data_home)."
         ),
     )
-    train = _load_file(directory, KDDCUP99_FILES["train"])
-    test = _load_file(directory, KDDCUP99_FILES["test"])
+    train = _load_file(directory, _KDDCUP99_FILES["train"])
+    test = _load_file(directory, _KDDCUP99_FILES["test"])
     train_rows, allocation = _select_rows(train, subset, n_samples, random_state)
     X_train, labels_train = _encode_rows(spec, train, train_rows)
     X_test, labels_test = _encode_rows(spec, test, np.arange(test.inverse.shape[0]))
@@ -422,7 +422,7 @@ def _parse_kddcup_text(text: str, where: str) -> _ParsedFile:
     fields = list(zip(*rows)) if rows else [()] * _N_FIELDS
     columns = {}
     for name, values in zip(KDDCUP99_ATTRIBUTES, fields):
-        if name in KDDCUP99_CATEGORIES:
+        if name in _KDDCUP99_CATEGORIES:
             columns[name] = np.array(values, dtype=str)
             continue
         try:
@@ -440,8 +440,8 @@ def _parse_kddcup_text(text: str, where: str) -> _ParsedFile:
 
 
 def _check_subset_args(subset, n_samples):
-    if subset not in KDDCUP99_SUBSETS:
-        raise ValueError(f"subset must be one of {KDDCUP99_SUBSETS}; got {subset!r}.")
+    if subset not in _KDDCUP99_SUBSETS:
+        raise ValueError(f"subset must be one of {_KDDCUP99_SUBSETS}; got {subset!r}.")
     if subset is None:
         if n_samples is not None:
             raise ValueError(
@@ -450,7 +450,7 @@ def _check_subset_args(subset, n_samples):
             )
         return None
     if n_samples is None:
-        return DEFAULT_SUBSET_SIZE
+        return _DEFAULT_SUBSET_SIZE
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
         raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
     if n_samples < 1:
@@ -465,7 +465,7 @@ def _select_rows(parsed: _ParsedFile, subset, n_samples, random_state):
     if n_samples > parsed.n_rows:
         raise ValueError(
             f"n_samples={n_samples} exceeds the {parsed.n_rows} rows of "
-            f"{KDDCUP99_FILES['train']}."
+            f"{_KDDCUP99_FILES['train']}."
         )
     rng = check_random_state(random_state)
     if subset == "random":
@@ -623,7 +623,7 @@ def _describe_subset(subset, n_train: int, allocation) -> str:
         _fill(
             f"Training rows: {n_train:,} rows drawn from the 10% file so that the label "
             "shares match the published class counts of the full kddcup.data "
-            f"({KDDCUP99_FULL_N_ROWS:,} records); within a label rows are drawn "
+            f"({_KDDCUP99_FULL_N_ROWS:,} records); within a label rows are drawn "
             "uniformly without replacement (in random order)."
         ),
         f"    {'label':<16}{'full file':>12}{'share':>10}{'drawn':>9}{'available':>11}",

@@ -55,12 +55,12 @@ TOL = 1e-8
 MAX_ITER = 5000
 #: The losses of 003's experiments (Sec. 6: LR and Huber SVM), from :data:`dperm.catalog.LOSSES`.
 LOSSES = tuple(info.name for info in LOSS_TABLE.values() if info.paper_label)
-ROWS = ("nonprivate", "output", "objective")
+_ROWS = ("nonprivate", "output", "objective")
 TABLE1_GRID = (1e-10, 1e-7, 1e-4, 10**-3.5, 1e-3, 10**-2.5, 1e-2, 10**-1.5)
-TABLE2_GRID = (1e-9, 1e-7, 1e-5, 10**-3.5, 1e-3, 10**-2.5, 1e-2, 10**-1.5)
+_TABLE2_GRID = (1e-9, 1e-7, 1e-5, 10**-3.5, 1e-3, 10**-2.5, 1e-2, 10**-1.5)
 
 #: 003 Table 1 (Adult, eps = 0.1): loss -> row -> errors over TABLE1_GRID.
-PAPER_TABLE1 = {
+_PAPER_TABLE1 = {
     "logistic": {
         "nonprivate": (0.1540, 0.1533, 0.1654, 0.1694, 0.1758, 0.1895, 0.2322, 0.2478),
         "output": (0.5318, 0.5318, 0.5175, 0.4928, 0.4310, 0.3163, 0.2395, 0.2456),
@@ -72,8 +72,8 @@ PAPER_TABLE1 = {
         "objective": (0.2582, 0.2582, 0.2582, 0.2582, 0.2559, 0.2046, 0.2319, 0.2478),
     },
 }
-#: 003 Table 2 (KDDCup99, 70,000 examples, eps = 0.1) over TABLE2_GRID.
-PAPER_TABLE2 = {
+#: 003 Table 2 (KDDCup99, 70,000 examples, eps = 0.1) over _TABLE2_GRID.
+_PAPER_TABLE2 = {
     "logistic": {
         "nonprivate": (0.0016, 0.0016, 0.0021, 0.0038, 0.0037, 0.0037, 0.0325, 0.0594),
         "output": (0.5245, 0.5245, 0.5093, 0.3518, 0.1114, 0.0359, 0.0304, 0.0678),
@@ -112,7 +112,7 @@ def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
             "objective": objective_errors, "certified": bool(exact.certified)}
 
 
-def cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, seed=0, n_jobs=2,
+def _cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, seed=0, n_jobs=2,
                           progress=sys.stderr) -> dict:
     """All cells of a Table 1/2-style grid: mean, std and standard error of the test error."""
     y_signed = signed_labels(y)
@@ -124,7 +124,7 @@ def cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, see
                            seed * 100_003 + 1_009 * f + 17 * i + LOSSES.index(loss))
         for f, loss, i in tasks
     )
-    collected = {(loss, row, i): [] for loss in LOSSES for row in ROWS for i in range(len(grid))}
+    collected = {(loss, row, i): [] for loss in LOSSES for row in _ROWS for i in range(len(grid))}
     uncertified = 0
     for done, ((f, loss, i), cell) in enumerate(zip(tasks, jobs), start=1):
         collected[(loss, "nonprivate", i)].append(cell["nonprivate"])
@@ -140,7 +140,7 @@ def cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, see
             "uncertified_solves": uncertified, "seconds": time.perf_counter() - started}
 
 
-def best_alphas(table: dict) -> dict:
+def _best_alphas(table: dict) -> dict:
     """The Lambda with the lowest mean error per (loss, row), as the paper picks it."""
     best = {}
     for loss, rows in table["cells"].items():
@@ -155,7 +155,7 @@ def table_markdown(table: dict, paper: dict, title: str) -> str:
     header = "| loss | algorithm | " + " | ".join(f"10^{np.log10(a):.1f}" for a in grid) + " |"
     lines = [f"### {title}", "", header, "|---|---|" + "---|" * len(grid)]
     for loss in LOSSES:
-        for row in ROWS:
+        for row in _ROWS:
             cells = table["cells"][loss][row]
             best = min(range(len(cells)), key=lambda i: cells[i]["mean"])
             entries = []
@@ -183,10 +183,10 @@ def save(results: dict, out_dir, name: str) -> Path:
 # ---------------------------------------------------------------------------
 # Figs. 2-3: error against epsilon at the best Lambda of the table
 # ---------------------------------------------------------------------------
-EPSILON_CURVE = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+_EPSILON_CURVE = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, runs, seed):
+def _epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, runs, seed):
     """One (fold, loss): output and objective errors at each epsilon, at their own Lambda."""
     loss = get_loss(loss_name, h=HUBER_WIDTH)
     X_test, y_test = X[test], y_signed[test]
@@ -213,17 +213,17 @@ def epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, ru
     return result
 
 
-def epsilon_curves(X, y, table: dict, *, epsilons=EPSILON_CURVE, runs=10, folds=10, seed=0,
+def _epsilon_curves(X, y, table: dict, *, epsilons=_EPSILON_CURVE, runs=10, folds=10, seed=0,
                    n_jobs=2, progress=sys.stderr) -> dict:
     """Figs. 2-3: mean test error against epsilon, each algorithm at its Lambda from ``table``."""
-    best = best_alphas(table)
+    best = _best_alphas(table)
     y_signed = signed_labels(y)
     splits = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y_signed))
     tasks = [(f, loss) for f in range(folds) for loss in LOSSES]
     started = time.perf_counter()
     jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(epsilon_curve_cell)(X, y_signed, splits[f][0], splits[f][1], loss,
-                                    {row: best[(loss, row)] for row in ROWS}, epsilons, runs,
+        delayed(_epsilon_curve_cell)(X, y_signed, splits[f][0], splits[f][1], loss,
+                                    {row: best[(loss, row)] for row in _ROWS}, epsilons, runs,
                                     seed * 7_919 + 31 * f + LOSSES.index(loss))
         for f, loss in tasks)
     collected = {}
@@ -245,13 +245,13 @@ def epsilon_curves(X, y, table: dict, *, epsilons=EPSILON_CURVE, runs=10, folds=
 # ---------------------------------------------------------------------------
 # Figs. 4-5: learning curves with private tuning (Alg. 4) on KDDCup99
 # ---------------------------------------------------------------------------
-TUNING_GRID = (1e-3, 10**-2.5, 1e-2, 10**-1.5, 1e-1)
+_TUNING_GRID = (1e-3, 10**-2.5, 1e-2, 10**-1.5, 1e-1)
 LEARNING_EPSILONS = (0.01, 0.05)
 VALIDATION_SIZE = 25_000
 TEST_SIZE = 25_000
 
 
-def learning_curve_sizes(n_available: int, n_candidates: int = len(TUNING_GRID),
+def _learning_curve_sizes(n_available: int, n_candidates: int = len(_TUNING_GRID),
                          wanted=(60_000, 80_000, 100_000, 120_000)) -> list[int]:
     """Training sizes per candidate of 003 Sec. 7.3 that fit in the data, plus the largest that does.
 
@@ -265,7 +265,7 @@ def learning_curve_sizes(n_available: int, n_candidates: int = len(TUNING_GRID),
     return sizes
 
 
-def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechanism, epsilon,
+def _tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechanism, epsilon,
               exact_solves, rng):
     """One run of Alg. 4: a private model per candidate on its own part, selection by the
     exponential mechanism on the validation part; returns the selected model's test error."""
@@ -273,7 +273,7 @@ def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechani
 
     loss = get_loss(loss_name, h=HUBER_WIDTH)
     coefs, mistakes = [], []
-    for alpha, part, exact in zip(TUNING_GRID, parts, exact_solves):
+    for alpha, part, exact in zip(_TUNING_GRID, parts, exact_solves):
         problem = ERMProblem(X[part], y_signed[part], loss, alpha, 1.0)
         if mechanism == "output":
             coef = release_output(problem, exact, epsilon, TOL, rng)
@@ -290,39 +290,39 @@ def tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechani
     return misclassification_error(coefs[index], X_test, y_test)
 
 
-def learning_curve_cell(X, y_signed, permutation_seed, size, loss_name, epsilons, runs, seed):
+def _learning_curve_cell(X, y_signed, permutation_seed, size, loss_name, epsilons, runs, seed):
     """One (permutation, size, loss): errors of non-private, output and objective with tuning."""
     rng = np.random.default_rng(permutation_seed)
     order = rng.permutation(X.shape[0])
     test = order[:TEST_SIZE]
     validation = order[TEST_SIZE:TEST_SIZE + VALIDATION_SIZE]
     start = TEST_SIZE + VALIDATION_SIZE
-    parts = [order[start + i * size:start + (i + 1) * size] for i in range(len(TUNING_GRID))]
+    parts = [order[start + i * size:start + (i + 1) * size] for i in range(len(_TUNING_GRID))]
     loss = get_loss(loss_name, h=HUBER_WIDTH)
     exact_solves = [minimize_certified(RegularizedMarginObjective(loss, X[p], y_signed[p], a),
                                        tol=TOL, max_iter=MAX_ITER).coef
-                    for a, p in zip(TUNING_GRID, parts)]
+                    for a, p in zip(_TUNING_GRID, parts)]
     noise_rng = np.random.default_rng(seed)
     X_test, y_test = X[test], y_signed[test]
-    result = {"nonprivate": tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name,
+    result = {"nonprivate": _tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name,
                                       "nonprivate", None, exact_solves, noise_rng)}
     for mechanism in ("output", "objective"):
         for eps in epsilons:
             result[(mechanism, eps)] = [
-                tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechanism,
+                _tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name, mechanism,
                           eps, exact_solves, noise_rng) for _ in range(runs)]
     return result
 
 
-def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, permutations=3,
+def _learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, permutations=3,
                     seed=0, n_jobs=2, progress=sys.stderr) -> dict:
     """Figs. 4-5: test error of the privately tuned model against the training size."""
     y_signed = signed_labels(y)
-    sizes = learning_curve_sizes(X.shape[0]) if sizes is None else list(sizes)
+    sizes = _learning_curve_sizes(X.shape[0]) if sizes is None else list(sizes)
     tasks = [(p, n, loss) for p in range(permutations) for n in sizes for loss in LOSSES]
     started = time.perf_counter()
     jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(learning_curve_cell)(X, y_signed, seed * 1_000 + p, n, loss, epsilons, runs,
+        delayed(_learning_curve_cell)(X, y_signed, seed * 1_000 + p, n, loss, epsilons, runs,
                                      seed * 3_571 + 97 * p + 7 * sizes.index(n) + LOSSES.index(loss))
         for p, n, loss in tasks)
     collected = {}
@@ -336,7 +336,7 @@ def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, per
         stats = summary_stats(errors)
         curves.append({"loss": loss, "algorithm": row, "epsilon": eps, "n": n, "mean": stats["mean"],
                        "se": stats["se"]})
-    return {"sizes": sizes, "epsilons": list(epsilons), "grid": list(TUNING_GRID), "runs": runs,
+    return {"sizes": sizes, "epsilons": list(epsilons), "grid": list(_TUNING_GRID), "runs": runs,
             "permutations": permutations, "seed": seed, "n_available": int(X.shape[0]),
             "curves": curves, "seconds": time.perf_counter() - started}
 
@@ -344,7 +344,7 @@ def learning_curves(X, y, *, sizes=None, epsilons=LEARNING_EPSILONS, runs=5, per
 # ---------------------------------------------------------------------------
 # Plots, report and the driver behind `dperm reproduce chaudhuri2011`
 # ---------------------------------------------------------------------------
-def plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
+def _plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
     """Figs. 2-3: one panel per loss, error against epsilon with standard-error bars."""
     plt = pyplot_or_none()
     if plt is None:
@@ -366,7 +366,7 @@ def plot_epsilon_curves(curves: dict, title: str, path) -> Path | None:
     return save_figure(plt, fig, path, dpi=120)
 
 
-def plot_learning_curves(curves: dict, path) -> Path | None:
+def _plot_learning_curves(curves: dict, path) -> Path | None:
     """Figs. 4-5: one panel per (loss, epsilon), error against training size per candidate."""
     plt = pyplot_or_none()
     if plt is None:
@@ -390,11 +390,11 @@ def plot_learning_curves(curves: dict, path) -> Path | None:
     return save_figure(plt, fig, path, dpi=120)
 
 
-def known_discrepancies(table: dict, paper: dict) -> list[str]:
+def _known_discrepancies(table: dict, paper: dict) -> list[str]:
     """Cells more than two of our standard errors from the paper, worst first."""
     rows = []
     for loss in LOSSES:
-        for row in ROWS:
+        for row in _ROWS:
             for cell, paper_value in zip(table["cells"][loss][row], paper[loss][row]):
                 if cell["se"] > 0:
                     z = (cell["mean"] - paper_value) / cell["se"]
@@ -494,19 +494,19 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
         for encoding in encodings:
             say(progress, f"Table 1: Adult, encoding {encoding}")
             X, y = _adult_all_rows(encoding, data_home)
-            table = table_part(f"table1_{encoding}", lambda: cross_validated_table(
+            table = table_part(f"table1_{encoding}", lambda: _cross_validated_table(
                 X, y, TABLE1_GRID, runs=runs, folds=folds, seed=seed, n_jobs=n_jobs, progress=progress))
-            report += [table_markdown(table, PAPER_TABLE1, f"Table 1: Adult, {encoding} encoding"), "",
-                       _small_lambda_note(table, PAPER_TABLE1, "logistic", "objective", "Table 1"), ""]
+            report += [table_markdown(table, _PAPER_TABLE1, f"Table 1: Adult, {encoding} encoding"), "",
+                       _small_lambda_note(table, _PAPER_TABLE1, "logistic", "objective", "Table 1"), ""]
             report += ["Cells more than two standard errors from the paper:", ""]
-            report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE1)] + [""]
+            report += [f"- {line}" for line in _known_discrepancies(table, _PAPER_TABLE1)] + [""]
             if "2" in figures:
                 say(progress, f"Fig. 2: Adult, encoding {encoding}")
-                curves = epsilon_curves(X, y, table, runs=figure_runs, folds=folds, seed=seed,
+                curves = _epsilon_curves(X, y, table, runs=figure_runs, folds=folds, seed=seed,
                                         n_jobs=n_jobs, progress=progress)
                 results["parts"][f"figure2_{encoding}"] = curves
                 checkpoint()
-                png = plot_epsilon_curves(curves, f"Adult ({encoding})", out_dir / f"figure2_{encoding}.png")
+                png = _plot_epsilon_curves(curves, f"Adult ({encoding})", out_dir / f"figure2_{encoding}.png")
                 if png:
                     report += [f"![Fig. 2, {encoding}]({png.name})", ""]
     if table2 or "3" in figures:
@@ -517,23 +517,23 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
                 say(progress, f"Table 2: KDDCup99, {subset} 70,000-row subset, encoding {encoding}")
                 kdd = load_kddcup99(data_home=data_home, subset=subset, n_samples=70_000,
                                     random_state=seed, encoding=encoding)
-                table = table_part(f"table2_{subset}_{encoding}", lambda: cross_validated_table(
-                    kdd.X_train, kdd.y_train, TABLE2_GRID, runs=runs, folds=folds, seed=seed,
+                table = table_part(f"table2_{subset}_{encoding}", lambda: _cross_validated_table(
+                    kdd.X_train, kdd.y_train, _TABLE2_GRID, runs=runs, folds=folds, seed=seed,
                     n_jobs=n_jobs, progress=progress))
                 table["positive_share"] = float(np.mean(kdd.y_train))
-                report += [table_markdown(table, PAPER_TABLE2,
+                report += [table_markdown(table, _PAPER_TABLE2,
                                           f"Table 2: KDDCup99, {subset} subset, {encoding} encoding"), "",
                            f"Share of denial-of-service rows: {table['positive_share']:.4f}.", "",
-                           _small_lambda_note(table, PAPER_TABLE2, "logistic", "objective", "Table 2"),
+                           _small_lambda_note(table, _PAPER_TABLE2, "logistic", "objective", "Table 2"),
                            "", "Cells more than two standard errors from the paper:", ""]
-                report += [f"- {line}" for line in known_discrepancies(table, PAPER_TABLE2)] + [""]
+                report += [f"- {line}" for line in _known_discrepancies(table, _PAPER_TABLE2)] + [""]
                 if "3" in figures and subset == "random" and encoding == encodings[0]:
                     say(progress, "Fig. 3: KDDCup99")
-                    curves = epsilon_curves(kdd.X_train, kdd.y_train, table, runs=figure_runs,
+                    curves = _epsilon_curves(kdd.X_train, kdd.y_train, table, runs=figure_runs,
                                             folds=folds, seed=seed, n_jobs=n_jobs, progress=progress)
                     results["parts"][f"figure3_{encoding}"] = curves
                     checkpoint()
-                    png = plot_epsilon_curves(curves, "KDDCup99", out_dir / "figure3.png")
+                    png = _plot_epsilon_curves(curves, "KDDCup99", out_dir / "figure3.png")
                     if png:
                         report += [f"![Fig. 3]({png.name})", ""]
     if "4-5" in figures:
@@ -541,15 +541,15 @@ def run(out_dir, *, table1=True, table2=True, figures=True, runs=50, folds=10, f
 
         say(progress, "Figs. 4-5: learning curves with private tuning on KDDCup99 (10% file)")
         kdd = load_kddcup99(data_home=data_home, encoding=encodings[0])
-        curves = learning_curves(kdd.X_train, kdd.y_train, runs=curve_runs, permutations=permutations,
+        curves = _learning_curves(kdd.X_train, kdd.y_train, runs=curve_runs, permutations=permutations,
                                  seed=seed, n_jobs=n_jobs, progress=progress)
         results["parts"]["figures4_5"] = curves
-        png = plot_learning_curves(curves, out_dir / "figures4_5.png")
+        png = _plot_learning_curves(curves, out_dir / "figures4_5.png")
         report += ["### Figs. 4-5: learning curves with private tuning (Alg. 4)", "",
                    f"Training sizes per candidate {curves['sizes']} (the paper: 60,000 to 120,000 "
                    f"from the full 4.9M-row file, which is not available here; the 10% file has "
-                   f"{curves['n_available']} rows and Alg. 4 needs {len(TUNING_GRID)} parts plus "
-                   f"25,000 validation and 25,000 test rows). Lambda grid {list(TUNING_GRID)}; "
+                   f"{curves['n_available']} rows and Alg. 4 needs {len(_TUNING_GRID)} parts plus "
+                   f"25,000 validation and 25,000 test rows). Lambda grid {list(_TUNING_GRID)}; "
                    f"{curves['permutations']} permutations x {curves['runs']} runs.", ""]
         if png:
             report += [f"![Figs. 4-5]({png.name})", ""]

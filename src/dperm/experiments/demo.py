@@ -61,7 +61,7 @@ NONPRIVATE_ALPHA_GRID = (1e-6, 1e-5) + ALPHA_GRID
 #: Noise draws per grid cell of the reference (the private cells use ``repeats``). Two keep the
 #: default run near 60 s on 2 cores: on Adult the reference's 240 fits cost ~62 CPU s, the 100
 #: private fits ~18 s, the two non-private paths ~12 s (measured, results.json "cpu_seconds").
-REFERENCE_REPEATS = 2
+_REFERENCE_REPEATS = 2
 DEMO_MECHANISMS = ("output", "objective")
 #: The losses of 003's experiments, by their name there ("LR", "Huber SVM"): :data:`dperm.catalog.LOSSES`.
 LOSSES = {info.name: info.paper_label for info in LOSS_TABLE.values() if info.paper_label}
@@ -69,12 +69,12 @@ HUBER_WIDTH = 0.5
 #: Adult's label set is public (<=50K / >50K), so the estimators are told it.
 CLASSES = (0, 1)
 #: Tolerance of the non-private exact minimiser (no certificate is released from it).
-NONPRIVATE_TOL = 1e-8
-PRIVATE_NOTE = (
+_NONPRIVATE_TOL = 1e-8
+_PRIVATE_NOTE = (
     "PRIVATE END TO END: each estimator with its default alpha (no test-set tuning); "
     "each number is the test error of an epsilon-DP model."
 )
-REFERENCE_NOTE = (
+_REFERENCE_NOTE = (
     "REFERENCE, NOT PRIVATE: alpha chosen per cell from the public grid by mean TEST error, "
     "as in 003 Table 1; the non-private row is the exact minimiser, alpha chosen the same way. "
     "Private tuning: dperm.tuning.PrivateParameterSearch."
@@ -127,7 +127,7 @@ def _nonprivate_errors(loss: str, alphas, data) -> dict:
     errors, coef = {}, None
     for alpha in sorted(alphas, reverse=True):
         objective = RegularizedMarginObjective(loss_function, X_train, signed_labels(y_train), alpha)
-        coef = minimize_certified(objective, tol=NONPRIVATE_TOL, max_iter=1000, w0=coef).coef
+        coef = minimize_certified(objective, tol=_NONPRIVATE_TOL, max_iter=1000, w0=coef).coef
         errors[alpha] = misclassification_error(coef, X_test, signed_labels(y_test))
     return errors
 
@@ -153,7 +153,7 @@ def _plan(epsilons, repeats, alphas, reference_repeats) -> tuple[list[Fit], list
 
 
 def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jobs=2,
-             progress=sys.stderr, reference_repeats=REFERENCE_REPEATS) -> dict:
+             progress=sys.stderr, reference_repeats=_REFERENCE_REPEATS) -> dict:
     """Run the private end-to-end cells, then the test-tuned reference.
 
     Parameters
@@ -222,7 +222,7 @@ def run_demo(data, epsilons=EPSILONS, repeats=5, alphas=ALPHA_GRID, seed=0, n_jo
         "n_test": int(data[2].shape[0]),
         "n_features": int(data[0].shape[1]),
         "majority_error": float(min(np.mean(y_test == 1), np.mean(y_test == 0))),
-        "private": {"note": PRIVATE_NOTE, "alpha_parameter": _default_alpha_parameter(),
+        "private": {"note": _PRIVATE_NOTE, "alpha_parameter": _default_alpha_parameter(),
                     "cells": _cells(private_fits, outcomes)},
         "reference": _reference(reference_fits, outcomes, nonprivate, alphas, reference_repeats),
         "seconds": time.perf_counter() - started,
@@ -263,7 +263,7 @@ def _one_alpha(alphas):
 def _reference(fits, outcomes, nonprivate, alphas, reference_repeats) -> dict:
     grid = _cells(fits, outcomes)
     return {
-        "note": REFERENCE_NOTE,
+        "note": _REFERENCE_NOTE,
         "alphas": list(map(float, alphas)),
         "repeats": reference_repeats,
         "best": _best_cells(grid),
@@ -335,7 +335,7 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_results(results: dict, path):
+def _plot_results(results: dict, path):
     """Save the privacy-accuracy plot as PNG; returns None if matplotlib is missing.
 
     Solid: private end to end (default alpha). Dashed, faint: the test-tuned
@@ -379,5 +379,5 @@ def save_results(results: dict, out_dir) -> dict:
     """Write ``results.json`` and ``privacy_accuracy.png`` under ``out_dir``."""
     out_dir = output_dir(out_dir)
     json_path = write_json(out_dir / "results.json", results)
-    png = plot_results(results, out_dir / "privacy_accuracy.png")
+    png = _plot_results(results, out_dir / "privacy_accuracy.png")
     return {"json": json_path, "png": png}

@@ -40,11 +40,9 @@ from dperm.theory import least_squares_parameter_choice, nie_wang_parameter_choi
 
 __all__ = [
     "SIZES",
-    "TASKS",
     "best_linear_hinge_risk",
     "conditional_hinge_risk",
     "fit_log_log_slope",
-    "format_summary",
     "make_test_sample",
     "run_learning_rates",
     "run_learning_rates_command",
@@ -52,27 +50,27 @@ __all__ = [
 ]
 
 # SIZES, N_SEEDS, N_TEST and DIMENSION (the defaults) are in dperm.experiments.options.
-DATA_NORM = 1.0
+_DATA_NORM = 1.0
 #: ``M``: the public bound on ``|y|`` (000 Sec. 2, 002).
-Y_BOUND = 1.0
+_Y_BOUND = 1.0
 #: ``||w*||``: ``|f*(x)| <= 1/2`` on the unit ball.
-REGRESSION_NORM = 0.5
+_REGRESSION_NORM = 0.5
 #: Half width of the uniform label noise: ``|y| <= 1/2 + 1/2 = M``.
-LABEL_NOISE_HALF_WIDTH = 0.5
-#: ``eta(x) = expit(SHARPNESS u.x)``.
-SHARPNESS = 4.0
+_LABEL_NOISE_HALF_WIDTH = 0.5
+#: ``eta(x) = expit(_SHARPNESS u.x)``.
+_SHARPNESS = 4.0
 #: ``r`` of 002 Thm 3 (``f* in H_K``, finite-dimensional: any ``r >= 1/2`` gives 1/3).
-REGULARITY = 1.0
+_REGULARITY = 1.0
 #: ``beta`` of 000 Thm 4 (``D(lambda) <= lambda ||f_H||^2``).
-BETA = 1.0
+_BETA = 1.0
 #: Huber widths of the continuation that finds the best linear hinge risk on the test sample.
-REFERENCE_WIDTHS = (0.5, 0.1, 1e-2, 1e-3, 1e-4)
+_REFERENCE_WIDTHS = (0.5, 0.1, 1e-2, 1e-3, 1e-4)
 #: Certified radius of the non-private SVM solve (far below the privacy noise).
-NONPRIVATE_RADIUS = 1e-6
+_NONPRIVATE_RADIUS = 1e-6
 #: Bootstrap resamples of the seeds for the slope interval.
-N_BOOTSTRAP = 1000
+_N_BOOTSTRAP = 1000
 
-TASKS = {
+_TASKS = {
     "least_squares": {
         "label": "DP least squares (PrivateLeastSquares, output perturbation)",
         "theory": "002 Thm 3 (and 000 Sec. 5.1): m^(-min(1/3, 4r/(3+6r))), r = 1",
@@ -89,7 +87,7 @@ TASKS = {
 # ---------------------------------------------------------------------------
 # The synthetic problem
 # ---------------------------------------------------------------------------
-def sample_unit_ball(n: int, dimension: int, rng: np.random.Generator) -> np.ndarray:
+def _sample_unit_ball(n: int, dimension: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` points uniform on the unit ball of ``R^dimension``."""
     directions = rng.standard_normal((n, dimension))
     directions /= np.linalg.norm(directions, axis=1)[:, None]
@@ -97,36 +95,36 @@ def sample_unit_ball(n: int, dimension: int, rng: np.random.Generator) -> np.nda
     return directions * radii[:, None]
 
 
-def true_coefficients(dimension: int) -> np.ndarray:
-    """``w*``: alternating, decreasing entries ``(1, -3/4, 9/16, ...)`` scaled to norm ``REGRESSION_NORM``."""
+def _true_coefficients(dimension: int) -> np.ndarray:
+    """``w*``: alternating, decreasing entries ``(1, -3/4, 9/16, ...)`` scaled to norm ``_REGRESSION_NORM``."""
     direction = (-0.75) ** np.arange(dimension)
-    return REGRESSION_NORM * direction / np.linalg.norm(direction)
+    return _REGRESSION_NORM * direction / np.linalg.norm(direction)
 
 
 def regression_function(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    """``f*(x) = w*.x``, bounded by ``REGRESSION_NORM`` on the unit ball."""
+    """``f*(x) = w*.x``, bounded by ``_REGRESSION_NORM`` on the unit ball."""
     return X @ coef
 
 
-def conditional_probability(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    """``eta(x) = P(y = 1 | x) = expit(SHARPNESS u.x)``, ``u = w* / ||w*||``."""
-    return expit(SHARPNESS * (X @ coef) / np.linalg.norm(coef))
+def _conditional_probability(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """``eta(x) = P(y = 1 | x) = expit(_SHARPNESS u.x)``, ``u = w* / ||w*||``."""
+    return expit(_SHARPNESS * (X @ coef) / np.linalg.norm(coef))
 
 
-def make_sample(task: str, m: int, coef: np.ndarray, rng: np.random.Generator):
+def _make_sample(task: str, m: int, coef: np.ndarray, rng: np.random.Generator):
     """A training sample of size ``m``: real labels (least squares) or labels in {-1, +1} (SVM)."""
-    X = sample_unit_ball(m, coef.shape[0], rng)
+    X = _sample_unit_ball(m, coef.shape[0], rng)
     if task == "least_squares":
-        noise = rng.uniform(-LABEL_NOISE_HALF_WIDTH, LABEL_NOISE_HALF_WIDTH, size=m)
+        noise = rng.uniform(-_LABEL_NOISE_HALF_WIDTH, _LABEL_NOISE_HALF_WIDTH, size=m)
         return X, regression_function(X, coef) + noise
-    return X, np.where(rng.uniform(size=m) < conditional_probability(X, coef), 1.0, -1.0)
+    return X, np.where(rng.uniform(size=m) < _conditional_probability(X, coef), 1.0, -1.0)
 
 
 def make_test_sample(n_test: int, dimension: int, seed: int) -> dict:
     """Test rows with ``f*`` and ``eta`` at each, and the best linear hinge risk on them."""
-    coef = true_coefficients(dimension)
-    X = sample_unit_ball(n_test, dimension, np.random.default_rng([seed, 0]))
-    eta = conditional_probability(X, coef)
+    coef = _true_coefficients(dimension)
+    X = _sample_unit_ball(n_test, dimension, np.random.default_rng([seed, 0]))
+    eta = _conditional_probability(X, coef)
     return {"X": X, "coef": coef, "f_star": regression_function(X, coef), "eta": eta,
             "reference_hinge_risk": best_linear_hinge_risk(X, eta)}
 
@@ -134,7 +132,7 @@ def make_test_sample(n_test: int, dimension: int, seed: int) -> dict:
 # ---------------------------------------------------------------------------
 # Risks
 # ---------------------------------------------------------------------------
-def squared_excess_risk(predictions: np.ndarray, f_star: np.ndarray) -> float:
+def _squared_excess_risk(predictions: np.ndarray, f_star: np.ndarray) -> float:
     """``E(f) - E(f*) = ||f - f*||^2_{L2(rho_X)}`` for the squared loss (002, proof of Prop. 4)."""
     return float(np.mean((predictions - f_star) ** 2))
 
@@ -162,7 +160,7 @@ def best_linear_hinge_risk(X: np.ndarray, eta: np.ndarray) -> float:
     """
     w = np.zeros(X.shape[1])
     best = conditional_hinge_risk(X @ w, eta)
-    for width in REFERENCE_WIDTHS:
+    for width in _REFERENCE_WIDTHS:
         result = minimize(_smoothed_hinge_risk, w, args=(X, eta, HuberLoss(width)), jac=True,
                           method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-12, "ftol": 1e-15})
         w = result.x
@@ -173,47 +171,47 @@ def best_linear_hinge_risk(X: np.ndarray, eta: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 # One cell: a size, a seed, a task
 # ---------------------------------------------------------------------------
-def parameter_choice(task: str, m: int):
+def _parameter_choice(task: str, m: int):
     """The theorem's ``(epsilon, lambda, alpha = 2 lambda)`` for ``m`` (paper note 7)."""
     if task == "least_squares":
-        return least_squares_parameter_choice(m, REGULARITY)
-    return nie_wang_parameter_choice(m, BETA)
+        return least_squares_parameter_choice(m, _REGULARITY)
+    return nie_wang_parameter_choice(m, _BETA)
 
 
-def ridge_minimiser(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
+def _ridge_minimiser(X: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
     """Exact ``argmin (1/m) sum (y_i - w.x_i)^2 + alpha/2 ||w||^2``: ``(X^T X / m + alpha/2 I) w = X^T y / m``."""
     m, d = X.shape
     return np.linalg.solve(X.T @ X / m + 0.5 * alpha * np.eye(d), X.T @ y / m)
 
 
 def _noise_seed(base_seed: int, task: str, m: int, seed: int) -> int:
-    return int(np.random.SeedSequence([base_seed, 1 + list(TASKS).index(task), m, seed]).generate_state(1)[0])
+    return int(np.random.SeedSequence([base_seed, 1 + list(_TASKS).index(task), m, seed]).generate_state(1)[0])
 
 
 def run_cell(task: str, m: int, seed: int, base_seed: int, test: dict) -> dict:
     """Fit the private estimator and the non-private minimiser on one sample; return their risks."""
     with threadpool_limits(1):
         started = time.perf_counter()
-        choice = parameter_choice(task, m)
-        data_rng = np.random.default_rng([base_seed, 1 + list(TASKS).index(task), m, seed, 0])
-        X, y = make_sample(task, m, test["coef"], data_rng)
-        common = dict(epsilon=choice.epsilon, alpha=choice.alpha, data_norm=DATA_NORM,
+        choice = _parameter_choice(task, m)
+        data_rng = np.random.default_rng([base_seed, 1 + list(_TASKS).index(task), m, seed, 0])
+        X, y = _make_sample(task, m, test["coef"], data_rng)
+        common = dict(epsilon=choice.epsilon, alpha=choice.alpha, data_norm=_DATA_NORM,
                       fit_intercept=False, random_state=_noise_seed(base_seed, task, m, seed))
         X_test = test["X"]
         if task == "least_squares":
-            model = PrivateLeastSquares(y_bound=Y_BOUND, **common).fit(X, y)
+            model = PrivateLeastSquares(y_bound=_Y_BOUND, **common).fit(X, y)
             private_raw = X_test @ model.coef_
             private_scores = model.predict(X_test)  # projected onto [-M, M] (002 eq. 2)
-            exact_raw = X_test @ ridge_minimiser(X, y, choice.alpha)
-            exact_scores = np.clip(exact_raw, -Y_BOUND, Y_BOUND)
-            risk_private = squared_excess_risk(private_scores, test["f_star"])
-            risk_exact = squared_excess_risk(exact_scores, test["f_star"])
-            projected = float(np.mean(np.abs(private_raw) > Y_BOUND))
-            unprojected = squared_excess_risk(private_raw, test["f_star"])
+            exact_raw = X_test @ _ridge_minimiser(X, y, choice.alpha)
+            exact_scores = np.clip(exact_raw, -_Y_BOUND, _Y_BOUND)
+            risk_private = _squared_excess_risk(private_scores, test["f_star"])
+            risk_exact = _squared_excess_risk(exact_scores, test["f_star"])
+            projected = float(np.mean(np.abs(private_raw) > _Y_BOUND))
+            unprojected = _squared_excess_risk(private_raw, test["f_star"])
         else:
             model = PrivateLinearSVC(loss="hinge", mechanism="output", **common).fit(X, y)
             private_raw = model.decision_function(X_test)
-            exact_raw = X_test @ solve_hinge_svm(X, y, choice.alpha, NONPRIVATE_RADIUS, 100000).coef
+            exact_raw = X_test @ solve_hinge_svm(X, y, choice.alpha, _NONPRIVATE_RADIUS, 100000).coef
             risk_private = conditional_hinge_risk(private_raw, test["eta"])
             risk_exact = conditional_hinge_risk(exact_raw, test["eta"])
             projected = unprojected = math.nan
@@ -229,7 +227,7 @@ def run_cell(task: str, m: int, seed: int, base_seed: int, test: dict) -> dict:
 # ---------------------------------------------------------------------------
 # Aggregation and slopes
 # ---------------------------------------------------------------------------
-def add_excess(rows: list[dict], reference_hinge_risk: float) -> float:
+def _add_excess(rows: list[dict], reference_hinge_risk: float) -> float:
     """Set ``excess_private``, ``excess_nonprivate`` and ``noise_cost`` in every row; return the SVM reference.
 
     For least squares the risks are already excess risks (``f*`` is in the
@@ -265,7 +263,7 @@ def _bootstrap_interval(by_size: dict, rng: np.random.Generator) -> tuple[float,
     """95 % interval of the fitted slope, resampling the seeds at every size."""
     sizes = list(by_size)
     slopes = []
-    for _ in range(N_BOOTSTRAP):
+    for _ in range(_N_BOOTSTRAP):
         means = [rng.choice(by_size[m], size=by_size[m].size).mean() for m in sizes]
         slopes.append(fit_log_log_slope(sizes, means)[0])
     slopes = np.asarray(slopes)
@@ -293,7 +291,7 @@ def _size_table(rows: list[dict]) -> list[dict]:
     """Per-size means (and the standard error of the private excess risk)."""
     table = []
     for m, cell in ((m, [r for r in rows if r["m"] == m]) for m in sorted({r["m"] for r in rows})):
-        column = {k: np.array([r[k] for r in cell], dtype=float) for k in MEAN_COLUMNS}
+        column = {k: np.array([r[k] for r in cell], dtype=float) for k in _MEAN_COLUMNS}
         se = float(column["excess_private"].std(ddof=1) / math.sqrt(len(cell))) if len(cell) > 1 else 0.0
         entry = {"m": m, "epsilon": cell[0]["epsilon"], "lam": cell[0]["lam"], "alpha": cell[0]["alpha"],
                  "n_seeds": len(cell), "excess_private_se": se,
@@ -304,11 +302,11 @@ def _size_table(rows: list[dict]) -> list[dict]:
 
 
 #: Columns averaged over seeds in the per-size table.
-MEAN_COLUMNS = ("excess_private", "excess_nonprivate", "noise_cost", "perturbation", "noise_scale",
+_MEAN_COLUMNS = ("excess_private", "excess_nonprivate", "noise_cost", "perturbation", "noise_scale",
                 "projected_fraction", "excess_unprojected")
 
 
-def summarise_task(rows: list[dict], task: str, seed: int) -> dict:
+def _summarise_task(rows: list[dict], task: str, seed: int) -> dict:
     """Per-size means, the fitted slope with its interval, the components' slopes and the verdict."""
     rows = [r for r in rows if r["task"] == task]
     by_size = _per_size(rows, "excess_private")
@@ -317,8 +315,8 @@ def summarise_task(rows: list[dict], task: str, seed: int) -> dict:
     slope, intercept = fit_log_log_slope(sizes, [v.mean() for v in by_size.values()])
     bootstrap_rng = np.random.default_rng([seed, 99])
     summary = {
-        "label": TASKS[task]["label"], "risk": TASKS[task]["risk"], "theory": TASKS[task]["theory"],
-        "theoretical_slope": -parameter_choice(task, sizes[0]).rate_exponent,
+        "label": _TASKS[task]["label"], "risk": _TASKS[task]["risk"], "theory": _TASKS[task]["theory"],
+        "theoretical_slope": -_parameter_choice(task, sizes[0]).rate_exponent,
         "fitted_slope": slope, "fitted_intercept": intercept,
         "slope_interval_95": list(_bootstrap_interval(by_size, bootstrap_rng)),
         "upper_half_sizes": upper_sizes,
@@ -445,7 +443,7 @@ def run_learning_rates(sizes=SIZES, n_seeds=N_SEEDS, n_test=N_TEST, dimension=DI
                          f"got {n_seeds}, {n_test}, {dimension}.")
     started = time.perf_counter()
     test = make_test_sample(n_test, dimension, seed)
-    cells = [(task, m, s) for m in reversed(sizes) for task in TASKS for s in range(n_seeds)]
+    cells = [(task, m, s) for m in reversed(sizes) for task in _TASKS for s in range(n_seeds)]
     jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
         delayed(run_cell)(task, m, s, seed, test) for task, m, s in cells)
     rows = []
@@ -454,29 +452,29 @@ def run_learning_rates(sizes=SIZES, n_seeds=N_SEEDS, n_test=N_TEST, dimension=DI
         report_progress(progress, done, len(cells), started,
                         f"{row['task']:13s} m={row['m']:<6d} seed={row['seed']}")
     rows.sort(key=lambda r: (r["task"], r["m"], r["seed"]))
-    reference = add_excess(rows, test["reference_hinge_risk"])
+    reference = _add_excess(rows, test["reference_hinge_risk"])
     return {
         "experiment": "learning rates of DP least squares and the DP SVM (Nie & Wang 2017, 000 Thm 4 "
                       "and Sec. 5; 002 Thm 3)",
         "config": {"sizes": sizes, "n_seeds": n_seeds, "n_test": n_test, "dimension": dimension,
                    "seed": seed, "data": "x uniform on the unit ball of R^d (kappa = data_norm = 1)",
                    "regression_function": f"f*(x) = w*.x, w* = {test['coef'].tolist()}",
-                   "labels_regression": f"y = f*(x) + U[-{LABEL_NOISE_HALF_WIDTH}, "
-                                        f"{LABEL_NOISE_HALF_WIDTH}], |y| <= M = {Y_BOUND}",
-                   "labels_classification": f"P(y = 1 | x) = expit({SHARPNESS} u.x), u = w*/||w*||",
-                   "regularity_r": REGULARITY, "beta": BETA, "fit_intercept": False,
+                   "labels_regression": f"y = f*(x) + U[-{_LABEL_NOISE_HALF_WIDTH}, "
+                                        f"{_LABEL_NOISE_HALF_WIDTH}], |y| <= M = {_Y_BOUND}",
+                   "labels_classification": f"P(y = 1 | x) = expit({_SHARPNESS} u.x), u = w*/||w*||",
+                   "regularity_r": _REGULARITY, "beta": _BETA, "fit_intercept": False,
                    "alpha_convention": "alpha = 2 lambda (paper note 7)"},
         "reference_hinge_risk": reference,
         "reference_hinge_risk_note": "best linear hinge risk on the test sample (Huber continuation "
                                      "to width 1e-4, or a fitted model's risk if lower)",
         "rows": rows,
-        "summary": {task: summarise_task(rows, task, seed) for task in TASKS},
+        "summary": {task: _summarise_task(rows, task, seed) for task in _TASKS},
         "seconds": time.perf_counter() - started,
         "n_jobs": n_jobs,
     }
 
 
-def format_summary(results: dict) -> str:
+def _format_summary(results: dict) -> str:
     """Plain-text table of the mean excess risks and the slope verdicts."""
     lines = []
     for task, s in results["summary"].items():
@@ -497,15 +495,15 @@ def format_summary(results: dict) -> str:
 # ---------------------------------------------------------------------------
 # Files: CSV, JSON, PNG
 # ---------------------------------------------------------------------------
-CSV_COLUMNS = ("task", "m", "seed", "epsilon", "lam", "alpha", "risk_private", "risk_nonprivate",
+_CSV_COLUMNS = ("task", "m", "seed", "epsilon", "lam", "alpha", "risk_private", "risk_nonprivate",
                "excess_private", "excess_nonprivate", "noise_cost", "perturbation", "noise_scale",
                "projected_fraction", "excess_unprojected", "seconds")
 
 
-def write_rows_csv(rows: list[dict], path) -> Path:
+def _write_rows_csv(rows: list[dict], path) -> Path:
     """One line per (task, m, seed) cell; floats to 5 significant digits."""
-    return write_csv(path, CSV_COLUMNS, ({c: row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
-                                          for c in CSV_COLUMNS} for row in rows))
+    return write_csv(path, _CSV_COLUMNS, ({c: row[c] if isinstance(row[c], (str, int)) else f"{row[c]:.5g}"
+                                          for c in _CSV_COLUMNS} for row in rows))
 
 
 def _plot_task(ax, s: dict) -> None:
@@ -540,7 +538,7 @@ def _plot_task(ax, s: dict) -> None:
     ax.legend(fontsize=7)
 
 
-def plot_learning_rates(results: dict, path) -> Path | None:
+def _plot_learning_rates(results: dict, path) -> Path | None:
     """Log-log excess risk against m, one panel per task; None if matplotlib is missing."""
     plt = pyplot_or_none()
     if plt is None:
@@ -569,10 +567,10 @@ def _without_nan(value):
 def save_results(results: dict, out_dir) -> dict:
     """Write ``learning_rates.csv``, ``learning_rates.json`` and ``learning_rates.png`` under ``out_dir``."""
     out_dir = output_dir(out_dir)
-    csv_path = write_rows_csv(results["rows"], out_dir / "learning_rates.csv")
+    csv_path = _write_rows_csv(results["rows"], out_dir / "learning_rates.csv")
     document = _without_nan({key: value for key, value in results.items() if key != "rows"})
     json_path = write_json(out_dir / "learning_rates.json", document, allow_nan=False)
-    png = plot_learning_rates(results, out_dir / "learning_rates.png")
+    png = _plot_learning_rates(results, out_dir / "learning_rates.png")
     return {"csv": csv_path, "json": json_path, "png": png}
 
 
@@ -583,7 +581,7 @@ def run_learning_rates_command(args) -> int:
     """Run the experiment from parsed arguments, save the files, print the summary; exit code 0."""
     results = run_learning_rates(sizes=args.sizes, n_seeds=args.seeds, n_test=args.n_test,
                                  dimension=args.dimension, seed=args.seed, n_jobs=args.jobs)
-    print(format_summary(results))
+    print(_format_summary(results))
     paths = save_results(results, args.out)
     print(f"csv:  {paths['csv']}\njson: {paths['json']}")
     print(f"plot: {paths['png']}" if paths["png"] else "plot skipped: install matplotlib for the PNG")

@@ -63,14 +63,14 @@ __all__ = [
 PAPER = "Rajkumar & Agarwal (2012), A Differentially Private SGD Algorithm for Multiparty Classification, AISTATS"
 EPSILONS = (0.1, 0.2)
 DELTA = 0.05
-PARTY_COUNTS = (5, 10, 15)
+_PARTY_COUNTS = (5, 10, 15)
 SKEWS = ((0.2, 0.2, 0.2, 0.2, 0.2), (0.1, 0.2, 0.2, 0.25, 0.25), (0.01, 0.29, 0.2, 0.25, 0.25))
-SIMULATED_TRAIN = 1000
-SIMULATED_TEST = 1000
-SIMULATED_DIMENSION = 10
+_SIMULATED_TRAIN = 1000
+_SIMULATED_TEST = 1000
+_SIMULATED_DIMENSION = 10
 # N_DATASETS, RUNS, N_ROUNDS, ENCODINGS and ENGINES (the command line's defaults and choices)
 # are in dperm.experiments.options.
-N_FOLDS = 5
+_N_FOLDS = 5
 ALPHA_GRID = (0.001, 0.01, 0.1, 1.0)
 LOSS = "logistic"
 TOL = 1e-8
@@ -87,7 +87,7 @@ CLAIMS = {
     "psgd_beats_la": "PSGD performs better than LA, even for few parties (Sec. 6, 1a (b); random splits)",
 }
 #: Tolerance of "close" / "not affected" (the issue's target: 1 percentage point).
-CLOSE = 0.01
+_CLOSE = 0.01
 
 #: Per-feature (min, max) of the 30 breast-cancer attributes, as published in the data set's
 #: documentation (scikit-learn's ``load_breast_cancer().DESCR``, "Summary Statistics").
@@ -99,7 +99,7 @@ DOCUMENTED_RANGES = (
     (7.93, 36.04), (12.02, 49.54), (50.41, 251.2), (185.2, 4254.0), (0.071, 0.223),
     (0.027, 1.058), (0.0, 1.252), (0.0, 0.291), (0.156, 0.664), (0.055, 0.208),
 )
-ENCODING_NOTES = {
+_ENCODING_NOTES = {
     "documented_ranges": (
         "Each attribute is scaled to [0, 1] with the (min, max) table published in the data set's "
         "documentation (scikit-learn DESCR, 'Summary Statistics'), values outside clipped and counted, "
@@ -136,8 +136,8 @@ def uniform_ball(n_points: int, dimension: int, rng) -> np.ndarray:
     return directions * rng.uniform(size=n_points)[:, None] ** (1.0 / dimension)
 
 
-def simulated_datasets(n_datasets=N_DATASETS, seed=0, n_train=SIMULATED_TRAIN, n_test=SIMULATED_TEST,
-                       dimension=SIMULATED_DIMENSION) -> list[dict]:
+def simulated_datasets(n_datasets=N_DATASETS, seed=0, n_train=_SIMULATED_TRAIN, n_test=_SIMULATED_TEST,
+                       dimension=_SIMULATED_DIMENSION) -> list[dict]:
     """004 Sec. 6.1: train/test points uniform in the unit ball labelled by ``sign(w.x)``, ``w`` random."""
     datasets = []
     for index in range(n_datasets):
@@ -154,7 +154,7 @@ def encode_breast_cancer(X, encoding="documented_ranges") -> tuple[np.ndarray, i
     """Rows of the breast-cancer data in the unit ball, by a per-record map with public constants.
 
     Returns the encoded rows (norm exactly 1) and the number of values clipped
-    to :data:`DOCUMENTED_RANGES` (0 for ``per_record``). See :data:`ENCODING_NOTES`
+    to :data:`DOCUMENTED_RANGES` (0 for ``per_record``). See :data:`_ENCODING_NOTES`
     for what each encoding's guarantee covers.
     """
     from dperm.preprocessing import PublicBoundsScaler, normalize_rows
@@ -174,7 +174,7 @@ def encode_breast_cancer(X, encoding="documented_ranges") -> tuple[np.ndarray, i
     raise ValueError(f"encoding must be one of {ENCODINGS}; got {encoding!r}.")
 
 
-def breast_cancer_folds(encoding="documented_ranges", n_folds=N_FOLDS, seed=0) -> tuple[list[dict], dict]:
+def breast_cancer_folds(encoding="documented_ranges", n_folds=_N_FOLDS, seed=0) -> tuple[list[dict], dict]:
     """004 Sec. 6.2: 5 (train, test) splits of the 569 rows, each fold the test set once."""
     from sklearn.datasets import load_breast_cancer
     from sklearn.model_selection import KFold
@@ -186,7 +186,7 @@ def breast_cancer_folds(encoding="documented_ranges", n_folds=N_FOLDS, seed=0) -
     for index, (train, test) in enumerate(KFold(n_folds, shuffle=True, random_state=seed).split(X)):
         folds.append({"X_train": X[train], "y_train": y[train], "X_test": X[test], "y_test": y[test],
                       "name": f"breast cancer fold {index}"})
-    info = {"encoding": encoding, "encoding_note": ENCODING_NOTES[encoding], "n_rows": int(X.shape[0]),
+    info = {"encoding": encoding, "encoding_note": _ENCODING_NOTES[encoding], "n_rows": int(X.shape[0]),
             "n_features": int(X.shape[1]), "values_clipped_to_ranges": n_clipped,
             "max_row_norm": float(np.linalg.norm(X, axis=1).max())}
     return folds, info
@@ -218,7 +218,7 @@ def split_sizes(fractions, n_rows: int) -> list[int]:
 
 def split_configs() -> list[dict]:
     """The six splits of each figure: random simplex splits for K = 5, 10, 15, then skews 1-3."""
-    configs = [{"name": f"K={k}", "panel": "parties", "n_parties": k, "fractions": None} for k in PARTY_COUNTS]
+    configs = [{"name": f"K={k}", "panel": "parties", "n_parties": k, "fractions": None} for k in _PARTY_COUNTS]
     configs += [{"name": f"skew {i + 1}", "panel": "skew", "n_parties": len(s), "fractions": list(s)}
                 for i, s in enumerate(SKEWS)]
     return configs
@@ -237,12 +237,12 @@ def assign_parties(config: dict, n_rows: int, rng) -> list[np.ndarray]:
 # ---------------------------------------------------------------------------
 # One cell: all algorithms on one (data set, split, epsilon)
 # ---------------------------------------------------------------------------
-def masked_engine(calibration, sizes, rng):
+def _masked_engine(calibration, sizes, rng):
     """The default engine: in-process masked secure sum, clipping range from public constants."""
     return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng)
 
 
-def flower_engine(calibration, sizes, rng):
+def _flower_engine(calibration, sizes, rng):
     """Flower SecAgg+ on an in-process grid (``dperm[multiparty]``); about 0.1 s per round."""
     from dperm.multiparty.flower.engine import FlowerSecureSum
 
@@ -253,9 +253,9 @@ def _engine_factory(engine):
     if callable(engine):
         return engine
     if engine == "masked":
-        return masked_engine
+        return _masked_engine
     if engine == "flower":
-        return flower_engine
+        return _flower_engine
     raise ValueError(f"engine must be one of {ENGINES} or a callable (calibration, sizes, rng) -> SecureSum; "
                      f"got {engine!r}.")
 
@@ -295,7 +295,7 @@ def run_psgd(data, parts, epsilon, alpha, n_rounds, rng, *, coordinator_dp=False
     return out
 
 
-def selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine):
+def _selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine):
     """First pass: LA at every alpha of the grid; once per data set also GOP, coordinator-DP PSGD, non-private.
 
     GOP and coordinator-DP PSGD do not depend on the split (their noise is
@@ -329,7 +329,7 @@ def selection_cell(data, parts, epsilon, runs, path, with_gop, n_rounds, engine)
     return out
 
 
-def psgd_cell(data, parts, epsilon, alpha, view_alpha, n_rounds, runs, path, engine):
+def _psgd_cell(data, parts, epsilon, alpha, view_alpha, n_rounds, runs, path, engine):
     """Second pass: ``runs`` draws of PSGD (+ paired GOP) at ``alpha``, coordinator-DP PSGD at ``view_alpha``."""
     draws = []
     for run in range(runs):
@@ -346,7 +346,7 @@ def psgd_cell(data, parts, epsilon, alpha, view_alpha, n_rounds, runs, path, eng
 # ---------------------------------------------------------------------------
 # One figure
 # ---------------------------------------------------------------------------
-def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_jobs=2, engine="masked",
+def _run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_jobs=2, engine="masked",
                progress=sys.stderr) -> dict:
     """Both passes of one figure; returns every draw, the alpha choice and the summary per cell."""
     started = time.perf_counter()
@@ -358,7 +358,7 @@ def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_job
     # -- pass 1: every algorithm but PSGD over the alpha grid, for the choice of alpha ----------
     tasks = [(i, c, e) for i in range(len(datasets)) for c in range(len(configs)) for e in range(len(EPSILONS))]
     jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(selection_cell)(datasets[i], splits[(i, c)], EPSILONS[e], runs, (seed, fig, i, c, 2, e), c == 0,
+        delayed(_selection_cell)(datasets[i], splits[(i, c)], EPSILONS[e], runs, (seed, fig, i, c, 2, e), c == 0,
                                 n_rounds, engine)
         for i, c, e in tasks)
     selection = {}
@@ -377,7 +377,7 @@ def run_figure(figure: str, datasets, *, runs=RUNS, n_rounds=None, seed=0, n_job
             alphas[(method, e)] = min(ALPHA_GRID, key=lambda a: means[a])
     # -- pass 2: PSGD (+ paired GOP) at GOP's alpha, coordinator-DP PSGD at its own ---------------
     jobs = Parallel(n_jobs=n_jobs, return_as="generator")(
-        delayed(psgd_cell)(datasets[i], splits[(i, c)], EPSILONS[e], alphas[("gop", e)],
+        delayed(_psgd_cell)(datasets[i], splits[(i, c)], EPSILONS[e], alphas[("gop", e)],
                            alphas[("psgd_coordinator_dp", e)], n_rounds, runs, (seed, fig, i, c, 3, e), engine)
         for i, c, e in tasks)
     draws = []
@@ -451,7 +451,7 @@ def _fmt(entry) -> str:
 def _spread(summary, figure, eps, method, configs) -> dict:
     """Largest difference between two configs' means, and whether it exceeds the tolerance.
 
-    "Not affected" holds when the largest difference is at most ``max(CLOSE,
+    "Not affected" holds when the largest difference is at most ``max(_CLOSE,
     2 SE of that difference)``: within a percentage point, or not
     distinguishable from the noise of the draws.
     """
@@ -459,13 +459,13 @@ def _spread(summary, figure, eps, method, configs) -> dict:
     best = max(((a, b) for a in cells for b in cells), key=lambda p: p[0]["mean"] - p[1]["mean"])
     gap = best[0]["mean"] - best[1]["mean"]
     se = float(np.hypot(best[0]["se"], best[1]["se"]))
-    return {"gap": gap, "se": se, "ok": gap <= max(CLOSE, 2 * se), "high": best[0]["config"], "low": best[1]["config"],
+    return {"gap": gap, "se": se, "ok": gap <= max(_CLOSE, 2 * se), "high": best[0]["config"], "low": best[1]["config"],
             "means": {c["config"]: round(c["mean"], 4) for c in cells}}
 
 
 def check_claims(summary, figure: str) -> list[dict]:
     """PASS / MISS for each of :data:`CLAIMS` at each epsilon, with the numbers behind it."""
-    k_configs = [f"K={k}" for k in PARTY_COUNTS]
+    k_configs = [f"K={k}" for k in _PARTY_COUNTS]
     skew_configs = [f"skew {i + 1}" for i in range(len(SKEWS))]
     all_configs = k_configs + skew_configs
     results = []
@@ -473,10 +473,10 @@ def check_claims(summary, figure: str) -> list[dict]:
         diffs = [(c, _cell(summary, figure, c, eps, "psgd")) for c in all_configs]
         worst = max(diffs, key=lambda d: abs(d[1]["minus_gop_mean"]))
         results.append({"claim": "psgd_close_to_gop", "epsilon": eps,
-                        "pass": all(abs(d["minus_gop_mean"]) <= CLOSE for _, d in diffs),
+                        "pass": all(abs(d["minus_gop_mean"]) <= _CLOSE for _, d in diffs),
                         "evidence": f"paired PSGD - GOP, largest |mean| at {worst[0]}: "
                                     f"{worst[1]['minus_gop_mean']:+.4f} +- {worst[1]['minus_gop_se']:.4f} "
-                                    f"(tolerance {CLOSE}); all: "
+                                    f"(tolerance {_CLOSE}); all: "
                                     + ", ".join(f"{c} {d['minus_gop_mean']:+.4f}" for c, d in diffs)})
         for claim, configs in (("psgd_independent_of_k", k_configs), ("psgd_independent_of_skew", skew_configs)):
             spread = _spread(summary, figure, eps, "psgd", configs)
@@ -484,7 +484,7 @@ def check_claims(summary, figure: str) -> list[dict]:
             results.append({"claim": claim, "epsilon": eps, "pass": spread["ok"],
                             "evidence": f"PSGD means {spread['means']}; largest gap {spread['high']} - "
                                         f"{spread['low']} = {spread['gap']:+.4f} +- {spread['se']:.4f} "
-                                        f"(not affected if <= max({CLOSE}, 2 SE)); PSGD - GOP paired: "
+                                        f"(not affected if <= max({_CLOSE}, 2 SE)); PSGD - GOP paired: "
                                         + ", ".join(f"{c} {v:+.4f}" for c, v in paired.items())})
         for claim, (small, large) in (("la_degrades_with_k", ("K=5", "K=15")),
                                       ("la_degrades_with_skew", ("skew 1", "skew 3"))):
@@ -516,7 +516,7 @@ def targets(summary, figure: str) -> dict:
         cells.append({"config": entry["config"], "epsilon": entry["epsilon"], "psgd": entry["mean"],
                       "psgd_se": entry["se"], "gop": entry["mean"] - entry["minus_gop_mean"],
                       "psgd_minus_gop": entry["minus_gop_mean"], "psgd_minus_gop_se": entry["minus_gop_se"],
-                      "within_1pp_of_gop": abs(entry["minus_gop_mean"]) <= CLOSE,
+                      "within_1pp_of_gop": abs(entry["minus_gop_mean"]) <= _CLOSE,
                       "local_aggregation": la["mean"], "local_aggregation_se": la["se"],
                       "no_worse_than_la": entry["mean"] <= la["mean"],
                       "psgd_coordinator_dp": view["mean"], "psgd_coordinator_dp_se": view["se"]})
@@ -527,7 +527,7 @@ def targets(summary, figure: str) -> dict:
 # ---------------------------------------------------------------------------
 # Output: CSV, JSON, plots, report
 # ---------------------------------------------------------------------------
-def plot_figure(part: dict, title: str, path) -> Path | None:
+def _plot_figure(part: dict, title: str, path) -> Path | None:
     """004 Figs. 1-2: error against K (top) and skew (bottom), epsilon 0.1 (left) and 0.2 (right)."""
     plt = pyplot_or_none()
     if plt is None:
@@ -538,7 +538,7 @@ def plot_figure(part: dict, title: str, path) -> Path | None:
               "local_aggregation": ("^", "-.")}
     for col, eps in enumerate(EPSILONS):
         for row, (panel, configs, xs, xlabel) in enumerate((
-                ("parties", [f"K={k}" for k in PARTY_COUNTS], list(PARTY_COUNTS), "number of parties K"),
+                ("parties", [f"K={k}" for k in _PARTY_COUNTS], list(_PARTY_COUNTS), "number of parties K"),
                 ("skew", [f"skew {i + 1}" for i in range(len(SKEWS))], [1, 2, 3], "skew vector"))):
             ax = axes[row][col]
             for method, (marker, line) in styles.items():
@@ -561,20 +561,20 @@ def plot_figure(part: dict, title: str, path) -> Path | None:
 
 
 #: Columns of ``figure*_draws.csv`` (one line per draw) and ``figure*_summary.csv`` (one per cell).
-DRAWS_COLUMNS = ("figure", "dataset", "config", "panel", "n_parties", "n_min", "sizes", "epsilon", "method",
+_DRAWS_COLUMNS = ("figure", "dataset", "config", "panel", "n_parties", "n_min", "sizes", "epsilon", "method",
                  "alpha", "run", "error", "gop_error", "distance_to_gop", "coordinates_clipped", "rounds",
                  "seed_path")
-SUMMARY_COLUMNS = ("figure", "config", "panel", "n_parties", "n_min_mean", "epsilon", "method", "alpha", "mean",
+_SUMMARY_COLUMNS = ("figure", "config", "panel", "n_parties", "n_min_mean", "epsilon", "method", "alpha", "mean",
                    "std", "se", "n", "minus_gop_mean", "minus_gop_se", "distance_to_gop_mean", "coordinates_clipped")
 
 
-def write_figure_csv(draws, summary, out_dir, stem: str) -> tuple[Path, Path]:
+def _write_figure_csv(draws, summary, out_dir, stem: str) -> tuple[Path, Path]:
     """Write ``<stem>_draws.csv`` (lists space-separated) and ``<stem>_summary.csv`` under ``out_dir``."""
     out_dir = output_dir(out_dir)
-    draws_path = write_csv(out_dir / f"{stem}_draws.csv", DRAWS_COLUMNS,
+    draws_path = write_csv(out_dir / f"{stem}_draws.csv", _DRAWS_COLUMNS,
                            ({**row, "sizes": " ".join(map(str, row["sizes"])),
                              "seed_path": " ".join(map(str, row["seed_path"]))} for row in draws))
-    return draws_path, write_csv(out_dir / f"{stem}_summary.csv", SUMMARY_COLUMNS, summary)
+    return draws_path, write_csv(out_dir / f"{stem}_summary.csv", _SUMMARY_COLUMNS, summary)
 
 
 def table_markdown(part: dict) -> str:
@@ -593,7 +593,7 @@ def table_markdown(part: dict) -> str:
     return "\n".join(lines)
 
 
-def claims_markdown(claims) -> str:
+def _claims_markdown(claims) -> str:
     lines = ["| claim (004 Sec. 6) | epsilon | result | numbers |", "|---|---|---|---|"]
     for c in claims:
         lines.append(f"| {CLAIMS[c['claim']]} | {c['epsilon']} | {'PASS' if c['pass'] else 'MISS'} | {c['evidence']} |")
@@ -619,7 +619,7 @@ def _figure_report(part: dict, title: str, png) -> list[str]:
                   f"{part['data']['encoding_note']}", ""]
     lines += [table_markdown(part), "", "Mean +- standard error over draws. PSGD - GOP is paired: GOP is "
               "computed with the one-time noise the PSGD run's parties drew.", "",
-              claims_markdown(part["claims"]), ""]
+              _claims_markdown(part["claims"]), ""]
     target = part["targets"]
     lines += [f"Targets: PSGD within 1 percentage point of GOP at every K and skew: "
               f"{'met' if target['psgd_within_1pp_of_gop_everywhere'] else 'MISSED'}; PSGD no worse than LA "
@@ -674,7 +674,7 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
     _engine_factory(engine)
     started = time.perf_counter()
     results = {"paper": PAPER, "seed": seed, "runs": runs, "delta": DELTA, "epsilons": list(EPSILONS),
-               "loss": LOSS, "close_tolerance": CLOSE, "parts": {}}
+               "loss": LOSS, "close_tolerance": _CLOSE, "parts": {}}
     report = ["# Rajkumar & Agarwal (2012), Sec. 6, reproduced by dperm", "",
               "GOP (004 Alg. 4), PSGD (004 Alg. 1) through dperm's in-process secure sum, local aggregation "
               "(LA, 004 eq. 5), and PSGD with coordinator DP (per-round Gaussian noise calibrated with "
@@ -691,14 +691,14 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
         else:
             datasets, data_info = breast_cancer_folds(encoding, max(2, n_datasets), seed)
             title = "Fig. 2: Wisconsin breast cancer"
-        part = run_figure(figure, datasets, runs=runs, n_rounds=n_rounds, seed=seed, n_jobs=n_jobs, engine=engine,
+        part = _run_figure(figure, datasets, runs=runs, n_rounds=n_rounds, seed=seed, n_jobs=n_jobs, engine=engine,
                           progress=progress)
         if data_info is not None:
             part["data"] = data_info
         part["claims"] = check_claims(part["summary"], figure)
         part["targets"] = targets(part["summary"], figure)
-        write_figure_csv(part["draws"], part["summary"], out_dir, f"figure{figure}")
-        png = plot_figure(part, title, out_dir / f"figure{figure}.png")
+        _write_figure_csv(part["draws"], part["summary"], out_dir, f"figure{figure}")
+        png = _plot_figure(part, title, out_dir / f"figure{figure}.png")
         report += _figure_report(part, title, png)
         results["parts"][f"figure{figure}"] = part
         all_targets[f"figure{figure}"] = {**part["targets"], "seconds": part["seconds"], "runs": runs,
@@ -716,7 +716,7 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
 # ---------------------------------------------------------------------------
 # Command line: `dperm reproduce rajkumar2012`
 # ---------------------------------------------------------------------------
-def add_reproduce_arguments(parser) -> None:
+def _add_reproduce_arguments(parser) -> None:
     """Options of ``dperm reproduce rajkumar2012`` (the ``reproduce`` parser is shared with chaudhuri2011)."""
     group = parser.add_argument_group("rajkumar2012")
     group.add_argument("--figure1", action="store_true", help="rajkumar2012: Fig. 1 (simulated data)")

@@ -79,6 +79,38 @@ class Targets(NamedTuple):
     sample_weight: np.ndarray | None = None
 
 
+class InMemoryRows:
+    """The fit skeleton's data provider for in-memory rows (validated, dense).
+
+    Dask input has its own provider, :class:`dperm.scale.ChunkedRows`, with the
+    same attributes.
+    """
+
+    engine = "memory"
+
+    def __init__(self, X):
+        self.X = X
+        self.n_samples, self.n_features = X.shape
+
+    def prepare(self, estimator, params):
+        """After the spend: rows clipped to ``data_norm`` (warned), the intercept's feature appended."""
+        X, rows_clipped = clip_rows_to_norm(self.X, params.data_norm)
+        warn_clipped_rows(rows_clipped, params.data_norm)
+        return estimator._augment(X, params.data_norm, params.scaling)
+
+
+def binary_rows(X, y, positive):
+    """``(X, y)`` of the binary problem ``positive`` vs the rest (``y`` coded +1 / -1).
+
+    Rows held elsewhere (:class:`dperm.scale.ChunkedRows`) code their labels
+    chunk by chunk: ``X.binary_rows(positive)``.
+    """
+    chunked = getattr(X, "binary_rows", None)
+    if chunked is not None:
+        return chunked(positive)
+    return X, np.where(y == positive, 1.0, -1.0)
+
+
 class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
     """The fit skeleton every private linear model shares. Subclasses define
     ``_make_loss``, ``_mechanism_name``, ``_check_targets``, ``_solve``,
@@ -187,17 +219,30 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
         targets = self._check_targets(y, params)  # label set or real targets: before the budget
         if sample_weight is not None:
             targets = targets._replace(sample_weight=sample_weight)
-        params = self._with_public_choices(params, *X.shape, self._n_problems(targets.label_set))
-        rng = check_random_state(self.random_state)
-        self._spend_budget(params)  # every check passed; nothing computed from X released yet
-        X, rows_clipped = clip_rows_to_norm(X, params.data_norm)
-        warn_clipped_rows(rows_clipped, params.data_norm)
-        X, effective_norm = self._augment(X, params.data_norm, params.scaling)
-        outputs = self._solve(X, targets, params, rng, effective_norm)
-        self._store(outputs, targets, params)
-        self.privacy_ = self._record(outputs, params, effective_norm, X.shape[0], targets)
+        self._fit_rows(InMemoryRows(X), targets, params)
         if sample_weight is not None:
             self.privacy_ = dataclasses.replace(self.privacy_, sample_weighted=True)
+        return self
+
+    def _fit_rows(self, rows, targets, params):
+        """The one fit skeleton, on validated rows: public choices, spend, release, store, record.
+
+        ``rows`` is the data provider: :class:`InMemoryRows` or, for Dask input,
+        :class:`dperm.scale.ChunkedRows` (rows left in chunks on a cluster). It
+        gives the public ``n_samples`` and ``n_features``, and after the spend
+        ``rows.prepare(self, params) -> (X, effective_norm)``: the rows the
+        mechanisms solve on, clipped to the norm bound (with the warning) and with
+        the intercept's feature.
+        """
+        params = self._with_public_choices(params, rows.n_samples, rows.n_features,
+                                           self._n_problems(targets.label_set))
+        rng = check_random_state(self.random_state)
+        self._spend_budget(params)  # every check passed; nothing computed from X released yet
+        X, effective_norm = rows.prepare(self, params)
+        outputs = self._solve(X, targets, params, rng, effective_norm)
+        self._store(outputs, targets, params)
+        self.privacy_ = self._record(outputs, params, effective_norm, rows.n_samples, targets,
+                                     engine=rows.engine)
         return self
 
     def _check_sample_weight(self, sample_weight, n_samples, params):
@@ -462,8 +507,8 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         mechanism = MECHANISMS[params.mechanism]
         return [  # every problem has the same public calibration (each its share of the budget)
             mechanism.release(
-                ERMProblem(X, np.where(targets.y == positive, 1.0, -1.0), params.loss,
-                           params.alpha, effective_norm, sample_weight=targets.sample_weight),
+                ERMProblem(*binary_rows(X, targets.y, positive), params.loss, params.alpha,
+                           effective_norm, sample_weight=targets.sample_weight),
                 params.calibration,
                 rng,
                 params.tol,
@@ -473,23 +518,19 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
         ]
 
     def _fit_distributed(self, X, y, params):
-        """Fit a Dask X / y without loading it (:mod:`dperm.scale`).
+        """Fit a Dask X / y without loading it: the fit skeleton on :class:`dperm.scale.ChunkedRows`.
 
-        How many passes the solve took depends on the data and is not released. The budget
-        is spent after the validating scan, before any noise is drawn.
+        The provider's scan validates every chunk (the Dask form of ``validate_data``
+        and the label check) before the budget is spent. How many passes the solve
+        took depends on the data and is not released.
         """
-        from dperm.scale import check_distributed_loss, fit_classifier_distributed
+        from dperm.scale import check_distributed_loss, chunked_rows
 
         check_distributed_loss(params.loss)  # before any budget is spent
-        outputs, label_set, scan, _, params = fit_classifier_distributed(
-            self, X, y, params, spend=self._spend_budget
-        )  # params: mechanism and alpha set after the scan (n is public)
-        targets = Targets(None, label_set)
-        self._store(outputs, targets, params)
-        effective_norm = self._effective_norm(params)
-        self.privacy_ = self._record(outputs, params, effective_norm, scan.n_rows, targets,
-                                     engine="dask")
-        return self
+        with chunked_rows(X, y, params, fit_intercept=bool(self.fit_intercept),
+                          scheduler=self.scheduler) as (rows, label_set):
+            self.n_features_in_ = rows.n_features
+            return self._fit_rows(rows, Targets(None, label_set), params)
 
     def _store(self, outputs, targets, params):
         coef = np.vstack([out.coef for out in outputs])

@@ -35,7 +35,7 @@ MULTINOMIAL, OVR = "multinomial", "ovr"
 MULTI_CLASS_OPTIONS = (AUTO, MULTINOMIAL, OVR)
 #: The ``mechanism=`` values under which the multinomial model can run (it is pure objective
 #: perturbation; "auto" lets the comparison decide).
-MULTINOMIAL_MECHANISMS = (AUTO, "objective")
+_MULTINOMIAL_MECHANISMS = (AUTO, "objective")
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_nor
     return MultinomialProblem(None, None, n_classes, alpha, data_norm, n_samples, n_features)
 
 
-def multinomial_score(problem: MultinomialProblem, epsilon: float, tol: float,
+def _multinomial_score(problem: MultinomialProblem, epsilon: float, tol: float,
                       calibration=None) -> float:
     """Noise per class column over the largest column a minimiser can have, ``R / alpha``.
 
@@ -110,7 +110,7 @@ def compare_multiclass(multinomial_problem: MultinomialProblem, ovr_problem: Pub
     score. The ratio of the RMS noise on one class's vector to that bound is, for
     one-vs-rest, :func:`dperm.mechanisms.choice.noise_to_signal` of its mechanism at
     ``epsilon / K`` (each of the K problems), and for the multinomial model
-    :func:`multinomial_score` at the whole ``epsilon``. For the Laplace-type noise of pure
+    :func:`_multinomial_score` at the whole ``epsilon``. For the Laplace-type noise of pure
     objective perturbation the ratios are about ``2 sqrt(2 K) d / (n eps)`` and
     ``2 K d / (n eps)``: one noise matrix at the whole budget puts about
     ``sqrt(2 / K)`` times the noise on each class (docs/design/multinomial.md,
@@ -119,7 +119,7 @@ def compare_multiclass(multinomial_problem: MultinomialProblem, ovr_problem: Pub
     computed once per fit).
     """
     K = multinomial_problem.n_classes
-    multinomial = multinomial_score(multinomial_problem, epsilon, tol, multinomial_calibration)
+    multinomial = _multinomial_score(multinomial_problem, epsilon, tol, multinomial_calibration)
     ovr = noise_to_signal(ovr_problem, ovr_mechanism, epsilon / K, delta / K, tol, ovr_calibration)
     chosen = MULTINOMIAL if multinomial <= ovr else OVR
     reason = (f"multi_class={chosen!r}: noise per class over the largest class weight "
@@ -140,7 +140,7 @@ class MultinomialClassifierMixin:
 
     def _check_params(self):
         params = super()._check_params()
-        if self.multi_class == MULTINOMIAL and self.mechanism not in MULTINOMIAL_MECHANISMS:
+        if self.multi_class == MULTINOMIAL and self.mechanism not in _MULTINOMIAL_MECHANISMS:
             raise ValueError(
                 f"multi_class='multinomial' runs multinomial objective perturbation (pure "
                 f"epsilon-DP); mechanism={self.mechanism!r} is not available for it. Use "
@@ -186,7 +186,7 @@ class MultinomialClassifierMixin:
         problem = multinomial_public_problem(n_samples, dimension, n_classes, alpha, norm)
         calibration = MECHANISMS[MULTINOMIAL_OBJECTIVE].calibrate(problem, params.epsilon, 0.0, params.tol)
         if multi_class == AUTO:
-            if self.mechanism not in MULTINOMIAL_MECHANISMS:
+            if self.mechanism not in _MULTINOMIAL_MECHANISMS:
                 self.multi_class_ = OVR
                 return super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                     check_budget=check_budget)
@@ -219,7 +219,7 @@ class MultinomialClassifierMixin:
         from dperm.validation import check_budget_for_data
 
         check_budget_for_data(params.epsilon, params.delta, problem.n_samples)
-        ratio = multinomial_score(problem, params.epsilon, params.tol, params.calibration)
+        ratio = _multinomial_score(problem, params.epsilon, params.tol, params.calibration)
         if ratio >= SWAMPED_RATIO:
             raise NoiseSwampsSignalError(
                 f"epsilon={params.epsilon:g} is too small for n_samples={problem.n_samples}, "

@@ -20,7 +20,7 @@ import numpy as np
 from dperm.exceptions import DataClippingWarning, warn_at_caller
 
 #: The targets' range when the user gives no bound (the old ``y_bound=1.0``).
-DEFAULT_BOUNDS = (-1.0, 1.0)
+_DEFAULT_BOUNDS = (-1.0, 1.0)
 
 
 def _finite_real(value) -> bool:
@@ -52,7 +52,7 @@ def check_target_bounds(y_bound, y_bounds) -> tuple[float, float]:
             raise ValueError(f"y_bound must be a finite number > 0 (a public bound M on |y|); "
                              f"got {y_bound!r}.")
         return -float(y_bound), float(y_bound)
-    return DEFAULT_BOUNDS
+    return _DEFAULT_BOUNDS
 
 
 def centre_and_half_width(lower: float, upper: float) -> tuple[float, float]:
@@ -92,5 +92,5 @@ def to_centred(y, lower: float, upper: float) -> np.ndarray:
     return np.clip(np.asarray(y, dtype=np.float64) - centre, -half, half)
 
 
-__all__ = ["DEFAULT_BOUNDS", "centre_and_half_width", "check_target_bounds", "clip_targets",
+__all__ = [ "centre_and_half_width", "check_target_bounds", "clip_targets",
            "to_centred", "to_unit_interval", "warn_clipped_targets"]

@@ -58,7 +58,7 @@ MIN_EPSILON = 1e-9
 #: The default-alpha rules of :func:`dperm.privacy.alpha.default_alpha` a row may name, and
 #: ``"none"``: the mechanism chooses its own regularisation (AdaSSP's adaptive ridge), so
 #: ``alpha="auto"`` sets no alpha and a given alpha is refused by its estimator.
-ALPHA_RULES = ("objective", "output", "none")
+_ALPHA_RULES = ("objective", "output", "none")
 
 
 def check_min_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -134,8 +134,8 @@ class Mechanism:
     multiclass: bool = False
 
     def __post_init__(self):
-        if self.alpha_rule not in ALPHA_RULES:
-            raise ValueError(f"mechanism {self.name!r}: alpha_rule must be one of {ALPHA_RULES}; "
+        if self.alpha_rule not in _ALPHA_RULES:
+            raise ValueError(f"mechanism {self.name!r}: alpha_rule must be one of {_ALPHA_RULES}; "
                              f"got {self.alpha_rule!r}.")
 
     # -- what the table says ---------------------------------------------------------
@@ -355,5 +355,5 @@ def mechanism_help() -> str:
     return "; ".join(f"{m.name}: {m.summary}" for m in MECHANISMS.values() if not m.multiclass)
 
 
-__all__ = ["ALPHA_RULES", "MECHANISMS", "MIN_EPSILON", "Mechanism", "binary_mechanisms", "check_min_epsilon",
+__all__ = [ "MECHANISMS", "MIN_EPSILON", "Mechanism", "binary_mechanisms", "check_min_epsilon",
            "get_mechanism", "mechanism_help", "run_mechanism"]

@@ -39,10 +39,10 @@ from dperm.privacy.sensitivity import (
 )
 
 #: The row of :data:`~dperm.mechanisms.catalog.MECHANISMS` each calibration is.
-MECHANISM_OF_CALIBRATION = {"tight": "gaussian_objective", "004": "gaussian_objective_004"}
+_MECHANISM_OF_CALIBRATION = {"tight": "gaussian_objective", "004": "gaussian_objective_004"}
 #: The noise span ``2 L R / h`` in steps at which :func:`noise_norm` takes the default
 #: calibration's sigma: a fine grid, where its rounding terms vanish.
-NOISE_NORM_SPAN_STEPS = 2.0**30
+_NOISE_NORM_SPAN_STEPS = 2.0**30
 
 
 def gaussian_objective_perturbation(
@@ -91,9 +91,9 @@ def gaussian_objective_perturbation(
         ``(epsilon, delta)``-DP for the released ``coef`` (docs/design/gaussian_objective.md
         or 004 Thm 4.1; Iyengar et al. 2019, Thm 1; basic composition).
     """
-    if calibration not in MECHANISM_OF_CALIBRATION:
+    if calibration not in _MECHANISM_OF_CALIBRATION:
         raise ValueError(f"calibration must be one of {GAUSSIAN_OBJECTIVE_CALIBRATIONS}; got {calibration!r}.")
-    row = MECHANISMS[MECHANISM_OF_CALIBRATION[calibration]]
+    row = MECHANISMS[_MECHANISM_OF_CALIBRATION[calibration]]
     return row.run(problem, epsilon, delta, rng, tol, max_iter, accountant)
 
 
@@ -122,7 +122,7 @@ def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, d
     The noise stage gets ``epsilon`` less AMP's output share; with ``s = 2 L R``
     (paper note 2): ``"tight"``: the default calibration's sigma
     (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_calibration`) taken on
-    a fine grid, ``s / h =`` :data:`NOISE_NORM_SPAN_STEPS`, where its rounding terms
+    a fine grid, ``s / h =`` :data:`_NOISE_NORM_SPAN_STEPS`, where its rounding terms
     vanish; ``"004"``: 004's rule as dperm draws it
     (:func:`~dperm.privacy.sensitivity.discrete_gaussian_sigma_steps`: sigma* with the
     subgaussian norm quantile, linear in ``s``).
@@ -130,7 +130,7 @@ def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, d
     epsilon_noise, _ = split_epsilon_for_amp(epsilon)
     span = 2.0 * lipschitz * data_norm
     if calibration == "tight":
-        steps = NOISE_NORM_SPAN_STEPS
+        steps = _NOISE_NORM_SPAN_STEPS
         sigma_steps, _ = tight_gaussian_objective_calibration(steps, dimension, epsilon_noise, delta)
         return sigma_steps * (span / steps) * math.sqrt(dimension)
     sigma = discrete_gaussian_sigma_steps(span, dimension, epsilon_noise, delta)

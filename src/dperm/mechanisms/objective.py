@@ -29,8 +29,7 @@ from dperm.privacy.sensitivity import (
 )
 from dperm.solvers import minimize_erm
 
-__all__ = [
-    "AMP_PLAN_ROUNDS", "ObjectiveCalibration", "amp_output_calibration", "amp_planned", "calibrate",
+__all__ = [ "ObjectiveCalibration", "amp_output_calibration", "amp_planned", "calibrate",
     "calibrate_objective",
     "expected_perturbation", "noise_norm", "objective_mechanism_calibration",
     "objective_perturbation", "perturb_and_release", "release", "solve_perturbed",
@@ -58,7 +57,7 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
 
 
 #: At most this many rounds of :func:`amp_planned`'s tolerance search.
-AMP_PLAN_ROUNDS = 8
+_AMP_PLAN_ROUNDS = 8
 
 
 def amp_planned(plan_at, tol: float, n_samples: int, dimension: int, gradient_scale: float):
@@ -76,13 +75,13 @@ def amp_planned(plan_at, tol: float, n_samples: int, dimension: int, gradient_sc
     The objective noise's RMS shrinks a little with its grid (the lattice's rounding
     share), so the tolerance is lowered until the plan at it satisfies the rule
     (a decreasing sequence; it settles within a few rounds, at most
-    :data:`AMP_PLAN_ROUNDS`).
+    :data:`_AMP_PLAN_ROUNDS`).
     """
     plan = plan_at(tol)
     unit = vector_laplace_calibration(1.0, dimension, plan.epsilon_output)
     per_sensitivity = unit.rms_noise_norm(dimension) * (1.0 + 1.0 / GRID_RESOLUTION)
     solve_tol = tol
-    for _ in range(AMP_PLAN_ROUNDS):
+    for _ in range(_AMP_PLAN_ROUNDS):
         lowered = amp_solve_tolerance(tol, plan.rms_noise_norm(dimension), n_samples,
                                       per_sensitivity, gradient_scale)
         if lowered >= solve_tol:

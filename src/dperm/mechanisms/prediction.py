@@ -34,7 +34,6 @@ __all__ = [
     "PredictionFit",
     "answer_queries",
     "calibrate_prediction",
-    "calibrated_prediction_sensitivity",
     "path_kappa",
     "fit_private_prediction",
     "prediction_noise_calibration",
@@ -95,7 +94,7 @@ def solution_radius_allowance(loss, sensitivity: float, kappa: float) -> float:
     return fraction * sensitivity / kappa
 
 
-def calibrated_prediction_sensitivity(sensitivity: float, kappa: float, radius: float) -> float:
+def _calibrated_prediction_sensitivity(sensitivity: float, kappa: float, radius: float) -> float:
     """``B_Delta + 2 kappa r``: sensitivity of answers computed from certified approximate minimisers.
 
     Each fitted function is within ``r`` (RKHS norm) of the exact one, so its
@@ -142,7 +141,7 @@ class PredictionCalibration:
     radius_allowance : float
         The RKHS radius ``r`` the solve must certify (:func:`solution_radius_allowance`).
     calibrated_sensitivity : float
-        ``B_Delta + 2 kappa r`` (:func:`calibrated_prediction_sensitivity`).
+        ``B_Delta + 2 kappa r`` (:func:`_calibrated_prediction_sensitivity`).
     epsilon_per_query : float
     noise : GridCalibration
         Grid and discrete Laplace scale of one answer (:func:`prediction_noise_calibration`).
@@ -180,7 +179,7 @@ def calibrate_prediction(loss, alpha: float, m: int, epsilon_per_query: float,
     lipschitz = loss.solution_lipschitz(kappa, alpha)
     sensitivity = prediction_sensitivity(kappa, lipschitz, lam, m, SQUARED_NORM_GAMMA)
     radius = solution_radius_allowance(loss, sensitivity, kappa)
-    calibrated = calibrated_prediction_sensitivity(sensitivity, kappa, radius)
+    calibrated = _calibrated_prediction_sensitivity(sensitivity, kappa, radius)
     return PredictionCalibration(
         kappa=kappa, lam=lam, strong_convexity=SQUARED_NORM_GAMMA, lipschitz=lipschitz,
         sensitivity=sensitivity, radius_allowance=radius, calibrated_sensitivity=calibrated,

@@ -65,7 +65,7 @@ __all__ = [
     "basic_composition", "check_accountant", "check_budget_left", "spend_before_fitting",
 ]
 
-COMPOSITIONS = ("basic", "advanced")
+_COMPOSITIONS = ("basic", "advanced")
 #: Rounding allowance when comparing a spend with the budget.
 TOLERANCE = 1e-12
 
@@ -190,8 +190,8 @@ class BudgetAccountant:
     def __init__(self, epsilon=math.inf, delta=0.0, *, composition="basic", slack=0.0):
         self.epsilon = _check_budget_epsilon(epsilon)
         self.delta = check_delta(delta)
-        if composition not in COMPOSITIONS:
-            raise ValueError(f"composition must be one of {COMPOSITIONS}; got {composition!r}.")
+        if composition not in _COMPOSITIONS:
+            raise ValueError(f"composition must be one of {_COMPOSITIONS}; got {composition!r}.")
         self.composition = composition
         self.slack = check_delta(slack, "slack")
         if composition == "basic" and self.slack:

@@ -78,9 +78,9 @@ __all__ = [
 
 #: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower.engine``).
 MAX_QUANTIZATION_RANGE = 2**30
-MODULUS_RANGE = 2**32
+_MODULUS_RANGE = 2**32
 #: Share of ``delta`` spent on the secure-sum range event (point 5 above).
-RANGE_DELTA_SHARE = 1e-3
+_RANGE_DELTA_SHARE = 1e-3
 #: Renyi orders the accountant minimises over.
 RDP_ORDERS = tuple(np.concatenate([1.0 + np.geomspace(0.01, 7.0, 120), np.arange(8.5, 64.0, 0.5),
                                    np.geomspace(64.0, 4096.0, 40)]).tolist())
@@ -285,11 +285,11 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
     gradient_scale = math.sqrt(gradient_share) / gradient_sensitivity
     hessian_scale = math.sqrt(1.0 - gradient_share) / hessian_sensitivity
     bound = _value_bound(max_party_samples, lipschitz, curvature, data_norm, gradient_scale, hessian_scale)
-    quantization_range = min(MAX_QUANTIZATION_RANGE, 2 ** math.floor(math.log2((MODULUS_RANGE - 1) / n_parties)))
+    quantization_range = min(MAX_QUANTIZATION_RANGE, 2 ** math.floor(math.log2((_MODULUS_RANGE - 1) / n_parties)))
     if quantization_range < 2**16:
         raise ValueError(f"{n_parties} parties leave the secure sum a quantization range of only "
                          f"{quantization_range} levels; the Newton protocol supports up to 2**16 parties.")
-    range_delta = RANGE_DELTA_SHARE * delta
+    range_delta = _RANGE_DELTA_SHARE * delta
     rdp_delta = delta - range_delta
     draws = dimension * n_parties * n_rounds
     # Start from a grid as if the noise were nil, then coarsen until centre + noise tail fit [-C, C].
@@ -317,7 +317,7 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
         rdp_epsilon=rdp_epsilon, rdp_delta=rdp_delta, range_delta=range_delta,
         range_probability=float(range_delta * np.exp(-np.logaddexp(0.0, epsilon))),
         clipping_range=clipping_range, quantization_range=int(quantization_range),
-        modulus_range=int(MODULUS_RANGE),
+        modulus_range=int(_MODULUS_RANGE),
     )
 
 

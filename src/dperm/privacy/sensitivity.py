@@ -33,7 +33,7 @@ from dperm.validation import check_delta, check_epsilon, check_positive, check_p
 
 __all__ = [
     "GAUSSIAN_OBJECTIVE_CALIBRATIONS", "ObjectiveSlack", "SENSITIVITY_ROUNDING_MARGIN",
-    "AMP_OUTPUT_SHIFT_RATIO", "AMP_TOLERANCE_FLOOR_ULPS", "SQUARED_NORM_GAMMA", "alpha_from_lambda",
+    "AMP_OUTPUT_SHIFT_RATIO", "SQUARED_NORM_GAMMA", "alpha_from_lambda",
     "amp_output_sensitivity", "amp_solution_radius", "amp_solve_tolerance",
     "convex_loss_sensitivity", "discrete_gaussian_sigma_steps", "discrete_objective_noise_steps",
     "erm_l2_sensitivity", "gaussian_objective_sigma", "gaussian_sigma_star",
@@ -225,18 +225,18 @@ def gaussian_objective_sigma(
 
 # -- float-safe objective perturbation (approximate minima perturbation) ----------------
 #: Share of epsilon that approximate minima perturbation gives its output stage.
-AMP_OUTPUT_FRACTION = 0.01
+_AMP_OUTPUT_FRACTION = 0.01
 
 
 def split_epsilon_for_amp(epsilon: float) -> tuple[float, float]:
-    """``(epsilon_objective, epsilon_output)``: the output stage gets :data:`AMP_OUTPUT_FRACTION`.
+    """``(epsilon_objective, epsilon_output)``: the output stage gets :data:`_AMP_OUTPUT_FRACTION`.
 
     Approximate minima perturbation (Iyengar, Near, Song, Thakkar, Thakurta &
     Wang 2019, Alg. 1) releases an approximate minimiser of the perturbed
     objective plus output noise; by adaptive composition the two parts' epsilons
     add up to the guarantee (Dwork & Roth 2014, Thm 3.16).
     """
-    output = epsilon * AMP_OUTPUT_FRACTION
+    output = epsilon * _AMP_OUTPUT_FRACTION
     return epsilon - output, output
 
 
@@ -276,7 +276,7 @@ AMP_OUTPUT_SHIFT_RATIO = 0.05
 #: roundings; pairwise and blocked BLAS sums do better), so the solve is never asked
 #: for less than this many times that (:func:`amp_solve_tolerance`). 16 keeps the
 #: floor below the ``rho`` target up to ``n ~ 10^8`` at ``d = 20``, ``eps = 0.1``.
-AMP_TOLERANCE_FLOOR_ULPS = 16.0
+_AMP_TOLERANCE_FLOOR_ULPS = 16.0
 
 
 def amp_solve_tolerance(tol: float, objective_rms_noise_norm: float, n_samples: int,
@@ -295,7 +295,7 @@ def amp_solve_tolerance(tol: float, objective_rms_noise_norm: float, n_samples: 
     with the objective noise's effect instead of staying fixed by the user's ``tol``.
 
     Returns ``min(tol, max(that, floor))`` with
-    ``floor = AMP_TOLERANCE_FLOOR_ULPS * eps_machine * sqrt(max(1, n)) * gradient_scale``
+    ``floor = _AMP_TOLERANCE_FLOOR_ULPS * eps_machine * sqrt(max(1, n)) * gradient_scale``
     (``gradient_scale`` a public bound on one example's gradient, ``L R``), above the
     rounding of the certified ``n``-term gradient check; where the floor binds the
     output stage's share is above ``rho`` but still certified. A solve that does not
@@ -307,7 +307,7 @@ def amp_solve_tolerance(tol: float, objective_rms_noise_norm: float, n_samples: 
         return tol  # an epsilon so large the output noise underflows to nothing: no trade-off
     target = (AMP_OUTPUT_SHIFT_RATIO * objective_rms_noise_norm
               / (3.0 * n_samples * output_rms_per_sensitivity))
-    floor = (AMP_TOLERANCE_FLOOR_ULPS * sys.float_info.epsilon * math.sqrt(max(1, n_samples))
+    floor = (_AMP_TOLERANCE_FLOOR_ULPS * sys.float_info.epsilon * math.sqrt(max(1, n_samples))
              * max(1.0, gradient_scale))
     return min(tol, max(target, floor))
 

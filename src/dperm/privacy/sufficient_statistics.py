@@ -64,7 +64,7 @@ RELEASES = ("gram", "moment", "min_eigenvalue")
 #: accuracy depends on it: ``lambda`` is post-processing of released values.
 FAILURE_PROBABILITY = 0.05
 #: Relative margin by which a computed ``rho`` is shrunk so float rounding cannot exceed delta.
-RHO_SAFETY_MARGIN = 1e-9
+_RHO_SAFETY_MARGIN = 1e-9
 
 
 # ---------------------------------------------------------------------------
@@ -108,18 +108,18 @@ def min_eigenvalue_sensitivity(data_norm: float) -> float:
 
 
 #: Unit roundoff of float64, ``u = 2^-53``.
-UNIT_ROUNDOFF = 2.0**-53
-#: ``p(d) = EIGENVALUE_ERROR_FACTOR d^2`` in LAPACK's bound ``|lambda^ - lambda| <= p(d) u ||A||_2`` on
+_UNIT_ROUNDOFF = 2.0**-53
+#: ``p(d) = _EIGENVALUE_ERROR_FACTOR d^2`` in LAPACK's bound ``|lambda^ - lambda| <= p(d) u ||A||_2`` on
 #: the computed eigenvalues of a symmetric matrix (LAPACK Users' Guide, 3rd ed., Sec. 4.7: ``p`` a
 #: "modestly growing function" of ``d``); taken generously, it costs a relative ``1e-9`` or less.
-EIGENVALUE_ERROR_FACTOR = 100.0
+_EIGENVALUE_ERROR_FACTOR = 100.0
 #: Rows an estimator clipped may exceed the bound by this relative rounding (the mechanism's check).
 ROW_NORM_ROUNDING = 1e-12
 
 
 def _gamma(n_terms: int) -> float:
     """``gamma_n = n u / (1 - n u)`` (Higham 2002, Lemma 3.1)."""
-    nu = n_terms * UNIT_ROUNDOFF
+    nu = n_terms * _UNIT_ROUNDOFF
     if nu >= 0.5:
         raise ValueError(f"n_samples={n_terms!r} is too large for a float64 sum with a rounding bound.")
     return nu / (1.0 - nu)
@@ -149,7 +149,7 @@ def float_allowances(n_samples: int, dimension: int, data_norm: float,
     size = gram_vector_length(dimension)
     gram = 2.0 * math.sqrt(2.0 * size) * gamma * n_samples * R * R
     moment = 2.0 * math.sqrt(dimension) * gamma * n_samples * R * B
-    eigen = 2.0 * (dimension * gamma + EIGENVALUE_ERROR_FACTOR * dimension**2 * UNIT_ROUNDOFF) \
+    eigen = 2.0 * (dimension * gamma + _EIGENVALUE_ERROR_FACTOR * dimension**2 * _UNIT_ROUNDOFF) \
         * n_samples * R * R
     return gram, moment, eigen
 
@@ -220,7 +220,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     """The largest ``rho`` whose ``rho``-zCDP implies ``(epsilon, delta)``-DP by :func:`zcdp_delta`.
 
     Bisection on ``rho`` (``zcdp_delta`` increases with ``rho``), then shrunk by
-    :data:`RHO_SAFETY_MARGIN`; the returned ``rho`` satisfies ``zcdp_delta(rho, epsilon) <= delta``
+    :data:`_RHO_SAFETY_MARGIN`; the returned ``rho`` satisfies ``zcdp_delta(rho, epsilon) <= delta``
     (checked).
     """
     epsilon = check_epsilon(epsilon)
@@ -235,7 +235,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
             low = middle
         else:
             high = middle
-    rho = low * (1.0 - RHO_SAFETY_MARGIN)
+    rho = low * (1.0 - _RHO_SAFETY_MARGIN)
     if not (rho > 0 and zcdp_delta(rho, epsilon) <= delta):  # pragma: no cover - bisection invariant
         raise ArithmeticError(f"no rho > 0 found for epsilon={epsilon!r}, delta={delta!r}.")
     return rho

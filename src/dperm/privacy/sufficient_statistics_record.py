@@ -19,7 +19,7 @@ from dperm.privacy.release import (
 from dperm.privacy.sufficient_statistics import RELEASES
 
 #: The mechanisms whose fits carry this record (:mod:`dperm.mechanisms.sufficient_statistics`).
-SUFFICIENT_STATISTICS_MECHANISMS = ("adassp", "gaussian_adassp")
+_SUFFICIENT_STATISTICS_MECHANISMS = ("adassp", "gaussian_adassp")
 
 #: What makes the noise safe against floating-point attacks (as for the other mechanisms).
 FLOAT_SAFETY = ("statistics rounded to power-of-two grids, exact integer noise (Canonne, Kamath & "
@@ -183,4 +183,4 @@ def sufficient_statistics_record(calibration, *, mechanism: str, data_norm: floa
     )
 
 
-__all__ = ["SUFFICIENT_STATISTICS_MECHANISMS", "SufficientStatisticsRecord", "sufficient_statistics_record"]
+__all__ = [ "SufficientStatisticsRecord", "sufficient_statistics_record"]

@@ -1,7 +1,8 @@
 """Private ERM on data larger than one machine's memory, on Dask (``pip install 'dperm[dask]'``).
 
 dperm's linear classifiers accept a Dask array or DataFrame for ``X`` and fit
-without materialising it: every data pass is a map-reduce of per-chunk loss,
+without materialising it, through the estimators' one fit skeleton with
+:class:`ChunkedRows` as its data provider (:func:`chunked_rows`): every data pass is a map-reduce of per-chunk loss,
 gradient and Hessian sums (:func:`prepare_chunk`, :class:`PassRunner`), the
 driver runs damped Newton to the in-memory gradient certificate
 (:func:`newton_certified`), and the noise is drawn once on the driver
@@ -20,10 +21,7 @@ from dperm.scale._chunks import (
 )
 from dperm.scale._cluster import PassRunner, dask_scheduler
 from dperm.scale._data import ChunkedERMData
-from dperm.scale._estimator import (
-    check_distributed_loss,
-    fit_classifier_distributed,
-)
+from dperm.scale._estimator import ChunkedRows, check_distributed_loss, chunked_rows
 from dperm.scale._newton import newton_certified
 from dperm.scale._partitions import csv_blocksize, partition_rows, read_parquet
 from dperm.scale._predict import (
@@ -37,13 +35,14 @@ __all__ = [
     "ChunkScan",
     "ChunkSpec",
     "ChunkedERMData",
+    "ChunkedRows",
     "PassRunner",
     "PublicLinearScores",
     "check_distributed_loss",
     "chunk_pairs",
+    "chunked_rows",
     "csv_blocksize",
     "dask_scheduler",
-    "fit_classifier_distributed",
     "is_dask_collection",
     "lazy_design",
     "newton_certified",

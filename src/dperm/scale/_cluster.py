@@ -8,9 +8,9 @@ import time
 from dperm.exceptions import DistributedFitError
 
 #: Dask's single-machine schedulers, accepted by name (useful in tests and notebooks).
-LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "processes")
+_LOCAL_SCHEDULERS = ("threads", "synchronous", "sync", "processes")
 #: Partial results combined per node of the reduction tree.
-TREE_FAN_IN = 8
+_TREE_FAN_IN = 8
 #: Seconds between checks on the workers while a pass runs.
 CHECK_INTERVAL = 5.0
 #: Seconds every worker may stay paused (its memory above Dask's pause threshold) before
@@ -18,7 +18,7 @@ CHECK_INTERVAL = 5.0
 #: stay paused never finishes (issue 31, finding 8: a fit "hung" for 13 minutes).
 PAUSED_TIMEOUT = 120.0
 #: What to do when partitions do not fit, named in both errors.
-PARTITION_HINT = (
+_PARTITION_HINT = (
     "Partitions larger than a worker can hold cause this: read large Parquet files with "
     "dperm.scale.read_parquet (partitions sized to the workers' memory limit) and CSV with "
     "blocksize=dperm.scale.csv_blocksize(...); see docs/dask.md, 'Partitions that fit the "
@@ -39,7 +39,7 @@ def dask_scheduler(scheduler=None):
         scheduler for this fit. ``"threads"``, ``"synchronous"`` or
         ``"processes"``: Dask's single-machine schedulers. A ``Client``: used as is.
     """
-    if isinstance(scheduler, str) and scheduler in LOCAL_SCHEDULERS:
+    if isinstance(scheduler, str) and scheduler in _LOCAL_SCHEDULERS:
         yield PassRunner(scheduler=scheduler)
         return
     import distributed
@@ -65,7 +65,7 @@ def dask_scheduler(scheduler=None):
         return
     raise ValueError(
         "scheduler must be None (current client, else a LocalCluster), a scheduler address "
-        f"such as 'tcp://host:port', one of {LOCAL_SCHEDULERS}, or a distributed.Client; "
+        f"such as 'tcp://host:port', one of {_LOCAL_SCHEDULERS}, or a distributed.Client; "
         f"got {scheduler!r}."
     )
 
@@ -75,7 +75,7 @@ class PassRunner:
 
     ``run(chunk_function, pairs, combine, *args)`` maps ``chunk_function``
     over every ``(X_block, y_block)`` pair, combines the partial results in a
-    tree of fan-in :data:`TREE_FAN_IN` on the workers, and returns the root:
+    tree of fan-in :data:`_TREE_FAN_IN` on the workers, and returns the root:
     one read of every chunk, counted in ``passes``.
     """
 
@@ -92,8 +92,8 @@ class PassRunner:
             raise ValueError("X has no chunks.")
         while len(parts) > 1:
             parts = [
-                delayed(combine, pure=True)(*parts[i:i + TREE_FAN_IN])
-                for i in range(0, len(parts), TREE_FAN_IN)
+                delayed(combine, pure=True)(*parts[i:i + _TREE_FAN_IN])
+                for i in range(0, len(parts), _TREE_FAN_IN)
             ]
         self.passes += 1
         return self._compute(parts[0])
@@ -115,7 +115,7 @@ class PassRunner:
             raise DistributedFitError(
                 "a Dask worker died repeatedly while computing chunk sums, so the pass "
                 "could not complete and no model was released. Check worker memory "
-                f"limits and logs ({error}). {PARTITION_HINT}"
+                f"limits and logs ({error}). {_PARTITION_HINT}"
             ) from error
         except DistributedFitError:
             future.cancel()
@@ -133,6 +133,6 @@ class PassRunner:
             raise DistributedFitError(
                 f"every Dask worker has been paused for {now - paused_since:.0f} s (memory "
                 "above Dask's pause threshold), so the pass cannot finish and no model was "
-                f"released. {PARTITION_HINT}"
+                f"released. {_PARTITION_HINT}"
             )
         return paused_since

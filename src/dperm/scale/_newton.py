@@ -5,7 +5,9 @@ point ``w`` (:func:`dperm.solvers.loss_sums`), so every trial point of the
 line search costs exactly one read of the data and already carries the
 Hessian for the next step. With ``d`` in the hundreds and ``n`` in the
 millions, the ``d x d`` Hessian is cheap to ship and Newton needs few passes
-where L-BFGS would need one per function evaluation.
+where L-BFGS would need one per function evaluation. The Newton loop is
+:func:`dperm.solvers.newton.damped_newton`, the in-memory polish's too; this
+module is its data provider for chunks.
 
 The result is certified exactly as in memory
 (:func:`dperm.solvers.minimize_certified`): the gradient norm at the
@@ -20,29 +22,19 @@ that has spent its budget never fails.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from dperm.solvers import SolveResult, regularized_value_and_gradient
+from dperm.solvers.newton import NewtonPoint, armijo_or_flat, cholesky_direction, damped_newton
 from dperm.solvers.proven import accelerated_completion
 
-#: Armijo constant of the backtracking line search.
-ARMIJO = 1e-4
-#: Relative change of J treated as rounding noise near the optimum.
-FLAT = 1e-13
 
-
-class _Point:
-    """``J``, its gradient and Hessian at ``w`` (one data pass)."""
-
-    def __init__(self, w, sums, n_samples, alpha, linear_term):
-        loss_sum, grad_sum, hess_sum = sums
-        self.w = w
-        self.value, self.grad = regularized_value_and_gradient(
-            loss_sum, grad_sum, w, n_samples, alpha, linear_term
-        )
-        self.grad_norm = float(np.linalg.norm(self.grad))
-        self.hess = hess_sum / n_samples
-        self.hess[np.diag_indices_from(self.hess)] += alpha
+def _point(w, sums, n_samples, alpha, linear_term) -> NewtonPoint:
+    """``J``, its gradient and Hessian at ``w`` from one data pass's sums."""
+    loss_sum, grad_sum, hess_sum = sums
+    value, grad = regularized_value_and_gradient(loss_sum, grad_sum, w, n_samples, alpha, linear_term)
+    hess = hess_sum / n_samples
+    hess[np.diag_indices_from(hess)] += alpha
+    return NewtonPoint(w, value, grad, hess)
 
 
 def newton_certified(evaluate, n_features, n_samples, alpha, tol, max_passes, linear_term=None,
@@ -73,25 +65,14 @@ def newton_certified(evaluate, n_features, n_samples, alpha, tol, max_passes, li
     SolveResult
         ``n_iter`` is the number of data passes.
     """
-    point = _Point(np.zeros(n_features), evaluate(np.zeros(n_features)), n_samples, alpha,
-                   linear_term)
-    passes = 1
-    while point.grad_norm > tol and passes < max_passes:
-        direction = _newton_direction(point)
-        slope = float(point.grad @ direction)
-        step = 1.0
-        accepted = None
-        while passes < max_passes:
-            w = point.w + step * direction
-            trial = _Point(w, evaluate(w), n_samples, alpha, linear_term)
-            passes += 1
-            if _acceptable(point, trial, step, slope):
-                accepted = trial
-                break
-            step *= 0.5
-        if accepted is None:
-            break
-        point = accepted
+    def pass_at(w):
+        return _point(w, evaluate(w), n_samples, alpha, linear_term)
+
+    # damped Newton (Armijo, Cholesky), one pass per trial point; the start is a pass too
+    point, _, trials = damped_newton(pass_at(np.zeros(n_features)), pass_at, tol=tol,
+                                     direction=cholesky_direction, accept=armijo_or_flat,
+                                     max_evaluations=max_passes - 1)
+    passes = 1 + trials
     w, grad_norm = point.w, point.grad_norm
     if grad_norm > tol and smoothness is not None:
         def value_and_gradient(w):
@@ -109,19 +90,3 @@ def newton_certified(evaluate, n_features, n_samples, alpha, tol, max_passes, li
         certified=grad_norm <= tol,
     )
 
-
-def _newton_direction(point):
-    try:
-        return -cho_solve(cho_factor(point.hess), point.grad)
-    except LinAlgError:  # alpha I keeps H positive definite; guard rounding anyway
-        return -np.linalg.lstsq(point.hess, point.grad, rcond=None)[0]
-
-
-def _acceptable(point, trial, step, slope):
-    """Armijo decrease, or (at rounding level in ``J``) a smaller gradient."""
-    if not np.isfinite(trial.value):
-        return False
-    if trial.value <= point.value + ARMIJO * step * slope:
-        return True
-    flat = trial.value <= point.value + FLAT * max(1.0, abs(point.value))
-    return flat and trial.grad_norm < point.grad_norm

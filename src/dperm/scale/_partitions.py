@@ -52,12 +52,12 @@ WORKER_BASELINE = 400 * 2 ** 20
 #: (as read; features without the label; validated array; clipped rows + intercept).
 CHUNK_COPIES = 4
 #: Bytes of one value as the chunk is computed (float64).
-VALUE_BYTES = 8
+_VALUE_BYTES = 8
 #: Rows read from Parquet at a time inside a row group (bounds the reader's own memory:
 #: at 65,536 rows and 123 columns it held 0.35 GiB for a 0.12 GiB piece, at 8,192 0.26 GiB).
 READ_BATCH_ROWS = 8_192
 #: Read buffer per column (pyarrow's ``buffer_size``); 0 would read whole column chunks.
-READ_BUFFER_BYTES = 64 * 2 ** 10
+_READ_BUFFER_BYTES = 64 * 2 ** 10
 
 
 def partition_rows(memory_limit, n_columns, threads_per_worker=1):
@@ -81,7 +81,7 @@ def partition_rows(memory_limit, n_columns, threads_per_worker=1):
     if n_columns < 1 or threads_per_worker < 1:
         raise ValueError(f"n_columns and threads_per_worker must be >= 1; got {n_columns} "
                          f"and {threads_per_worker}.")
-    per_row = threads_per_worker * CHUNK_COPIES * n_columns * VALUE_BYTES
+    per_row = threads_per_worker * CHUNK_COPIES * n_columns * _VALUE_BYTES
     rows = int((MEMORY_SHARE * memory_limit - WORKER_BASELINE) // per_row)
     if rows < 1:
         raise ValueError(
@@ -163,7 +163,7 @@ class _ParquetPiece:
         import pyarrow.parquet as pq
 
         path, group, start, stop = piece
-        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER_BYTES)
         batches, offset = [], 0
         for batch in parquet.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[group],
                                           columns=self.columns, use_threads=False):

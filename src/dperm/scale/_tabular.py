@@ -44,7 +44,7 @@ def _table_files(path):
     raise FileNotFoundError(f"no such file or directory: {path}")
 
 
-def read_file(path, kind, blocksize="64MB"):
+def _read_file(path, kind, blocksize="64MB"):
     """A lazy Dask DataFrame over one Parquet or CSV file.
 
     CSV cells are read as strings exactly as
@@ -91,7 +91,7 @@ def _encode_partition(frame, spec, target):
 
 #: Bytes a CSV cell read as text takes in a worker (a short Python str), in float64 values:
 #: the partition rule counts such a cell as this many columns.
-TEXT_CELL_VALUES = 8
+_TEXT_CELL_VALUES = 8
 
 
 def _partition_sizes(files, kind, columns, width, scheduler, blocksize):
@@ -99,7 +99,7 @@ def _partition_sizes(files, kind, columns, width, scheduler, blocksize):
 
     With a ``distributed.Client`` whose workers have a memory limit, the rule of
     :mod:`dperm.scale._partitions` for the wider of the columns read and the encoded
-    row (``width``); a CSV cell is text, counted as :data:`TEXT_CELL_VALUES` values.
+    row (``width``); a CSV cell is text, counted as :data:`_TEXT_CELL_VALUES` values.
     Otherwise (Dask's local schedulers) one partition per Parquet row group and the
     given CSV ``blocksize``, as before.
     """
@@ -123,7 +123,7 @@ def _partition_sizes(files, kind, columns, width, scheduler, blocksize):
     memory_limit, threads = cluster_memory(client)
     if kind == "parquet":
         return partition_rows(memory_limit, max(len(columns), width), threads), blocksize
-    rows = partition_rows(memory_limit, max(len(columns) * TEXT_CELL_VALUES, width), threads)
+    rows = partition_rows(memory_limit, max(len(columns) * _TEXT_CELL_VALUES, width), threads)
     return None, min(blocksize, csv_blocksize(rows, len(columns)))
 
 
@@ -137,7 +137,7 @@ def _file_partitions(files, kind, columns, blocksize, parquet_rows=None):
             frame = read_parquet(file, columns, rows_per_partition=parquet_rows)
             parts += [(file, partition) for partition in frame.to_delayed()]
             continue
-        frame = read_file(file, kind, blocksize)
+        frame = _read_file(file, kind, blocksize)
         absent = [c for c in columns if c not in {str(name) for name in frame.columns}]
         if absent:
             raise ValueError(f"{file} lacks the column(s) {absent}; every file needs the "
@@ -214,7 +214,7 @@ def lazy_design(path, target, features=None, categorical=(), public_bounds=None,
     from dask import delayed
 
     files, kind = _table_files(path)
-    names = [str(c) for c in read_file(files[0], kind, blocksize).columns]
+    names = [str(c) for c in _read_file(files[0], kind, blocksize).columns]
     if target not in names:
         raise ValueError(f"target column {target!r} is not in {path}; columns are {names}.")
     features = list(features) if features else [c for c in names if c != target]

@@ -3,6 +3,9 @@
 - :mod:`dperm.solvers.erm`: the (perturbed) regularised linear ERM objective,
   L-BFGS + Newton with a gradient-norm certificate, and the duality-gap /
   smoothing certificates of piecewise-linear losses (paper note 8).
+- :mod:`dperm.solvers.newton`: the one damped Newton loop (to a gradient
+  certificate) of the in-memory polish and the Dask solver, each with its own
+  data provider.
 - :mod:`dperm.solvers.proven`: the proven completions (accelerated gradient,
   FISTA) that finish any solve the fast methods leave short, so a fit that has
   spent its budget always releases (issue 28).

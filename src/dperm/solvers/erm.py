@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
 from dperm.losses import ConvexLoss, HingeLoss
+from dperm.solvers.newton import NewtonPoint, damped_newton, gradient_decrease, solve_direction
 from dperm.solvers.proven import accelerated_completion
 from dperm.validation import ROW_BLOCK
 
@@ -43,7 +44,7 @@ __all__ = [
 #: constant, not cut by ``max_iter``: a few cheap ``d x d`` solves spare the proven completion).
 MAX_NEWTON_STEPS = 20
 #: Newton steps before the proven completion takes over.
-PROVEN_NEWTON_STEPS = 200
+_PROVEN_NEWTON_STEPS = 200
 #: The fast solvers of piecewise-linear losses (liblinear epochs, each smoothing stage's L-BFGS)
 #: get at least this many iterations whatever ``max_iter`` says: their proven completion needs a
 #: number of steps that grows with n (hours on Adult), so a tiny ``max_iter`` would only make a
@@ -221,7 +222,7 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
     relative change of ``J`` fires near machine precision before tight
     gradient tolerances are met, so for twice-differentiable losses up to
     ``MAX_NEWTON_STEPS`` Newton steps polish the answer (quadratic convergence
-    near the optimum; ``PROVEN_NEWTON_STEPS`` when the completion follows).
+    near the optimum; ``_PROVEN_NEWTON_STEPS`` when the completion follows).
     ``max_iter`` bounds the L-BFGS iterations.
 
     If they have not reached ``tol``, Nesterov's accelerated gradient method
@@ -259,7 +260,7 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
     grad = objective.gradient(w)
     grad_norm = float(np.linalg.norm(grad))
     if grad_norm > tol and objective.loss.twice_differentiable:
-        newton_steps = PROVEN_NEWTON_STEPS if prove else MAX_NEWTON_STEPS
+        newton_steps = _PROVEN_NEWTON_STEPS if prove else MAX_NEWTON_STEPS
         w, grad, grad_norm, steps = _newton_polish(objective, w, grad, tol, newton_steps)
         n_iter += steps
     if grad_norm > tol and prove:
@@ -276,26 +277,17 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
 
 
 def _newton_polish(objective, w, grad, tol, max_steps):
-    """Damped Newton steps that accept a step only if the gradient norm drops."""
-    grad_norm = float(np.linalg.norm(grad))
-    steps = 0
-    for _ in range(max_steps):
-        if grad_norm <= tol:
-            break
-        direction = -np.linalg.solve(objective.hessian(w), grad)
-        step = 1.0
-        for _ in range(MAX_STEP_HALVINGS):
-            candidate = w + step * direction
-            candidate_grad = objective.gradient(candidate)
-            candidate_norm = float(np.linalg.norm(candidate_grad))
-            if candidate_norm < grad_norm:
-                break
-            step *= 0.5
-        else:
-            break  # no step reduces the gradient: we are at rounding level
-        w, grad, grad_norm = candidate, candidate_grad, candidate_norm
-        steps += 1
-    return w, grad, grad_norm, steps
+    """Damped Newton steps (:func:`dperm.solvers.newton.damped_newton`) that accept a step only if
+    the gradient norm drops; the Hessian is formed only where a step starts."""
+    def evaluate(w):
+        value, grad = objective.value_and_gradient(w)
+        return NewtonPoint(w, value, grad, lambda: objective.hessian(w))
+
+    start = NewtonPoint(w, None, grad, lambda: objective.hessian(w))
+    point, steps, _ = damped_newton(start, evaluate, tol=tol, direction=solve_direction,
+                                    accept=gradient_decrease, max_steps=max_steps,
+                                    max_halvings=MAX_STEP_HALVINGS)
+    return point.w, point.grad, point.grad_norm, steps
 
 
 #: Widths of the band of margins around 1 whose dual weights are fitted.

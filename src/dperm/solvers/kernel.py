@@ -35,26 +35,19 @@ from dperm.solvers.erm import FINAL_STAGE_MARGIN, NONSMOOTH_MIN_ITER, solve_hing
 from dperm.solvers.proven import accelerated_completion, fista_box_completion
 
 __all__ = [
-    "BYTES_PER_FLOAT",
     "DEFAULT_MAX_MEMORY_GB",
     "DEFAULT_N_COMPONENTS",
-    "EXACT_PEAK_MATRICES",
-    "FEATURE_STREAM_KEY",
     "PREDICTION_SOLVERS",
     "ExactKernelModel",
     "KernelSolve",
     "RandomFeatureKernelModel",
     "SolverPlan",
-    "exact_solver_cost",
     "feature_frequencies",
-    "features_solver_cost",
     "fit_exact_kernel_model",
     "fit_kernel_model",
     "fit_random_feature_model",
     "kernel_hinge_duality_gap",
-    "kernel_least_squares_radius",
     "plan_prediction_solver",
-    "query_block_rows",
     "solve_feature_least_squares",
     "solve_kernel_hinge",
     "solve_kernel_least_squares",
@@ -66,27 +59,27 @@ PREDICTION_SOLVERS = ("auto", "exact", "features")
 DEFAULT_MAX_MEMORY_GB = 2.0
 #: Default number of random frequencies D of the features path (2D features).
 DEFAULT_N_COMPONENTS = 256
-BYTES_PER_FLOAT = 8
+_BYTES_PER_FLOAT = 8
 #: ``m x m`` float64 matrices alive at the peak of the exact solve, by the loss's kind.
 #: Measured with tracemalloc at m = 2000: 3.1 (residual, least squares: K, K + lambda m I,
 #: its Cholesky copy) and 2.0 (margin, the hinge, L-BFGS only); the hinge's active-set
 #: steps copy blocks of Q and factor them, hence the margin.
-EXACT_PEAK_MATRICES = {"residual": 4, "margin": 6}
+_EXACT_PEAK_MATRICES = {"residual": 4, "margin": 6}
 #: Copies of the ``m x 2D`` feature matrix alive in the hinge features solve:
 #: Z, liblinear's internal copy (an index and a value per entry: two floats),
 #: and the duality gap's scaled copy.
-FEATURE_MATRIX_COPIES = 4
+_FEATURE_MATRIX_COPIES = 4
 #: Rows whose features are computed at once (bounds the temporaries of the map).
-FEATURE_ROW_BLOCK = 4096
+_FEATURE_ROW_BLOCK = 4096
 #: Query rows per block when evaluating the exact model (a block x m kernel matrix).
-QUERY_BLOCK_BYTES = 64 * 2**20
+_QUERY_BLOCK_BYTES = 64 * 2**20
 #: A modest sustained rate for the rough time estimates (BLAS-3 on one or two cores).
-NOMINAL_FLOPS = 1e10
+_NOMINAL_FLOPS = 1e10
 #: Spawn key of the frequencies' random stream: ``SeedSequence(feature_seed,
-#: spawn_key=(FEATURE_STREAM_KEY,))`` never equals a noise stream seeded by an integer.
-FEATURE_STREAM_KEY = 0x524646
+#: spawn_key=(_FEATURE_STREAM_KEY,))`` never equals a noise stream seeded by an integer.
+_FEATURE_STREAM_KEY = 0x524646
 #: Active-set Newton steps tried after L-BFGS-B on the hinge dual.
-MAX_ACTIVE_SET_STEPS = 30
+_MAX_ACTIVE_SET_STEPS = 30
 
 
 # ---------------------------------------------------------------------------
@@ -102,7 +95,7 @@ class SolverPlan:
     memory_bytes : float
         Estimated peak memory of the solve.
     seconds : float
-        Rough time estimate at :data:`NOMINAL_FLOPS`.
+        Rough time estimate at :data:`_NOMINAL_FLOPS`.
     """
 
     solver: str
@@ -110,37 +103,37 @@ class SolverPlan:
     seconds: float
 
 
-def exact_solver_cost(loss, m: int, n_features: int) -> tuple[float, float]:
+def _exact_solver_cost(loss, m: int, n_features: int) -> tuple[float, float]:
     """``(bytes, seconds)`` of the exact kernel solve: ``O(m^2)`` memory, ``O(m^3)`` time.
 
-    Memory: :data:`EXACT_PEAK_MATRICES` ``m x m`` float64 matrices. Time: the
+    Memory: :data:`_EXACT_PEAK_MATRICES` ``m x m`` float64 matrices. Time: the
     Gram matrix (``3 m^2 d`` flops) plus a Cholesky factorisation (``m^3 / 3``;
     the hinge's active-set steps factor the free block, the same order).
     """
-    memory = EXACT_PEAK_MATRICES[loss.kind] * BYTES_PER_FLOAT * float(m) ** 2
+    memory = _EXACT_PEAK_MATRICES[loss.kind] * _BYTES_PER_FLOAT * float(m) ** 2
     flops = 3.0 * m * m * n_features + float(m) ** 3 / 3.0
-    return memory, flops / NOMINAL_FLOPS
+    return memory, flops / _NOMINAL_FLOPS
 
 
-def features_solver_cost(loss, m: int, n_features: int, n_components: int) -> tuple[float, float]:
+def _features_solver_cost(loss, m: int, n_features: int, n_components: int) -> tuple[float, float]:
     """``(bytes, seconds)`` of the random-feature solve with ``2 D`` features.
 
     Squared loss: the ``2D x 2D`` Gram matrix and its factor plus one block of
     rows' features (``O(D^2)``, independent of m). Hinge: the ``m x 2D`` feature
-    matrix, :data:`FEATURE_MATRIX_COPIES` times (``O(m D)``). Time: the map
+    matrix, :data:`_FEATURE_MATRIX_COPIES` times (``O(m D)``). Time: the map
     (``2 m D d``) and ``2 m (2D)^2`` for the Gram matrix, or about ten liblinear
     epochs of ``2 m 2D`` each.
     """
     width = 2 * n_components
-    block = min(m, FEATURE_ROW_BLOCK)
+    block = min(m, _FEATURE_ROW_BLOCK)
     map_flops = 2.0 * m * n_components * n_features
     if loss.kind == "residual":
-        memory = BYTES_PER_FLOAT * (3.0 * width**2 + 4.0 * block * width)
+        memory = _BYTES_PER_FLOAT * (3.0 * width**2 + 4.0 * block * width)
         flops = map_flops + 2.0 * m * width**2 + width**3 / 3.0
     else:
-        memory = BYTES_PER_FLOAT * (FEATURE_MATRIX_COPIES * float(m) * width + 4.0 * block * width)
+        memory = _BYTES_PER_FLOAT * (_FEATURE_MATRIX_COPIES * float(m) * width + 4.0 * block * width)
         flops = map_flops + 10 * 2.0 * m * width
-    return memory, flops / NOMINAL_FLOPS
+    return memory, flops / _NOMINAL_FLOPS
 
 
 def _gigabytes(n_bytes: float) -> str:
@@ -163,8 +156,8 @@ def plan_prediction_solver(
         One line: the path, its estimated memory and time, the cap, and what to do.
     """
     cap = max_memory_gb * 1e9
-    exact = SolverPlan("exact", *exact_solver_cost(loss, m, n_features))
-    features = SolverPlan("features", *features_solver_cost(loss, m, n_features, n_components))
+    exact = SolverPlan("exact", *_exact_solver_cost(loss, m, n_features))
+    features = SolverPlan("features", *_features_solver_cost(loss, m, n_features, n_components))
     if solver == "auto":
         solver = "exact" if exact.memory_bytes <= cap else "features"
     plan = exact if solver == "exact" else features
@@ -207,7 +200,7 @@ class KernelSolve:
     n_iter: int
 
 
-def kernel_least_squares_radius(K: np.ndarray, y: np.ndarray, alpha: float, coef: np.ndarray) -> float:
+def _kernel_least_squares_radius(K: np.ndarray, y: np.ndarray, alpha: float, coef: np.ndarray) -> float:
     """``||grad J(f)||_K / alpha``: a bound on ``||f - f_exact||_K`` for kernel least squares.
 
     ``J(f) = (1/m) sum (f(x_i) - y_i)^2 + alpha/2 ||f||_K^2`` is
@@ -237,7 +230,7 @@ def solve_kernel_least_squares(
     lam = lambda_from_alpha(alpha)
     system = K + lam * m * np.eye(m)
     coef = cho_solve(cho_factor(system, lower=True), y)
-    radius = kernel_least_squares_radius(K, y, alpha, coef)
+    radius = _kernel_least_squares_radius(K, y, alpha, coef)
     n_iter = 0
     if radius > radius_tol:  # rounding beyond the tolerance: finish with the proven method
         coef, radius, n_iter = _proven_least_squares(K, y, alpha, coef, radius_tol)
@@ -251,7 +244,7 @@ def _proven_least_squares(K, y, alpha, coef, radius_tol):
     convex and ``(2 kappa^2 + alpha)``-smooth in the RKHS (``<f, H f> = (2/m) sum
     f(x_i)^2 <= 2 kappa^2 ||f||^2``, ``kappa^2 = max K_ii``); its gradient at
     ``f = sum c_i K_{x_i}`` has coefficients ``(2/m)((K + (alpha m / 2) I) c - y)``
-    (:func:`kernel_least_squares_radius`). Returns ``(coef, radius, steps)``.
+    (:func:`_kernel_least_squares_radius`). Returns ``(coef, radius, steps)``.
     """
     m = y.shape[0]
     shift = 0.5 * alpha * m
@@ -267,7 +260,7 @@ def _proven_least_squares(K, y, alpha, coef, radius_tol):
     coef, certificate, steps = accelerated_completion(
         value_and_gradient, coef, value_and_gradient(coef)[1], alpha, smoothness, alpha * target,
         norm=rkhs_norm)
-    return coef, min(kernel_least_squares_radius(K, y, alpha, coef), certificate / alpha), steps
+    return coef, min(_kernel_least_squares_radius(K, y, alpha, coef), certificate / alpha), steps
 
 
 def kernel_hinge_duality_gap(K: np.ndarray, y: np.ndarray, alpha: float, dual: np.ndarray):
@@ -357,7 +350,7 @@ def solve_kernel_hinge(
     best = _box_qp_lbfgs(Q, linear, max_iter)
     best_gap, _ = kernel_hinge_duality_gap(K, y, alpha, best)
     n_iter = 1
-    for _ in range(MAX_ACTIVE_SET_STEPS):
+    for _ in range(_MAX_ACTIVE_SET_STEPS):
         if _gap_radius(best_gap, alpha) <= radius_tol:
             break
         candidate = _active_set_step(Q, linear, best)
@@ -438,7 +431,7 @@ class ExactKernelModel:
 
         In blocks of query rows, so the ``block x m`` kernel matrix stays small.
         """
-        block = query_block_rows(self._coef.shape[0])
+        block = _query_block_rows(self._coef.shape[0])
         values = np.empty(X.shape[0])
         for start in range(0, X.shape[0], block):
             rows = slice(start, start + block)
@@ -494,16 +487,16 @@ def feature_frequencies(kernel: str, gamma: float, n_components: int, n_features
 
     Drawn from the kernel's spectral distribution
     (:func:`dperm.kernels.sample_frequencies`) with the stream
-    ``SeedSequence(feature_seed, spawn_key=(FEATURE_STREAM_KEY,))``: a function
+    ``SeedSequence(feature_seed, spawn_key=(_FEATURE_STREAM_KEY,))``: a function
     of public inputs only (never of the data, never of the noise generator).
     """
-    stream = np.random.SeedSequence(feature_seed, spawn_key=(FEATURE_STREAM_KEY,))
+    stream = np.random.SeedSequence(feature_seed, spawn_key=(_FEATURE_STREAM_KEY,))
     return sample_frequencies(kernel, gamma, n_components, n_features, np.random.default_rng(stream))
 
 
 def _row_blocks(m: int):
-    for start in range(0, m, FEATURE_ROW_BLOCK):
-        yield slice(start, min(start + FEATURE_ROW_BLOCK, m))
+    for start in range(0, m, _FEATURE_ROW_BLOCK):
+        yield slice(start, min(start + _FEATURE_ROW_BLOCK, m))
 
 
 def _feature_normal_equations(X, y, frequencies):
@@ -605,9 +598,9 @@ def fit_random_feature_model(X, y, loss, frequencies, alpha, radius_tol, max_ite
     return RandomFeatureKernelModel(frequencies, coef, _value_bound(loss))
 
 
-def query_block_rows(m: int) -> int:
-    """Query rows per block so that a ``block x m`` kernel matrix stays near :data:`QUERY_BLOCK_BYTES`."""
-    return max(1, QUERY_BLOCK_BYTES // (BYTES_PER_FLOAT * max(m, 1)))
+def _query_block_rows(m: int) -> int:
+    """Query rows per block so that a ``block x m`` kernel matrix stays near :data:`_QUERY_BLOCK_BYTES`."""
+    return max(1, _QUERY_BLOCK_BYTES // (_BYTES_PER_FLOAT * max(m, 1)))
 
 
 # ---------------------------------------------------------------------------
