@@ -82,7 +82,7 @@ def test_show_prints_the_released_models_proven_guarantee_first(coordinate_model
     model, spec, _ = load_model(path)
     assert isinstance(model, PSGDClassifier) and model.privacy_.to_dict() == document["privacy"]
     assert spec == TabularSpec(tuple(RawNumericColumn(f) for f in FEATURES), row_norm_mode="clip", data_norm=1.0)
-    assert document["version"] == 3 and document["preprocessing"] == spec.to_dict()
+    assert document["version"] == 4 and document["preprocessing"] == spec.to_dict()
 
 
 def test_predict_uses_the_coefficients_by_feature_name_and_the_parties_row_rule(coordinate_model, tmp_path):
@@ -134,7 +134,7 @@ def _set(document, dotted, value):
 
 @pytest.mark.parametrize("key, value, message", [
     ("coef", KeyError, r"missing keys \['coef'\]"),
-    ("version", 4, "unsupported format 'dperm-multiparty-model' version 4"),
+    ("version", 5, "unsupported format 'dperm-multiparty-model' version 5"),
     ("coef", [[0.1, 0.2, 0.3]], r"'coef' has shape \(1, 3\); 4 features need \(1, 4\)"),
     ("coef", [[0.1, float("nan"), 0.3, 0.4]], "'coef' must be a finite"),
     ("features", ["x0", "x0", "x2", "x3"], "'features' must be a non-empty list of distinct"),
