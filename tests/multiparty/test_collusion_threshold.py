@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from dperm.exceptions import CalibrationRefusedError
 from dperm.losses import get_loss
-from dperm.multiparty import NewtonClassifier, Party, PSGDClassifier, calibrate_psgd
+from dperm.multiparty import NewtonClassifier, PSGDClassifier, calibrate_psgd
 from dperm.multiparty.newton import NewtonParty
 from dperm.multiparty.newton_privacy import calibrate_newton, check_newton_calibration
 from dperm.multiparty.privacy import check_psgd_calibration

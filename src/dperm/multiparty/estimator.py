@@ -45,8 +45,8 @@ from dperm.multiparty.protocol import (
 )
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
-from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
+from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
 from dperm.privacy.newton import collusion_guarantee, view_guarantee
 from dperm.privacy.psgd import COORDINATOR_ACCOUNTANTS, PartyFloor, accepting_floor
 from dperm.validation import check_budget_for_data, check_random_state

@@ -239,7 +239,8 @@ class PSGDPrivacyRecord(RecordBase):
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
             "Noise: per-round Gaussian (floating point, not float-safe), any "
-            f"{self.n_parties - self.collusion.collusion_threshold} parties' sum N(0, {self.round_noise_sigma:.4g}^2 I) "
+            f"{self.n_parties - self.collusion.collusion_threshold} parties' sum "
+            f"N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
             self.collusion.summary_line(),

@@ -80,8 +80,8 @@ from dperm.privacy.collusion import CollusionGuarantee, honest_parties
 
 __all__ = [
     "MAX_QUANTIZATION_RANGE", "NOISE_MULTIPLIER_RTOL", "NewtonCalibration", "collusion_epsilon",
-    "collusion_guarantee", "epsilon_by_colluders", "newton_calibration", "packed_length", "party_sigma_squared_fraction", "rounds_epsilon",
-    "view_guarantee",
+    "collusion_guarantee", "epsilon_by_colluders", "newton_calibration", "packed_length",
+    "party_sigma_squared_fraction", "rounds_epsilon", "view_guarantee",
 ]
 
 #: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower.engine``).
@@ -345,7 +345,7 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
 
 
 def view_guarantee(calibration: NewtonCalibration) -> tuple[float, float]:
-    """``(epsilon, delta)`` proven for the coordinator's view with up to ``t`` colluders: RDP account plus the range event."""
+    """``(epsilon, delta)`` proven for the view with up to ``t`` colluders: RDP account plus the range event."""
     return calibration.rdp_epsilon, calibration.rdp_delta + calibration.range_delta
 
 

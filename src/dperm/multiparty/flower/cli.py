@@ -60,7 +60,8 @@ def _party_serve(args) -> int:
     spent = ledger.spent()
     print(f"party {plan.name!r}: {plan.n_samples} rows, {len(plan.features)} features ({', '.join(plan.features)}); "
           f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
-          f"rounds, tolerating at least {floor.min_collusion_threshold} colluding parties; has spent ({spent[0]:.6g}, {spent[1]:.3g}) of its budget ({budget[0]:g}, {budget[1]:g}) "
+          f"rounds, tolerating at least {floor.min_collusion_threshold} colluding parties; has spent "
+          f"({spent[0]:.6g}, {spent[1]:.3g}) of its budget ({budget[0]:g}, {budget[1]:g}) "
           f"over {len(ledger.charges())} run(s) (ledger {ledger.path}); runs only dperm's app; serving as a "
           f"Flower SuperNode for SuperLink {args.superlink} (gives up if it is not reached within "
           f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
