@@ -160,24 +160,35 @@ def _load() -> list:
     return [round(value, 2) for value in os.getloadavg()]
 
 
-def collusion_cell(shards, pooled, test, epsilon: float, rounds: int, thresholds, runs: int) -> dict:
-    """Test error of K-party Newton on Flower's in-process grid for each ``t``, beside single-party OP."""
+def collusion_cell(shards, pooled, test, epsilon: float, rounds: int, thresholds, runs: int,
+                   masked_runs: int) -> dict:
+    """Test error of K-party Newton for each ``t``, beside single-party OP.
+
+    ``runs`` seeds on Flower's in-process grid (SecAgg+), and ``masked_runs``
+    seeds on dperm's in-process masked sum (the same calibration and
+    encoding, faster: more seeds for the medians).
+    """
+    n_op = max(runs, masked_runs)
     cell = {"epsilon": epsilon, "load_before": _load(), "op_error": [], "by_threshold": {}}
-    for seed in range(runs):
+    for seed in range(n_op):
         cell["op_error"].append(test_error(single_party_op(pooled, epsilon, seed).coef_, test))
     for threshold in thresholds:
-        entry = {"error": [], "seconds": []}
-        for seed in range(runs):
-            model, seconds = run_in_process(shards, epsilon, rounds, "flower", seed, threshold)
-            entry["error"].append(test_error(model.coef_, test))
-            entry["seconds"].append(seconds)
-            print(f"K={len(shards)} eps={epsilon:g} t={threshold} run {seed}: error {entry['error'][-1]:.4f} "
-                  f"({seconds:.1f} s; load {_load()[0]})", flush=True)
+        entry = {"error": [], "seconds": [], "masked_error": [], "masked_seconds": []}
+        for engine, n_runs, errors, times in (("flower", runs, entry["error"], entry["seconds"]),
+                                              (None, masked_runs, entry["masked_error"], entry["masked_seconds"])):
+            for seed in range(n_runs):
+                model, seconds = run_in_process(shards, epsilon, rounds, engine, seed, threshold)
+                errors.append(test_error(model.coef_, test))
+                times.append(seconds)
+                print(f"K={len(shards)} eps={epsilon:g} t={threshold} {engine or 'masked'} run {seed}: error "
+                      f"{errors[-1]:.4f} ({seconds:.1f} s; load {_load()[0]})", flush=True)
         record = model.privacy_
+        every = entry["error"] + entry["masked_error"]
         entry.update({
             "party_noise_std": record.party_noise_std, "gradient_noise_std": record.gradient_noise_std,
             "epsilon": record.epsilon, "epsilon_by_colluders": list(record.epsilon_by_colluders),
-            "median_error": _median(entry["error"]), "gap_to_op": _median(entry["error"]) - _median(cell["op_error"]),
+            "median_error": _median(every), "gap_to_op": _median(every) - _median(cell["op_error"]),
+            "flower_median_error": _median(entry["error"]), "masked_median_error": _median(entry["masked_error"]),
             "median_seconds": _median(entry["seconds"]),
         })
         cell["by_threshold"][str(threshold)] = entry
@@ -258,8 +269,9 @@ def main_collusion(args) -> int:
         "dperm": dperm.__version__, "flwr": flwr.__version__, "python": platform.python_version(),
         "cpus": os.cpu_count(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_note": "1/5/15-minute load averages recorded per cell: other jobs shared the machine's cores",
-        "cells": [collusion_cell(shards, pooled, test, epsilon, args.rounds, args.thresholds, args.runs)
-                  for epsilon in args.epsilons],
+        "masked_runs": args.masked_runs,
+        "cells": [collusion_cell(shards, pooled, test, epsilon, args.rounds, args.thresholds, args.runs,
+                                 args.masked_runs) for epsilon in args.epsilons],
         "epsilon_by_colluders_exact": {
             str(t): list(epsilon_by_colluders(_calibration_for(shards, 1.0, args.rounds, t))) for t in args.thresholds},
     }
@@ -294,6 +306,8 @@ def main(argv=None) -> int:
     parser.add_argument("--thresholds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--many-parties", type=int, default=20, help="--collusion: K of the in-process cell (0: none)")
     parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--masked-runs", type=int, default=10,
+                        help="--collusion: more seeds per t on dperm's in-process masked sum (same calibration)")
     args = parser.parse_args(argv)
     if args.collusion:
         args.out = args.out or str(RESULTS / "multiparty_collusion.json")
