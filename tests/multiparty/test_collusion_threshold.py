@@ -59,6 +59,15 @@ def test_psgd_one_time_share_is_sigma_over_root_k_minus_t(n_parties, t):
     assert calibration.round_noise_scale == _psgd(n_parties, 0).round_noise_scale
 
 
+@pytest.mark.parametrize("n_parties", [2, 5, 20])
+def test_t0_is_004s_split_bit_for_bit(n_parties):
+    """t = 0 is the split dperm used before the threshold: sigma / sqrt(K) exactly (the audits run it)."""
+    calibration = _psgd(n_parties, 0)
+    assert calibration.party_noise_sigma == calibration.noise_sigma / math.sqrt(n_parties)
+    gaussian = _psgd(n_parties, 0, coordinator_dp=True)
+    assert gaussian.round_noise_scale == gaussian.round_noise_sigma / math.sqrt(n_parties)
+
+
 @pytest.mark.parametrize("n_parties, t", SHARES)
 def test_coordinator_dp_share_is_sigma_over_root_k_minus_t(n_parties, t):
     calibration = _psgd(n_parties, t, coordinator_dp=True)
@@ -100,10 +109,10 @@ def test_newton_party_draws_shares_of_the_sized_variance():
     variance = steps.var(ddof=1)  # 400 x 5 draws
     assert variance == pytest.approx(calibration.party_sigma_squared, rel=0.1)
     # the K = 2, t = 0 share would be half of it: the sized share is distinguishable from it
-    half = _newton_variance_t0 = calibrate_newton(
+    half = calibrate_newton(
         epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=400, n_samples_by_party=(40, 40), n_features=2, loss=LOGISTIC,
         data_norm=1.0, collusion_threshold=0).party_sigma_squared
-    assert abs(variance - half) > 0.3 * half, _newton_variance_t0
+    assert abs(variance - half) > 0.3 * half
 
 
 # -- the party's refusal -----------------------------------------------------------------------------

@@ -47,14 +47,15 @@ calibration). ``t = 1`` is dperm's default and a party's default floor.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
 from dperm.privacy.release import describe_guarantee
 
 __all__ = [
-    "DEFAULT_COLLUSION_THRESHOLD", "CollusionGuarantee", "check_collusion_threshold", "gaussian_share_variance",
-    "honest_parties", "scaled_noise_multiplier",
+    "DEFAULT_COLLUSION_THRESHOLD", "CollusionGuarantee", "check_collusion_threshold", "gaussian_share_std",
+    "gaussian_share_variance", "honest_parties", "scaled_noise_multiplier",
 ]
 
 #: dperm's default ``t``: the coordinator may collude with one party.
@@ -82,6 +83,14 @@ def honest_parties(n_parties: int, collusion_threshold: int) -> int:
 def gaussian_share_variance(total_variance: float, n_parties: int, collusion_threshold: int) -> float:
     """One party's Gaussian variance ``sigma^2 / (K - t)``: any ``K - t`` shares sum to ``N(0, sigma^2)``."""
     return total_variance / honest_parties(n_parties, collusion_threshold)
+
+
+def gaussian_share_std(total_std: float, n_parties: int, collusion_threshold: int) -> float:
+    """One party's Gaussian std ``sigma / sqrt(K - t)`` (:func:`gaussian_share_variance`'s square root).
+
+    Computed as a quotient so that ``t = 0`` gives 004's ``sigma / sqrt(K)`` bit for bit.
+    """
+    return total_std / math.sqrt(honest_parties(n_parties, collusion_threshold))
 
 
 def scaled_noise_multiplier(noise_multiplier: float, n_parties: int, collusion_threshold: int,

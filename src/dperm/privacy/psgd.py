@@ -31,7 +31,7 @@ from dperm.privacy.accounting import Spend, advanced_composition, basic_composit
 from dperm.privacy.collusion import (
     DEFAULT_COLLUSION_THRESHOLD,
     CollusionGuarantee,
-    gaussian_share_variance,
+    gaussian_share_std,
     scaled_noise_multiplier,
 )
 from dperm.privacy.sensitivity import gaussian_objective_sigma, gradient_sum_sensitivity, objective_perturbation_slack
@@ -192,7 +192,7 @@ def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_
         epsilon_tilde=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
         noise_sigma=sigma,
-        party_noise_sigma=math.sqrt(gaussian_share_variance(sigma**2, n_parties, collusion_threshold)),
+        party_noise_sigma=gaussian_share_std(sigma, n_parties, collusion_threshold),
         round_epsilon=round_epsilon,
         round_sensitivity=gradient_sum_sensitivity(lipschitz, data_norm),
         round_noise_scale=round_noise_scale,
@@ -228,7 +228,7 @@ def coordinator_dp_calibration(epsilon, delta, alpha, n_samples, n_parties, n_fe
         epsilon=epsilon, delta=delta, epsilon_tilde=0.0, extra_regularization=0.0,
         noise_sigma=0.0, party_noise_sigma=0.0,
         round_epsilon=rounds.round_epsilon, round_sensitivity=sensitivity,
-        round_noise_scale=math.sqrt(gaussian_share_variance(sigma**2, n_parties, collusion_threshold)),
+        round_noise_scale=gaussian_share_std(sigma, n_parties, collusion_threshold),
         n_rounds=n_rounds,
         n_parties=n_parties, n_samples=n_samples, n_features=n_features,
         lipschitz=lipschitz, curvature=curvature, data_norm=data_norm, alpha=alpha,
