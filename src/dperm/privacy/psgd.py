@@ -192,7 +192,7 @@ def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_
         epsilon_tilde=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
         noise_sigma=sigma,
-        party_noise_sigma=gaussian_share_std(sigma, n_parties, 0),
+        party_noise_sigma=gaussian_share_std(sigma, n_parties, collusion_threshold),
         round_epsilon=round_epsilon,
         round_sensitivity=gradient_sum_sensitivity(lipschitz, data_norm),
         round_noise_scale=round_noise_scale,
