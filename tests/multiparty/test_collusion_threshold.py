@@ -139,6 +139,20 @@ def test_a_psgd_party_refuses_a_t_whose_shares_were_not_resized():
             check_psgd_calibration(lying, floor, loss=LOGISTIC, data_norm=1.0, n_samples=60, n_features=4)
 
 
+def test_a_party_recomputes_for_the_announced_t_not_its_floors():
+    """t = 2 announced over a floor of 1, with shares sized for t = 1: refused (too little noise for t = 2)."""
+    from dataclasses import replace
+
+    floor = PartyFloor(1e4, 0.1, 10_000, min_collusion_threshold=1)
+    for options in ({}, {"coordinator_dp": True}):
+        lying = replace(_psgd(5, 1, **options), collusion_threshold=2)
+        with pytest.raises(CalibrationRefusedError, match="too little noise"):
+            check_psgd_calibration(lying, floor, loss=LOGISTIC, data_norm=1.0, n_samples=60, n_features=4)
+    lying = replace(_newton(5, 1), collusion_threshold=2)
+    with pytest.raises(CalibrationRefusedError, match="too little noise|differs"):
+        check_newton_calibration(lying, floor, loss=LOGISTIC, data_norm=1.0, n_samples=60, n_features=4)
+
+
 def test_a_newton_party_with_floor_t1_refuses_an_announced_t0_calibration_before_drawing():
     X, y = make_data(n=60, d=4, seed=1)
     party = NewtonParty(X, y, loss=LOGISTIC, data_norm=1.0, random_state=0, max_epsilon=1.0, max_delta=1e-5,
