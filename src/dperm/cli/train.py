@@ -1,0 +1,380 @@
+"""``dperm train``: fit a private model on a CSV file (or, with ``--engine dask``, on a Dask cluster)
+and write a model file."""
+
+from __future__ import annotations
+
+import argparse
+from functools import cache
+
+from dperm.cli._common import read_rows
+
+__all__ = ["options", "run"]
+
+
+@cache
+def _models() -> dict[str, tuple[str, str]]:
+    """``train --model`` values and what each fits: (estimator family, loss), from :data:`dperm.catalog.LOSSES`.
+
+    Read on first need: ``import dperm.cli`` and ``dperm --help`` import no other dperm module.
+    """
+    from dperm.catalog import cli_models
+
+    return cli_models()
+
+
+def _loss_params(loss: str) -> tuple[str, ...]:
+    """The parameters the loss ``loss`` declares (``h``, ``quantile``, ``y_bound``)."""
+    from dperm.catalog import LOSSES
+
+    return LOSSES[loss].params
+
+
+def _model_help() -> str:
+    """The ``--model`` help: the values by family, as :func:`_models` lists them."""
+    def listed(family):
+        return ", ".join(model + (" (needs --y-bounds)" if "y_bound" in _loss_params(loss) else "")
+                         for model, (kind, loss) in _models().items() if kind == family)
+
+    return (f"classifiers: {listed('classifier')}; regressors: {listed('regressor')}; kernel "
+            f"classifiers by random Fourier features: {listed('kernel')}")
+
+
+def _alpha_option(text: str):
+    """``--alpha``: a number or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
+
+
+def options(train) -> None:
+    """Add ``dperm train``'s options to its parser and set its handler, :func:`run`."""
+    from dperm.mechanisms.catalog import MIN_EPSILON, binary_mechanisms, mechanism_help
+
+    data = train.add_argument_group("data and public schema")
+    data.add_argument("--data", required=True,
+                      help="CSV file with a header row (--engine dask: Parquet/CSV file or directory)")
+    data.add_argument("--target", required=True,
+                      help="the column to predict: labels (classifiers) or numbers (regressors)")
+    data.add_argument("--features", nargs="+", default=None, metavar="NAME",
+                      help="feature columns (default: every column but the target)")
+    data.add_argument("--categorical", nargs="+", default=[], metavar="NAME",
+                      help="columns to one-hot encode (default: none; every feature is numeric)")
+    data.add_argument("--bounds", default=None, metavar="FILE",
+                      help="JSON file of PUBLIC bounds: column -> [lower, upper] or [categories];"
+                           " {\"lower\": .., \"upper\": .., \"fill\": ..} gives a numeric column a"
+                           " public value for missing cells (else a missing cell is an error)."
+                           " Without it the bounds are read from the data (warned, NOT covered)")
+    data.add_argument("--classes", default=None, metavar="A,B,...",
+                      help="the PUBLIC label set, comma-separated (e.g. no,yes): it sets the "
+                           "classes and the one-vs-rest split of epsilon; a label outside it is "
+                           "an error. Without it the labels are read from the data, which the "
+                           "guarantee does not cover (warned)")
+    data.add_argument("--strict", action="store_true",
+                      help="refuse to read any schema from the data: every feature needs a "
+                           "--bounds entry and a classifier needs --classes")
+    data.add_argument("--feature-range", choices=("centred", "unit"), default="centred",
+                      help="where public bounds map numeric columns: centred = [-1, 1] "
+                           "(measured better, benchmarks/cli_recipe.py), unit = [0, 1]")
+    data.add_argument("--row-norm", choices=("clip", "scale", "constant"), default="scale",
+                      help="per-record row step: scale maps every row to norm --data-norm, clip "
+                           "only shortens longer rows, constant divides by the worst-case norm")
+    data.add_argument("--data-norm", type=float, default=1.0,
+                      help="public bound R on every row's L2 norm")
+
+    model = train.add_argument_group("model")
+    model.add_argument("--model", choices=tuple(_models()), default="logistic",
+                       help=_model_help())
+    model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
+                       help="huber/smooth_hinge models: width h of the smoothed part of the loss")
+    model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
+                       help="regressors: PUBLIC bounds on the target (or a --bounds entry for "
+                            "it; required for least_squares, optional for quantile); targets "
+                            "beyond are clipped (warned, never dropped), the target is centred "
+                            "(least_squares: mapped onto [-1, 1]) and predictions clipped to them")
+    model.add_argument("--y-bound", type=float, default=None, metavar="M",
+                       help="regressors: shorthand for --y-bounds -M M")
+    model.add_argument("--quantile", type=float, default=None, metavar="TAU",
+                       help="quantile: the quantile to estimate, in (0, 1) (default 0.5, the median)")
+    model.add_argument("--gamma", type=float, default=None,
+                       help="kernel_* models: RBF kernel width, k(x, z) = exp(-gamma ||x - z||^2) "
+                            "(default 1)")
+    model.add_argument("--n-components", type=int, default=None,
+                       help="kernel_* models: number of random Fourier features (default 100)")
+    model.add_argument("--alpha", type=_alpha_option, default="auto",
+                       help="L2 regularisation strength alpha (> 0): the objective is "
+                            "(1/n) sum loss + (alpha/2) ||w||^2, so alpha is Chaudhuri et al.'s "
+                            "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
+                            "from public n, d, epsilon, delta, the norm bound, the loss and the "
+                            "mechanism, never from the data (dperm.mechanisms.choice.auto_alpha)")
+    model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
+                       default=None,
+                       help="fit an intercept (regressors: yes by default; AdaSSP does not "
+                            "penalise it; other models: no, unlike the linear Python "
+                            "estimators, whose fit_intercept defaults to True; the kernel ones "
+                            "default to no as well). dperm train follows "
+                            "dperm.preprocessing.make_private_pipeline: public bounds map numeric "
+                            "columns to [-1, 1], which puts the middle of every range at 0, and "
+                            "an intercept's constant feature raises the norm bound and with it "
+                            "the noise; it measured worse (benchmarks/cli_recipe.py). dperm show "
+                            "says whether a model has one")
+
+    privacy = train.add_argument_group("privacy")
+    privacy.add_argument("--epsilon", type=float, required=True,
+                         help=f"the privacy budget epsilon (>= {MIN_EPSILON:g})")
+    privacy.add_argument("--delta", type=float, default=0.0,
+                         help="delta in [0, 1) (default 0: pure epsilon-DP); with delta > 0, "
+                              "--mechanism auto may choose the Gaussian objective mechanism")
+    privacy.add_argument("--mechanism", choices=("auto", *binary_mechanisms()), default=None,
+                         help="default auto for classifiers (chosen from public n, d, epsilon, "
+                              "delta and the loss; the model file's record says why), for "
+                              "least_squares auto (AdaSSP unless --alpha is a number), output for "
+                              "quantile; " + mechanism_help())
+    privacy.add_argument("--random-state", type=int, default=None,
+                         help="seed of the noise: for testing only, never stored (default: fresh)")
+
+    output = train.add_argument_group("output and engine")
+    output.add_argument("--out", required=True, metavar="FILE", help="model file to write (JSON)")
+    output.add_argument("--engine", choices=("memory", "dask"), default="memory",
+                     help="dask: read --data (a Parquet/CSV file or directory) lazily and fit "
+                          "a linear classifier on a Dask cluster without loading it (needs "
+                          "dperm[dask] and a --bounds entry for every feature)")
+    output.add_argument("--scheduler", default=None,
+                     help="with --engine dask: scheduler address tcp://host:port, or "
+                          "threads/synchronous (default: a LocalCluster on 127.0.0.1)")
+    train.set_defaults(func=run)
+
+
+def run(args) -> int:
+    """Run ``dperm train`` with the parsed ``args``; return the exit status."""
+    args.classes = _parse_classes(args.classes)
+    _check_model_options(args)
+    if args.engine == "dask":
+        return _train_dask(args)
+    from dperm.model_io import save_model
+
+    columns, spec, from_data = _read_table(args)
+    X = spec.transform(columns, source=args.data)  # one row per row of the file: n is public
+    y = _targets(columns, args)
+    _check_labels(y, args.classes, args)
+    model = _make_model(args).fit(X, y)
+    digest = save_model(args.out, model, spec, args.target, from_data)
+    what = (f"classes {model.classes_.tolist()}" if hasattr(model, "classes_")
+            else f"numeric target {args.target!r}")
+    print(f"trained on {X.shape[0]} rows (every row of the file; none is dropped), "
+          f"{X.shape[1]} features; {what} ({type(model).__name__})")
+    print(model.privacy_.summary())
+    if from_data:
+        print(f"WARNING: bounds/categories of {from_data} came from the data and are NOT covered.")
+    _print_written(args.out, digest)
+    return 0
+
+
+def _check_model_options(args) -> None:
+    """Refuse option combinations the chosen ``--model`` cannot use, before any data is read."""
+    family, loss = _models()[args.model]
+    from dperm.mechanisms.catalog import check_min_epsilon
+
+    if args.epsilon > 0:  # epsilon <= 0 is refused by the estimator's parameter constraints
+        check_min_epsilon(args.epsilon, "--epsilon")  # the library's limit of the noise
+    if family == "regressor":
+        least_squares = args.model == "least_squares"
+        allowed = (None, "auto", "output") + (_least_squares_mechanisms() if least_squares else ())
+        if args.mechanism not in allowed:
+            raise ValueError(
+                f"--model {args.model} is fitted by output perturbation only (Nie & Wang 2017, "
+                f"Thm 2); drop --mechanism {args.mechanism}." if not least_squares else
+                f"--model least_squares is fitted by {', '.join(allowed[1:])}; drop --mechanism "
+                f"{args.mechanism}.")
+        if args.delta and not least_squares:
+            raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
+        if args.classes is not None:
+            raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
+        if args.y_bound is not None and args.y_bounds is not None:
+            raise ValueError("give --y-bounds LOWER UPPER or its symmetric shorthand --y-bound M, "
+                             "not both.")
+        if least_squares and args.y_bound is None and args.y_bounds is None \
+                and _bounds_file_target(args) is None:
+            raise ValueError(
+                "--model least_squares needs PUBLIC bounds on the target: --y-bounds LOWER UPPER "
+                "(or --y-bound M for [-M, M], or a --bounds entry for the target column); targets "
+                "beyond them are clipped to them and predictions lie within them. Choose them "
+                "without looking at the data, e.g. from the target's documented range.")
+    elif args.y_bound is not None or args.y_bounds is not None:
+        raise ValueError("--y-bound and --y-bounds are for the regressors (least_squares, "
+                         "quantile) only.")
+    if "quantile" not in _loss_params(loss) and args.quantile is not None:
+        raise ValueError(f"--quantile is for --model {_models_with('quantile')} only.")
+    if family != "kernel" and (args.gamma is not None or args.n_components is not None):
+        raise ValueError("--gamma and --n-components are for the kernel_* models only.")
+
+
+def _models_with(param: str) -> str:
+    """The ``--model`` values whose loss takes ``param`` (for error messages)."""
+    return " / ".join(model for model, (_, loss) in _models().items() if param in _loss_params(loss))
+
+
+def _least_squares_mechanisms() -> tuple[str, ...]:
+    """``--mechanism`` values of ``--model least_squares`` besides auto and output: the rows of
+    :data:`~dperm.mechanisms.catalog.MECHANISMS` declared for the squared loss only (AdaSSP)."""
+    from dperm.mechanisms.catalog import MECHANISMS
+
+    return tuple(m.name for m in MECHANISMS.values() if m.losses == ("squared",))
+
+
+def _bounds_file_target(args):
+    """``(lower, upper)`` of the target column in ``--bounds``, if the file gives two numbers."""
+    if not args.bounds:
+        return None
+    from dperm.tabular import read_bounds_file
+
+    entry = read_bounds_file(args.bounds).get(args.target)
+    if (isinstance(entry, list) and len(entry) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in entry)):
+        return float(entry[0]), float(entry[1])
+    return None
+
+
+def _make_model(args):
+    """The estimator ``--model`` names (:func:`dperm.catalog.build_estimator`), with the options given."""
+    from dperm.catalog import build_estimator
+
+    family, loss = _models()[args.model]
+    # The classifiers' recipe fits no intercept (benchmarks/cli_recipe.py: it costs norm budget
+    # and measured worse once the public ranges are centred); --fit-intercept asks for one. The
+    # regressors fit one unless told not to (AdaSSP's is unpenalised; the quantile regressor's is
+    # shrunk toward the centre of its target bounds, not toward 0, on the [-1, 1] scale the
+    # bounds map its target onto, as the estimator does).
+    intercept = args.fit_intercept if args.fit_intercept is not None else family == "regressor"
+    y_bounds = None
+    if family == "regressor":
+        y_bounds = args.y_bounds or (None if args.y_bound is not None else _bounds_file_target(args))
+    return build_estimator(
+        loss, kernel=family == "kernel", epsilon=args.epsilon, alpha=args.alpha,
+        random_state=args.random_state, fit_intercept=bool(intercept),
+        data_norm=args.data_norm, delta=args.delta, mechanism=args.mechanism or "auto",
+        classes=args.classes, h=args.h, y_bound=args.y_bound,
+        y_bounds=None if y_bounds is None else tuple(y_bounds),
+        quantile=0.5 if args.quantile is None else args.quantile,
+        gamma=1.0 if args.gamma is None else args.gamma,
+        n_components=100 if args.n_components is None else args.n_components)
+
+
+def _parse_classes(text):
+    """``--classes a,b,c`` as the sorted list of labels, checked; None without the option.
+
+    The target column is read as text (stripped cells), so the labels stay
+    strings, stripped the same way.
+    """
+    if text is None:
+        return None
+    from dperm.privacy.labels import check_classes
+
+    labels = [label.strip() for label in text.split(",")]
+    if "" in labels:
+        raise ValueError(f"--classes {text!r} has an empty label; list the labels separated by "
+                         "commas, e.g. --classes no,yes.")
+    return check_classes(labels, name="--classes").tolist()
+
+
+def _check_labels(y, classes, args):
+    """Every target value lies in ``--classes`` (before anything is fitted or spent)."""
+    if classes is None:
+        return
+    import numpy as np
+
+    from dperm.privacy.labels import resolve_label_set
+
+    try:
+        resolve_label_set(np.asarray(classes), y, name="--classes")
+    except ValueError as error:
+        raise ValueError(f"target column {args.target!r} of {args.data}: {error}") from None
+
+
+def _check_strict(args, from_data) -> None:
+    """``--strict``: every schema item (bounds, categories, label set) must be given by the user."""
+    if not args.strict:
+        return
+    problems = []
+    if from_data:
+        problems.append(f"bounds/categories of {from_data} would be read from the data (give "
+                        "them in the --bounds file)")
+    if _models()[args.model][0] != "regressor" and args.classes is None:
+        problems.append("the label set would be read from the data (give --classes)")
+    if problems:
+        raise ValueError(f"--strict: {'; and '.join(problems)}.")
+
+
+def _train_dask(args) -> int:
+    """``dperm train --engine dask``: a lazy Parquet/CSV table, fitted on a Dask cluster."""
+    from dperm.model_io import save_model
+    from dperm.scale import dask_scheduler, lazy_design
+    from dperm.tabular import read_bounds_file
+
+    if _models()[args.model][0] != "classifier":
+        raise ValueError(f"--engine dask fits the linear classifiers only; --model {args.model} "
+                         "needs --engine memory.")
+    _check_strict(args, [])  # the Dask reader itself refuses features without public bounds
+    bounds = read_bounds_file(args.bounds) if args.bounds else None
+    with dask_scheduler(args.scheduler) as runner:  # one cluster for the check pass and the fit
+        scheduler = runner.client if runner.client is not None else runner.scheduler
+        X, y, spec = lazy_design(args.data, args.target, features=args.features,
+                                 categorical=args.categorical, public_bounds=bounds,
+                                 row_norm_mode=args.row_norm, data_norm=args.data_norm,
+                                 scheduler=scheduler, numeric_range=args.feature_range)
+        model = _make_model(args).set_params(scheduler=scheduler).fit(X, y)
+    digest = save_model(args.out, model, spec, args.target, [])
+    print(f"trained on {model.privacy_.n_samples} rows (every row of the files; none is dropped), "
+          f"{spec.n_features} features; classes {model.classes_.tolist()}")
+    print(model.privacy_.summary())
+    _print_written(args.out, digest)
+    return 0
+
+
+def _print_written(path, digest) -> None:
+    """Where the model went and its digest, which the publisher prints beside it."""
+    print(f"model written to {path}")
+    print(f"model digest: {digest}")
+    print("  publish this digest beside the model; a reader checks the file with "
+          f"dperm show --model FILE --expect-digest {digest}")
+
+
+def _read_table(args):
+    """``(columns, spec, from_data)`` for ``--data``: the raw columns and the public schema."""
+    from dperm.tabular import build_spec, read_bounds_file
+
+    columns = read_rows(args.data)
+    if args.target not in columns:
+        raise ValueError(f"target column {args.target!r} is not in {args.data}; columns are "
+                         f"{list(columns)}.")
+    features = args.features or [name for name in columns if name != args.target]
+    missing_categorical = sorted(set(args.categorical) - set(features))
+    if missing_categorical:
+        raise ValueError(f"--categorical names columns that are not features: {missing_categorical}.")
+    bounds = read_bounds_file(args.bounds) if args.bounds else None
+    if bounds is not None and _models()[args.model][0] == "regressor":
+        bounds.pop(args.target, None)  # the target's public bounds: y_bounds (_bounds_file_target)
+    if args.strict:  # nothing may be read from the data: check before build_spec reads it
+        unbounded = [name for name in features if name not in (bounds or {})]
+        _check_strict(args, unbounded)
+    spec, from_data = build_spec(columns, features, categorical=args.categorical,
+                                 public_bounds=bounds, row_norm_mode=args.row_norm,
+                                 data_norm=args.data_norm, numeric_range=args.feature_range,
+                                 source=args.data)
+    return columns, spec, from_data
+
+
+def _targets(columns, args):
+    """The target column: labels for a classifier, finite numbers for a regressor."""
+    from dperm.tabular import TableCellError, finite_numbers, parse_labels
+
+    try:
+        if _models()[args.model][0] == "regressor":
+            return finite_numbers(columns[args.target], args.target, source=args.data,
+                                  remedy="a regressor's target holds finite numbers only; fix "
+                                         "the cell (dperm never drops a row, since n is public)")
+        return parse_labels(columns[args.target], args.target, source=args.data)
+    except TableCellError as error:
+        raise error.on_lines(columns) from None
