@@ -578,7 +578,7 @@ def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
     assert "post-processing of the coordinator's view" in text and "not 004 Thm 4.2" in text
     assert record.secure_sum.coordinates_clipped is None  # not covered by the accounting: not revealed
     assert "clipping is not counted" in text
-    assert any("sigma / sqrt(K)" in note for note in record.notes)
+    assert any("sigma / sqrt(K - t)" in note and "t = 1 colluding" in note for note in record.notes)
     assert json.loads(record.to_json())["coordinator_dp"] is True
 
 
