@@ -16,6 +16,15 @@ for both (a value of 003's Adult grid, not tuned on this test set).
 
 Run: ``DPERM_DATA=../shared/data python benchmarks/multiparty.py`` (writes
 ``benchmarks/results/multiparty.json``).
+
+``--collusion`` (issue 31) measures instead the accuracy cost of the public
+collusion threshold ``t`` (:mod:`dperm.privacy.collusion`): K = 5 parties on
+Adult, ``t`` in {0, 1, 2}, in process on Flower's grid (SecAgg+ over an
+in-process grid), beside single-party objective perturbation; and K = 20
+parties in process at ``t = 1``: rounds, bytes per party per round, time per
+stage and the whole training against the <= 60 s target. The machine's load
+average is recorded with each cell (other jobs may share its 2 cores). Writes
+``benchmarks/results/multiparty_collusion.json``.
 """
 
 from __future__ import annotations
@@ -47,7 +56,7 @@ from dperm.multiparty.flower.deploy import (
     write_party_roster,
 )
 from dperm.multiparty.flower.engine import configure_flower_environment
-from dperm.privacy.newton import packed_length
+from dperm.privacy.newton import epsilon_by_colluders, packed_length
 
 RESULTS = Path(__file__).parent / "results"
 DELTA = 1e-5
@@ -124,12 +133,13 @@ def run_loopback(paths, epsilon: float, rounds: int, timeout: float = 600.0) -> 
             "features": document["features"], "epsilon_claimed": document["privacy"]["epsilon"]}
 
 
-def run_in_process(shards, epsilon: float, rounds: int, secure_sum, seed: int):
+def run_in_process(shards, epsilon: float, rounds: int, secure_sum, seed: int, collusion_threshold: int = 1):
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = NewtonClassifier(epsilon=epsilon, delta=DELTA, alpha=ALPHA, n_rounds=rounds, secure_sum=secure_sum,
-                                 random_state=seed, classes=[-1.0, 1.0]).fit(shards)
+                                 collusion_threshold=collusion_threshold, random_state=seed,
+                                 classes=[-1.0, 1.0]).fit(shards)
     return model, time.perf_counter() - started
 
 
@@ -145,6 +155,146 @@ def _median(values):
     return float(statistics.median(values)) if values else None
 
 
+# -- issue 31: the accuracy cost of the collusion threshold, and K = 20 in process ---------------------
+
+
+def _load() -> list:
+    """The machine's 1, 5 and 15 minute load averages (other jobs share the cores)."""
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def collusion_cell(shards, pooled, test, epsilon: float, rounds: int, thresholds, runs: int,
+                   masked_runs: int) -> dict:
+    """Test error of K-party Newton for each ``t``, beside single-party OP.
+
+    ``runs`` seeds on Flower's in-process grid (SecAgg+), and ``masked_runs``
+    seeds on dperm's in-process masked sum (the same calibration and
+    encoding, faster: more seeds for the medians).
+    """
+    n_op = max(runs, masked_runs)
+    cell = {"epsilon": epsilon, "load_before": _load(), "op_error": [], "by_threshold": {}}
+    for seed in range(n_op):
+        cell["op_error"].append(test_error(single_party_op(pooled, epsilon, seed).coef_, test))
+    for threshold in thresholds:
+        entry = {"error": [], "seconds": [], "masked_error": [], "masked_seconds": []}
+        for engine, n_runs, errors, times in (("flower", runs, entry["error"], entry["seconds"]),
+                                              (None, masked_runs, entry["masked_error"], entry["masked_seconds"])):
+            for seed in range(n_runs):
+                model, seconds = run_in_process(shards, epsilon, rounds, engine, seed, threshold)
+                errors.append(test_error(model.coef_, test))
+                times.append(seconds)
+                print(f"K={len(shards)} eps={epsilon:g} t={threshold} {engine or 'masked'} run {seed}: error "
+                      f"{errors[-1]:.4f} ({seconds:.1f} s; load {_load()[0]})", flush=True)
+        record = model.privacy_
+        every = entry["error"] + entry["masked_error"]
+        entry.update({
+            "party_noise_std": record.party_noise_std, "gradient_noise_std": record.gradient_noise_std,
+            "epsilon": record.epsilon, "epsilon_by_colluders": list(record.epsilon_by_colluders),
+            "median_error": _median(every), "gap_to_op": _median(every) - _median(cell["op_error"]),
+            "flower_median_error": _median(entry["error"]), "masked_median_error": _median(entry["masked_error"]),
+            "median_seconds": _median(entry["seconds"]),
+        })
+        cell["by_threshold"][str(threshold)] = entry
+    cell["op_median_error"] = _median(cell["op_error"])
+    cell["load_after"] = _load()
+    return cell
+
+
+def staged_in_process(shards, epsilon: float, rounds: int, threshold: int, seed: int) -> dict:
+    """One K-party Newton training on Flower's in-process grid with each stage timed (what ``fit`` runs)."""
+    from dperm.losses import get_loss
+    from dperm.multiparty.estimator import newton_record
+    from dperm.multiparty.newton import InProcessNewtonNetwork, NewtonParty, private_newton
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.multiparty.secure_sum import secure_sum_engine
+
+    loss = get_loss("logistic")
+    stages, started = {}, time.perf_counter()
+    calibration = calibrate_newton(epsilon=epsilon, delta=DELTA, alpha=ALPHA, n_rounds=rounds,
+                                   n_samples_by_party=[len(y) for _, y in shards], n_features=shards[0][0].shape[1],
+                                   loss=loss, data_norm=1.0, collusion_threshold=threshold)
+    stages["calibration"] = time.perf_counter() - started
+    mark = time.perf_counter()
+    rngs = np.random.default_rng(seed).spawn(len(shards))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parties = [NewtonParty(X, y, loss=loss, data_norm=1.0, party_id=k, random_state=rng, max_epsilon=epsilon,
+                               max_delta=DELTA, max_rounds=rounds, min_collusion_threshold=threshold)
+                   for k, ((X, y), rng) in enumerate(zip(shards, rngs))]
+        engine = secure_sum_engine("flower")(calibration.clipping_range, calibration.quantization_range,
+                                             calibration.modulus_range)
+        network = InProcessNewtonNetwork(parties, engine)
+        stages["parties_and_grid"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        result = private_newton(network, calibration)  # each party checks the calibration at set-up
+        stages["set_up_and_rounds"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    record = newton_record(result)
+    stages["record"] = time.perf_counter() - mark
+    return {"stages_seconds": stages, "round_seconds": list(result.round_seconds),
+            "whole_seconds": time.perf_counter() - started, "coef": result.coef, "record": record}
+
+
+def many_parties_cell(n_parties: int, test, epsilon: float, rounds: int, threshold: int, runs: int) -> dict:
+    """K = 20 (say) parties in process: rounds, bytes per party per round, time per stage, whole training."""
+    shards, _, _, _ = adult_split(n_parties)
+    dimension = packed_length(shards[0][0].shape[1])
+    cell = {"n_parties": n_parties, "epsilon": epsilon, "collusion_threshold": threshold, "n_rounds": rounds,
+            "numbers_per_party_per_round": dimension, "masked_vector_bytes_per_party_per_round": 8 * (dimension + 1),
+            "load_before": _load(), "runs": []}
+    for seed in range(runs):
+        outcome = staged_in_process(shards, epsilon, rounds, threshold, seed)
+        run = {key: outcome[key] for key in ("stages_seconds", "round_seconds", "whole_seconds")}
+        run["error"] = test_error(outcome["coef"], test)
+        run["load"] = _load()
+        cell["runs"].append(run)
+        print(f"K={n_parties} t={threshold} run {seed}: error {run['error']:.4f}, whole {run['whole_seconds']:.1f} s "
+              f"(stages {json.dumps({k: round(v, 2) for k, v in run['stages_seconds'].items()})}; load "
+              f"{run['load'][0]})", flush=True)
+    record = outcome["record"]
+    cell["epsilon_by_colluders"] = list(record.epsilon_by_colluders)
+    cell["median_whole_seconds"] = _median([run["whole_seconds"] for run in cell["runs"]])
+    cell["median_round_seconds"] = _median([s for run in cell["runs"] for s in run["round_seconds"]])
+    cell["median_error"] = _median([run["error"] for run in cell["runs"]])
+    cell["target_60s_met"] = cell["median_whole_seconds"] <= 60.0
+    cell["load_after"] = _load()
+    return cell
+
+
+def main_collusion(args) -> int:
+    import flwr
+
+    shards, pooled, test, _ = adult_split(args.parties)
+    results = {
+        "dataset": "adult (unit_norm encoding)", "n_parties": args.parties, "n_rounds": args.rounds,
+        "delta": DELTA, "alpha": ALPHA, "thresholds": args.thresholds, "runs": args.runs,
+        "engine": "Flower SecAgg+ on an in-process grid (secure_sum='flower')",
+        "dperm": dperm.__version__, "flwr": flwr.__version__, "python": platform.python_version(),
+        "cpus": os.cpu_count(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_note": "1/5/15-minute load averages recorded per cell: other jobs shared the machine's cores",
+        "masked_runs": args.masked_runs,
+        "cells": [collusion_cell(shards, pooled, test, epsilon, args.rounds, args.thresholds, args.runs,
+                                 args.masked_runs) for epsilon in args.epsilons],
+        "epsilon_by_colluders_exact": {
+            str(t): list(epsilon_by_colluders(_calibration_for(shards, 1.0, args.rounds, t))) for t in args.thresholds},
+    }
+    if args.many_parties:
+        results["many_parties"] = many_parties_cell(args.many_parties, test, 1.0, args.rounds, 1, args.many_runs)
+    Path(args.out).parent.mkdir(exist_ok=True)
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _calibration_for(shards, epsilon, rounds, threshold):
+    from dperm.losses import get_loss
+    from dperm.multiparty.newton_privacy import calibrate_newton
+
+    return calibrate_newton(epsilon=epsilon, delta=DELTA, alpha=ALPHA, n_rounds=rounds,
+                            n_samples_by_party=[len(y) for _, y in shards], n_features=shards[0][0].shape[1],
+                            loss=get_loss("logistic"), data_norm=1.0, collusion_threshold=threshold)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parties", type=int, default=5)
@@ -152,8 +302,20 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0])
     parser.add_argument("--loopback-runs", type=int, default=5, help="real-process runs per epsilon (0: none)")
-    parser.add_argument("--out", default=str(RESULTS / "multiparty.json"))
+    parser.add_argument("--out", default=None, help="default results/multiparty.json (--collusion: "
+                                                    "results/multiparty_collusion.json)")
+    parser.add_argument("--collusion", action="store_true",
+                        help="issue 31: the accuracy cost of each collusion threshold, and K = --many-parties")
+    parser.add_argument("--thresholds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--many-parties", type=int, default=20, help="--collusion: K of the in-process cell (0: none)")
+    parser.add_argument("--many-runs", type=int, default=3)
+    parser.add_argument("--masked-runs", type=int, default=10,
+                        help="--collusion: more seeds per t on dperm's in-process masked sum (same calibration)")
     args = parser.parse_args(argv)
+    if args.collusion:
+        args.out = args.out or str(RESULTS / "multiparty_collusion.json")
+        return main_collusion(args)
+    args.out = args.out or str(RESULTS / "multiparty.json")
 
     import flwr
 

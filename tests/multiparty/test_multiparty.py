@@ -221,7 +221,7 @@ def test_calibration_reuses_compute_slack_and_sigma_star():
     assert calibration.extra_regularization == slack.extra_regularization
     sigma = gaussian_objective_sigma(4, slack.epsilon_noise, 1e-5, 1.0, 2.0)
     assert calibration.noise_sigma == sigma
-    assert calibration.party_noise_sigma == pytest.approx(sigma / math.sqrt(3))
+    assert calibration.party_noise_sigma == pytest.approx(sigma / math.sqrt(3 - 1))  # K - t, t = 1 by default
     assert calibration.round_sensitivity == 4.0  # 2 L R
     # float-safe 004 eq. 2: per-coordinate discrete Laplace for the L1 bound sqrt(d) 2 L R (+ d steps)
     grid = discrete_laplace_calibration(4.0, 4, 0.4)
@@ -564,7 +564,7 @@ def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
     assert record.noise_multiplier == rounds.noise_multiplier
     assert record.round_sensitivity == 4.0  # 2 L R
     assert record.round_noise_sigma == pytest.approx(rounds.noise_multiplier * 4.0)
-    assert record.round_noise_scale == pytest.approx(record.round_noise_sigma / math.sqrt(3))
+    assert record.round_noise_scale == pytest.approx(record.round_noise_sigma / math.sqrt(3 - 1))  # K - t
     assert record.coordinator_epsilon == pytest.approx(rounds.epsilon) and record.coordinator_epsilon <= 0.5
     assert (record.coordinator_delta, record.coordinator_composition) == (1e-5, "pld")
     assert record.round_epsilon == pytest.approx(rounds.round_epsilon) and record.round_delta == 1e-5 / 40
@@ -578,7 +578,7 @@ def test_coordinator_dp_record_states_which_guarantee_holds(dp_accounting):
     assert "post-processing of the coordinator's view" in text and "not 004 Thm 4.2" in text
     assert record.secure_sum.coordinates_clipped is None  # not covered by the accounting: not revealed
     assert "clipping is not counted" in text
-    assert any("sigma / sqrt(K)" in note for note in record.notes)
+    assert any("sigma / sqrt(K - t)" in note and "t = 1 colluding" in note for note in record.notes)
     assert json.loads(record.to_json())["coordinator_dp"] is True
 
 
@@ -592,8 +592,8 @@ def test_coordinator_dp_parties_draw_gaussian_round_noise_and_no_one_time_noise(
     scale = calibration.round_noise_scale
     assert stats.kstest(draws, "norm", args=(0.0, scale)).pvalue > 1e-3
     assert stats.kstest(draws, "laplace", args=(0.0, scale / math.sqrt(2))).pvalue < 1e-3  # power
-    # K parties' noise sums to N(0, sigma^2 I), sigma = z * 2 L R
-    assert 3 * scale**2 == pytest.approx(calibration.round_noise_sigma**2)
+    # any K - t = 2 parties' noise sums to N(0, sigma^2 I), sigma = z * 2 L R
+    assert 2 * scale**2 == pytest.approx(calibration.round_noise_sigma**2)
     assert calibration.round_noise_sigma == pytest.approx(calibration.noise_multiplier * 2.0)
 
 

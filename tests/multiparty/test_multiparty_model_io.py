@@ -82,7 +82,7 @@ def test_show_prints_the_released_models_proven_guarantee_first(coordinate_model
     model, spec, _ = load_model(path)
     assert isinstance(model, PSGDClassifier) and model.privacy_.to_dict() == document["privacy"]
     assert spec == TabularSpec(tuple(RawNumericColumn(f) for f in FEATURES), row_norm_mode="clip", data_norm=1.0)
-    assert document["version"] == 3 and document["preprocessing"] == spec.to_dict()
+    assert document["version"] == 4 and document["preprocessing"] == spec.to_dict()
 
 
 def test_predict_uses_the_coefficients_by_feature_name_and_the_parties_row_rule(coordinate_model, tmp_path):
@@ -134,7 +134,7 @@ def _set(document, dotted, value):
 
 @pytest.mark.parametrize("key, value, message", [
     ("coef", KeyError, r"missing keys \['coef'\]"),
-    ("version", 4, "unsupported format 'dperm-multiparty-model' version 4"),
+    ("version", 5, "unsupported format 'dperm-multiparty-model' version 5"),
     ("coef", [[0.1, 0.2, 0.3]], r"'coef' has shape \(1, 3\); 4 features need \(1, 4\)"),
     ("coef", [[0.1, float("nan"), 0.3, 0.4]], "'coef' must be a finite"),
     ("features", ["x0", "x0", "x2", "x3"], "'features' must be a non-empty list of distinct"),
@@ -165,14 +165,15 @@ def test_malformed_multiparty_files_get_a_clear_error(coordinate_model, tmp_path
 
 
 @pytest.mark.parametrize("version, entry", [
-    (3, {"row_norm_mode": "standardize"}),  # a spec from a newer dperm
+    (4, {"row_norm_mode": "standardize"}),  # a spec from a newer dperm
+    (3, {"row_norm_mode": "standardize"}),
     (2, {"row_norm": "standardize", "data_norm": 1.0}),  # a version-2 entry
 ])
 def test_an_unknown_row_rule_is_shown_but_refused_by_predict(coordinate_model, tmp_path, capsys, version, entry):
     _, document = coordinate_model
     other = copy.deepcopy(document)
     other["version"] = version
-    other["preprocessing"] = {**other["preprocessing"], **entry} if version == 3 else entry
+    other["preprocessing"] = {**other["preprocessing"], **entry} if version >= 3 else entry
     path = tmp_path / "other.json"
     path.write_text(json.dumps(other), encoding="utf-8")
     assert main(["show", "--model", str(path)]) == 0
@@ -239,3 +240,50 @@ def test_a_version_1_file_is_read_without_its_row_count_and_with_the_proven_head
     assert main(["show", "--model", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Released model (w_T after 6 rounds): 6-DP" in out and "rows clipped" not in out
+
+
+# -- the collusion threshold (format version 4, issue 31) ---------------------------------------------
+
+
+def test_a_file_states_its_collusion_threshold(coordinate_model):
+    path, document = coordinate_model
+    threshold = document["privacy"]["collusion_threshold"]
+    assert document["params"]["collusion_threshold"] == threshold == 1  # dperm coordinate's default
+    assert len(document["privacy"]["epsilon_by_colluders"]) == document["privacy"]["n_parties"]
+    model, _, _ = load_model(path)
+    assert model.collusion_threshold == model.privacy_.collusion_threshold == threshold
+
+
+def test_a_file_written_before_the_threshold_loads_with_no_collusion_tolerance(coordinate_model, tmp_path, capsys):
+    _, document = coordinate_model
+    older = copy.deepcopy(document)
+    older["version"] = 3
+    del older["params"]["collusion_threshold"]
+    for key in ("collusion_threshold", "threshold_epsilon", "threshold_delta", "epsilon_by_colluders"):
+        del older["privacy"][key]
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps(older), encoding="utf-8")
+    model, _, _ = load_model(path)
+    record = model.privacy_
+    assert model.collusion_threshold == record.collusion_threshold == 0 and record.epsilon_by_colluders == ()
+    assert (record.threshold_epsilon, record.threshold_delta) == (record.epsilon, record.delta)
+    assert "no collusion tolerance" in record.notes[-1]
+    assert main(["show", "--model", str(path)]) == 0
+    assert "Collusion: none tolerated (t = 0" in capsys.readouterr().out
+    # a version-4 file must state it
+    newer = copy.deepcopy(older)
+    newer["version"] = 4
+    newer["params"]["collusion_threshold"] = 0
+    path.write_text(json.dumps(newer), encoding="utf-8")
+    with pytest.raises(ValueError, match="missing fields .*collusion_threshold"):
+        load_model(path)
+
+
+def test_a_file_whose_params_and_record_disagree_on_the_threshold_is_refused(coordinate_model, tmp_path):
+    _, document = coordinate_model
+    bad = copy.deepcopy(document)
+    bad["params"]["collusion_threshold"] = 0
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ValueError, match="'params.collusion_threshold' .0. differs"):
+        load_model(path)

@@ -54,7 +54,8 @@ def test_the_view_meets_its_target_and_no_less_noise_would(epsilon, delta, n_rou
     view_epsilon, view_delta = view_guarantee(calibration)
     assert view_epsilon <= epsilon and view_delta <= delta * (1 + 1e-12)
     # 1 % less noise would break the target: the calibration is tight, not padded
-    weaker = rounds_epsilon(calibration.sensitivity_steps, 0.98 * calibration.party_sigma_squared, parties,
+    weaker = rounds_epsilon(calibration.sensitivity_steps, 0.98 * calibration.party_sigma_squared,
+                            parties - calibration.collusion_threshold,  # the K - t shares the target rests on
                             calibration.dimension, n_rounds, calibration.rdp_delta)
     assert weaker > epsilon
     assert calibration.tau < 1e-300  # KLS's tau vanishes at these grids
@@ -66,7 +67,8 @@ def test_the_rdp_bound_is_the_gaussian_one_when_tau_vanishes():
     import dp_accounting
 
     calibration = _calibration(n_rounds=7)
-    z = calibration.noise_multiplier
+    honest = calibration.n_parties - calibration.collusion_threshold  # K - t shares carry the guarantee
+    z = math.sqrt(honest * calibration.party_sigma_squared) / calibration.sensitivity_steps
     event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(z), 7)
     reference = dp_accounting.rdp.RdpAccountant().compose(event).get_epsilon(calibration.rdp_delta)
     assert calibration.rdp_epsilon == pytest.approx(reference, rel=2e-3)
@@ -75,7 +77,7 @@ def test_the_rdp_bound_is_the_gaussian_one_when_tau_vanishes():
 def test_collusion_lowers_the_guarantee_monotonically():
     calibration = _calibration(sizes=(60,) * 4)
     values = [collusion_epsilon(calibration, j) for j in range(4)]
-    assert values[0] == pytest.approx(calibration.rdp_epsilon)
+    assert values[calibration.collusion_threshold] == pytest.approx(calibration.rdp_epsilon)
     assert all(a < b for a, b in zip(values, values[1:]))
     with pytest.raises(ValueError, match="n_colluding"):
         collusion_epsilon(calibration, 4)
@@ -175,7 +177,9 @@ def _calibrated_noise_passes(standardised) -> bool:
 
 
 def test_a_party_adds_exactly_the_calibrated_discrete_gaussian_and_broken_parties_are_caught():
-    calibration = _calibration(d=3, sizes=(40, 40))
+    # t = 0: the noise of K = 2 split in halves, the case the broken parties' power was measured for (at t = 1
+    # each share carries the whole noise and a flipped gradient hides in it)
+    calibration = _calibration(d=3, sizes=(40, 40), collusion_threshold=0)
     X, y = make_data(n=40, d=3, seed=5)
     w = np.array([0.3, -0.2, 0.1])
 
@@ -256,8 +260,10 @@ def test_newton_converges_to_the_erm_minimiser_when_the_noise_is_negligible():
 
     X, y = make_data(n=600, d=4, seed=11)
     shards = split(X, y, (200, 200, 200))
-    calibration = _calibration(epsilon=1e4, delta=1e-3, d=4, sizes=(200, 200, 200), n_rounds=12)
-    result = private_newton(InProcessNewtonNetwork(_parties(shards, calibration, max_epsilon=1e4),
+    calibration = _calibration(epsilon=1e4, delta=1e-3, d=4, sizes=(200, 200, 200), n_rounds=12,
+                               collusion_threshold=0)
+    result = private_newton(InProcessNewtonNetwork(_parties(shards, calibration, max_epsilon=1e4,
+                                                            min_collusion_threshold=0),
                                                    MaskedSecureSum(calibration.clipping_range,
                                                                    calibration.quantization_range,
                                                                    calibration.modulus_range, random_state=0)),
@@ -393,7 +399,7 @@ def test_the_calibration_has_one_owner_under_privacy_and_the_boundary_only_check
     checked = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=4, n_samples_by_party=(30, 50),
                                n_features=3, loss=loss, data_norm=1.0)
     direct = newton_calibration(1.0, 1e-5, 0.01, 4, (80, 2, 50), 3, "huber", float(loss.lipschitz),
-                                float(loss.curvature), 1.0, 0.75)
+                                float(loss.curvature), 1.0, 0.75, 1)
     assert isinstance(checked, Owned) and checked == direct
     with pytest.raises(ValueError, match="needs a loss among"):
         calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=4, n_samples_by_party=(30, 50),

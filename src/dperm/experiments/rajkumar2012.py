@@ -274,7 +274,8 @@ def run_psgd(data, parts, epsilon, alpha, n_rounds, rng, *, coordinator_dp=False
     sizes = [len(idx) for idx in parts]
     calibration = calibrate_psgd(epsilon=epsilon, delta=DELTA, alpha=alpha, n_samples=sum(sizes),
                                  n_parties=len(sizes), n_features=X.shape[1], n_rounds=n_rounds, loss=loss,
-                                 data_norm=1.0, coordinator_dp=coordinator_dp)
+                                 data_norm=1.0, coordinator_dp=coordinator_dp,
+                                 collusion_threshold=0)  # 004's split: eta = sum_k eta^k is GOP's noise
     floor = accepting_floor(calibration)  # one caller plays every role
     parties = [Party(X[idx], y[idx], loss=loss, data_norm=1.0, party_id=k, random_state=party_rngs[k],
                      **asdict(floor))

@@ -45,8 +45,9 @@ from dperm.multiparty.protocol import (
 )
 from dperm.multiparty.secure_sum import MaskedSecureSum, secure_sum_engine
 from dperm.privacy.accounting import BudgetAccountant, check_budget_left, spend_before_fitting
+from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.labels import check_classes, resolve_label_set, warn_label_set_from_data
-from dperm.privacy.newton import view_guarantee
+from dperm.privacy.newton import collusion_guarantee, view_guarantee
 from dperm.privacy.psgd import COORDINATOR_ACCOUNTANTS, PartyFloor, accepting_floor
 from dperm.validation import check_budget_for_data, check_random_state
 
@@ -63,6 +64,8 @@ _POSITIVE = Interval(Real, 0, math.inf, closed="neither")
 #: A number in the open interval (0, 1): delta > 0 of an (epsilon, delta) guarantee, a share.
 _OPEN_UNIT = Interval(Real, 0, 1, closed="neither")
 _ROUNDS = Interval(Integral, 1, None, closed="left")
+#: A collusion threshold ``t >= 0`` (``t <= K - 1`` is checked when the shards give ``K``).
+_COLLUSION = Interval(Integral, 0, None, closed="left")
 #: A secure-sum engine (:class:`~dperm.multiparty.secure_sum.SecureSum` or any object with its ``sum``).
 _ENGINE = HasMethods(["sum"])
 #: Parameters every multiparty estimator declares (scikit-learn's ``_parameter_constraints``).
@@ -189,7 +192,8 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
         parties = [
             self._party_class(X, np.where(y == classes[1], 1.0, -1.0), loss=loss, data_norm=data_norm,
                               party_id=index, random_state=party_rng, max_epsilon=floor.max_epsilon,
-                              max_delta=floor.max_delta, max_rounds=floor.max_rounds)
+                              max_delta=floor.max_delta, max_rounds=floor.max_rounds,
+                              min_collusion_threshold=floor.min_collusion_threshold)
             for index, ((X, y), party_rng) in enumerate(zip(arrays, party_rngs))
         ]
         coef, record = self._run(parties, secure_sum, calibration, rng)
@@ -278,6 +282,13 @@ class PSGDClassifier(_MultipartyClassifierBase):
     coordinator_accountant : {"pld", "rdp"}, default="pld"
         dp-accounting's accountant for ``coordinator_dp``: privacy loss
         distributions (tight) or Renyi DP (looser, more noise).
+    collusion_threshold : int in [0, K - 1], default=1
+        ``t``: each party's Gaussian noise share (the one-time ``eta^k``;
+        ``coordinator_dp``'s ``rho_t^k``) has ``1 / (K - t)`` of the calibrated
+        variance, so the guarantee holds when the coordinator also knows the
+        noise of up to ``t`` parties (:mod:`dperm.privacy.collusion`). 0 is
+        004's split (no collusion tolerated); ``K - 1`` makes every share carry
+        the whole noise. 004's per-round discrete Laplace noise is never split.
     secure_sum : dperm.multiparty.SecureSum or "flower", optional
         Defaults to an in-process :class:`~dperm.multiparty.MaskedSecureSum`
         whose clipping range is set from public constants. ``"flower"``:
@@ -328,13 +339,15 @@ class PSGDClassifier(_MultipartyClassifierBase):
         "composition_slack": [None, _OPEN_UNIT],
         "coordinator_dp": ["boolean"],
         "coordinator_accountant": [StrOptions(set(COORDINATOR_ACCOUNTANTS))],
+        "collusion_threshold": [_COLLUSION],
         "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=1000, data_norm=1.0,
                  loss="logistic", h=0.5, step_size="auto", round_epsilon=None,
                  composition_slack=None, coordinator_dp=False, coordinator_accountant="pld",
-                 secure_sum=None, random_state=None, accountant=None, classes=None):
+                 collusion_threshold=DEFAULT_COLLUSION_THRESHOLD, secure_sum=None, random_state=None,
+                 accountant=None, classes=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -347,6 +360,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
         self.composition_slack = composition_slack
         self.coordinator_dp = coordinator_dp
         self.coordinator_accountant = coordinator_accountant
+        self.collusion_threshold = collusion_threshold
         self.secure_sum = secure_sum
         self.random_state = random_state
         self.accountant = accountant
@@ -358,7 +372,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
             epsilon=epsilon, delta=delta, alpha=alpha, n_samples=sum(sizes), n_parties=len(sizes),
             n_features=n_features, n_rounds=int(self.n_rounds), loss=loss, data_norm=data_norm,
             round_epsilon=self.round_epsilon, coordinator_dp=bool(self.coordinator_dp),
-            coordinator_accountant=self.coordinator_accountant,
+            coordinator_accountant=self.coordinator_accountant, collusion_threshold=self.collusion_threshold,
         )
 
     def _floor(self, calibration, epsilon, delta):
@@ -536,6 +550,13 @@ class NewtonClassifier(_MultipartyClassifierBase):
     gradient_share : float in (0, 1), default=0.75
         Share of each round's Renyi budget spent on the gradient; the rest
         goes to the Hessian (which only sets the speed of the iteration).
+    collusion_threshold : int in [0, K - 1], default=1
+        ``t``: each party's discrete Gaussian share is sized so that the
+        ``K - t`` honest shares alone make the view ``(epsilon, delta)``-DP
+        (KLS 2021 Thm 1 with ``K - t`` parties), so the guarantee holds when
+        the coordinator also knows the noise of up to ``t`` parties
+        (:mod:`dperm.privacy.collusion`). 0 tolerates no collusion; ``K - 1``
+        makes every share carry the whole noise.
     secure_sum : None, "flower" or SecureSum, default=None
         ``None``: dperm's in-process masked sum; ``"flower"``: Flower's
         SecAgg+ over an in-process grid (``dperm[multiparty]``). The encoding
@@ -561,12 +582,13 @@ class NewtonClassifier(_MultipartyClassifierBase):
         "delta": [_OPEN_UNIT],
         "n_rounds": [_ROUNDS],
         "gradient_share": [_OPEN_UNIT],
+        "collusion_threshold": [_COLLUSION],
         "secure_sum": [None, StrOptions({"flower"}), _ENGINE],
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, alpha=0.01, n_rounds=10, data_norm=1.0, loss="logistic",
-                 h=0.5, gradient_share=DEFAULT_GRADIENT_SHARE, secure_sum=None, random_state=None, accountant=None,
-                 classes=None):
+                 h=0.5, gradient_share=DEFAULT_GRADIENT_SHARE, collusion_threshold=DEFAULT_COLLUSION_THRESHOLD,
+                 secure_sum=None, random_state=None, accountant=None, classes=None):
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -575,6 +597,7 @@ class NewtonClassifier(_MultipartyClassifierBase):
         self.loss = loss
         self.h = h
         self.gradient_share = gradient_share
+        self.collusion_threshold = collusion_threshold
         self.secure_sum = secure_sum
         self.random_state = random_state
         self.accountant = accountant
@@ -586,12 +609,14 @@ class NewtonClassifier(_MultipartyClassifierBase):
         """Every round's distributed discrete Gaussian (:func:`~dperm.multiparty.newton_privacy.calibrate_newton`)."""
         return calibrate_newton(
             epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=int(self.n_rounds), n_samples_by_party=sizes,
-            n_features=n_features, loss=loss, data_norm=data_norm, gradient_share=self.gradient_share)
+            n_features=n_features, loss=loss, data_norm=data_norm, gradient_share=self.gradient_share,
+            collusion_threshold=self.collusion_threshold)
 
     def _floor(self, calibration, epsilon, delta):
-        """The target and the view's guarantee, whichever is larger, and the agreed rounds."""
+        """The target and the view's guarantee, whichever is larger, the agreed rounds and ``t``."""
         view_epsilon, view_delta = view_guarantee(calibration)
-        return PartyFloor(max(epsilon, view_epsilon), max(delta, view_delta), int(self.n_rounds))
+        return PartyFloor(max(epsilon, view_epsilon), max(delta, view_delta), int(self.n_rounds),
+                          calibration.collusion_threshold)
 
     def _secure_sum(self, calibration, sizes, loss, rng):
         """The engine in the calibration's encoding ``(C, Q, M)``."""
@@ -637,9 +662,11 @@ def newton_record(result):
         data_norm=calibration.data_norm, lipschitz=calibration.lipschitz, curvature=calibration.curvature,
         alpha=calibration.alpha, loss=calibration.loss, secure_sum=newton_summary(result),
         accountant="RDP (KLS 2021 Thm 1; dp-accounting's RDP-to-DP conversion)", reference=REFERENCES["newton"],
+        collusion=collusion_guarantee(calibration),
         notes=(
-            "The guarantee assumes the coordinator learns only the secure sum; colluding parties lower it "
-            "(collusion_epsilon).",
+            f"The guarantee assumes the coordinator learns only the secure sum and the noise of at most "
+            f"t = {calibration.collusion_threshold} colluding parties; more colluders lower it "
+            "(epsilon_by_colluders; collusion_epsilon for K - 1).",
             "Each party checks the announced calibration against its own recomputation and floor before it "
             "draws or sends anything.",
         ),

@@ -31,7 +31,15 @@ shard with :func:`load_numeric_columns` (each feature a
 :class:`~dperm.tabular.RawNumericColumn`, read by name) and
 :class:`~dperm.multiparty.protocol.Party` scales every row longer than
 ``data_norm`` onto it (:func:`dperm.validation.clip_rows_to_norm`);
-the spec's ``transform`` calls the same two functions. A file that records a
+the spec's ``transform`` calls the same two functions.
+
+Version 4 records the collusion threshold ``t`` (``params.collusion_threshold``
+and the record's ``collusion_threshold``, ``threshold_epsilon``,
+``threshold_delta``, ``epsilon_by_colluders``; :mod:`dperm.privacy.collusion`).
+Files of versions 1-3 were calibrated with the noise split ``1/K`` per party,
+which tolerates no collusion: they load with ``t = 0`` stated as such
+(:func:`upgrade_collusion`: the headline is the guarantee at ``t = 0``, the
+epsilon by colluders is not recorded) and a note saying so. A file that records a
 row rule this dperm does not know is still shown (:class:`UnknownRowRule`)
 and refused at prediction time.
 """
@@ -49,19 +57,23 @@ from dperm.privacy.multiparty_record import PSGDPrivacyRecord, SecureSumSummary
 from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
 __all__ = [
-    "CLASSES", "ESTIMATORS", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "READABLE_VERSIONS",
+    "CLASSES", "ESTIMATORS", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "NO_COLLUSION_NOTE", "READABLE_VERSIONS",
     "REQUIRED_KEYS", "SHARD_CELL_REMEDY", "UnknownRowRule", "describe_document",
-    "load_numeric_columns", "model_from_document", "party_spec",
+    "load_numeric_columns", "model_from_document", "party_spec", "upgrade_collusion",
 ]
 
 #: Written by ``dperm coordinate``; read by :func:`dperm.model_io.load_model` (registered below).
 MODEL_FORMAT = "dperm-multiparty-model"
-MODEL_FORMAT_VERSION = 3
+MODEL_FORMAT_VERSION = 4
 #: Versions :func:`model_from_document` reads (1 through :func:`upgrade_v1_privacy`).
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 #: The note a version-1 record gets when it is read.
 V1_NOTE = ("Read from a version-1 model file: its un-noised count of clipped rows was dropped, and its "
            "headline restated as the guarantee proven for the released model, the coordinator's view.")
+#: The note a record of a file written before dperm recorded the collusion threshold gets when it is read.
+NO_COLLUSION_NOTE = ("Read from a model file written before dperm recorded a collusion threshold: its noise was "
+                     "split 1/K per party, so its guarantee holds only if the coordinator colludes with no party "
+                     "(collusion_threshold 0, no collusion tolerance).")
 #: The parties' row rule (:class:`~dperm.multiparty.protocol.Party`): rows longer
 #: than ``data_norm`` are scaled onto it, shorter rows are left as they are.
 ROW_NORM_CLIP = "clip"
@@ -265,6 +277,39 @@ def upgrade_v1_privacy(data):
     return data
 
 
+def upgrade_collusion(data):
+    """A ``privacy`` object of a file of versions 1-3 with its collusion threshold stated: ``t = 0``.
+
+    Those files split every Gaussian noise share ``1/K`` per party (004,
+    KLS 2021), so their headline holds with no colluder only; the epsilon by
+    colluders was not recorded (an empty list). Anything else is returned unchanged.
+    """
+    if not isinstance(data, dict) or "collusion_threshold" in data:
+        return data
+    data = dict(data, collusion_threshold=0, threshold_epsilon=data.get("epsilon"),
+                threshold_delta=data.get("delta"), epsilon_by_colluders=[])
+    if isinstance(data.get("notes"), list):
+        data["notes"] = data["notes"] + [NO_COLLUSION_NOTE]
+    return data
+
+
+def _collusion_from_dict(data, where):
+    """The record's embedded :class:`~dperm.privacy.collusion.CollusionGuarantee`, checked."""
+    from dperm.privacy.collusion import CollusionGuarantee
+
+    threshold = data["collusion_threshold"]
+    if not _is_int(threshold) or threshold < 0:
+        raise ValueError(f"'{where}.collusion_threshold' must be an integer >= 0; got {threshold!r}.")
+    by_colluders = data["epsilon_by_colluders"]
+    if not isinstance(by_colluders, list):
+        raise ValueError(f"'{where}.epsilon_by_colluders' must be a list.")
+    for name, value in [("threshold_epsilon", data["threshold_epsilon"]), ("threshold_delta", data["threshold_delta"]),
+                        *((f"epsilon_by_colluders[{c}]", v) for c, v in enumerate(by_colluders))]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"'{where}.{name}' must be a finite number >= 0; got {value!r}.")
+    return CollusionGuarantee(threshold, data["threshold_epsilon"], data["threshold_delta"], tuple(by_colluders))
+
+
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -281,13 +326,20 @@ _TYPE_CHECKS = {
 def _dataclass_from_dict(cls, data, where):
     if not isinstance(data, dict):
         raise ValueError(f"'{where}' must be an object.")
-    names = {field.name for field in fields(cls)}
+    embedded = {field.name: [inner.name for inner in fields(field.metadata["embed"])]
+                for field in fields(cls) if field.metadata.get("embed") is not None}
+    names = {field.name for field in fields(cls) if field.name not in embedded}
+    names |= {inner for inners in embedded.values() for inner in inners}
     required = {field.name for field in fields(cls)
-                if field.default is MISSING and field.default_factory is MISSING}
+                if field.default is MISSING and field.default_factory is MISSING and field.name not in embedded}
+    required |= {inner for inners in embedded.values() for inner in inners}
     missing, unknown = sorted(required - set(data)), sorted(set(data) - names)
     if missing or unknown:
         raise ValueError(f"'{where}' has missing fields {missing} and unknown fields {unknown}.")
-    values = dict(data)
+    values = {key: value for key, value in data.items()
+              if not any(key in inners for inners in embedded.values())}
+    if "collusion" in embedded:
+        values["collusion"] = _collusion_from_dict(data, where)
     for field in fields(cls):
         check = _TYPE_CHECKS.get(field.type)  # annotations are strings (postponed evaluation)
         if check is not None and field.name in values and not check(values[field.name]):
@@ -341,6 +393,9 @@ def model_from_document(document):
     params = document["params"]
     if not isinstance(params, dict):
         raise ValueError("'params' must be an object.")
+    if document["version"] < 4 and "collusion_threshold" not in params:  # noise split 1/K: t = 0 (upgrade_collusion)
+        privacy_entry = document["privacy"] if isinstance(document["privacy"], dict) else {}
+        params = {**params, "collusion_threshold": privacy_entry.get("collusion_threshold", 0)}
     if params.get("loss") not in MULTIPARTY_LOSSES:
         raise ValueError(f"'params.loss' must be one of {MULTIPARTY_LOSSES}; got {params.get('loss')!r}.")
     model = ESTIMATORS[estimator][0]().set_params(**params)
@@ -360,10 +415,21 @@ def model_from_document(document):
     if intercept.shape != (1,):
         raise ValueError(f"'intercept' has shape {intercept.shape}; expected (1,).")
     privacy = upgrade_v1_privacy(document["privacy"]) if document["version"] == 1 else document["privacy"]
+    if document["version"] < 4:
+        privacy = upgrade_collusion(privacy)
     record = privacy_record_from_dict(privacy, estimator)
+    if params.get("collusion_threshold") != record.collusion_threshold:
+        raise ValueError(f"'params.collusion_threshold' ({params.get('collusion_threshold')!r}) differs from "
+                         f"'privacy.collusion_threshold' ({record.collusion_threshold!r}).")
     if record.n_parties != len(parties) or record.loss != params["loss"]:
         raise ValueError(f"'privacy' ({record.n_parties} parties, {record.loss} loss) does not match the model "
                          f"({len(parties)} parties, {params['loss']} loss).")
+    if record.epsilon_by_colluders and len(record.epsilon_by_colluders) != record.n_parties:
+        raise ValueError(f"'privacy.epsilon_by_colluders' has {len(record.epsilon_by_colluders)} entries; "
+                         f"{record.n_parties} parties need one per number of colluders 0..{record.n_parties - 1}.")
+    if not record.collusion_threshold <= record.n_parties - 1:
+        raise ValueError(f"'privacy.collusion_threshold' {record.collusion_threshold} is not below the "
+                         f"{record.n_parties} parties.")
     data_norm = params.get("data_norm")
     if isinstance(data_norm, bool) or not isinstance(data_norm, (int, float)) or not (0 < data_norm < math.inf):
         raise ValueError(f"'params.data_norm' must be a finite number > 0; got {data_norm!r}.")

@@ -16,8 +16,9 @@ from dataclasses import asdict
 
 from dperm.catalog import loss_names
 from dperm.exceptions import CalibrationRefusedError
+from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD, check_collusion_threshold
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
-from dperm.privacy.psgd import PartyFloor, check_open_delta
+from dperm.privacy.psgd import PartyFloor, check_collusion_floor, check_open_delta
 from dperm.validation import check_epsilon, check_positive, check_positive_int
 
 __all__ = [
@@ -35,7 +36,8 @@ NEWTON_LOSSES = loss_names(multiparty=True)
 
 
 def calibrate_newton(*, epsilon, delta, alpha, n_rounds, n_samples_by_party, n_features, loss, data_norm,
-                     gradient_share=DEFAULT_GRADIENT_SHARE) -> NewtonCalibration:
+                     gradient_share=DEFAULT_GRADIENT_SHARE,
+                     collusion_threshold=DEFAULT_COLLUSION_THRESHOLD) -> NewtonCalibration:
     """Calibrate the Newton protocol from public inputs (the proof is the note of :mod:`dperm.privacy.newton`).
 
     Parameters
@@ -51,6 +53,10 @@ def calibrate_newton(*, epsilon, delta, alpha, n_rounds, n_samples_by_party, n_f
         Twice differentiable with ``0 <= phi'' <= curvature`` (logistic or Huber).
     data_norm : float > 0
     gradient_share : float in (0, 1)
+    collusion_threshold : int in [0, K - 1], default=1
+        ``t``: every party's noise share is sized so that the guarantee holds
+        when the coordinator also knows the noise of up to ``t`` parties
+        (:mod:`dperm.privacy.collusion`).
 
     Returns
     -------
@@ -65,11 +71,13 @@ def calibrate_newton(*, epsilon, delta, alpha, n_rounds, n_samples_by_party, n_f
     sizes = tuple(check_positive_int(size, "n_samples_by_party") for size in n_samples_by_party)
     if len(sizes) < 2:
         raise ValueError(f"the Newton protocol needs at least 2 parties; got {len(sizes)}.")
+    collusion_threshold = check_collusion_threshold(collusion_threshold, len(sizes))
     return _calibrate_public(epsilon, delta, alpha, n_rounds, (sum(sizes), len(sizes), max(sizes)), n_features,
-                             loss, data_norm, gradient_share)
+                             loss, data_norm, gradient_share, collusion_threshold)
 
 
-def _calibrate_public(epsilon, delta, alpha, n_rounds, sizes, n_features, loss, data_norm, gradient_share):
+def _calibrate_public(epsilon, delta, alpha, n_rounds, sizes, n_features, loss, data_norm, gradient_share,
+                      collusion_threshold):
     """:func:`calibrate_newton` from ``sizes = (N, K, max N_k)``, which is all it depends on."""
     if not (isinstance(gradient_share, (int, float)) and 0.0 < float(gradient_share) < 1.0):
         raise ValueError(f"gradient_share must be a number in the open interval (0, 1); got {gradient_share!r}.")
@@ -77,7 +85,8 @@ def _calibrate_public(epsilon, delta, alpha, n_rounds, sizes, n_features, loss, 
         raise ValueError(f"the Newton protocol needs a loss among {NEWTON_LOSSES} (bounded second "
                          f"derivative); got {getattr(loss, 'name', loss)!r}.")
     return newton_calibration(epsilon, delta, float(alpha), n_rounds, sizes, n_features, loss.name,
-                              float(loss.lipschitz), float(loss.curvature), float(data_norm), float(gradient_share))
+                              float(loss.lipschitz), float(loss.curvature), float(data_norm), float(gradient_share),
+                              collusion_threshold)
 
 
 # -- a party's check ---------------------------------------------------------------------------------
@@ -98,9 +107,11 @@ def check_newton_calibration(announced: NewtonCalibration, floor: PartyFloor, *,
 
     The party recomputes the calibration from the announced public inputs
     with its own loss and ``data_norm``; it refuses fewer rounds of budget
-    than it allows, a size that cannot hold its rows, less noise than its
-    recomputation, any derived number that differs, or a proven guarantee
-    above its floor.
+    than it allows, a size that cannot hold its rows, a collusion threshold
+    ``t`` below its floor's ``min_collusion_threshold`` (the announced ``t``
+    is an input of the recomputation, so the noise must be sized for it),
+    less noise than its recomputation, any derived number that differs, or a
+    guarantee at ``t`` colluders above its floor.
 
     Returns
     -------
@@ -115,6 +126,7 @@ def check_newton_calibration(announced: NewtonCalibration, floor: PartyFloor, *,
     if n_samples > announced.max_party_samples:
         _refuse(party_id, f"it bounds every party's rows by {announced.max_party_samples} and this party has "
                           f"{n_samples}.")
+    check_collusion_floor(announced.collusion_threshold, announced.n_parties, floor, party_id, _refuse)
     sizes = (announced.n_samples, announced.n_parties, announced.max_party_samples)
     if not (announced.n_parties >= 2 and announced.n_parties - 1 + announced.max_party_samples
             <= announced.n_samples <= announced.n_parties * announced.max_party_samples):
@@ -125,7 +137,8 @@ def check_newton_calibration(announced: NewtonCalibration, floor: PartyFloor, *,
             check_epsilon(announced.epsilon), check_open_delta(announced.delta), float(announced.alpha),
             check_positive_int(announced.n_rounds, "n_rounds"), sizes, check_positive_int(announced.n_features,
                                                                                           "n_features"),
-            loss, float(data_norm), float(announced.gradient_share))
+            loss, float(data_norm), float(announced.gradient_share),
+            check_collusion_threshold(announced.collusion_threshold, announced.n_parties))
     except (ValueError, TypeError) as error:
         _refuse(party_id, f"its public inputs are invalid ({error})")
     if announced.party_sigma_squared < recomputed.party_sigma_squared * (1.0 - CALIBRATION_RTOL):
@@ -139,6 +152,7 @@ def check_newton_calibration(announced: NewtonCalibration, floor: PartyFloor, *,
                               "the announced public inputs.")
     epsilon, delta = view_guarantee(recomputed)
     if epsilon > floor.max_epsilon or delta > floor.max_delta or announced.epsilon > floor.max_epsilon:
-        _refuse(party_id, f"the coordinator's view is ({epsilon:.4g}, {delta:.3g})-DP, above this party's "
+        _refuse(party_id, f"the coordinator's view with {recomputed.collusion_threshold} colluding parties is "
+                          f"({epsilon:.4g}, {delta:.3g})-DP, above this party's "
                           f"max_epsilon={floor.max_epsilon:g}, max_delta={floor.max_delta:g}.")
     return recomputed

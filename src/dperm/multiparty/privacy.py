@@ -19,10 +19,12 @@ import math
 
 from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration
+from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD, check_collusion_threshold
 from dperm.privacy.psgd import (
     CoordinatorView,
     PartyFloor,
     PSGDCalibration,
+    check_collusion_floor,
     check_coordinator_accountant,
     check_open_delta,
     coordinator_dp_calibration,
@@ -100,6 +102,7 @@ def calibrate_psgd(
     round_epsilon=None,
     coordinator_dp=False,
     coordinator_accountant="pld",
+    collusion_threshold=DEFAULT_COLLUSION_THRESHOLD,
 ) -> PSGDCalibration:
     """Calibrate PSGD from public inputs: 004 Alg. 1 line 1 and Proc. 3's constants.
 
@@ -108,8 +111,10 @@ def calibrate_psgd(
        :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`;
     2. ``sigma = L R sigma*(d, eps~, delta)`` (004 Proc. 3; paper notes 2-3):
        :func:`~dperm.privacy.sensitivity.gaussian_objective_sigma`; each
-       party's ``eta^k`` has per-coordinate variance ``sigma^2 / K`` so that
-       ``sum_k eta^k ~ N(0, sigma^2 I)``, GOP's noise (004 Thm 4.2, proof);
+       party's ``eta^k`` has per-coordinate variance ``sigma^2 / (K - t)`` so
+       that any ``K - t`` parties' shares sum to ``N(0, sigma^2 I)``, GOP's
+       noise (004 Thm 4.2, proof), with ``t`` parties colluding
+       (:mod:`dperm.privacy.collusion`);
     3. ``rho_t^k``: each party releases its gradient sum on a grid with
        discrete Laplace noise for sensitivity ``2 L R`` at ``eps_round``
        (:func:`round_noise_calibration`, the float-safe form of 004 eq. 2);
@@ -135,6 +140,10 @@ def calibrate_psgd(
         paper note 13). ``round_epsilon`` must then be None.
     coordinator_accountant : {"pld", "rdp"}, default="pld"
         dp-accounting's accountant for ``coordinator_dp``.
+    collusion_threshold : int in [0, K - 1], default=1
+        ``t``: every Gaussian share (``eta^k``; ``coordinator_dp``'s ``rho_t^k``)
+        has variance ``1 / (K - t)`` of the calibrated total, so the guarantee
+        holds when the coordinator knows the noise of up to ``t`` parties.
 
     Returns
     -------
@@ -149,6 +158,7 @@ def calibrate_psgd(
         raise ValueError(f"PSGD needs at least 2 parties; got n_parties={n_parties}.")
     n_features = check_positive_int(n_features, "n_features")
     n_rounds = check_positive_int(n_rounds, "n_rounds")
+    collusion_threshold = check_collusion_threshold(collusion_threshold, n_parties)
     data_norm = check_positive(data_norm, "data_norm", "data_norm is a public bound on each row's L2 norm.")
     lipschitz, curvature = _psgd_loss_constants(loss)
     public = (epsilon, delta, alpha, n_samples, n_parties, n_features, n_rounds, lipschitz, curvature, data_norm,
@@ -160,10 +170,11 @@ def calibrate_psgd(
                 "per-round Gaussian noise is calibrated from epsilon, delta and n_rounds so that the "
                 "coordinator's whole view is (epsilon, delta)-DP. Leave round_epsilon=None."
             )
-        return coordinator_dp_calibration(*public, check_coordinator_accountant(coordinator_accountant))
+        return coordinator_dp_calibration(*public, check_coordinator_accountant(coordinator_accountant),
+                                          collusion_threshold)
     round_epsilon = epsilon if round_epsilon is None else check_epsilon(round_epsilon, "round_epsilon")
     return psgd_calibration(*public, round_epsilon,
-                            round_noise_scale(round_epsilon, lipschitz, data_norm, n_features))
+                            round_noise_scale(round_epsilon, lipschitz, data_norm, n_features), collusion_threshold)
 
 
 # -- a party's own floor --------------------------------------------------------------
@@ -242,11 +253,12 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
     itself. In order:
 
     1. the announced ``T``, ``epsilon`` and ``delta`` are within its
-       :class:`PartyFloor`;
+       :class:`PartyFloor`, and the announced collusion threshold ``t`` is
+       at least its ``min_collusion_threshold``;
     2. ``d`` is its own and ``N`` can hold its ``N_k`` rows;
     3. it recomputes the whole calibration with :func:`calibrate_psgd` from
        the announced public inputs (``epsilon``, ``delta``, ``lambda``, ``N``,
-       ``K``, ``d``, ``T``, ``round_epsilon``, the scheme and accountant)
+       ``K``, ``d``, ``T``, ``round_epsilon``, the scheme, accountant and ``t``)
        and its own loss (``L``, ``c``) and ``data_norm``; every noise scale
        must be at least its own (004 Procs. 2-3; :func:`calibrate_coordinator_gaussian`)
        and every derived number (computeSlack's ``eps~`` and ``Delta``,
@@ -271,6 +283,7 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
         Naming the party, the failed check and the numbers.
     """
     _check_floor(announced, floor, party_id)
+    check_collusion_floor(announced.collusion_threshold, announced.n_parties, floor, party_id, _refuse)
     _check_public_sizes(announced, n_samples, n_features, party_id)
     try:
         recomputed = calibrate_psgd(
@@ -280,6 +293,7 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
             round_epsilon=None if announced.coordinator_dp else announced.round_epsilon,
             coordinator_dp=bool(announced.coordinator_dp),
             coordinator_accountant=announced.coordinator_accountant or "pld",
+            collusion_threshold=announced.collusion_threshold,
         )
     except ValueError as error:
         problem = str(error)
@@ -290,7 +304,8 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
     _compare(announced, recomputed, party_id)
     view = _party_view(recomputed, floor)
     if view.epsilon > floor.max_epsilon or view.delta > floor.max_delta:
-        _refuse(party_id, f"the coordinator's view over its {announced.n_rounds} rounds, hence the released "
+        _refuse(party_id, f"the coordinator's view over its {announced.n_rounds} rounds with "
+                          f"{recomputed.collusion_threshold} colluding parties, hence the released "
                           f"model, is only ({view.epsilon:.4g}, {view.delta:.3g})-DP by {view.composition} "
                           f"composition, above this party's max_epsilon={floor.max_epsilon:g}, "
                           f"max_delta={floor.max_delta:g}. Ask for fewer rounds, a smaller round_epsilon "

@@ -38,8 +38,15 @@ from dperm.mechanisms.noise import release_on_grid, sample_gaussian
 from dperm.multiparty.integrity import check_sum, psgd_party_bound, psgd_sum_bound, refuse_reply
 from dperm.multiparty.privacy import check_psgd_calibration, discrete_laplace_tail_bound, round_noise_calibration
 from dperm.multiparty.secure_sum import check_contribution, clipping_range_for, summarise_reports
+from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord
-from dperm.privacy.psgd import PartyFloor, PSGDCalibration, clipping_count_is_covered, psgd_coordinator_view
+from dperm.privacy.psgd import (
+    PartyFloor,
+    PSGDCalibration,
+    clipping_count_is_covered,
+    psgd_collusion_guarantee,
+    psgd_coordinator_view,
+)
 from dperm.privacy.references import REFERENCES
 from dperm.solvers import RegularizedERMObjective, minimize_certified
 from dperm.validation import check_random_state, clip_rows_to_norm, warn_clipped_rows
@@ -85,8 +92,8 @@ class ShardOwner:
     """
 
     def __init__(self, X, y, *, loss, data_norm=1.0, party_id=0, random_state=None, max_epsilon, max_delta,
-                 max_rounds):
-        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds)
+                 max_rounds, min_collusion_threshold=DEFAULT_COLLUSION_THRESHOLD):
+        self.floor = PartyFloor(max_epsilon, max_delta, max_rounds, min_collusion_threshold)
         X, y = check_shard(X, y, party_id)
         X, rows_clipped = clip_rows_to_norm(X, data_norm)
         warn_clipped_rows(rows_clipped, data_norm)  # the party's own log; never sent
@@ -132,6 +139,9 @@ class Party(ShardOwner):
         and as the guarantee proven for what it sends.
     max_rounds : int
         The most gradient requests it answers in one run.
+    min_collusion_threshold : int, default=1
+        The fewest colluding parties a set-up must tolerate
+        (:class:`~dperm.privacy.psgd.PartyFloor`).
 
     Attributes
     ----------
@@ -560,7 +570,10 @@ def _psgd_notes(summary, calibration) -> tuple:
         "calibrated for. That is not proven for the finite-T iterate released here, whose guarantee is "
         "the headline (post-processing of the coordinator's view).",
         "The coordinator's view is protected only if the secure sum hides individual replies "
-        "(honest-but-curious aggregator, no collusion with parties).",
+        "(honest-but-curious aggregator). Each reply's per-round noise carries the whole sensitivity, so "
+        "the view's guarantee holds whatever parties collude; the one-time noise eta is split so that any "
+        f"K - t = {calibration.n_parties - calibration.collusion_threshold} parties' shares sum to GOP's "
+        f"noise (collusion threshold t = {calibration.collusion_threshold}).",
         "Revealed besides the sums: the public party sizes N_k and the count of coordinates the secure "
         "sum clipped, which each party counts on its own noisy reply (after its noise, before "
         "quantisation): post-processing of the rounds' DP replies. No count of clipped rows is revealed.",
@@ -613,12 +626,14 @@ def _psgd_record(calibration, view, summary, network, steps) -> PSGDPrivacyRecor
         round_noise_sigma=calibration.round_noise_sigma,
         noise_multiplier=calibration.noise_multiplier,
         round_delta=calibration.round_delta,
+        collusion=psgd_collusion_guarantee(calibration, view),
     )
 
 
 def _coordinator_dp_notes(summary, calibration) -> tuple:
     notes = [
-        f"coordinator_dp: each round's secure sum is sum_k grad G_k(w_t) + N(0, sigma^2 I), "
+        f"coordinator_dp: each round's secure sum is sum_k grad G_k(w_t) plus the parties' Gaussian noise, any "
+        f"K - t = {calibration.n_parties - calibration.collusion_threshold} of which sum to N(0, sigma^2 I), "
         f"sigma = {calibration.round_noise_sigma:.4g} = z * 2 L R with z = "
         f"{calibration.noise_multiplier:.4g}; L2 sensitivity 2 L R per round (004 Prop. 3.1, note 2); "
         f"{calibration.n_rounds} adaptive rounds accounted by dp-accounting "
@@ -626,14 +641,15 @@ def _coordinator_dp_notes(summary, calibration) -> tuple:
         "The released model is computed from the sums and public constants only: it has the "
         "coordinator view's guarantee by post-processing, for this finite T. "
         "No one-time noise eta^k is drawn and 004 Thm 4.2 (equivalence with GOP) is not used.",
-        "Trust model as in 004 Thm 4.2: the coordinator learns only the exact sum. The noise is "
-        "split over the K parties (sigma / sqrt(K) each), so a coordinator colluding with other "
-        "parties sees one party's gradient with only sigma / sqrt(K).",
+        "Trust model as in 004 Thm 4.2: the coordinator learns only the exact sum, and knows the noise of "
+        f"at most t = {calibration.collusion_threshold} colluding parties. The noise is split with "
+        "sigma / sqrt(K - t) per party, so with more colluders the guarantee weakens (the record's "
+        "epsilon_by_colluders) down to one party's reply with only sigma / sqrt(K - t).",
         f"The secure sum's fixed-point rounding (at most {summary.error_bound:.3g} per coordinate "
         "and round) acts on each party's noisy vector and is not covered by the Gaussian "
         "accounting (a discrete Gaussian would be).",
         "Revealed besides the sums: the public party sizes N_k only. The secure sum's clipping, like "
-        "its rounding, acts on each party's vector (sigma / sqrt(K) noise), outside the Gaussian "
+        "its rounding, acts on each party's vector (sigma / sqrt(K - t) noise), outside the Gaussian "
         "accounting, so no clipping count is revealed: each party warns in its own log if its vector is "
         "clipped (the public clipping range makes that rare). No count of clipped rows is revealed.",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dperm.privacy.collusion import CollusionGuarantee
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 __all__ = ["LocalAggregationPrivacyRecord", "NewtonPrivacyRecord", "PSGDPrivacyRecord", "SecureSumSummary"]
@@ -126,6 +127,12 @@ class PSGDPrivacyRecord(RecordBase):
     reference : str
     notes : tuple of str
         Plain-language caveats (Thm 4.2's scope, clipping, trust assumptions).
+    collusion : CollusionGuarantee
+        One field, serialised as the keys ``collusion_threshold`` (``t``),
+        ``threshold_epsilon``, ``threshold_delta`` (the headline: the guarantee
+        with ``t`` colluders) and ``epsilon_by_colluders`` (``c = 0, ..., K - 1``;
+        the same for every ``c`` in 004's scheme, whose per-round noise is not
+        split). :mod:`dperm.privacy.collusion`.
     coordinator_dp : bool
         Which scheme ran (see above).
     round_noise : {"discrete-laplace", "gaussian"}
@@ -171,6 +178,7 @@ class PSGDPrivacyRecord(RecordBase):
     loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
+    collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
     coordinator_dp: bool = released(PUBLIC, False)
     round_noise: str = released(PUBLIC, "discrete-laplace")
     round_noise_sigma: float = released(DERIVED, 0.0)
@@ -203,6 +211,7 @@ class PSGDPrivacyRecord(RecordBase):
             f"{self.round_noise_scale:.4g} (sensitivity {self.round_sensitivity:g}).",
             f"computeSlack: eps~ = {self.epsilon_tilde:.4g}, Delta = {self.extra_regularization:.4g} "
             f"(calibrated for 004 Thm 4.2's target ({self.target_epsilon:g}, {self.target_delta:g}); see the notes).",
+            self.collusion.summary_line(),
             *self._data_and_secure_sum_lines(),
         ]
         lines += [f"Note: {note}" for note in self.notes]
@@ -229,10 +238,12 @@ class PSGDPrivacyRecord(RecordBase):
             f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
-            "Noise: per-round Gaussian (floating point, not float-safe), sum over parties "
+            "Noise: per-round Gaussian (floating point, not float-safe), any "
+            f"{self.n_parties - self.collusion.collusion_threshold} parties' sum "
             f"N(0, {self.round_noise_sigma:.4g}^2 I) "
             f"({self.round_noise_scale:.4g} per party and coordinate), noise multiplier "
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
+            self.collusion.summary_line(),
             *self._data_and_secure_sum_lines(),
         ]
         lines += [f"Note: {note}" for note in self.notes]
@@ -347,7 +358,8 @@ class NewtonPrivacyRecord(RecordBase):
     (post-processing): the Renyi-DP account of the distributed discrete
     Gaussian (``rdp_epsilon`` at ``rdp_delta``) plus ``range_delta`` for the
     event that some noise leaves the secure sum's range
-    (:mod:`dperm.privacy.newton`).
+    (:mod:`dperm.privacy.newton`), with the coordinator knowing the noise of
+    up to ``collusion_threshold`` parties.
 
     Attributes
     ----------
@@ -361,6 +373,12 @@ class NewtonPrivacyRecord(RecordBase):
     collusion_epsilon : float
         ``epsilon`` (same ``delta`` accounting) left for a party's records if the
         coordinator learns the other ``K - 1`` parties' noise shares.
+    collusion : CollusionGuarantee
+        One field, serialised as ``collusion_threshold`` (``t``: each share is
+        sized so that the ``K - t`` honest shares meet the target),
+        ``threshold_epsilon``, ``threshold_delta`` (the headline) and
+        ``epsilon_by_colluders`` (KLS 2021 Thm 1 with ``K - c`` parties, at
+        ``rdp_delta``, for ``c = 0, ..., K - 1``).
     noise : str
         ``"distributed-discrete-gaussian"``.
     noise_multiplier : float
@@ -418,6 +436,7 @@ class NewtonPrivacyRecord(RecordBase):
     accountant: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
+    collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
 
     @property
     def guarantee(self) -> str:
@@ -436,6 +455,7 @@ class NewtonPrivacyRecord(RecordBase):
             f"{self.noise_multiplier:.4g}; gradient share {self.gradient_share:g}).",
             f"Collusion: if the coordinator learns {self.n_parties - 1} parties' noise shares, the remaining party's "
             f"records are protected at epsilon = {self.collusion_epsilon:.4g} (same delta accounting).",
+            self.collusion.summary_line(),
             f"Data: {self.n_parties} parties, N = {self.n_samples} {list(self.n_samples_by_party)}, "
             f"R = {self.data_norm:g}; alpha = {self.alpha:g}, L = {self.lipschitz:g}, c = {self.curvature:g}, "
             f"{self.loss} loss.",

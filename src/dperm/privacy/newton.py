@@ -55,10 +55,16 @@ Soundness (every step is a cited standard result):
 6. **Released model.** ``w_T`` is computed from the sums and public
    constants only: post-processing.
 
-What colluders learn: the coordinator together with ``j < K`` parties knows
-those parties' noise shares, so it sees the honest parties' sum with only
-``K - j`` shares; :func:`collusion_epsilon` gives the guarantee that remains
-(for ``j = K - 1``, one party's reply with its own share only).
+What colluders learn, and the collusion threshold ``t``
+(:mod:`dperm.privacy.collusion`): the coordinator together with ``c < K``
+parties knows those parties' noise shares, so it sees the honest parties'
+sum with only ``K - c`` shares. The per-party ``sigma^2`` is therefore the
+smallest whose bound of point 3 *with ``K - t`` parties* meets the target
+over the ``T`` rounds (point 4): the booked guarantee holds against any ``t``
+colluders, and :func:`collusion_epsilon` gives the guarantee left with ``c``
+colluders (KLS 2021, Thm 1 with ``K - c`` parties; for ``c = K - 1``, one
+party's reply with its own share only). ``t = 0`` is the unprotected split
+of KLS 2021; the secure-sum range (point 5) does not depend on ``t``.
 """
 
 from __future__ import annotations
@@ -70,10 +76,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from dperm.privacy.collusion import CollusionGuarantee, honest_parties
+
 __all__ = [
     "MAX_QUANTIZATION_RANGE", "NOISE_MULTIPLIER_RTOL", "NewtonCalibration", "collusion_epsilon",
-    "newton_calibration", "packed_length", "party_sigma_squared_fraction", "rounds_epsilon",
-    "view_guarantee",
+    "collusion_guarantee", "epsilon_by_colluders", "newton_calibration", "packed_length",
+    "party_sigma_squared_fraction", "rounds_epsilon", "view_guarantee",
 ]
 
 #: Flower's largest ``quantization_range`` and ``modulus_range`` (``flower.engine``).
@@ -130,6 +138,9 @@ class NewtonCalibration:
         ``T``, ``K``, ``N`` and ``d`` (public).
     max_party_samples : int
         Largest public ``N_k``: bounds every reply's coordinates.
+    collusion_threshold : int
+        ``t``: the noise of any ``K - t`` parties alone meets the target
+        (module note; :mod:`dperm.privacy.collusion`).
     loss : str
     data_norm, lipschitz, curvature : float
         ``R``, ``L`` and ``c``.
@@ -146,13 +157,15 @@ class NewtonCalibration:
     sensitivity_steps : float
         ``Delta = 1 / g + sqrt(D)``.
     party_sigma_squared : float
-        Each party's discrete Gaussian variance parameter ``sigma^2``, in grid steps squared.
+        Each party's discrete Gaussian variance parameter ``sigma^2``, in grid
+        steps squared: sized for ``K - t`` parties.
     noise_multiplier : float
-        ``sqrt(K) sigma / Delta``: the summed noise over the rounded sensitivity.
+        ``sqrt(K) sigma / Delta``: the summed noise (all ``K`` shares) over the rounded sensitivity.
     tau : float
-        KLS 2021's ``tau`` (0 to double precision at dperm's grids).
+        KLS 2021's ``tau`` for the ``K - t`` honest shares (0 to double precision at dperm's grids).
     rdp_epsilon, rdp_delta : float
-        The accounted ``(epsilon, delta_rdp)`` of the view without clipping.
+        The accounted ``(epsilon, delta_rdp)`` of the view without clipping,
+        with ``t`` colluders (the honest ``K - t`` shares).
     range_delta : float
         ``(1 + e^epsilon) p``, the part of ``delta`` spent on the range event.
     range_probability : float
@@ -171,6 +184,7 @@ class NewtonCalibration:
     n_samples: int
     n_features: int
     max_party_samples: int
+    collusion_threshold: int
     loss: str
     data_norm: float
     lipschitz: float
@@ -234,8 +248,12 @@ def _value_bound(max_party_samples, lipschitz, curvature, data_norm, gradient_sc
 
 
 def _find_sigma_squared(epsilon, delta, n_rounds, n_parties, dimension, sensitivity_steps) -> float:
-    """Smallest per-party ``sigma^2`` (in steps^2) whose accounted epsilon is ``<= epsilon``."""
-    def gap(z):  # z: noise multiplier sqrt(K) sigma / Delta
+    """Smallest per-party ``sigma^2`` (in steps^2) whose accounted epsilon is ``<= epsilon``.
+
+    ``n_parties`` is the number of shares the guarantee rests on: ``K - t``
+    (:func:`newton_calibration`).
+    """
+    def gap(z):  # z: noise multiplier sqrt(n) sigma / Delta of the n shares
         sigma_squared = (z * sensitivity_steps) ** 2 / n_parties
         return rounds_epsilon(sensitivity_steps, sigma_squared, n_parties, dimension, n_rounds, delta) - epsilon
 
@@ -256,7 +274,7 @@ def _find_sigma_squared(epsilon, delta, n_rounds, n_parties, dimension, sensitiv
 
 @functools.lru_cache(maxsize=64)
 def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_name, lipschitz, curvature,
-                       data_norm, gradient_share) -> NewtonCalibration:
+                       data_norm, gradient_share, collusion_threshold) -> NewtonCalibration:
     """The Newton protocol's calibration from checked public inputs (the module note is its proof).
 
     Parameters
@@ -273,12 +291,16 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
         ``L`` and ``c`` of a loss with ``|phi'| <= L`` and ``0 <= phi'' <= c``.
     data_norm : float > 0
     gradient_share : float in (0, 1)
+    collusion_threshold : int in [0, K - 1]
+        ``t``: each party's ``sigma^2`` is sized so that the ``K - t`` honest
+        shares alone meet the target (module note).
 
     Returns
     -------
     NewtonCalibration
     """
     n_samples, n_parties, max_party_samples = sizes
+    honest = honest_parties(n_parties, collusion_threshold)
     dimension = packed_length(n_features)
     gradient_sensitivity = 2.0 * lipschitz * data_norm
     hessian_sensitivity = math.sqrt(2.0) * curvature * data_norm**2
@@ -296,7 +318,7 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
     step = 2.0 ** math.ceil(math.log2(2.0 * bound / quantization_range))
     while True:
         sensitivity_steps = 1.0 / step + math.sqrt(dimension)
-        sigma_squared = _find_sigma_squared(epsilon, rdp_delta, n_rounds, n_parties, dimension, sensitivity_steps)
+        sigma_squared = _find_sigma_squared(epsilon, rdp_delta, n_rounds, honest, dimension, sensitivity_steps)
         # log(2 D K T / p) with p = range_delta / (1 + e^epsilon), without overflow at large epsilon
         log_ratio = math.log(2.0 * draws) - math.log(range_delta) + np.logaddexp(0.0, epsilon)
         tail = step * math.sqrt(sigma_squared) * math.sqrt(2.0 * log_ratio)
@@ -304,11 +326,12 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
         if bound + tail + step <= clipping_range:
             break
         step *= 2.0
-    tau = _tau(sigma_squared, n_parties)
-    rdp_epsilon = rounds_epsilon(sensitivity_steps, sigma_squared, n_parties, dimension, n_rounds, rdp_delta)
+    tau = _tau(sigma_squared, honest)
+    rdp_epsilon = rounds_epsilon(sensitivity_steps, sigma_squared, honest, dimension, n_rounds, rdp_delta)
     return NewtonCalibration(
         epsilon=epsilon, delta=delta, alpha=alpha, n_rounds=n_rounds, n_parties=n_parties,
-        n_samples=n_samples, n_features=n_features, max_party_samples=max_party_samples, loss=loss_name,
+        n_samples=n_samples, n_features=n_features, max_party_samples=max_party_samples,
+        collusion_threshold=int(collusion_threshold), loss=loss_name,
         data_norm=data_norm, lipschitz=lipschitz, curvature=curvature, gradient_share=gradient_share,
         gradient_sensitivity=gradient_sensitivity, hessian_sensitivity=hessian_sensitivity,
         gradient_scale=gradient_scale, hessian_scale=hessian_scale, dimension=dimension, grid_step=step,
@@ -322,7 +345,7 @@ def newton_calibration(epsilon, delta, alpha, n_rounds, sizes, n_features, loss_
 
 
 def view_guarantee(calibration: NewtonCalibration) -> tuple[float, float]:
-    """``(epsilon, delta)`` proven for the coordinator's view: RDP account plus the range event."""
+    """``(epsilon, delta)`` proven for the view with up to ``t`` colluders: RDP account plus the range event."""
     return calibration.rdp_epsilon, calibration.rdp_delta + calibration.range_delta
 
 
@@ -338,6 +361,18 @@ def collusion_epsilon(calibration: NewtonCalibration, n_colluding: int) -> float
         raise ValueError(f"n_colluding must be in [0, {calibration.n_parties - 1}]; got {n_colluding}.")
     return rounds_epsilon(calibration.sensitivity_steps, calibration.party_sigma_squared, honest,
                           calibration.dimension, calibration.n_rounds, calibration.rdp_delta)
+
+
+def epsilon_by_colluders(calibration: NewtonCalibration) -> tuple:
+    """:func:`collusion_epsilon` for ``c = 0, ..., K - 1`` colluders (at ``rdp_delta``; add ``range_delta``)."""
+    return tuple(collusion_epsilon(calibration, c) for c in range(calibration.n_parties))
+
+
+def collusion_guarantee(calibration: NewtonCalibration) -> CollusionGuarantee:
+    """The record's collusion field: ``t``, the guarantee at ``t`` and the epsilon by colluders."""
+    epsilon, delta = view_guarantee(calibration)
+    return CollusionGuarantee(int(calibration.collusion_threshold), epsilon, delta,
+                              epsilon_by_colluders(calibration))
 
 
 def party_sigma_squared_fraction(calibration: NewtonCalibration) -> Fraction:

@@ -14,7 +14,11 @@ sensitivity) and :mod:`dperm.privacy.accounting` (composition); here:
   note 13): composition of the rounds, or Google's ``dp-accounting`` (PLD or
   RDP) for the per-round Gaussian option (:func:`calibrate_coordinator_gaussian`);
 - which secure-sum clipping counts may be revealed (:func:`clipping_count_is_covered`);
-- a party's own floor (:class:`PartyFloor`), shared by every protocol.
+- a party's own floor (:class:`PartyFloor`), shared by every protocol;
+- the collusion threshold ``t`` (:mod:`dperm.privacy.collusion`): every
+  Gaussian share is sized so that the noise of any ``K - t`` parties alone
+  meets the calibration (:func:`psgd_collusion_guarantee` gives the guarantee
+  by number of colluders).
 """
 
 from __future__ import annotations
@@ -24,15 +28,21 @@ import math
 from dataclasses import dataclass
 
 from dperm.privacy.accounting import Spend, advanced_composition, basic_composition
+from dperm.privacy.collusion import (
+    DEFAULT_COLLUSION_THRESHOLD,
+    CollusionGuarantee,
+    gaussian_share_std,
+    scaled_noise_multiplier,
+)
 from dperm.privacy.sensitivity import gaussian_objective_sigma, gradient_sum_sensitivity, objective_perturbation_slack
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
 __all__ = [
     "COORDINATOR_ACCOUNTANTS", "CoordinatorView", "GaussianRounds", "NOISE_MULTIPLIER_RTOL",
     "PSGDCalibration", "PartyFloor", "accepting_floor", "calibrate_coordinator_gaussian",
-    "check_coordinator_accountant", "check_open_delta", "clipping_count_is_covered",
+    "check_collusion_floor", "check_coordinator_accountant", "check_open_delta", "clipping_count_is_covered",
     "coordinator_dp_calibration", "coordinator_view_gaussian", "coordinator_view_guarantee",
-    "gaussian_rounds_epsilon", "psgd_calibration", "psgd_coordinator_view",
+    "gaussian_rounds_epsilon", "psgd_calibration", "psgd_collusion_guarantee", "psgd_coordinator_view",
 ]
 
 
@@ -71,7 +81,8 @@ class PSGDCalibration:
         ``sigma = L R sigma*(d, eps~, delta)``: std of each coordinate of the
         total one-time noise ``eta = sum_k eta^k`` (004 Proc. 3; paper notes 2-3).
     party_noise_sigma : float
-        ``sigma / sqrt(K)``: std of each coordinate of one party's ``eta^k``.
+        ``sigma / sqrt(K - t)``: std of each coordinate of one party's ``eta^k``,
+        so that any ``K - t`` shares sum to ``N(0, sigma^2 I)``.
     round_epsilon : float
         Privacy of one round's sum with respect to one record.
     round_sensitivity : float
@@ -95,18 +106,27 @@ class PSGDCalibration:
         (no objective perturbation), ``Delta = 0``, ``round_noise_scale`` is the
         per-coordinate std of one party's ``rho_t^k`` and ``round_epsilon`` is
         the one-round epsilon at ``round_delta``.
+        ``round_noise_scale`` is then ``round_noise_sigma / sqrt(K - t)``.
     round_noise : {"discrete-laplace", "gaussian"}
         Distribution of ``rho_t^k``. ``"gaussian"`` (``coordinator_dp``) is
         drawn in floating point and is not float-safe (README).
     round_noise_sigma : float
-        Gaussian scheme: std per coordinate of ``sum_k rho_t^k`` (``z * 2 L R``); 0 otherwise.
+        Gaussian scheme: std per coordinate of the sum of any ``K - t`` parties'
+        ``rho_t^k`` (``z * 2 L R``; the whole sum's is ``sqrt(K / (K - t))`` times
+        it); 0 otherwise.
     noise_multiplier : float
-        Gaussian scheme: ``z = round_noise_sigma / (2 L R)``; 0 otherwise.
+        Gaussian scheme: ``z = round_noise_sigma / (2 L R)``, the multiplier the
+        guarantee at ``t`` colluders rests on; 0 otherwise.
     round_delta : float
         Gaussian scheme: the delta at which ``round_epsilon`` is stated
         (``delta / T``, so that basic composition lands on ``delta``); 0 otherwise.
     coordinator_accountant : str
         Gaussian scheme: ``"pld"`` or ``"rdp"`` (dp-accounting); ``""`` otherwise.
+    collusion_threshold : int
+        ``t`` (:mod:`dperm.privacy.collusion`). The default 0 is what an
+        announcement without the field means (a set-up of an older dperm: no
+        collusion tolerated); :func:`dperm.multiparty.privacy.calibrate_psgd`
+        defaults to 1.
     """
 
     epsilon: float
@@ -133,6 +153,7 @@ class PSGDCalibration:
     noise_multiplier: float = 0.0
     round_delta: float = 0.0
     coordinator_accountant: str = ""
+    collusion_threshold: int = 0
 
     @property
     def strong_convexity(self) -> float:
@@ -141,7 +162,8 @@ class PSGDCalibration:
 
 
 def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_rounds, lipschitz, curvature,
-                     data_norm, loss_name, round_epsilon, round_noise_scale) -> PSGDCalibration:
+                     data_norm, loss_name, round_epsilon, round_noise_scale,
+                     collusion_threshold=DEFAULT_COLLUSION_THRESHOLD) -> PSGDCalibration:
     """004's scheme from checked public inputs: 004 Alg. 1 line 1 and Proc. 3's constants.
 
     1. ``[Delta, eps~] = computeSlack(eps, lambda, N, c)`` (004 Proc. 2 with
@@ -149,12 +171,16 @@ def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_
        :func:`~dperm.privacy.sensitivity.objective_perturbation_slack`;
     2. ``sigma = L R sigma*(d, eps~, delta)`` (004 Proc. 3; paper notes 2-3):
        :func:`~dperm.privacy.sensitivity.gaussian_objective_sigma`; each
-       party's ``eta^k`` has per-coordinate variance ``sigma^2 / K`` so that
-       ``sum_k eta^k ~ N(0, sigma^2 I)``, GOP's noise (004 Thm 4.2, proof);
+       party's ``eta^k`` has per-coordinate variance ``sigma^2 / (K - t)``
+       (004 splits ``sigma^2 / K``, i.e. ``t = 0``) so that the shares of any
+       ``K - t`` parties sum to ``N(0, sigma^2 I)``, GOP's noise (004 Thm 4.2,
+       proof), whichever ``t`` parties collude with the coordinator
+       (:mod:`dperm.privacy.collusion`);
     3. ``rho_t^k``: sensitivity ``2 L R`` at ``round_epsilon``; its
        per-coordinate scale ``round_noise_scale`` is the grid calibration's
        (:func:`dperm.multiparty.privacy.round_noise_calibration`, the
-       float-safe form of 004 eq. 2).
+       float-safe form of 004 eq. 2). Not split: each party's share carries
+       the whole per-round sensitivity, so it does not depend on ``t``.
 
     Trusts its inputs (:func:`dperm.multiparty.privacy.calibrate_psgd` checks them).
     """
@@ -166,7 +192,7 @@ def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_
         epsilon_tilde=slack.epsilon_noise,
         extra_regularization=slack.extra_regularization,
         noise_sigma=sigma,
-        party_noise_sigma=sigma / math.sqrt(n_parties),
+        party_noise_sigma=gaussian_share_std(sigma, n_parties, collusion_threshold),
         round_epsilon=round_epsilon,
         round_sensitivity=gradient_sum_sensitivity(lipschitz, data_norm),
         round_noise_scale=round_noise_scale,
@@ -179,15 +205,20 @@ def psgd_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_
         data_norm=data_norm,
         alpha=alpha,
         loss=loss_name,
+        collusion_threshold=int(collusion_threshold),
     )
 
 
 def coordinator_dp_calibration(epsilon, delta, alpha, n_samples, n_parties, n_features, n_rounds, lipschitz,
-                               curvature, data_norm, loss_name, accountant) -> PSGDCalibration:
+                               curvature, data_norm, loss_name, accountant,
+                               collusion_threshold=DEFAULT_COLLUSION_THRESHOLD) -> PSGDCalibration:
     """Beyond 004 (paper note 13): no one-time noise, Gaussian ``rho_t^k`` from :func:`calibrate_coordinator_gaussian`.
 
     The coordinator's whole view over ``n_rounds`` rounds is
-    ``(epsilon, delta)``-DP. Trusts its inputs
+    ``(epsilon, delta)``-DP even if it knows the shares of ``t`` parties:
+    each party's ``rho_t^k`` has std ``z 2 L R / sqrt(K - t)``, so any
+    ``K - t`` of them sum to the calibrated ``N(0, (z 2 L R)^2 I)``
+    (:mod:`dperm.privacy.collusion`). Trusts its inputs
     (:func:`dperm.multiparty.privacy.calibrate_psgd` checks them).
     """
     rounds = calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant)
@@ -197,12 +228,13 @@ def coordinator_dp_calibration(epsilon, delta, alpha, n_samples, n_parties, n_fe
         epsilon=epsilon, delta=delta, epsilon_tilde=0.0, extra_regularization=0.0,
         noise_sigma=0.0, party_noise_sigma=0.0,
         round_epsilon=rounds.round_epsilon, round_sensitivity=sensitivity,
-        round_noise_scale=sigma / math.sqrt(n_parties), n_rounds=n_rounds,
+        round_noise_scale=gaussian_share_std(sigma, n_parties, collusion_threshold),
+        n_rounds=n_rounds,
         n_parties=n_parties, n_samples=n_samples, n_features=n_features,
         lipschitz=lipschitz, curvature=curvature, data_norm=data_norm, alpha=alpha,
         loss=loss_name, coordinator_dp=True, round_noise="gaussian", round_noise_sigma=sigma,
         noise_multiplier=rounds.noise_multiplier, round_delta=rounds.round_delta,
-        coordinator_accountant=rounds.accountant,
+        coordinator_accountant=rounds.accountant, collusion_threshold=int(collusion_threshold),
     )
 
 
@@ -366,9 +398,11 @@ def calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant="pld") -
        GOP equivalence) is not used, so the guarantee holds for every finite ``T``.
 
     Assumptions (the same trust model as 004 Thm 4.2): the coordinator learns
-    only the exact sum. The noise is split over the ``K`` parties, so a
-    coordinator colluding with other parties, or a secure sum that leaks an
-    individual reply, sees one party's gradient with only ``sigma / sqrt(K)``.
+    only the exact sum. The noise is split over the ``K`` parties with
+    variance ``sigma^2 / (K - t)`` each (:func:`coordinator_dp_calibration`),
+    so a coordinator colluding with up to ``t`` parties still faces
+    ``sigma``; with more colluders, or a secure sum that leaks an individual
+    reply, it sees one party's gradient with only ``sigma / sqrt(K - t)``.
     The fixed-point encoding of a real secure sum is applied to each party's
     noisy vector; its rounding (at most the recorded ``error_bound`` per
     coordinate) is not covered by this analysis (a discrete Gaussian would be).
@@ -484,7 +518,7 @@ def clipping_count_is_covered(calibration: PSGDCalibration) -> bool:
     the tuple of the round's replies is ``round_epsilon``-DP, and the count,
     like the sum, is post-processing of it, covered by
     :func:`psgd_coordinator_view`. ``coordinator_dp``: a reply carries only
-    ``sigma / sqrt(K)``; only the sum is accounted, so a count computed from
+    ``sigma / sqrt(K - t)``; only the sum is accounted, so a count computed from
     the individual replies is not covered and is not revealed (each party
     warns in its own log instead).
     """
@@ -513,16 +547,43 @@ class PartyFloor:
         Largest delta, likewise (0 accepts pure epsilon-DP only).
     max_rounds : int >= 1
         Most gradient requests the party answers in one run.
+    min_collusion_threshold : int >= 0, default=1
+        Fewest colluding parties the set-up must tolerate: the party refuses
+        an announced collusion threshold ``t`` below it, and checks the
+        guarantee at the announced ``t`` against ``max_epsilon``/``max_delta``
+        (:mod:`dperm.privacy.collusion`; :func:`check_collusion_floor`).
     """
 
     max_epsilon: float
     max_delta: float
     max_rounds: int
+    min_collusion_threshold: int = DEFAULT_COLLUSION_THRESHOLD
 
     def __post_init__(self):
         object.__setattr__(self, "max_epsilon", check_epsilon(self.max_epsilon, "max_epsilon"))
         object.__setattr__(self, "max_delta", check_delta(self.max_delta, "max_delta"))
         object.__setattr__(self, "max_rounds", check_positive_int(self.max_rounds, "max_rounds"))
+        threshold = self.min_collusion_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+            raise ValueError(f"min_collusion_threshold must be an integer >= 0; got {threshold!r}.")
+
+
+def check_collusion_floor(collusion_threshold, n_parties, floor: PartyFloor, party_id, refuse) -> None:
+    """A party's refusal of an announced collusion threshold below its floor's (``refuse(party_id, reason)``).
+
+    The announced ``t`` is part of the checked calibration: the party
+    recomputes every noise share for it, so accepting ``t >= min`` means
+    every share is sized for at least ``min`` colluders.
+    """
+    if isinstance(collusion_threshold, bool) or not isinstance(collusion_threshold, int):
+        refuse(party_id, f"its collusion_threshold {collusion_threshold!r} is not an integer.")
+    if floor.min_collusion_threshold > n_parties - 1:
+        refuse(party_id, f"with K={n_parties} parties no set-up tolerates this party's "
+                         f"min_collusion_threshold={floor.min_collusion_threshold} colluders (at most K - 1).")
+    if collusion_threshold < floor.min_collusion_threshold:
+        refuse(party_id, f"it tolerates collusion_threshold={collusion_threshold} colluding parties and this party "
+                         f"requires at least min_collusion_threshold={floor.min_collusion_threshold} (its noise "
+                         "share would be too small if the coordinator knew the others').")
 
 
 def accepting_floor(calibration: PSGDCalibration, composition_slack=None) -> PartyFloor:
@@ -534,4 +595,31 @@ def accepting_floor(calibration: PSGDCalibration, composition_slack=None) -> Par
     """
     view = psgd_coordinator_view(calibration, composition_slack)
     return PartyFloor(max(calibration.epsilon, view.epsilon), max(calibration.delta, view.delta),
-                      calibration.n_rounds)
+                      calibration.n_rounds, calibration.collusion_threshold)
+
+
+# -- the guarantee by number of colluders ------------------------------------------------
+
+
+def psgd_collusion_guarantee(calibration: PSGDCalibration, view: CoordinatorView) -> CollusionGuarantee:
+    """``t``, the guarantee at ``t`` colluders (the view's) and the epsilon with ``c = 0, ..., K - 1`` colluders.
+
+    004's scheme: the view's guarantee rests on each party's own ``rho_t^k``,
+    which carries the whole per-round sensitivity, so colluders who know
+    other parties' noise learn nothing more about an honest party's records:
+    the same epsilon for every ``c`` (``eta^k``, sized for ``t`` colluders,
+    matters only to 004 Thm 4.2's limit-point target, a note).
+    ``coordinator_dp``: the honest ``K - c`` parties' noise multiplier is
+    ``z sqrt((K - c) / (K - t))`` (:func:`~dperm.privacy.collusion.scaled_noise_multiplier`),
+    accounted by the run's accountant at ``delta`` over the ``T`` rounds.
+    """
+    n_parties, threshold = calibration.n_parties, calibration.collusion_threshold
+    if not calibration.coordinator_dp:
+        by_colluders = (view.epsilon,) * n_parties
+    else:
+        by_colluders = tuple(
+            view.epsilon if c == threshold else gaussian_rounds_epsilon(
+                scaled_noise_multiplier(calibration.noise_multiplier, n_parties, threshold, c),
+                calibration.n_rounds, calibration.delta, calibration.coordinator_accountant)
+            for c in range(n_parties))
+    return CollusionGuarantee(int(threshold), view.epsilon, view.delta, by_colluders)

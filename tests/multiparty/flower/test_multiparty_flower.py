@@ -392,7 +392,7 @@ def test_deployment_apps_run_psgd_in_process(shard_files, tmp_path):
     loaded = json.loads((tmp_path / "model.json").read_text())
     assert loaded["format"] == "dperm-multiparty-model" and loaded["features"] == ["x0", "x1", "x2", "x3"]
     assert "rows_clipped" not in loaded["privacy"] and len(loaded["coef"][0]) == 4
-    assert loaded["version"] == 3 and loaded["privacy"]["epsilon"] == record.coordinator_epsilon == 6.0
+    assert loaded["version"] == 4 and loaded["privacy"]["epsilon"] == record.coordinator_epsilon == 6.0
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")

@@ -21,6 +21,8 @@ from dperm.tabular import finite_numbers, read_csv_columns
 
 #: The party's floor in its node config (``dperm party serve --max-epsilon --max-delta --max-rounds``).
 FLOOR_KEYS = {"max_epsilon": "max-epsilon", "max_delta": "max-delta", "max_rounds": "max-rounds"}
+#: The party's fewest tolerated colluders (``dperm party serve --min-collusion-threshold``), optional.
+COLLUSION_FLOOR_KEY = "min-collusion-threshold"
 #: The party's ledger and total budget in its node config (``dperm party serve --ledger
 #: --budget-epsilon --budget-delta``); the budget defaults to the floor (one run's worth).
 LEDGER_KEY = "ledger-path"
@@ -103,7 +105,10 @@ def party_floor(context) -> PartyFloor:
             f"this SuperNode has no {missing} in its node config: a party takes part only with its own "
             "limits (dperm party serve --max-epsilon EPS --max-delta DELTA --max-rounds T)."
         )
-    return PartyFloor(**{name: context.node_config[key] for name, key in FLOOR_KEYS.items()})
+    limits = {name: context.node_config[key] for name, key in FLOOR_KEYS.items()}
+    if COLLUSION_FLOOR_KEY in context.node_config:  # optional: PartyFloor's default (1) otherwise
+        limits["min_collusion_threshold"] = context.node_config[COLLUSION_FLOOR_KEY]
+    return PartyFloor(**limits)
 
 
 

@@ -83,6 +83,7 @@ from dperm.multiparty.secure_sum import (
     check_contribution,
     warn_party_clipping,
 )
+from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
 
 __all__ = [
@@ -136,7 +137,8 @@ def _build_party(context, loss_name="logistic", h=0.5, data_norm=1.0, *, warn=Tr
             warnings.simplefilter("ignore", DataClippingWarning)
         return DeployedParty(X, y, loss=get_loss(loss_name, h=h), data_norm=data_norm,
                              party_id=party_name(context), random_state=None, max_epsilon=floor.max_epsilon,
-                             max_delta=floor.max_delta, max_rounds=floor.max_rounds)
+                             max_delta=floor.max_delta, max_rounds=floor.max_rounds,
+                             min_collusion_threshold=floor.min_collusion_threshold)
 
 
 def calibration_to_config(calibration: PSGDCalibration, h: float) -> dict:
@@ -381,6 +383,8 @@ class CoordinatorSettings:
     coordinator_accountant: str = "pld"
     protocol: str = "psgd"
     gradient_share: float = 0.75
+    #: The public collusion threshold ``t`` (:mod:`dperm.privacy.collusion`).
+    collusion_threshold: int = DEFAULT_COLLUSION_THRESHOLD
     #: The training's run id (``dperm coordinate --run-id``); "" draws a fresh one.
     run_id: str = ""
 
@@ -469,6 +473,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
         n_parties=len(sizes), n_features=parties[0].n_features, n_rounds=settings.n_rounds, loss=loss,
         data_norm=settings.data_norm, round_epsilon=settings.round_epsilon,
         coordinator_dp=bool(settings.coordinator_dp), coordinator_accountant=settings.coordinator_accountant,
+        collusion_threshold=int(settings.collusion_threshold),
     )
     network = FlowerGridNetwork(
         grid, parties, clipping_range=psgd_clipping_range(calibration, sizes),
@@ -488,7 +493,7 @@ def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, eng
     calibration = calibrate_newton(
         epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_rounds=settings.n_rounds,
         n_samples_by_party=sizes, n_features=parties[0].n_features, loss=loss, data_norm=settings.data_norm,
-        gradient_share=settings.gradient_share)
+        gradient_share=settings.gradient_share, collusion_threshold=int(settings.collusion_threshold))
     network = FlowerNewtonNetwork(grid, parties, timeout=settings.stage_timeout, server_context=server_context,
                                   h=settings.h, engine_name=engine_name, run_id=settings.run_id or None)
     result = private_newton(network, calibration)
@@ -504,7 +509,8 @@ def model_document(result, parties, settings: CoordinatorSettings, record=None) 
     """
     record = result.record if record is None else record
     params = {"epsilon": settings.epsilon, "delta": settings.delta, "alpha": settings.alpha,
-              "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss, "h": settings.h}
+              "n_rounds": settings.n_rounds, "data_norm": settings.data_norm, "loss": settings.loss, "h": settings.h,
+              "collusion_threshold": int(settings.collusion_threshold)}
     if settings.protocol == "newton":
         estimator = "NewtonClassifier"
         params["gradient_share"] = settings.gradient_share

@@ -60,7 +60,8 @@ def _party_serve(args) -> int:
     spent = ledger.spent()
     print(f"party {plan.name!r}: {plan.n_samples} rows, {len(plan.features)} features ({', '.join(plan.features)}); "
           f"accepts at most ({floor.max_epsilon:g}, {floor.max_delta:g})-DP over at most {floor.max_rounds} "
-          f"rounds; has spent ({spent[0]:.6g}, {spent[1]:.3g}) of its budget ({budget[0]:g}, {budget[1]:g}) "
+          f"rounds, tolerating at least {floor.min_collusion_threshold} colluding parties; has spent "
+          f"({spent[0]:.6g}, {spent[1]:.3g}) of its budget ({budget[0]:g}, {budget[1]:g}) "
           f"over {len(ledger.charges())} run(s) (ledger {ledger.path}); runs only dperm's app; serving as a "
           f"Flower SuperNode for SuperLink {args.superlink} (gives up if it is not reached within "
           f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
@@ -149,6 +150,9 @@ def add_commands(subparsers) -> None:
                        help="largest delta this party accepts, likewise (in [0, 1))")
     serve.add_argument("--max-rounds", type=int, required=True,
                        help="most gradient rounds this party answers in one run")
+    serve.add_argument("--min-collusion-threshold", type=int, default=1,
+                       help="fewest colluding parties the coordinator's set-up must tolerate: this party "
+                            "refuses a smaller announced collusion threshold t (default 1)")
     serve.add_argument("--auth-key", required=True,
                        help="this party's private key (dperm party keygen); the coordinator lists its .pub")
     serve.add_argument("--roster", required=True,
@@ -206,6 +210,9 @@ def add_commands(subparsers) -> None:
                             help="T, secure-sum rounds (default 10; each is one SecAgg+ round)")
     coordinate.add_argument("--gradient-share", type=float, default=0.75,
                             help="newton: share of each round's privacy loss spent on the gradient (default 0.75)")
+    coordinate.add_argument("--collusion-threshold", type=int, default=1,
+                            help="t: size every party's noise share so that the guarantee holds when the "
+                                 "coordinator also knows the noise of up to t parties (0 to K-1; default 1)")
     coordinate.add_argument("--data-norm", type=float, default=1.0, help="public row norm bound R (default 1)")
     coordinate.add_argument("--loss", choices=loss_names(multiparty=True), default="logistic",
                             help="the loss of the classifier (default logistic)")

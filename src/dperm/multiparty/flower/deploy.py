@@ -183,9 +183,11 @@ def party_floor(args):
     from dperm.privacy.psgd import PartyFloor
 
     try:
-        return PartyFloor(args.max_epsilon, args.max_delta, args.max_rounds)
-    except ValueError as error:
-        raise ValueError(str(error).replace("max_", "--max-", 1)) from None  # name the option
+        return PartyFloor(args.max_epsilon, args.max_delta, args.max_rounds,
+                          getattr(args, "min_collusion_threshold", 1))
+    except ValueError as error:  # name the option
+        raise ValueError(str(error).replace("min_collusion_threshold", "--min-collusion-threshold")
+                         .replace("max_", "--max-", 1)) from None
 
 
 def party_ledger(args, floor):
@@ -305,6 +307,7 @@ def plan_party(args) -> PartyPlan:
         f"max-epsilon={_toml_value(floor.max_epsilon)}",
         f"max-delta={_toml_value(floor.max_delta)}",
         f"max-rounds={_toml_value(floor.max_rounds)}",
+        f"min-collusion-threshold={_toml_value(floor.min_collusion_threshold)}",
         f"ledger-path={_toml_literal(str(ledger.path), '--ledger')}",
         f"budget-epsilon={_toml_value(budget[0])}",
         f"budget-delta={_toml_value(budget[1])}",
@@ -470,6 +473,10 @@ def coordinator_settings(args):
                                       or args.composition_slack is not None):
         raise ValueError("--coordinator-dp, --round-epsilon and --composition-slack are options of --protocol psgd; "
                          "the Newton protocol calibrates its noise from --epsilon, --delta and --rounds.")
+    threshold = getattr(args, "collusion_threshold", 1)
+    if not 0 <= threshold <= args.shards - 1:
+        raise ValueError(f"--collusion-threshold must be in [0, K - 1] = [0, {args.shards - 1}] for --shards "
+                         f"{args.shards}; got {threshold}.")
     if not 0 < args.gradient_share < 1:
         raise ValueError(f"--gradient-share must be in the open interval (0, 1); got {args.gradient_share}.")
     if args.coordinator_dp and (args.round_epsilon is not None or args.composition_slack is not None):
@@ -482,6 +489,7 @@ def coordinator_settings(args):
         modulus_range=args.modulus_range, stage_timeout=args.stage_timeout, wait_seconds=args.wait,
         coordinator_dp=args.coordinator_dp, coordinator_accountant=args.coordinator_accountant,
         protocol=args.protocol, gradient_share=args.gradient_share,
+        collusion_threshold=int(getattr(args, "collusion_threshold", 1)),
         run_id=_run_id(args),
     )
 
