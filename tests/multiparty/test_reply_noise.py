@@ -157,12 +157,14 @@ def test_an_in_process_psgd_party_sends_its_gradient_with_discrete_laplace_noise
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
 def test_in_process_psgd_parties_draw_eta_with_one_share_of_the_objective_noise():
-    """``eta^k ~ N(0, sigma^2 / K I)`` (004 Proc. 3), over 300 parties' set-ups; not ``sigma^2``."""
+    """``eta^k ~ N(0, sigma^2 / (K - t) I)`` (004 Proc. 3 with the collusion threshold t), over 300 set-ups; not ``sigma^2``."""
     calibration = psgd_calibration()
     etas = np.array([psgd_party(calibration, seed)[0].one_time_noise for seed in range(300)])
     report = gaussian_report(etas, calibration.party_noise_sigma)
     assert report.passes(), report
-    assert calibration.party_noise_sigma == pytest.approx(calibration.noise_sigma / math.sqrt(len(SIZES)))
+    assert calibration.collusion_threshold == 1  # the default: any K - 1 shares meet the calibration
+    assert calibration.party_noise_sigma == pytest.approx(
+        calibration.noise_sigma / math.sqrt(len(SIZES) - calibration.collusion_threshold))
     assert gaussian_scale_p(etas, calibration.noise_sigma) < FALSE_ALARM
 
 
