@@ -24,6 +24,7 @@ ORDER = [
     # scale, several data holders, checking the guarantee
     "plot_dask.py",
     "plot_multiparty.py",
+    "plot_multiparty_loopback.py",
     "plot_audit_histogram.py",
 ]
 
