@@ -20,6 +20,8 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
+from test_multiparty_flower import deployment_grid, shard_files  # noqa: E402,F401
+
 from dperm.multiparty.flower import supernode  # noqa: E402
 from dperm.multiparty.flower.deploy import stop_process_group  # noqa: E402
 
@@ -149,3 +151,179 @@ def test_kill_9_of_party_serve_takes_its_supernode_and_task_runner_down(tmp_path
             except ProcessLookupError:
                 pass
         stop_process_group(party, grace_seconds=5)
+
+
+# -- the coordinator's checkpoint and resume (in process: the deployed apps on an in-process grid) ---
+
+
+class CoordinatorCrash(Exception):
+    """Stands for a coordinator killed at a chosen point."""
+
+
+@pytest.fixture
+def seeded_party_noise(monkeypatch):
+    """Each party's noise seeded by its size and the broadcast w_t, so two runs that broadcast the same
+    iterates draw the same noise (the deployed party draws from the OS; tests only)."""
+    import zlib
+
+    import numpy as np
+
+    from dperm.multiparty.flower import newton as flower_newton
+
+    real = flower_newton.party_reply
+
+    def seeded(X, y, loss, calibration, coef, rng):
+        seed = [int(X.shape[0]), zlib.crc32(np.asarray(coef, dtype="<f8").tobytes())]
+        return real(X, y, loss, calibration, coef, np.random.default_rng(seed))
+
+    monkeypatch.setattr(flower_newton, "party_reply", seeded)
+
+
+def _crash_at(monkeypatch, crash_round: int, inside: bool):
+    """Kill the coordinator at round ``crash_round``: before asking it, or after the parties answered it."""
+    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
+
+    real = FlowerNewtonNetwork.round_sum
+
+    def round_sum(self, coef, round_index):
+        if round_index == crash_round and not inside:
+            raise CoordinatorCrash(f"killed before round {round_index + 1}")
+        result = real(self, coef, round_index)
+        if round_index == crash_round:
+            raise CoordinatorCrash(f"killed inside round {round_index + 1}, after the parties answered")
+        return result
+
+    monkeypatch.setattr(FlowerNewtonNetwork, "round_sum", round_sum)
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+@pytest.mark.parametrize("crash_round, inside", [(2, False), (1, True)])
+def test_a_crashed_coordinator_resumes_its_run_and_ends_where_an_uninterrupted_run_ends(
+        shard_files, tmp_path, monkeypatch, seeded_party_noise, crash_round, inside):  # noqa: F811
+    """Kill the coordinator after round r (between rounds, or inside round r + 1 after the parties answered);
+    resume the same run id from its checkpoint: the model equals an uninterrupted run's, and every party's
+    ledger has booked exactly T rounds, the whole run's guarantee, once."""
+    import dataclasses
+    import json
+
+    import numpy as np
+
+    from dperm.losses import get_loss
+    from dperm.multiparty.flower import app as flower_app
+    from dperm.multiparty.ledger import PartyLedger
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
+
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4,
+                                              wait_seconds=1.0, protocol="newton")
+    calibration = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=4, n_samples_by_party=(30, 40, 50),
+                                   n_features=4, loss=get_loss("logistic"), data_norm=1.0)
+    (tmp_path / "reference").mkdir()
+    uninterrupted, *_ = flower_app.coordinate(deployment_grid(shard_files, ledger_dir=tmp_path / "reference"),
+                                              settings)
+
+    ledgers = tmp_path / "ledgers"
+    ledgers.mkdir()
+    checkpoint = tmp_path / "coordinator" / "checkpoint.json"
+    checkpoint.parent.mkdir()
+    with monkeypatch.context() as crash:
+        _crash_at(crash, crash_round, inside)
+        with pytest.raises(CoordinatorCrash):
+            flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers), settings,
+                                  checkpoint_path=checkpoint)
+    stored = json.loads(checkpoint.read_text())
+    assert len(stored["rounds"]) == crash_round  # the rounds completed before the crash, no more
+    run_id = stored["run-id"]
+    answered = crash_round + int(inside)
+    for path in ledgers.glob("ledger-*.json"):
+        assert PartyLedger(path).charges()[run_id].rounds == answered  # an abort costs the rounds answered
+    # public values only: the iterates are the ones broadcast, the sums are the noisy secure sums
+    assert set(stored) == {"format", "version", "run-id", "protocol", "calibration", "parties", "rounds"}
+    assert [party["n_samples"] for party in stored["parties"]] == [30, 40, 50]
+
+    resumed_settings = dataclasses.replace(settings, run_id=run_id, resume=True)
+    result, _, network, record = flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
+                                                       resumed_settings, checkpoint_path=checkpoint)
+    np.testing.assert_array_equal(result.coef, uninterrupted.coef)
+    assert record.secure_sum.n_sums == 4 and len(json.loads(checkpoint.read_text())["rounds"]) == 4
+    assert len(network.round_seconds) == 4 - crash_round  # only the rounds left were asked
+    for path in ledgers.glob("ledger-*.json"):
+        charges = PartyLedger(path).charges()
+        assert list(charges) == [run_id]
+        assert (charges[run_id].rounds, (charges[run_id].epsilon, charges[run_id].delta)) == (
+            4, view_guarantee(calibration))
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_a_resume_that_does_not_continue_the_checkpointed_run_is_refused_before_anything_is_asked(
+        shard_files, tmp_path, monkeypatch):  # noqa: F811
+    import dataclasses
+
+    from dperm.multiparty.flower import app as flower_app
+    from dperm.multiparty.flower.checkpoint import CheckpointError
+
+    settings = flower_app.CoordinatorSettings(n_parties=3, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3,
+                                              wait_seconds=1.0, protocol="newton")
+    checkpoint = tmp_path / "checkpoint.json"
+    ledgers = tmp_path / "ledgers"
+    ledgers.mkdir()
+    with monkeypatch.context() as crash:
+        _crash_at(crash, 1, False)
+        with pytest.raises(CoordinatorCrash):
+            flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers), settings,
+                                  checkpoint_path=checkpoint)
+    run_id = __import__("json").loads(checkpoint.read_text())["run-id"]
+    before = {path.name: path.read_bytes() for path in ledgers.glob("ledger-*.json")}
+    with pytest.raises(CheckpointError, match=r"of another run .*calibration differ"):
+        flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
+                              dataclasses.replace(settings, run_id=run_id, resume=True, alpha=0.1),
+                              checkpoint_path=checkpoint)
+    with pytest.raises(CheckpointError, match=r"of another run .*run id differ"):
+        flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
+                              dataclasses.replace(settings, run_id="f" * 32, resume=True), checkpoint_path=checkpoint)
+    with pytest.raises(CheckpointError, match=rf"{tmp_path / 'missing.json'} does not exist"):
+        flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
+                              dataclasses.replace(settings, run_id=run_id, resume=True),
+                              checkpoint_path=tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="resuming needs the Newton protocol"):
+        flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
+                              dataclasses.replace(settings, protocol="psgd", run_id=run_id, resume=True),
+                              checkpoint_path=checkpoint)
+    assert {path.name: path.read_bytes() for path in ledgers.glob("ledger-*.json")} == before
+
+
+@pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
+def test_the_round_in_flight_asked_again_at_the_same_w_gets_the_same_answers_and_costs_nothing(
+        shard_files, tmp_path):  # noqa: F811
+    """OS noise (not seeded): the repeated round's secure sum is bit for bit the first one, nothing is charged;
+    the same round at another w_t, an earlier round, or a skipped round is refused."""
+    import numpy as np
+
+    from dperm.losses import get_loss
+    from dperm.multiparty.flower import app as flower_app
+    from dperm.multiparty.flower.newton import FlowerNewtonNetwork
+    from dperm.multiparty.ledger import PartyLedger
+    from dperm.multiparty.newton_privacy import calibrate_newton
+
+    grid = deployment_grid(shard_files[:2], ledger_dir=tmp_path)
+    parties = flower_app.describe_parties(grid, grid.get_node_ids())
+    calibration = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3, n_samples_by_party=(30, 40),
+                                   n_features=4, loss=get_loss("logistic"), data_norm=1.0)
+    network = FlowerNewtonNetwork(grid, parties)
+    network.setup(calibration)
+    w0, w1 = np.zeros(4), np.array([0.1, -0.2, 0.3, 0.0])
+    first, _ = network.round_sum(w0, 0)
+    second, _ = network.round_sum(w1, 1)
+    charged = {path.name: path.read_bytes() for path in tmp_path.glob("ledger-*.json")}
+    resumed = FlowerNewtonNetwork(grid, parties, run_id=network.run_id)
+    resumed.setup(calibration)
+    again, _ = resumed.round_sum(w1, 1)
+    np.testing.assert_array_equal(again, second)  # the same answers: no new release
+    assert {path.name: path.read_bytes() for path in tmp_path.glob("ledger-*.json")} == charged
+    for coef, round_index, problem in ((w0, 1, "has answered 2 round"), (w0, 0, "continue at round 3"),
+                                       (w0, 3, "continue at round 3")):
+        with pytest.raises(Exception, match=problem):
+            resumed.round_sum(coef, round_index)
+    assert {path.name: path.read_bytes() for path in tmp_path.glob("ledger-*.json")} == charged
+    assert all(PartyLedger(path).charges()[network.run_id].rounds == 2 for path in tmp_path.glob("ledger-*.json"))
+    assert not np.array_equal(first, second)
