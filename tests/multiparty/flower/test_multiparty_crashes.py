@@ -327,3 +327,84 @@ def test_the_round_in_flight_asked_again_at_the_same_w_gets_the_same_answers_and
     assert {path.name: path.read_bytes() for path in tmp_path.glob("ledger-*.json")} == charged
     assert all(PartyLedger(path).charges()[network.run_id].rounds == 2 for path in tmp_path.glob("ledger-*.json"))
     assert not np.array_equal(first, second)
+
+
+@pytest.mark.slow
+def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shard_files, tmp_path):  # noqa: F811
+    """`dperm coordinate` (Newton, T = 3) killed with SIGKILL once round 1 is checkpointed; the same command with
+    --resume --workdir finishes the run under its id with the same parties (~3 min): each ledger books exactly
+    the 3 rounds, the whole run's guarantee, once."""
+    import json
+
+    import numpy as np
+    from test_multiparty_lockdown import _stop_superlinks_on
+
+    from dperm.losses import get_loss
+    from dperm.multiparty.flower.deploy import (
+        flower_environment,
+        free_loopback_ports,
+        write_loopback_certificates,
+        write_party_key,
+    )
+    from dperm.multiparty.ledger import PartyLedger
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import view_guarantee
+
+    tls = write_loopback_certificates(tmp_path)
+    fleet_port, control_port, *node_ports = free_loopback_ports(4)
+    keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    ledgers = [tmp_path / f"ledger-{k}.json" for k in range(2)]
+    env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
+    workdir, out = tmp_path / "coordinator", tmp_path / "model.json"
+    command = [sys.executable, "-m", "dperm.cli", "coordinate", "--protocol", "newton", "--shards", "2",
+               "--party-keys", *map(str, keys), "--epsilon", "1", "--alpha", "0.05", "--rounds", "3",
+               "--port", str(fleet_port), "--control-port", str(control_port), "--ssl-certfile",
+               str(tls["server.pem"]), "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile",
+               str(tls["ca.pem"]), "--wait", "150", "--stage-timeout", "60", "--workdir", str(workdir),
+               "--out", str(out)]
+    checkpoint = workdir / "checkpoint.json"
+    parties, coordinators = [], []
+    try:
+        coordinators.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True))
+        for k, port in enumerate(node_ports):
+            log = (tmp_path / f"party-{k}.log").open("w")
+            parties.append(subprocess.Popen(
+                [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard_files[k]), "--name",
+                 f"party-{k}", "--superlink", f"127.0.0.1:{fleet_port}", "--port", str(port), "--auth-key",
+                 str(tmp_path / f"k{k}"), "--root-certificates", str(tls["ca.pem"]), "--connect-timeout", "90",
+                 "--ledger", str(ledgers[k]), "--max-epsilon", "1", "--max-delta", "1e-5", "--max-rounds", "3"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+        deadline, done = time.monotonic() + 150, 0
+        while time.monotonic() < deadline and done < 1 and coordinators[0].poll() is None:
+            try:
+                done = len(json.loads(checkpoint.read_text())["rounds"])
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.05)
+        assert done >= 1, "round 1 was not checkpointed"
+        os.kill(coordinators[0].pid, signal.SIGKILL)  # the coordinator only: its SuperLink dies with it
+        coordinators[0].wait(timeout=10)
+        _stop_superlinks_on(fleet_port)  # the watch's job; here only to leave no orphan if it failed
+        killed_after = len(json.loads(checkpoint.read_text())["rounds"])
+        run_id = json.loads(checkpoint.read_text())["run-id"]
+        coordinators.append(subprocess.Popen(command + ["--resume"], env=env, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        output, _ = coordinators[1].communicate(timeout=300)
+    finally:
+        for process in coordinators + parties:
+            stop_process_group(process, grace_seconds=15)
+        _stop_superlinks_on(fleet_port)
+    logs = "\n".join((tmp_path / f"party-{k}.log").read_text(errors="replace")[-3000:] for k in range(2))
+    assert coordinators[1].returncode == 0, output + logs
+    assert f"resuming run {run_id} after its {killed_after} completed round(s)" in output
+    document = json.loads(out.read_text())
+    assert document["privacy"]["n_rounds"] == 3 and document["privacy"]["secure_sum"]["n_sums"] == 3
+    assert np.all(np.isfinite(document["coef"]))
+    calibration = calibrate_newton(epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=3, n_samples_by_party=(30, 40),
+                                   n_features=4, loss=get_loss("logistic"), data_norm=1.0)
+    for path in ledgers:
+        charges = PartyLedger(path).charges()
+        assert list(charges) == [run_id], logs
+        assert (charges[run_id].rounds, (charges[run_id].epsilon, charges[run_id].delta)) == (
+            3, view_guarantee(calibration))
