@@ -171,8 +171,8 @@ def newton_reply(context, parameters, config) -> list:
     if round_index != answered:
         raise RuntimeError(
             f"party {name!r} has answered {answered} round(s) of run {run_id} and is asked for round "
-            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (asking an answered round "
-            "again at another w_t would be a new release).")
+            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
+            "asking an answered round again at another w_t would be a new release).")
     if answered >= calibration.n_rounds:
         raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds of run {run_id}; "
                            "a further answer is not covered by the calibration.")
