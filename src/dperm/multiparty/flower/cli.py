@@ -14,12 +14,16 @@ Flower is needed only when a command runs (``pip install 'dperm[multiparty]'``).
   SecAgg+-masked replies, and the party refuses a set-up weaker than its
   floor. Each run is charged, by its run id, to the party's own ledger
   (``--ledger``, ``--budget-epsilon``, ``--budget-delta``) before any noise
-  is drawn; once connected the party serves across coordinator restarts.
+  is drawn: a PSGD run whole at set-up, a Newton run round by round as it
+  answers. Once connected the party serves across coordinator restarts, and
+  its SuperNode ends with it (even after ``kill -9``).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink (only the listed
   keys may connect), submits the ServerApp (Newton by default, or 004's PSGD)
   as a Flower run from this machine, waits for it, writes the model file and
-  stops the SuperLink.
+  stops the SuperLink. A Newton run checkpoints after each round in
+  ``--workdir``; ``--resume`` continues a crashed run from its last
+  completed round under the same run id.
 """
 
 from __future__ import annotations
@@ -161,7 +165,7 @@ def add_commands(subparsers) -> None:
         description="Run a Flower SuperNode that answers a coordinator's secure-sum rounds over this "
                     "party's shard (004 Proc. 3). The party refuses a set-up weaker than its floor "
                     "(--max-epsilon, --max-delta, --max-rounds) and charges every run to its own ledger "
-                    "before any noise is drawn. Needs dperm[multiparty].",
+                    "before any noise is drawn (a Newton run per round answered). Needs dperm[multiparty].",
         epilog="example:\n  dperm party serve --data shard.csv --superlink coord.example:9092 "
                "--auth-key party.key --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 "
                "--max-rounds 20")
