@@ -102,3 +102,101 @@ def test_two_processes_cannot_both_spend_the_last_of_the_budget(tmp_path):
     charged = [run_id for run_id, outcome in outcomes.items() if outcome == "charged"]
     document = json.loads(path.read_text(encoding="utf-8"))
     assert list(document["runs"]) == charged and PartyLedger(path).spent() == (1.5, 0.0)
+
+
+# -- per-round runs (issue 31, finding 7: an abort costs the rounds answered) -----------------------
+
+
+def test_a_per_round_run_books_nothing_at_set_up_and_each_answered_round_its_prefix_cost(tmp_path):
+    ledger = PartyLedger(tmp_path / "ledger.json")
+    budget = {"budget_epsilon": 1.5, "budget_delta": 3e-5}
+    opened = ledger.open_run(RUN_A, "multiparty-newton", n_rounds=3, epsilon=1.0, delta=1e-5, **budget)
+    assert (opened.rounds, opened.epsilon, opened.delta) == (0, 0.0, 0.0) and ledger.spent() == (0.0, 0.0)
+    assert ledger.charge_round(RUN_A, 1, 0.6, 1e-5, **budget).rounds == 1
+    assert ledger.spent() == (0.6, 1e-5)
+    # only the next round: never the same round twice, never a skipped one
+    for rounds in (1, 3):
+        with pytest.raises(ValueError, match=r"has 1 of its 3 rounds charged .* \(only round 2"):
+            ledger.charge_round(RUN_A, rounds, 0.8, 1e-5, **budget)
+    with pytest.raises(ValueError, match="not between what it has cost"):
+        ledger.charge_round(RUN_A, 2, 1.2, 1e-5, **budget)  # above the whole run's cost
+    with pytest.raises(ValueError, match="not between what it has cost"):
+        ledger.charge_round(RUN_A, 2, 0.5, 1e-5, **budget)  # below what round 1 already cost
+    # a second run fits only while the first has cost little; its rounds are refused once they would not fit
+    ledger.open_run(RUN_B, "multiparty-newton", n_rounds=2, epsilon=0.9, delta=1e-5, **budget)  # 0.6 + 0.9 fits
+    ledger.charge_round(RUN_A, 2, 0.8, 1e-5, **budget)
+    before = ledger.path.read_bytes()
+    with pytest.raises(BudgetExceededError, match=rf"run {RUN_B} .*round 1 of 2.* over its budget \(1.5, 3e-05\)"):
+        ledger.charge_round(RUN_B, 1, 0.75, 1e-5, **budget)  # 0.8 + 0.75 > 1.5
+    assert ledger.path.read_bytes() == before
+    with pytest.raises(BudgetExceededError, match=rf"run {RUN_C} .*over 2 rounds"):
+        ledger.open_run(RUN_C, "multiparty-newton", n_rounds=2, epsilon=0.8, delta=1e-5, **budget)  # whole: 1.6
+    ledger.charge_round(RUN_A, 3, 1.0, 1e-5, **budget)
+    with pytest.raises(ValueError, match="3 of its 3 rounds charged"):
+        ledger.charge_round(RUN_A, 4, 1.0, 1e-5, **budget)
+    assert ledger.charges()[RUN_A].epsilon == 1.0 and ledger.spent() == (1.0, 1e-5)
+
+
+def test_a_resumed_per_round_run_continues_its_count_and_a_changed_set_up_is_refused(tmp_path):
+    ledger = PartyLedger(tmp_path / "ledger.json")
+    ledger.open_run(RUN_A, "multiparty-newton", n_rounds=4, epsilon=1.0, delta=1e-5, **BUDGET)
+    ledger.charge_round(RUN_A, 1, 0.5, 1e-5, **BUDGET)
+    again = PartyLedger(ledger.path).open_run(RUN_A, "multiparty-newton", n_rounds=4, epsilon=1.0, delta=1e-5,
+                                              **BUDGET)  # a restarted party, a resumed coordinator
+    assert (again.rounds, again.epsilon) == (1, 0.5)
+    with pytest.raises(ValueError, match="over 5 rounds .* is refused"):
+        ledger.open_run(RUN_A, "multiparty-newton", n_rounds=5, epsilon=1.0, delta=1e-5, **BUDGET)
+    with pytest.raises(ValueError, match="was charged"):
+        ledger.charge(RUN_A, "multiparty-newton", 1.0, 1e-5, **BUDGET)  # not a whole-run charge
+    with pytest.raises(ValueError, match="not an open per-round run"):
+        ledger.charge_round(RUN_B, 1, 0.5, 1e-5, **BUDGET)
+
+
+def test_a_version_1_ledger_still_loads_and_its_runs_stay_whole_run_charges(tmp_path):
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps({"format": "dperm-party-ledger", "version": 1, "runs": {
+        RUN_A: {"mechanism": "multiparty-newton", "epsilon": 1.0, "delta": 1e-6, "charged_at": "2026-11-20"}}}))
+    ledger = PartyLedger(path)
+    assert ledger.spent() == (1.0, 1e-6) and not ledger.charges()[RUN_A].per_round
+    # the same run's set-up again (an old run resumed): it owes nothing more; its count is the party's run state
+    assert not ledger.open_run(RUN_A, "multiparty-newton", n_rounds=2, epsilon=1.0, delta=1e-6,
+                               budget_epsilon=2.0, budget_delta=1e-5).per_round
+    ledger.open_run(RUN_B, "multiparty-newton", n_rounds=2, epsilon=1.0, delta=1e-6, budget_epsilon=2.0,
+                    budget_delta=1e-5)
+    assert json.loads(path.read_text())["version"] == 2 and ledger.charges()[RUN_A].epsilon == 1.0
+    path.write_text(json.dumps({"format": "dperm-party-ledger", "version": 3, "runs": {}}))
+    with pytest.raises(LedgerError, match=rf"{path} .*version 3, which this dperm does not read"):
+        ledger.spent()
+
+
+def test_newton_prefix_charges_grow_to_exactly_the_whole_run_and_use_one_fixed_order():
+    """privacy.round_charges: 0 at r=0, the calibration's view at r=T, increasing, at the order found for T."""
+    from dperm.losses import get_loss
+    from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.newton import RDP_ORDERS, round_rdp, rounds_epsilon, view_guarantee
+    from dperm.privacy.round_charges import newton_charge_order, newton_prefix_guarantee
+
+    for n_rounds, epsilon in ((2, 1.0), (10, 1.0), (10, 4.0)):
+        calibration = calibrate_newton(epsilon=epsilon, delta=1e-5, alpha=0.05, n_rounds=n_rounds,
+                                       n_samples_by_party=(300, 300, 300), n_features=4, loss=get_loss("logistic"),
+                                       data_norm=1.0)
+        charges = [newton_prefix_guarantee(calibration, r) for r in range(n_rounds + 1)]
+        assert charges[0] == (0.0, 0.0) and charges[-1] == view_guarantee(calibration)
+        assert all(0 < a[0] < b[0] for a, b in zip(charges[1:], charges[2:]))
+        assert {delta for _, delta in charges[1:]} == {view_guarantee(calibration)[1]}
+        # each prefix charge is at least the fixed-horizon optimum of its rounds (never an under-charge),
+        # and equals dp-accounting's conversion at the one order the whole run's optimum uses
+        order = newton_charge_order(calibration)
+        rho = round_rdp([order], calibration.sensitivity_steps, calibration.party_sigma_squared,
+                        calibration.n_parties, calibration.dimension)[0]
+        for r, (charged, _) in enumerate(charges[1:], start=1):
+            assert charged >= rounds_epsilon(calibration.sensitivity_steps, calibration.party_sigma_squared,
+                                             calibration.n_parties, calibration.dimension, r,
+                                             calibration.rdp_delta) - 1e-12
+            from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+            assert charged == pytest.approx(compute_epsilon([order], [r * rho], calibration.rdp_delta)[0],
+                                            rel=1e-12)
+        assert order in RDP_ORDERS
+    with pytest.raises(ValueError, match=r"rounds must be in \[0, 10\]"):
+        newton_prefix_guarantee(calibration, 11)

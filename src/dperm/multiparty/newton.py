@@ -217,8 +217,23 @@ class NewtonResult:
     n_samples_by_party: tuple
 
 
-def private_newton(network: NewtonNetwork, calibration: NewtonCalibration) -> NewtonResult:
+def private_newton(network: NewtonNetwork, calibration: NewtonCalibration, *, completed=(),
+                   on_round=None) -> NewtonResult:
     """The coordinator: ``T`` rounds of secure sums, one damped Newton step each, from ``w_0 = 0``.
+
+    Parameters
+    ----------
+    network : NewtonNetwork
+    calibration : NewtonCalibration
+    completed : sequence of (coef, report, seconds), optional
+        Rounds an earlier, crashed coordinator of the same run completed
+        (``w_1 .. w_r`` with their reports; public values from its
+        checkpoint, :mod:`dperm.multiparty.flower.checkpoint`): the run
+        continues at round ``r + 1`` from ``w_r`` and asks nothing again.
+    on_round : callable, optional
+        ``on_round(round_index, total, coef, report, seconds)`` after each
+        round this call completes (the checkpoint's writer): ``total`` is the
+        round's noisy secure sum and ``coef`` the iterate computed from it.
 
     Returns
     -------
@@ -234,11 +249,17 @@ def private_newton(network: NewtonNetwork, calibration: NewtonCalibration) -> Ne
         raise ValueError(f"the network's party sizes {sizes} do not match the calibration "
                          f"(N={calibration.n_samples}, K={calibration.n_parties}, "
                          f"max N_k={calibration.max_party_samples}).")
+    if len(completed) > calibration.n_rounds:
+        raise ValueError(f"{len(completed)} completed rounds given; the run has {calibration.n_rounds}.")
     network.setup(calibration)
     coef = np.zeros(calibration.n_features)
     sum_bound = newton_sum_bound(calibration)  # public: what honest replies can sum to
     reports, seconds = [], []
-    for round_index in range(calibration.n_rounds):
+    for coef, report, round_seconds in completed:  # a resumed run: what the earlier coordinator computed
+        coef = np.asarray(coef, dtype=float)
+        reports.append(report)
+        seconds.append(float(round_seconds))
+    for round_index in range(len(completed), calibration.n_rounds):
         started = time.perf_counter()
         total, report = network.round_sum(coef, round_index)
         check_sum(total, report, norm_bound=sum_bound, round_index=round_index, protocol="Newton")
@@ -247,6 +268,8 @@ def private_newton(network: NewtonNetwork, calibration: NewtonCalibration) -> Ne
         coef = newton_update(coef, gradient_sum, hessian_sum, calibration)
         reports.append(report)
         seconds.append(time.perf_counter() - started)
+        if on_round is not None:
+            on_round(round_index, total, coef, report, seconds[-1])
     return NewtonResult(coef=coef, calibration=calibration, reports=reports, round_seconds=seconds,
                         n_samples_by_party=tuple(sizes))
 

@@ -963,11 +963,12 @@ def test_a_newton_model_file_reads_back_for_predict(shard_files, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")
-def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budget(shard_files):
-    """The Newton set-up charges each party's ledger under the run id; a repeat neither charges nor resets."""
+def test_newton_rounds_are_charged_as_answered_per_run_id_and_refused_over_the_party_budget(shard_files):
+    """The Newton set-up opens each party's run (nothing charged); each answered round books its prefix cost."""
     from dperm.multiparty.flower.newton import FlowerNewtonNetwork
     from dperm.multiparty.newton_privacy import calibrate_newton
     from dperm.privacy.newton import view_guarantee
+    from dperm.privacy.round_charges import newton_prefix_guarantee
 
     floor = {"max-epsilon": 2.0, "max-delta": 1e-5, "max-rounds": 2, "budget-epsilon": 2.5, "budget-delta": 1e-4}
     grid = deployment_grid(shard_files[:2], floor=floor)
@@ -976,19 +977,27 @@ def test_newton_runs_are_charged_once_per_run_id_and_refused_over_the_party_budg
                                    n_features=4, loss=LOGISTIC, data_norm=1.0)
     first = FlowerNewtonNetwork(grid, parties)
     first.setup(calibration)
+    assert all(run.rounds == 0 and run.epsilon == 0.0 for runs in _ledger_runs(grid).values()
+               for run in runs.values())
     first.round_sum(np.zeros(4), 0)
     charged = _ledger_runs(grid)
     assert all(list(runs) == [first.run_id] for runs in charged.values())
-    assert all(run.epsilon == pytest.approx(view_guarantee(calibration)[0]) for runs in charged.values()
-               for run in runs.values())
+    assert all((run.rounds, (run.epsilon, run.delta)) == (1, newton_prefix_guarantee(calibration, 1))
+               for runs in charged.values() for run in runs.values())
     again = FlowerNewtonNetwork(grid, parties, run_id=first.run_id)  # a restarted coordinator, same run
     again.setup(calibration)
     assert _ledger_runs(grid) == charged
+    with pytest.raises(Exception, match="has answered 1 round.* continue at round 2"):
+        again.round_sum(np.ones(4), 0)  # round 1 again at another w: a new release, refused
     again.round_sum(np.zeros(4), 1)
+    assert all((run.rounds, (run.epsilon, run.delta)) == (2, view_guarantee(calibration))
+               for runs in _ledger_runs(grid).values() for run in runs.values())  # T rounds: the whole run
     with pytest.raises(Exception, match="agreed rounds"):
         again.round_sum(np.zeros(4), 2)  # two answers per run id, over both set-ups
-    second = FlowerNewtonNetwork(grid, parties)  # a new training: 1 + 1 <= 2.5 is charged, a third is not
+    second = FlowerNewtonNetwork(grid, parties)  # a new training: 1 + 1 <= 2.5 fits at set-up
     second.setup(calibration)
-    third = FlowerNewtonNetwork(grid, parties)
+    for round_index in range(2):
+        second.round_sum(np.zeros(4), round_index)
+    third = FlowerNewtonNetwork(grid, parties)  # 1 + 1 + 1 > 2.5: refused before anything is sent
     with pytest.raises(RuntimeError, match="over its budget"):
         third.setup(calibration)

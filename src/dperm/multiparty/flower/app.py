@@ -62,6 +62,7 @@ from dperm.multiparty.flower._party import (
     party_rows,
     run_state_path,
 )
+from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
 from dperm.multiparty.flower.engine import (
     check_capacity,
     check_flower_encoding,
@@ -387,6 +388,8 @@ class CoordinatorSettings:
     collusion_threshold: int = DEFAULT_COLLUSION_THRESHOLD
     #: The training's run id (``dperm coordinate --run-id``); "" draws a fresh one.
     run_id: str = ""
+    #: Continue ``run_id`` from its checkpoint's last completed round (``dperm coordinate --resume``; Newton).
+    resume: bool = False
 
     def to_run_config(self) -> dict:
         """Flower run-config values: hyphenated keys, 0 standing for None."""
@@ -449,7 +452,8 @@ def describe_parties(grid, node_ids, timeout=None) -> list:
     return parties
 
 
-def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_name=ENGINE_NAME):
+def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_name=ENGINE_NAME,
+               checkpoint_path=None):
     """Run the chosen protocol over the connected parties; return ``(result, parties, network, record)``.
 
     ``settings.protocol`` is ``"psgd"`` (004 Alg. 1) or ``"newton"`` (the
@@ -457,9 +461,15 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
     The run id is ``settings.run_id``, or a fresh one (``network.run_id``).
+    With ``checkpoint_path`` a Newton run writes its checkpoint there after
+    every round (:mod:`dperm.multiparty.flower.checkpoint`), and
+    ``settings.resume`` continues the run from it.
     """
     if settings.protocol not in ("psgd", "newton"):
         raise ValueError(f"protocol must be 'psgd' or 'newton'; got {settings.protocol!r}.")
+    if settings.resume and (settings.protocol != "newton" or not settings.run_id or checkpoint_path is None):
+        raise ValueError("resuming needs the Newton protocol, the run's id and its checkpoint "
+                         "(dperm coordinate --protocol newton --resume --workdir W).")
     if settings.run_id:
         check_run_id(settings.run_id)  # before any party is asked anything
     node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
@@ -467,7 +477,7 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     sizes = [party.n_samples for party in parties]
     loss = get_loss(settings.loss, h=settings.h)
     if settings.protocol == "newton":
-        return _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name)
+        return _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name, checkpoint_path)
     calibration = calibrate_psgd(
         epsilon=settings.epsilon, delta=settings.delta, alpha=settings.alpha, n_samples=sum(sizes),
         n_parties=len(sizes), n_features=parties[0].n_features, n_rounds=settings.n_rounds, loss=loss,
@@ -485,8 +495,9 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     return result, parties, network, result.record
 
 
-def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name):
+def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name, checkpoint_path=None):
     from dperm.multiparty.estimator import newton_record
+    from dperm.multiparty.flower.checkpoint import CoordinatorCheckpoint
     from dperm.multiparty.newton import private_newton
     from dperm.multiparty.newton_privacy import calibrate_newton
 
@@ -496,7 +507,18 @@ def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, eng
         gradient_share=settings.gradient_share, collusion_threshold=int(settings.collusion_threshold))
     network = FlowerNewtonNetwork(grid, parties, timeout=settings.stage_timeout, server_context=server_context,
                                   h=settings.h, engine_name=engine_name, run_id=settings.run_id or None)
-    result = private_newton(network, calibration)
+    checkpoint, on_round = None, None
+    if checkpoint_path is not None:  # public values only: identity, calibration, sizes, noisy sums, iterates
+        identity = {"run_id": network.run_id, "protocol": settings.protocol, "calibration": calibration.to_config(),
+                    "parties": parties}
+        if settings.resume:
+            checkpoint = CoordinatorCheckpoint.load(checkpoint_path)
+            checkpoint.check_continues(**identity)  # before any party is asked anything
+        else:
+            checkpoint = CoordinatorCheckpoint.start(checkpoint_path, **identity)
+        on_round = checkpoint.record_round
+    result = private_newton(network, calibration, completed=checkpoint.completed() if settings.resume else (),
+                            on_round=on_round)
     return result, parties, network, newton_record(result)
 
 
@@ -555,8 +577,9 @@ def coordinator_main(grid, context) -> None:
     grid = _flower.PollingGrid(grid, flower_poll_seconds(_flower.GRID_POLL_SECONDS))
     try:
         with object_pull_backoff(*object_pull_waits()):
-            result, parties, network, record = coordinate(grid, settings, server_context=context,
-                                                          engine_name=context.run_config.get("engine", ENGINE_NAME))
+            result, parties, network, record = coordinate(
+                grid, settings, server_context=context, engine_name=context.run_config.get("engine", ENGINE_NAME),
+                checkpoint_path=Path(status_path).with_name(CHECKPOINT_NAME))  # the coordinator's work folder
     except Exception as error:
         write_json(status_path, {"ok": False, "error": f"{type(error).__name__}: {error}",
                                  "seconds": time.monotonic() - started, **_timing(started_at, grid)})

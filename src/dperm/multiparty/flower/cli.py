@@ -14,18 +14,25 @@ Flower is needed only when a command runs (``pip install 'dperm[multiparty]'``).
   SecAgg+-masked replies, and the party refuses a set-up weaker than its
   floor. Each run is charged, by its run id, to the party's own ledger
   (``--ledger``, ``--budget-epsilon``, ``--budget-delta``) before any noise
-  is drawn; once connected the party serves across coordinator restarts.
+  is drawn: a PSGD run whole at set-up, a Newton run round by round as it
+  answers. Once connected the party serves across coordinator restarts, and
+  its SuperNode ends with it (even after ``kill -9``).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink (only the listed
   keys may connect), submits the ServerApp (Newton by default, or 004's PSGD)
   as a Flower run from this machine, waits for it, writes the model file and
-  stops the SuperLink.
+  stops the SuperLink. A Newton run checkpoints after each round in
+  ``--workdir``; ``--resume`` continues a crashed run from its last
+  completed round under the same run id.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import tempfile
+from pathlib import Path
 
 from dperm.catalog import loss_names
 from dperm.multiparty.defaults import DEFAULT_MODULUS_RANGE, DEFAULT_QUANTIZATION_RANGE
@@ -79,20 +86,45 @@ def _party_serve(args) -> int:
 # -- dperm coordinate ------------------------------------------------------------------
 
 
+def _resume_run_id(args) -> None:
+    """``--resume``: the run id from the checkpoint in ``--workdir`` (``--run-id``, if given, must be it)."""
+    from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME, CoordinatorCheckpoint
+
+    if not args.workdir:
+        raise ValueError("--resume needs --workdir: the crashed run's work folder, which holds its checkpoint.")
+    if args.protocol != "newton":
+        raise ValueError("--resume continues a --protocol newton run (a PSGD run cannot be resumed).")
+    checkpoint = CoordinatorCheckpoint.load(Path(args.workdir) / CHECKPOINT_NAME)
+    if args.run_id is not None and args.run_id != checkpoint.run_id:
+        raise ValueError(f"--run-id {args.run_id} is not the run checkpointed in --workdir {args.workdir} "
+                         f"({checkpoint.run_id}); leave --run-id out to resume that run.")
+    args.run_id = checkpoint.run_id
+    print(f"resuming run {checkpoint.run_id} after its {len(checkpoint.rounds)} completed round(s) "
+          f"({checkpoint.path})", flush=True)
+
+
 def _coordinate(args) -> int:
+    if args.resume:
+        _resume_run_id(args)
     try:
         settings = deploy.coordinator_settings(args)
     except ImportError as error:
         print(f"dperm: error: {error}", file=sys.stderr)
         return 2
+    settings = dataclasses.replace(settings, resume=bool(args.resume))
     keys = deploy.check_coordinate_files(args)
+    if not args.workdir:  # a folder of its own, named now so that a crash can be resumed from it
+        args.workdir = tempfile.mkdtemp(prefix="dperm-coordinate-")
 
     def listening():
         print(f"SuperLink: Fleet API on {args.host}:{args.port} for the {len(keys)} listed party keys, Control "
               f"API on 127.0.0.1:{args.control_port} only; waiting for {settings.n_parties} parties "
               f"(dperm party serve --superlink HOST:{args.port} ...), then {settings.n_rounds} SecAgg+ rounds "
-              f"of run {settings.run_id} (each party charges its own ledger once per run id; a retry with "
-              f"--run-id {settings.run_id} costs nothing more but gets only the rounds left)", flush=True)
+              f"of run {settings.run_id}", flush=True)
+        if settings.protocol == "newton":
+            print(f"checkpoint after each round in {args.workdir}; after a crash, the same command with --resume "
+                  f"--workdir {args.workdir} continues run {settings.run_id} from its last completed round "
+                  "(each party charges its ledger per round answered and answers no round twice)", flush=True)
 
     try:
         outcome = deploy.run_coordinator(args, settings, keys, on_listening=listening)
@@ -134,7 +166,7 @@ def add_commands(subparsers) -> None:
         description="Run a Flower SuperNode that answers a coordinator's secure-sum rounds over this "
                     "party's shard (004 Proc. 3). The party refuses a set-up weaker than its floor "
                     "(--max-epsilon, --max-delta, --max-rounds) and charges every run to its own ledger "
-                    "before any noise is drawn. Needs dperm[multiparty].",
+                    "before any noise is drawn (a Newton run per round answered). Needs dperm[multiparty].",
         epilog="example:\n  dperm party serve --data shard.csv --superlink coord.example:9092 "
                "--auth-key party.key --roster parties.pub --root-certificates ca.pem --max-epsilon 1 --max-delta 1e-5 "
                "--max-rounds 20")
@@ -249,8 +281,14 @@ def add_commands(subparsers) -> None:
     coordinate.add_argument("--stage-timeout", type=float, default=300.0,
                             help="seconds to wait for replies at each SecAgg+ stage (300)")
     coordinate.add_argument("--run-id", default=None,
-                            help="32 hex digits: retry an earlier training under its id (the parties reuse its noise "
-                                 "and charge nothing more, but answer only its rounds left); default: a fresh id")
-    coordinate.add_argument("--workdir", default=None, help="folder for the app bundle and logs (default: temp)")
+                            help="32 hex digits: retry an earlier training under its id (the parties charge nothing "
+                                 "twice and answer only its rounds left); default: a fresh id")
+    coordinate.add_argument("--resume", action="store_true",
+                            help="newton: continue the run checkpointed in --workdir (a crashed coordinator's) from "
+                                 "its last completed round, under its run id; the parties answer only the rounds "
+                                 "left and charge each once")
+    coordinate.add_argument("--workdir", default=None,
+                            help="folder for the app bundle, logs and the run's checkpoint (default: a new temp "
+                                 "folder, printed at start)")
     coordinate.add_argument("--out", required=True, help="model file to write (JSON)")
     coordinate.set_defaults(func=_coordinate)

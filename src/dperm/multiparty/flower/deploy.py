@@ -316,7 +316,7 @@ def plan_party(args) -> PartyPlan:
     ])
     supernode_command = [
         # Flower's flower-supernode with its 3 s wait between pulls shortened (flower.supernode)
-        sys.executable, "-m", "dperm.multiparty.flower.supernode", "--",
+        sys.executable, "-m", "dperm.multiparty.flower.supernode", "--parent-pid", str(os.getpid()), "--",
         "--superlink", args.superlink, "--node-config", node_config,
         "--host", "127.0.0.1", "--port", str(args.port), "--isolation", "process",
         "--root-certificates", str(Path(args.root_certificates).resolve()),

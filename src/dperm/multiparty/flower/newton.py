@@ -9,10 +9,17 @@ SecAgg+'s fixed point is exact and the unmasked sum is the sum of the
 replies.
 
 Party state on the party's own machine, beside its ledger, keyed by the
-run id: the checked calibration and the number of answers given. The set-up
-charges the view's guarantee to the party's ledger once per run id; no
-noise is drawn at set-up (each round's noise is fresh), and each answer is
-counted, before it is sent, against the agreed ``n_rounds``.
+run id: the checked calibration, the number of answers given and the last
+answer. The set-up opens the run in the party's ledger (refused unless the
+whole run would fit its budget; nothing is charged and no noise is drawn at
+set-up: each round's noise is fresh), and each round is charged, before its
+answer leaves, at the cost of the rounds answered so far
+(:func:`dperm.privacy.round_charges.newton_prefix_guarantee`), so a run that
+stops early costs only its answered rounds. A party answers round ``t`` of
+a run only if ``t`` is the next round of its own count, or the last round it
+answered, asked again at the same ``w_t`` (a coordinator resuming after a
+crash in that round): then it sends the same saved answer, which releases
+nothing new; any other round is refused.
 
 Imports Flower (through :mod:`dperm.multiparty.flower.engine`'s loader);
 :mod:`dperm.multiparty.flower.app` dispatches a party's messages here.
@@ -20,7 +27,10 @@ Imports Flower (through :mod:`dperm.multiparty.flower.engine`'s loader);
 
 from __future__ import annotations
 
+import hashlib
 import json
+
+import numpy as np
 
 from dperm.losses import get_loss
 from dperm.multiparty.flower._grid_network import GridNetwork  # loads Flower (after its environment)
@@ -31,6 +41,7 @@ from dperm.multiparty.newton import NewtonNetwork, party_reply
 from dperm.multiparty.newton_privacy import check_newton_calibration
 from dperm.multiparty.secure_sum import check_contribution
 from dperm.privacy.newton import NewtonCalibration, view_guarantee
+from dperm.privacy.round_charges import newton_prefix_guarantee
 from dperm.validation import check_random_state, clip_rows_to_norm
 
 __all__ = ["FlowerNewtonNetwork", "newton_reply", "newton_secagg_terms", "newton_setup"]
@@ -48,23 +59,36 @@ def _state_path(context, run_id):
     return run_state_path(context, run_id).with_suffix(".newton.json")
 
 
-def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int) -> None:
+def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int,
+                last_answer=None) -> None:
+    """Save the run's state; ``last_answer`` is ``(round, digest of w_t, reply)`` of the last round answered."""
     path = _state_path(context, run_id)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     document = {"format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
                 "rounds-answered": int(rounds_answered)}
+    if last_answer is not None:
+        round_index, digest, reply = last_answer
+        document["last-answer"] = {"round": int(round_index), "coef-sha256": digest,
+                                   "reply": [float(value) for value in np.asarray(reply, dtype=float)]}
     write_private_atomically(path, json.dumps(document) + "\n")
 
 
 def _load_state(context, run_id):
-    """``(calibration, h, rounds_answered)`` saved for ``run_id``, or None; an unreadable state is refused."""
+    """``(calibration, h, rounds_answered, last_answer)`` saved for ``run_id``, or None; an unreadable state is refused.
+
+    ``last_answer`` is ``(round, digest of w_t, reply)`` or None (none yet, or a state written before dperm
+    kept it).
+    """
     path = _state_path(context, run_id)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         if document.get("format") != NEWTON_STATE_FORMAT or document.get("run-id") != run_id:
             raise ValueError("not this run's state")
+        last = document.get("last-answer")
+        if last is not None:
+            last = (int(last["round"]), str(last["coef-sha256"]), np.asarray(last["reply"], dtype=float))
         return (NewtonCalibration.from_config(document["calibration"]), float(document["h"]),
-                int(document["rounds-answered"]))
+                int(document["rounds-answered"]), last)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -75,11 +99,12 @@ def _load_state(context, run_id):
 def newton_setup(context, config) -> dict:
     """A party's ``setup`` for the Newton protocol, before it draws or sends anything.
 
-    Recompute and check the calibration against the party's floor, charge
-    the view's guarantee to the party's own ledger under the run id (refused
-    once its own budget is gone), and save the run's state on the party's
-    machine. A repeated set-up of a charged run is accepted only with the
-    same calibration and its saved state (its answer count carries on).
+    Recompute and check the calibration against the party's floor, open the
+    run in the party's own ledger under the run id (refused unless the whole
+    run's guarantee fits what is left of its budget; nothing is charged yet)
+    and save the run's state on the party's machine. A repeated set-up of a
+    run (a resumed coordinator) is accepted only with the same calibration
+    and its saved state; its answer count carries on.
     """
     name = party_name(context)
     run_id = check_run_id(config.get("run-id"))
@@ -93,14 +118,16 @@ def newton_setup(context, config) -> dict:
                                           n_features=X.shape[1], party_id=name)
     ledger, budget = party_ledger(context)
     epsilon, delta = view_guarantee(recomputed)
-    if not ledger.charge(run_id, LEDGER_MECHANISM, epsilon, delta, **budget):
-        saved = _load_state(context, run_id)
-        if saved is None or saved[0] != recomputed or saved[1] != h:
-            raise RuntimeError(f"party {name!r} has already been charged for run {run_id} and "
-                               + ("has no saved state for it" if saved is None else "it had another calibration")
-                               + "; it refuses rather than answer rounds no budget accounts for.")
+    entry = ledger.open_run(run_id, LEDGER_MECHANISM, n_rounds=recomputed.n_rounds, epsilon=epsilon, delta=delta,
+                            **budget)
+    saved = _load_state(context, run_id)
+    if saved is None and entry.per_round and entry.rounds == 0:  # a new run (or one that never answered)
+        _save_state(context, run_id, recomputed, h, 0)
         return {"ready": True}
-    _save_state(context, run_id, recomputed, h, 0)
+    if saved is None or saved[0] != recomputed or saved[1] != h:
+        raise RuntimeError(f"party {name!r} has already been charged for run {run_id} and "
+                           + ("has no saved state for it" if saved is None else "it had another calibration")
+                           + "; it refuses rather than answer rounds no budget accounts for.")
     return {"ready": True}
 
 
@@ -114,25 +141,48 @@ def _party_rows(context, data_norm):
 def newton_reply(context, parameters, config) -> list:
     """One Newton request on the party's side, before ``secaggplus_mod`` encodes the reply.
 
-    The answer count of the run id is saved before anything is computed or
-    sent, so a run gets at most ``n_rounds`` answers over all its set-ups.
+    Round ``t`` (``config["round"]``) is answered only if it is the next
+    round of the party's own count for the run id: its cost (the prefix
+    charge of ``t + 1`` rounds) is charged to the ledger and the answer saved
+    before it leaves. The last round answered, asked again at the same
+    ``w_t``, gets the same saved answer and costs nothing (a coordinator
+    resuming after a crash inside that round). Anything else is refused.
     """
     name = party_name(context)
     run_id = check_run_id(config.get("run-id"))
     saved = _load_state(context, run_id)
     if saved is None:
         raise RuntimeError(f"party {name!r} got a Newton request for run {run_id} before its set-up.")
-    calibration, h, rounds_answered = saved
-    if rounds_answered >= calibration.n_rounds:
-        raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds of run {run_id}; "
-                           "a further answer is not covered by the calibration.")
+    calibration, h, rounds_answered, last = saved
     if len(parameters) != 1:
         raise ValueError(f"a Newton request carries one array (w_t); got {len(parameters)}.")
     coef = check_contribution(name, parameters[0], calibration.n_features)
+    digest = hashlib.sha256(np.ascontiguousarray(coef, dtype="<f8").tobytes()).hexdigest()
+    ledger, budget = party_ledger(context)
+    entry = ledger.charges().get(run_id)
+    if entry is None:
+        raise RuntimeError(f"party {name!r} has no entry for run {run_id} in its ledger {ledger.path}; it answers "
+                           "no round its ledger does not account for.")
+    # the ledger's count is the party's word (a run charged whole by an older dperm: its state's count)
+    answered = entry.rounds if entry.per_round else rounds_answered
+    round_index = int(config["round"])
+    if last is not None and round_index == last[0] == answered - 1 and digest == last[1]:
+        return [last[2]]  # the same answer again: nothing new is released
+    if round_index != answered:
+        raise RuntimeError(
+            f"party {name!r} has answered {answered} round(s) of run {run_id} and is asked for round "
+            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
+            "asking an answered round again at another w_t would be a new release).")
+    if answered >= calibration.n_rounds:
+        raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds of run {run_id}; "
+                           "a further answer is not covered by the calibration.")
     X, y = _party_rows(context, calibration.data_norm)
-    _save_state(context, run_id, calibration, h, rounds_answered + 1)  # counted before anything is sent
-    return [party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None),
-                        party_id=name)]
+    reply = party_reply(X, y, get_loss(calibration.loss, h=h), calibration, coef, check_random_state(None),
+                         party_id=name)
+    if entry.per_round:  # charged before anything is sent; refused once over the party's budget
+        ledger.charge_round(run_id, answered + 1, *newton_prefix_guarantee(calibration, answered + 1), **budget)
+    _save_state(context, run_id, calibration, h, answered + 1, (round_index, digest, reply))
+    return [reply]
 
 
 def newton_secagg_terms(context, config):

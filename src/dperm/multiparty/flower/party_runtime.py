@@ -199,10 +199,10 @@ def main(argv=None) -> None:
     parser.add_argument("--runtime-api-address", required=True, help="the SuperNode's Runtime API (loopback)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process ends")
     args = parser.parse_args(argv)
-    if args.parent_pid is not None:
-        from flwr.supercore.app_utils import start_parent_process_monitor
+    if args.parent_pid is not None:  # also after a SIGKILL of dperm party serve (Flower's own monitor
+        from dperm.multiparty.flower.supernode import die_with_parent  # misses an unreaped parent)
 
-        start_parent_process_monitor(args.parent_pid)
+        die_with_parent(args.parent_pid)
     serve(args.runtime_api_address)
 
 

@@ -17,19 +17,32 @@ the same arguments (TLS, ``--auth-supernode-private-key``, ``--isolation
 process``, ``--max-wait-time``) reach the same code, and every pull is the
 same authenticated Fleet API request, only sooner.
 
+It also dies with the ``dperm party serve`` that started it
+(``--parent-pid``, :func:`die_with_parent`): the SuperNode holds the party's
+key and keeps pulling for up to ``--max-wait-time`` seconds, so a ``kill -9``
+of the supervisor must not leave it running.
+
 Usage (internal)::
 
-    python -m dperm.multiparty.flower.supernode [--poll-seconds S] -- <flower-supernode arguments>
+    python -m dperm.multiparty.flower.supernode [--poll-seconds S] [--parent-pid PID] -- <flower-supernode arguments>
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
-__all__ = ["capped_supernode_waits", "main"]
+__all__ = ["capped_supernode_waits", "die_with_parent", "main"]
+
+#: ``prctl`` option that asks Linux to signal this process when its parent dies (``<linux/prctl.h>``).
+_PR_SET_PDEATHSIG = 1
+#: Seconds between the portable watch's looks at the parent.
+PARENT_POLL_SECONDS = 0.25
 
 #: Most seconds between the SuperNode's pulls (Flower's fixed wait is 3 s).
 SUPERNODE_POLL_SECONDS = 0.15
@@ -90,6 +103,56 @@ def capped_supernode_waits(poll_seconds: float):
         yield
 
 
+def _set_parent_death_signal(signum: int) -> bool:
+    """Linux: ask the kernel to send ``signum`` to this process when its parent dies; False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parent_gone(parent_pid: int) -> bool:
+    """True once ``parent_pid`` is no longer this process's parent (it died and we were re-parented)."""
+    return os.getppid() != parent_pid
+
+
+def die_with_parent(parent_pid: int, *, poll_seconds: float = PARENT_POLL_SECONDS, exit_now=None) -> None:
+    """End this process when ``parent_pid`` (the ``dperm party serve`` that started it) dies, even by SIGKILL.
+
+    Two watches, either of which suffices: on Linux the kernel's parent-death
+    signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``, set here, in the child),
+    and everywhere a daemon thread that looks every ``poll_seconds`` whether
+    this process still has ``parent_pid`` as its parent: when the parent
+    dies the child is re-parented, so ``os.getppid()`` changes even while
+    the dead parent is an unreaped zombie (a check of the pid alone would
+    miss that). If the parent is already gone when this is called (it died
+    before the watch was set), the process ends at once. ``exit_now``
+    (default ``os._exit(1)`` after a line on stderr) is for tests.
+    """
+    if exit_now is None:
+        def exit_now():
+            print(f"dperm: the party process {parent_pid} that started this one has ended; stopping",
+                  file=sys.stderr, flush=True)
+            os._exit(1)  # no clean-up that could wait on the network: the key must stop being used now
+
+    _set_parent_death_signal(signal.SIGKILL)
+    if _parent_gone(parent_pid):  # died before the kernel watch was set
+        exit_now()
+        return
+
+    def watch():
+        while not _parent_gone(parent_pid):
+            time.sleep(poll_seconds)
+        exit_now()
+
+    threading.Thread(target=watch, name="dperm-parent-watch", daemon=True).start()
+
+
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv:
@@ -99,7 +162,11 @@ def main(argv=None) -> None:
     parser.add_argument("--poll-seconds", type=float, default=None,
                         help=f"most seconds between pulls (default: DPERM_FLOWER_POLL_SECONDS or "
                              f"{SUPERNODE_POLL_SECONDS:g})")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="end when this process (dperm party serve) ends, even if it is killed")
     ours = parser.parse_args(argv[:split])
+    if ours.parent_pid is not None:
+        die_with_parent(ours.parent_pid)
     from dperm.multiparty.flower.engine import flower_poll_seconds
 
     poll_seconds = ours.poll_seconds if ours.poll_seconds is not None else flower_poll_seconds(SUPERNODE_POLL_SECONDS)
