@@ -336,13 +336,18 @@ def gaussian_rounds_epsilon(noise_multiplier: float, n_rounds: int, delta: float
     (rotation invariance of the isotropic Gaussian), so the default relation
     is the right one.
     """
-    dp_accounting = _dp_accounting()
     check_coordinator_accountant(accountant)
-    event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.GaussianDpEvent(check_positive(noise_multiplier, "noise_multiplier")),
-        check_positive_int(n_rounds, "n_rounds"),
-    )
-    return float(_fresh_accountant(accountant).compose(event).get_epsilon(check_open_delta(delta)))
+    return _gaussian_rounds_epsilon(check_positive(noise_multiplier, "noise_multiplier"),
+                                    check_positive_int(n_rounds, "n_rounds"), check_open_delta(delta), accountant)
+
+
+@functools.lru_cache(maxsize=512)
+def _gaussian_rounds_epsilon(noise_multiplier: float, n_rounds: int, delta: float, accountant: str) -> float:
+    """:func:`gaussian_rounds_epsilon` on checked inputs, remembered: a pure function of public numbers
+    (a PLD composition takes seconds, and every record of a run, and every fit of an audit, asks again)."""
+    dp_accounting = _dp_accounting()
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(noise_multiplier), n_rounds)
+    return float(_fresh_accountant(accountant).compose(event).get_epsilon(delta))
 
 
 @dataclass(frozen=True)
