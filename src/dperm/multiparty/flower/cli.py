@@ -73,7 +73,8 @@ def _party_serve(args) -> int:
           f"Flower SuperNode for SuperLink {args.superlink} (gives up if it is not reached within "
           f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
           flush=True)
-    code = deploy.supervise_party(plan.supernode_command, plan.runtime_command, deploy.flower_environment())
+    code = deploy.supervise_party(plan.supernode_command, plan.runtime_command, deploy.flower_environment(),
+                                  connect_timeout=args.connect_timeout)
     if code == deploy.NEVER_CONNECTED:
         print(f"dperm: error: party {plan.name!r} stopped: the SuperLink {args.superlink} was not reached within "
               f"{args.connect_timeout:g} s (--connect-timeout), refused this party's key (is "

@@ -43,7 +43,7 @@ from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBL
 __all__ = [
     "CoordinatorStopped", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_CONTROL_PORT", "DEFAULT_NODE_PORT",
     "DEFAULT_SUPERLINK_PORT", "NEVER_CONNECTED", "check_coordinate_files", "check_port_free",
-    "coordinator_settings", "flower_command", "flower_environment", "free_loopback_ports",
+    "coordinator_settings", "coordinator_workdir", "flower_command", "flower_environment", "free_loopback_ports",
     "check_party_roster", "party_floor", "party_ledger", "plan_party", "run_coordinator", "stop_process_group",
     "superlink_command", "superlink_environment", "supervise_party", "wait_for_port",
     "write_cli_connection", "write_flower_app", "write_loopback_certificates", "write_party_key",
@@ -224,9 +224,7 @@ def write_party_key(path) -> Path:
     key = ec.generate_private_key(ec.SECP384R1())
     private_bytes = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                       serialization.NoEncryption())
-    descriptor = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(private_bytes)
+    _write_private_key(private_path, private_bytes)
     public_path.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
                                                           serialization.PublicFormat.OpenSSH) + b"\n")
     return public_path
@@ -337,7 +335,7 @@ _CONNECTED_LINE = "SuperNode ID:"
 RESTART_PAUSE = 2.0
 
 
-def supervise_party(supernode_command, runtime_command, environ) -> int:
+def supervise_party(supernode_command, runtime_command, environ, connect_timeout=None) -> int:
     """Run the SuperNode and dperm's task runner until SIGTERM/SIGINT, restarting them when they end.
 
     Flower 1.41's SuperNode exits when it loses its SuperLink for longer
@@ -383,11 +381,15 @@ def supervise_party(supernode_command, runtime_command, environ) -> int:
                 process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    deadline = None if connect_timeout is None else time.monotonic() + float(connect_timeout)
     try:
         children["supernode"] = start_supernode()
         children["runtime"] = subprocess.Popen(runtime_command, env=environ)
         while not stopping:
             time.sleep(0.2)
+            if deadline is not None and not connected.is_set() and time.monotonic() >= deadline:
+                _stop_child(children["supernode"], grace_seconds=1.0)  # it never connected: nothing to finish
+                return NEVER_CONNECTED
             if children["supernode"].poll() is not None and not stopping:
                 relays[children["supernode"].pid].join(timeout=5)  # its last lines are read
                 if not connected.is_set():
@@ -456,6 +458,20 @@ def write_cli_connection(flwr_home: Path, address: str, root_certificates=None) 
         f'address = "{address}"\n{security}\n',
         encoding="utf-8",
     )
+
+
+def coordinator_workdir(workdir=None) -> Path:
+    """The coordinator's work folder (``--workdir``, or a new temp folder): created mode 0700.
+
+    It holds the app bundle, the logs, the status file and the checkpoint,
+    which are the coordinator's alone; a folder that already exists is used
+    as it is.
+    """
+    if not workdir:
+        return Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))  # mode 0700
+    path = Path(workdir).resolve()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
 
 
 def coordinator_settings(args):
@@ -586,8 +602,7 @@ def run_coordinator(args, settings, keys, on_listening=None) -> CoordinatorOutco
     check_port_free(connect_host, args.port, "--port")
     check_port_free("127.0.0.1", args.control_port, "--control-port")
     out = Path(args.out).resolve()
-    workdir = Path(args.workdir).resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = coordinator_workdir(args.workdir)
     status_path = workdir / "status.json"
     status_path.unlink(missing_ok=True)
     run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path)}
@@ -666,6 +681,13 @@ def write_loopback_certificates(directory) -> dict:
     paths = {name: directory / name for name in ("ca.pem", "server.pem", "server.key")}
     paths["ca.pem"].write_bytes(ca.public_bytes(pem))
     paths["server.pem"].write_bytes(server.public_bytes(pem))
-    paths["server.key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                      serialization.NoEncryption()))
+    _write_private_key(paths["server.key"], key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                              serialization.NoEncryption()))
     return paths
+
+
+def _write_private_key(path, data: bytes) -> None:
+    """Create ``path`` with mode 0600 from the start (``O_EXCL``: never an existing file) and write ``data``."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
