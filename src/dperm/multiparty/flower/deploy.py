@@ -38,7 +38,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
+from dperm.multiparty.flower.party_runtime import (
+    APP_MODULE,
+    APP_NAME,
+    APP_PUBLISHER,
+    PARTY_CONFIG_KEY,
+    SHIM_TEXT,
+    write_party_config,
+)
 
 __all__ = [
     "CoordinatorStopped", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_CONTROL_PORT", "DEFAULT_NODE_PORT",
@@ -272,8 +279,13 @@ class PartyPlan:
     runtime_command: list
 
 
-def plan_party(args) -> PartyPlan:
+def plan_party(args, config_dir) -> PartyPlan:
     """Check a party's options and build its two commands (``dperm party serve``).
+
+    ``config_dir`` is a private folder (mode 0700) that outlives the
+    commands: the party's settings are written there, mode 0600
+    (:func:`~dperm.multiparty.flower.party_runtime.write_party_config`), and
+    the SuperNode's command line carries only that file's path.
 
     Everything is checked here, before a process starts: the floor, the
     ledger and budget, ``--connect-timeout``, the shard (read once, so a bad
@@ -298,20 +310,15 @@ def plan_party(args) -> PartyPlan:
         if not Path(path).is_file():
             raise ValueError(f"{option} {path!r} is not a file.")
     check_party_roster(args.auth_key, args.roster)
-    node_config = " ".join([
-        f"data-path={_toml_literal(str(data), '--data')}",
-        f"target={_toml_literal(args.target, '--target')}",
-        f"party-name={_toml_literal(name, '--name')}",
-        f"max-epsilon={_toml_value(floor.max_epsilon)}",
-        f"max-delta={_toml_value(floor.max_delta)}",
-        f"max-rounds={_toml_value(floor.max_rounds)}",
-        f"min-collusion-threshold={_toml_value(floor.min_collusion_threshold)}",
-        f"ledger-path={_toml_literal(str(ledger.path), '--ledger')}",
-        f"budget-epsilon={_toml_value(budget[0])}",
-        f"budget-delta={_toml_value(budget[1])}",
-        f"party-key={_toml_literal(str(Path(args.auth_key).resolve()), '--auth-key')}",
-        f"party-roster={_toml_literal(str(Path(args.roster).resolve()), '--roster')}",
-    ])
+    # the settings travel in a 0600 file, not on the command line (/proc/PID/cmdline is world-readable)
+    config_path = write_party_config(config_dir, {
+        "data-path": str(data), "target": args.target, "party-name": name,
+        "max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds,
+        "min-collusion-threshold": floor.min_collusion_threshold, "ledger-path": str(ledger.path),
+        "budget-epsilon": budget[0], "budget-delta": budget[1],
+        "party-key": str(Path(args.auth_key).resolve()), "party-roster": str(Path(args.roster).resolve()),
+    })
+    node_config = f"{PARTY_CONFIG_KEY}={_toml_literal(str(config_path), 'the party settings file')}"
     supernode_command = [
         # Flower's flower-supernode with its 3 s wait between pulls shortened (flower.supernode)
         sys.executable, "-m", "dperm.multiparty.flower.supernode", "--parent-pid", str(os.getpid()), "--",
