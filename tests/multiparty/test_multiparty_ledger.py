@@ -173,6 +173,7 @@ def test_newton_prefix_charges_grow_to_exactly_the_whole_run_and_use_one_fixed_o
     """privacy.round_charges: 0 at r=0, the calibration's view at r=T, increasing, at the order found for T."""
     from dperm.losses import get_loss
     from dperm.multiparty.newton_privacy import calibrate_newton
+    from dperm.privacy.collusion import honest_parties
     from dperm.privacy.newton import RDP_ORDERS, round_rdp, rounds_epsilon, view_guarantee
     from dperm.privacy.round_charges import newton_charge_order, newton_prefix_guarantee
 
@@ -187,11 +188,12 @@ def test_newton_prefix_charges_grow_to_exactly_the_whole_run_and_use_one_fixed_o
         # each prefix charge is at least the fixed-horizon optimum of its rounds (never an under-charge),
         # and equals dp-accounting's conversion at the one order the whole run's optimum uses
         order = newton_charge_order(calibration)
+        honest = honest_parties(calibration.n_parties, calibration.collusion_threshold)  # K - t shares
         rho = round_rdp([order], calibration.sensitivity_steps, calibration.party_sigma_squared,
-                        calibration.n_parties, calibration.dimension)[0]
+                        honest, calibration.dimension)[0]
         for r, (charged, _) in enumerate(charges[1:], start=1):
             assert charged >= rounds_epsilon(calibration.sensitivity_steps, calibration.party_sigma_squared,
-                                             calibration.n_parties, calibration.dimension, r,
+                                             honest, calibration.dimension, r,
                                              calibration.rdp_delta) - 1e-12
             from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 

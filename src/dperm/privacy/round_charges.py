@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from dperm.privacy.collusion import honest_parties
 from dperm.privacy.newton import RDP_ORDERS, NewtonCalibration, round_rdp
 
 __all__ = ["newton_charge_order", "newton_prefix_guarantee"]
@@ -59,8 +60,9 @@ def newton_charge_order(calibration: NewtonCalibration) -> float:
 
 
 def _round_rdp(calibration: NewtonCalibration) -> np.ndarray:
+    """One round's RDP as the calibration states it: the ``K - t`` honest shares of the collusion threshold."""
     return round_rdp(RDP_ORDERS, calibration.sensitivity_steps, calibration.party_sigma_squared,
-                     calibration.n_parties, calibration.dimension)
+                     honest_parties(calibration.n_parties, calibration.collusion_threshold), calibration.dimension)
 
 
 def newton_prefix_guarantee(calibration: NewtonCalibration, rounds: int) -> tuple[float, float]:

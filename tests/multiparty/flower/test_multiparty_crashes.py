@@ -115,22 +115,29 @@ def test_kill_9_of_party_serve_takes_its_supernode_and_task_runner_down(tmp_path
     """A real `dperm party serve` (TLS, key, shard) waiting for a SuperLink; SIGKILL it: nothing it started runs on."""
     from _multiparty_data import make_data
 
-    from dperm.multiparty.flower.deploy import free_loopback_ports, write_loopback_certificates, write_party_key
+    from dperm.multiparty.flower.deploy import (
+        free_loopback_ports,
+        write_loopback_certificates,
+        write_party_key,
+        write_party_roster,
+    )
 
     X, y = make_data(n=40)
     shard = tmp_path / "shard.csv"
     shard.write_text("x0,x1,x2,x3,label\n" + "".join(
         ",".join(repr(float(v)) for v in row) + f",{int(label > 0)}\n" for row, label in zip(X, y)))
     tls = write_loopback_certificates(tmp_path)
-    write_party_key(tmp_path / "party.key")
+    # a roster lists at least two parties: this one and a peer that never starts
+    roster = write_party_roster(tmp_path / "roster.pub", [write_party_key(tmp_path / "party.key"),
+                                                         write_party_key(tmp_path / "peer.key")])
     superlink_port, node_port = free_loopback_ports(2)  # nothing listens on the SuperLink's port
     env = {**os.environ, "FLWR_HOME": str(tmp_path / "flwr-home"), "FLWR_TELEMETRY_ENABLED": "0",
            "FLWR_DISABLE_UPDATE_CHECK": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     party = subprocess.Popen(
         [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard),
          "--superlink", f"127.0.0.1:{superlink_port}", "--port", str(node_port),
-         "--auth-key", str(tmp_path / "party.key"), "--root-certificates", str(tls["ca.pem"]),
-         "--max-epsilon", "1", "--max-delta", "1e-5", "--max-rounds", "2", "--connect-timeout", "120"],
+         "--auth-key", str(tmp_path / "party.key"), "--roster", str(roster),
+         "--root-certificates", str(tls["ca.pem"]), "--max-epsilon", "1", "--max-delta", "1e-5", "--max-rounds", "2", "--connect-timeout", "120"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     started = []
     try:
@@ -172,9 +179,9 @@ def seeded_party_noise(monkeypatch):
 
     real = flower_newton.party_reply
 
-    def seeded(X, y, loss, calibration, coef, rng):
+    def seeded(X, y, loss, calibration, coef, rng, **keywords):
         seed = [int(X.shape[0]), zlib.crc32(np.asarray(coef, dtype="<f8").tobytes())]
-        return real(X, y, loss, calibration, coef, np.random.default_rng(seed))
+        return real(X, y, loss, calibration, coef, np.random.default_rng(seed), **keywords)
 
     monkeypatch.setattr(flower_newton, "party_reply", seeded)
 
@@ -345,6 +352,7 @@ def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shar
         free_loopback_ports,
         write_loopback_certificates,
         write_party_key,
+        write_party_roster,
     )
     from dperm.multiparty.ledger import PartyLedger
     from dperm.multiparty.newton_privacy import calibrate_newton
@@ -353,6 +361,7 @@ def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shar
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, *node_ports = free_loopback_ports(4)
     keys = [write_party_key(tmp_path / f"k{k}") for k in range(2)]
+    roster = write_party_roster(tmp_path / "roster.pub", keys)
     ledgers = [tmp_path / f"ledger-{k}.json" for k in range(2)]
     env = flower_environment(FLWR_HOME=str(tmp_path / "flwr-home"))
     workdir, out = tmp_path / "coordinator", tmp_path / "model.json"
@@ -372,7 +381,8 @@ def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shar
             parties.append(subprocess.Popen(
                 [sys.executable, "-m", "dperm.cli", "party", "serve", "--data", str(shard_files[k]), "--name",
                  f"party-{k}", "--superlink", f"127.0.0.1:{fleet_port}", "--port", str(port), "--auth-key",
-                 str(tmp_path / f"k{k}"), "--root-certificates", str(tls["ca.pem"]), "--connect-timeout", "90",
+                 str(tmp_path / f"k{k}"), "--roster", str(roster), "--root-certificates", str(tls["ca.pem"]),
+                 "--connect-timeout", "90",
                  "--ledger", str(ledgers[k]), "--max-epsilon", "1", "--max-delta", "1e-5", "--max-rounds", "3"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
         deadline, done = time.monotonic() + 150, 0
