@@ -102,7 +102,7 @@ def test_the_spawned_command_lines_name_neither_the_data_nor_the_budget(tmp_path
     tls, roster, shard = _party_files(tmp_path)
     seen = {}
 
-    def record(supernode_command, runtime_command, environ, connect_timeout=None):
+    def record(supernode_command, runtime_command, environ, connect_timeout=None, started=None):
         (config_arg,) = [supernode_command[i + 1] for i, item in enumerate(supernode_command)
                          if item == "--node-config"]
         key, _, value = config_arg.partition("=")

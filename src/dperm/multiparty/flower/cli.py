@@ -33,6 +33,7 @@ import dataclasses
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from dperm.catalog import loss_names
@@ -59,6 +60,7 @@ def _party_keygen(args) -> int:
 
 
 def _party_serve(args) -> int:
+    started = time.monotonic()  # --connect-timeout counts from here, imports and checks included
     # a private folder (0700) for the party's settings file, removed when the party stops
     with tempfile.TemporaryDirectory(prefix="dperm-party-") as config_dir:
         try:
@@ -66,10 +68,10 @@ def _party_serve(args) -> int:
         except ImportError as error:
             print(f"dperm: error: {error}", file=sys.stderr)
             return 2
-        return _serve_plan(args, plan)
+        return _serve_plan(args, plan, started)
 
 
-def _serve_plan(args, plan) -> int:
+def _serve_plan(args, plan, started) -> int:
     floor, ledger, budget = plan.floor, plan.ledger, plan.budget
     spent = ledger.spent()
     print(f"party {plan.name!r}: {plan.n_samples} rows, {len(plan.features)} features ({', '.join(plan.features)}); "
@@ -81,7 +83,7 @@ def _serve_plan(args, plan) -> int:
           f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
           flush=True)
     code = deploy.supervise_party(plan.supernode_command, plan.runtime_command, deploy.flower_environment(),
-                                  connect_timeout=args.connect_timeout)
+                                  connect_timeout=args.connect_timeout, started=started)
     if code == deploy.NEVER_CONNECTED:
         print(f"dperm: error: party {plan.name!r} stopped: the SuperLink {args.superlink} was not reached within "
               f"{args.connect_timeout:g} s (--connect-timeout), refused this party's key (is "

@@ -342,7 +342,7 @@ _CONNECTED_LINE = "SuperNode ID:"
 RESTART_PAUSE = 2.0
 
 
-def supervise_party(supernode_command, runtime_command, environ, connect_timeout=None) -> int:
+def supervise_party(supernode_command, runtime_command, environ, connect_timeout=None, started=None) -> int:
     """Run the SuperNode and dperm's task runner until SIGTERM/SIGINT, restarting them when they end.
 
     Flower 1.41's SuperNode exits when it loses its SuperLink for longer
@@ -354,6 +354,13 @@ def supervise_party(supernode_command, runtime_command, environ, connect_timeout
     connection an exit ends the party (``--connect-timeout`` bounds only the
     first wait). The party's charges and one-time noise survive restarts in
     its ledger and run state files (:mod:`dperm.multiparty.ledger`).
+
+    ``connect_timeout`` seconds after ``started`` (a ``time.monotonic()``
+    value; default: this call), a SuperNode that has not connected yet is
+    stopped here: Flower's own ``--max-wait-time`` starts counting only once
+    the SuperNode has started (seconds of imports on a busy machine) and is
+    checked only between connection attempts, so on its own a 30 s timeout
+    ended after 34-50 s.
 
     Returns 0 when stopped by a signal, :data:`NEVER_CONNECTED` if the
     first connection failed.
@@ -388,7 +395,8 @@ def supervise_party(supernode_command, runtime_command, environ, connect_timeout
                 process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
-    deadline = None if connect_timeout is None else time.monotonic() + float(connect_timeout)
+    started = time.monotonic() if started is None else started
+    deadline = None if connect_timeout is None else started + float(connect_timeout)
     try:
         children["supernode"] = start_supernode()
         children["runtime"] = subprocess.Popen(runtime_command, env=environ)
