@@ -234,11 +234,13 @@ def test_a_party_that_goes_silent_aborts_the_round_and_nothing_is_revealed(silen
         assert not leaked(vector, grid.received, 8.0, 2**22)
 
 
-def test_a_party_without_a_vector_drops_out():
+def test_a_party_that_refuses_is_reported_as_refusing_with_its_reason_not_as_missing():
     vectors = plain_vectors(n_parties=3, dimension=20)
-    vectors["p2"] = None
-    with pytest.raises(DropoutError, match=r"missing: \['p2'\].*survivors' sum would be under-noised"):
+    vectors["p2"] = None  # p2 answers with an error reply: a refusal the coordinator sees
+    with pytest.raises(DropoutError, match=r"2 of 3 parties.*refused: \['p2'\].*did not send its vector.*"
+                                           r"survivors' sum would be under-noised") as caught:
         FlowerSecureSum().sum(vectors, 20)
+    assert "missing" not in str(caught.value)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -318,7 +320,7 @@ class NaNParty(Party):
 
 
 @pytest.mark.parametrize("bad_class, error, message", [
-    (DroppingParty, DropoutError, r"round 2: 2 of 3 parties .*missing: \[1\]"),
+    (DroppingParty, DropoutError, r"round 2: 2 of 3 parties .*refused: \[1\].*did not send its vector"),
     (NaNParty, MalformedReplyError, r"round 0: party 1 replied with 1 non-finite"),
 ])
 def test_psgd_on_flower_aborts_on_dropout_and_malformed_replies(bad_class, error, message):

@@ -319,14 +319,24 @@ class AbortOnDropoutSecAggPlusWorkflow(SecAggPlusWorkflow):
     stage at which a party is missing, before the unmask stage: the server
     never receives the shares that would remove the masks, and nothing is
     revealed. After a call, ``unmasked`` says whether the sum was revealed
-    and ``missing`` / ``failures`` say why not.
+    and ``missing`` / ``failures`` say why not; ``refused`` maps each node
+    that answered with an error reply (a refusal, or a failure it reported)
+    to Flower's reason, so that a refusal is not reported as a silence.
     """
 
     def __call__(self, grid, context):
         self.missing = set()
         self.failures = []
+        self.refused = {}
         self.unmasked = False
-        super().__call__(grid, context)
+
+        def note_refusals(replies):
+            for reply in replies:
+                if reply.has_error():
+                    self.refused.setdefault(reply.metadata.src_node_id, str(reply.error.reason))
+            return replies
+
+        super().__call__(_RelayingGrid(grid, incoming=note_refusals), context)
 
     def _check_threshold(self, state) -> bool:  # Flower's hook after each of the first three stages
         missing = set(state.sampled_node_ids) - set(state.active_node_ids)

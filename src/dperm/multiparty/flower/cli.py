@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from dperm.catalog import loss_names
@@ -58,11 +60,18 @@ def _party_keygen(args) -> int:
 
 
 def _party_serve(args) -> int:
-    try:
-        plan = deploy.plan_party(args)
-    except ImportError as error:
-        print(f"dperm: error: {error}", file=sys.stderr)
-        return 2
+    started = time.monotonic()  # --connect-timeout counts from here, imports and checks included
+    # a private folder (0700) for the party's settings file, removed when the party stops
+    with tempfile.TemporaryDirectory(prefix="dperm-party-") as config_dir:
+        try:
+            plan = deploy.plan_party(args, config_dir)
+        except ImportError as error:
+            print(f"dperm: error: {error}", file=sys.stderr)
+            return 2
+        return _serve_plan(args, plan, started)
+
+
+def _serve_plan(args, plan, started) -> int:
     floor, ledger, budget = plan.floor, plan.ledger, plan.budget
     spent = ledger.spent()
     print(f"party {plan.name!r}: {plan.n_samples} rows, {len(plan.features)} features ({', '.join(plan.features)}); "
@@ -73,7 +82,8 @@ def _party_serve(args) -> int:
           f"Flower SuperNode for SuperLink {args.superlink} (gives up if it is not reached within "
           f"{args.connect_timeout:g} s; once connected, serves across coordinator restarts until stopped)",
           flush=True)
-    code = deploy.supervise_party(plan.supernode_command, plan.runtime_command, deploy.flower_environment())
+    code = deploy.supervise_party(plan.supernode_command, plan.runtime_command, deploy.flower_environment(),
+                                  connect_timeout=args.connect_timeout, started=started)
     if code == deploy.NEVER_CONNECTED:
         print(f"dperm: error: party {plan.name!r} stopped: the SuperLink {args.superlink} was not reached within "
               f"{args.connect_timeout:g} s (--connect-timeout), refused this party's key (is "
@@ -113,8 +123,32 @@ def _coordinate(args) -> int:
         return 2
     settings = dataclasses.replace(settings, resume=bool(args.resume))
     keys = deploy.check_coordinate_files(args)
-    if not args.workdir:  # a folder of its own, named now so that a crash can be resumed from it
-        args.workdir = tempfile.mkdtemp(prefix="dperm-coordinate-")
+    created = not args.workdir
+    if created:  # a folder of its own (0700), named now so that a crash can be resumed from it
+        args.workdir = str(deploy.coordinator_workdir(None))
+    code = 1
+    try:
+        code = _run_coordination(args, settings, keys, created)
+        return code
+    finally:
+        if created:
+            _remove_own_workdir(Path(args.workdir), finished=code == 0)
+
+
+def _remove_own_workdir(workdir: Path, *, finished: bool) -> None:
+    """Remove the work folder ``dperm coordinate`` made itself, unless an unfinished run's checkpoint is in it."""
+    from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
+
+    if not finished and (workdir / CHECKPOINT_NAME).exists():
+        print(f"dperm: the work folder {workdir} is kept: it holds the unfinished run's checkpoint; the same "
+              f"command with --resume --workdir {workdir} continues the run (delete the folder to abandon it).",
+              file=sys.stderr, flush=True)
+        return
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run_coordination(args, settings, keys, created: bool) -> int:
+    from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
 
     def listening():
         print(f"SuperLink: Fleet API on {args.host}:{args.port} for the {len(keys)} listed party keys, Control "
@@ -126,6 +160,10 @@ def _coordinate(args) -> int:
                   f"--workdir {args.workdir} continues run {settings.run_id} from its last completed round "
                   "(each party charges its ledger per round answered and answers no round twice)", flush=True)
 
+    def logs():  # a folder dperm made is removed at exit unless it holds a checkpoint
+        kept = not created or (Path(args.workdir) / CHECKPOINT_NAME).exists()
+        return f"logs in {args.workdir}" if kept else "the logs' tail follows"
+
     try:
         outcome = deploy.run_coordinator(args, settings, keys, on_listening=listening)
     except deploy.CoordinatorStopped as stop:
@@ -133,11 +171,13 @@ def _coordinate(args) -> int:
         return 130
     status = outcome.status
     if status is None:
-        print(f"dperm: error: the Flower run ended without a result; logs in {outcome.workdir}.\n"
+        print(f"dperm: error: the Flower run ended without a result; {logs()}.\n"
               f"{outcome.run_log_tail}", file=sys.stderr)
         return 1
     if not status["ok"]:
-        print(f"dperm: error: {status['error']} (logs in {outcome.workdir})", file=sys.stderr)
+        kept = logs().startswith("logs in")
+        print(f"dperm: error: {status['error']} ({logs()})" + ("" if kept else f"\n{outcome.run_log_tail}"),
+              file=sys.stderr)
         return 1
     print(status["summary"])
     if status.get("round_seconds"):

@@ -38,12 +38,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dperm.multiparty.flower.party_runtime import APP_MODULE, APP_NAME, APP_PUBLISHER, SHIM_TEXT
+from dperm.multiparty.flower.party_runtime import (
+    APP_MODULE,
+    APP_NAME,
+    APP_PUBLISHER,
+    PARTY_CONFIG_KEY,
+    SHIM_TEXT,
+    write_party_config,
+)
 
 __all__ = [
     "CoordinatorStopped", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_CONTROL_PORT", "DEFAULT_NODE_PORT",
     "DEFAULT_SUPERLINK_PORT", "NEVER_CONNECTED", "check_coordinate_files", "check_port_free",
-    "coordinator_settings", "flower_command", "flower_environment", "free_loopback_ports",
+    "coordinator_settings", "coordinator_workdir", "flower_command", "flower_environment", "free_loopback_ports",
     "check_party_roster", "party_floor", "party_ledger", "plan_party", "run_coordinator", "stop_process_group",
     "superlink_command", "superlink_environment", "supervise_party", "wait_for_port",
     "write_cli_connection", "write_flower_app", "write_loopback_certificates", "write_party_key",
@@ -224,9 +231,7 @@ def write_party_key(path) -> Path:
     key = ec.generate_private_key(ec.SECP384R1())
     private_bytes = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                       serialization.NoEncryption())
-    descriptor = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(private_bytes)
+    _write_private_key(private_path, private_bytes)
     public_path.write_bytes(key.public_key().public_bytes(serialization.Encoding.OpenSSH,
                                                           serialization.PublicFormat.OpenSSH) + b"\n")
     return public_path
@@ -274,8 +279,13 @@ class PartyPlan:
     runtime_command: list
 
 
-def plan_party(args) -> PartyPlan:
+def plan_party(args, config_dir) -> PartyPlan:
     """Check a party's options and build its two commands (``dperm party serve``).
+
+    ``config_dir`` is a private folder (mode 0700) that outlives the
+    commands: the party's settings are written there, mode 0600
+    (:func:`~dperm.multiparty.flower.party_runtime.write_party_config`), and
+    the SuperNode's command line carries only that file's path.
 
     Everything is checked here, before a process starts: the floor, the
     ledger and budget, ``--connect-timeout``, the shard (read once, so a bad
@@ -300,20 +310,15 @@ def plan_party(args) -> PartyPlan:
         if not Path(path).is_file():
             raise ValueError(f"{option} {path!r} is not a file.")
     check_party_roster(args.auth_key, args.roster)
-    node_config = " ".join([
-        f"data-path={_toml_literal(str(data), '--data')}",
-        f"target={_toml_literal(args.target, '--target')}",
-        f"party-name={_toml_literal(name, '--name')}",
-        f"max-epsilon={_toml_value(floor.max_epsilon)}",
-        f"max-delta={_toml_value(floor.max_delta)}",
-        f"max-rounds={_toml_value(floor.max_rounds)}",
-        f"min-collusion-threshold={_toml_value(floor.min_collusion_threshold)}",
-        f"ledger-path={_toml_literal(str(ledger.path), '--ledger')}",
-        f"budget-epsilon={_toml_value(budget[0])}",
-        f"budget-delta={_toml_value(budget[1])}",
-        f"party-key={_toml_literal(str(Path(args.auth_key).resolve()), '--auth-key')}",
-        f"party-roster={_toml_literal(str(Path(args.roster).resolve()), '--roster')}",
-    ])
+    # the settings travel in a 0600 file, not on the command line (/proc/PID/cmdline is world-readable)
+    config_path = write_party_config(config_dir, {
+        "data-path": str(data), "target": args.target, "party-name": name,
+        "max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds,
+        "min-collusion-threshold": floor.min_collusion_threshold, "ledger-path": str(ledger.path),
+        "budget-epsilon": budget[0], "budget-delta": budget[1],
+        "party-key": str(Path(args.auth_key).resolve()), "party-roster": str(Path(args.roster).resolve()),
+    })
+    node_config = f"{PARTY_CONFIG_KEY}={_toml_literal(str(config_path), 'the party settings file')}"
     supernode_command = [
         # Flower's flower-supernode with its 3 s wait between pulls shortened (flower.supernode)
         sys.executable, "-m", "dperm.multiparty.flower.supernode", "--parent-pid", str(os.getpid()), "--",
@@ -337,7 +342,7 @@ _CONNECTED_LINE = "SuperNode ID:"
 RESTART_PAUSE = 2.0
 
 
-def supervise_party(supernode_command, runtime_command, environ) -> int:
+def supervise_party(supernode_command, runtime_command, environ, connect_timeout=None, started=None) -> int:
     """Run the SuperNode and dperm's task runner until SIGTERM/SIGINT, restarting them when they end.
 
     Flower 1.41's SuperNode exits when it loses its SuperLink for longer
@@ -349,6 +354,13 @@ def supervise_party(supernode_command, runtime_command, environ) -> int:
     connection an exit ends the party (``--connect-timeout`` bounds only the
     first wait). The party's charges and one-time noise survive restarts in
     its ledger and run state files (:mod:`dperm.multiparty.ledger`).
+
+    ``connect_timeout`` seconds after ``started`` (a ``time.monotonic()``
+    value; default: this call), a SuperNode that has not connected yet is
+    stopped here: Flower's own ``--max-wait-time`` starts counting only once
+    the SuperNode has started (seconds of imports on a busy machine) and is
+    checked only between connection attempts, so on its own a 30 s timeout
+    ended after 34-50 s.
 
     Returns 0 when stopped by a signal, :data:`NEVER_CONNECTED` if the
     first connection failed.
@@ -383,11 +395,16 @@ def supervise_party(supernode_command, runtime_command, environ) -> int:
                 process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    started = time.monotonic() if started is None else started
+    deadline = None if connect_timeout is None else started + float(connect_timeout)
     try:
         children["supernode"] = start_supernode()
         children["runtime"] = subprocess.Popen(runtime_command, env=environ)
         while not stopping:
             time.sleep(0.2)
+            if deadline is not None and not connected.is_set() and time.monotonic() >= deadline:
+                _stop_child(children["supernode"], grace_seconds=1.0)  # it never connected: nothing to finish
+                return NEVER_CONNECTED
             if children["supernode"].poll() is not None and not stopping:
                 relays[children["supernode"].pid].join(timeout=5)  # its last lines are read
                 if not connected.is_set():
@@ -456,6 +473,20 @@ def write_cli_connection(flwr_home: Path, address: str, root_certificates=None) 
         f'address = "{address}"\n{security}\n',
         encoding="utf-8",
     )
+
+
+def coordinator_workdir(workdir=None) -> Path:
+    """The coordinator's work folder (``--workdir``, or a new temp folder): created mode 0700.
+
+    It holds the app bundle, the logs, the status file and the checkpoint,
+    which are the coordinator's alone; a folder that already exists is used
+    as it is.
+    """
+    if not workdir:
+        return Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))  # mode 0700
+    path = Path(workdir).resolve()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
 
 
 def coordinator_settings(args):
@@ -586,8 +617,7 @@ def run_coordinator(args, settings, keys, on_listening=None) -> CoordinatorOutco
     check_port_free(connect_host, args.port, "--port")
     check_port_free("127.0.0.1", args.control_port, "--control-port")
     out = Path(args.out).resolve()
-    workdir = Path(args.workdir).resolve() if args.workdir else Path(tempfile.mkdtemp(prefix="dperm-coordinate-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = coordinator_workdir(args.workdir)
     status_path = workdir / "status.json"
     status_path.unlink(missing_ok=True)
     run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path)}
@@ -666,6 +696,13 @@ def write_loopback_certificates(directory) -> dict:
     paths = {name: directory / name for name in ("ca.pem", "server.pem", "server.key")}
     paths["ca.pem"].write_bytes(ca.public_bytes(pem))
     paths["server.pem"].write_bytes(server.public_bytes(pem))
-    paths["server.key"].write_bytes(key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
-                                                      serialization.NoEncryption()))
+    _write_private_key(paths["server.key"], key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                                                              serialization.NoEncryption()))
     return paths
+
+
+def _write_private_key(path, data: bytes) -> None:
+    """Create ``path`` with mode 0600 from the start (``O_EXCL``: never an existing file) and write ``data``."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)

@@ -54,7 +54,9 @@ stochastic rounding draws from numpy's global generator.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -121,7 +123,8 @@ def configure_flower_environment(environ=None) -> dict:
     """Set Flower's environment without overriding what the user set.
 
     ``FLWR_HOME`` (Flower writes its config and apps there; default ``~/.flwr``)
-    points to a private temporary folder, telemetry is off
+    points to a private temporary folder (removed when this process exits),
+    telemetry is off
     (``FLWR_TELEMETRY_ENABLED=0``) and so is the update check
     (``FLWR_DISABLE_UPDATE_CHECK=1``). Values already in the environment are
     kept. Returns the environment it changed (``os.environ`` by default).
@@ -131,6 +134,7 @@ def configure_flower_environment(environ=None) -> dict:
     if "FLWR_HOME" not in environ:
         if _FLOWER_HOME is None:
             _FLOWER_HOME = tempfile.mkdtemp(prefix="dperm-flwr-home-")
+            atexit.register(shutil.rmtree, _FLOWER_HOME, ignore_errors=True)  # made here: removed at exit
         environ["FLWR_HOME"] = _FLOWER_HOME
     environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
     environ.setdefault("FLWR_DISABLE_UPDATE_CHECK", "1")

@@ -610,14 +610,23 @@ def _raise_for_abort(workflow, node_names, round_index) -> None:
     if not workflow.missing:
         raise DropoutError(f"{prefix}the SecAgg+ round halted before unmasking "
                            f"({detail or 'see the Flower log'}); nothing is revealed.")
-    missing = sorted((node_names.get(node_id, node_id) for node_id in workflow.missing), key=str)
+    refusals = getattr(workflow, "refused", {})
+    refused = sorted((node_names.get(node_id, node_id) for node_id in workflow.missing if node_id in refusals),
+                     key=str)
+    silent = sorted((node_names.get(node_id, node_id) for node_id in workflow.missing if node_id not in refusals),
+                    key=str)
     n_total = len(node_names)
+    why = []
+    if refused:
+        why.append(f"refused: {refused}, replying with an error" + (f" ({detail})" if detail else ""))
+    if silent:
+        why.append(f"missing: {silent}, no answer")
     raise DropoutError(
-        f"{prefix}{n_total - len(missing)} of {n_total} parties completed the SecAgg+ round "
-        f"(missing: {missing}); the round is aborted before the unmask stage and nothing is "
+        f"{prefix}{n_total - len(refused) - len(silent)} of {n_total} parties completed the SecAgg+ round "
+        f"({'; '.join(why)}); the round is aborted before the unmask stage and nothing is "
         "revealed. Recovering the survivors' sum is refused: each party's DP noise is calibrated "
         "for all K parties, so the survivors' sum would be under-noised."
-        + (f" Party errors: {detail}." if detail else "")
+        + (f" Party errors: {detail}." if detail and not refused else "")
     )
 
 

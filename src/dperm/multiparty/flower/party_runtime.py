@@ -20,6 +20,14 @@ API:
   two files, the shim byte for byte, dperm's components, dperm's run-config
   keys) and otherwise replies with a Flower error and reads nothing.
 
+The party's settings (shard path, floor, budget, ledger, key and roster
+paths) travel to the SuperNode as one ``--node-config`` value,
+``party-config``, the path of a 0600 JSON file ``dperm party serve`` writes
+(:func:`write_party_config`), so that the command line every user of the
+machine can read (``/proc/PID/cmdline``) names neither the data nor the
+budget; this runner reads the file (:func:`expanded_node_config`) for the
+ClientApp and gives the SuperNode its context back as it was.
+
 The FAB check is a second line: whatever FAB passes it names dperm's own
 ServerApp and ClientApp, so a run that passes is a dperm PSGD run, and each
 party still checks the calibration against its own floor
@@ -31,15 +39,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import json
+import os
 import sys
 import time
 import tomllib
 import zipfile
 
 __all__ = [
-    "APP_ID", "APP_MODULE", "APP_NAME", "APP_PUBLISHER", "ForeignAppError", "SHIM_TEXT",
-    "check_dperm_fab", "main", "serve",
+    "APP_ID", "APP_MODULE", "APP_NAME", "APP_PUBLISHER", "ForeignAppError", "PARTY_CONFIG_KEY", "SHIM_TEXT",
+    "check_dperm_fab", "expanded_node_config", "main", "serve", "write_party_config",
 ]
+
+#: The ``--node-config`` key whose value is the path of the party's settings file.
+PARTY_CONFIG_KEY = "party-config"
+#: Name of that file in the private folder ``dperm party serve`` makes for it.
+PARTY_CONFIG_NAME = "party-config.json"
 
 #: The Flower app bundle's module: a shim that imports dperm's apps.
 APP_MODULE = "dperm_psgd_app"
@@ -101,6 +116,38 @@ def check_dperm_fab(fab_id: str, fab_content: bytes, fab_hash: str, config_keys=
         raise ForeignAppError("the run's configuration keys are not dperm's")
 
 
+def write_party_config(directory, config: dict):
+    """Write the party's node config to ``directory/party-config.json``, created mode 0600; return its path.
+
+    ``O_EXCL``: never an existing file. The values are strings and numbers
+    (what ``--node-config`` would have carried).
+    """
+    from pathlib import Path
+
+    path = Path(directory) / PARTY_CONFIG_NAME
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump(config, handle)
+    return path
+
+
+def expanded_node_config(node_config) -> dict:
+    """``node_config`` with its ``party-config`` file's values in place of that key (unchanged without one)."""
+    node_config = dict(node_config)
+    path = node_config.pop(PARTY_CONFIG_KEY, None)
+    if path is None:
+        return node_config
+    try:
+        with open(path, encoding="utf-8") as handle:
+            values = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"the party's settings file {path!r} cannot be read ({error}); restart dperm party "
+                         "serve.") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"the party's settings file {path!r} does not hold a JSON object.")
+    return {**node_config, **values}
+
+
 def _runtime_client(address: str, component: str, token: str | None = None):
     from flwr.supercore.interceptors import RuntimeTokenHttpInterceptor, RuntimeVersionHttpInterceptor
     from flwr.supercore.retry import make_simple_http_retry_invoker
@@ -112,6 +159,16 @@ def _runtime_client(address: str, component: str, token: str | None = None):
     return RuntimeHttpClient.from_server_address(address, insecure=True, root_certificates=None,
                                                  interceptors=interceptors,
                                                  retry_invoker=make_simple_http_retry_invoker())
+
+
+def _answer(client_app, message, context):
+    """``client_app``'s reply, with the party's settings file read into the context for the call only."""
+    original = context.node_config
+    context.node_config = expanded_node_config(original)  # the settings, for dperm's ClientApp only
+    try:
+        return client_app(message=message, context=context)
+    finally:
+        context.node_config = original  # the SuperNode gets back the config it gave
 
 
 def run_task(address: str, token: str, client_app, log=print) -> bool:
@@ -140,7 +197,7 @@ def run_task(address: str, token: str, client_app, log=print) -> bool:
             log(f"dperm: {details}; nothing was read or sent")
             reply = Message(Error(code=ErrorCode.INVALID_FAB, reason=details), reply_to=message)
         else:
-            reply = client_app(message=message, context=context)
+            reply = _answer(client_app, message, context)
             sub_status, details = SubStatus.COMPLETED, ""
     except Exception as error:  # noqa: BLE001  (Flower's run_clientapp answers every failure with an Error)
         details = f"{type(error).__name__}: {error}"

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -121,42 +122,45 @@ def simulate_deployment(shards, settings, out, *, max_epsilon, max_delta, max_ro
         flower_app.load_shard(path, target)  # fail here, not inside a Ray actor
     out = Path(out).resolve()
     workdir = Path(tempfile.mkdtemp(prefix="dperm-simulation-"))
-    status_path = workdir / "status.json"
-    run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path),
-                  "engine": flower_app.SIMULATION_ENGINE_NAME}
-    limits = {"max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds}
-    # each simulated party's own ledger, fresh for this training (its budget: the floor, one run)
-    node_configs = {k: {"data-path": str(path), "target": target, "party-name": name, **limits,
-                        "ledger-path": str(workdir / f"party-{k}-ledger.json")}
-                    for k, (path, name) in enumerate(zip(paths, names))}
+    try:  # the status file and the simulated parties' ledgers: removed with the folder
+        status_path = workdir / "status.json"
+        run_config = {**settings.to_run_config(), "out": str(out), "status": str(status_path),
+                      "engine": flower_app.SIMULATION_ENGINE_NAME}
+        limits = {"max-epsilon": floor.max_epsilon, "max-delta": floor.max_delta, "max-rounds": floor.max_rounds}
+        # each simulated party's own ledger, fresh for this training (its budget: the floor, one run)
+        node_configs = {k: {"data-path": str(path), "target": target, "party-name": name, **limits,
+                            "ledger-path": str(workdir / f"party-{k}-ledger.json")}
+                        for k, (path, name) in enumerate(zip(paths, names))}
 
-    from flwr.app import Context
-    from flwr.serverapp import ServerApp
-    from flwr.simulation import run_simulation
+        from flwr.app import Context
+        from flwr.serverapp import ServerApp
+        from flwr.simulation import run_simulation
 
-    from dperm.multiparty.flower._adapter import kept_task_identity
+        from dperm.multiparty.flower._adapter import kept_task_identity
 
-    server_app = ServerApp()
+        server_app = ServerApp()
 
-    @server_app.main()
-    def main(grid, context) -> None:
-        context = Context(run_id=context.run_id, node_id=context.node_id, node_config=context.node_config,
-                          state=context.state, run_config=dict(run_config))
-        flower_app.coordinator_main(grid, context)
+        @server_app.main()
+        def main(grid, context) -> None:
+            context = Context(run_id=context.run_id, node_id=context.node_id, node_config=context.node_config,
+                              state=context.state, run_config=dict(run_config))
+            flower_app.coordinator_main(grid, context)
 
-    client_app = flower_app._flower.make_party_client_app(
-        flower_app.party_reply, flower_app.party_setup, mods=[node_config_mod(node_configs)],
-        expected_terms=flower_app.party_secagg_terms)
-    # run_simulation sets Flower's process-wide task identity and leaves it set; restore it so
-    # that later in-process runs in this process keep their own.
-    started = time.monotonic()
-    with kept_task_identity():
-        run_simulation(server_app=server_app, client_app=client_app, num_supernodes=len(paths),
-                       backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
-    if not status_path.exists():
-        raise RuntimeError(f"Flower's simulation ended without a result after {time.monotonic() - started:.0f} s.")
-    status = json.loads(status_path.read_text(encoding="utf-8"))
-    if not status["ok"]:
-        raise RuntimeError(f"the simulated coordinator failed: {status['error']}")
-    status["wall_seconds"] = time.monotonic() - started
-    return status
+        client_app = flower_app._flower.make_party_client_app(
+            flower_app.party_reply, flower_app.party_setup, mods=[node_config_mod(node_configs)],
+            expected_terms=flower_app.party_secagg_terms)
+        # run_simulation sets Flower's process-wide task identity and leaves it set; restore it so
+        # that later in-process runs in this process keep their own.
+        started = time.monotonic()
+        with kept_task_identity():
+            run_simulation(server_app=server_app, client_app=client_app, num_supernodes=len(paths),
+                           backend_name="ray", backend_config=backend_config, verbose_logging=verbose)
+        if not status_path.exists():
+            raise RuntimeError(f"Flower's simulation ended without a result after {time.monotonic() - started:.0f} s.")
+        status = json.loads(status_path.read_text(encoding="utf-8"))
+        if not status["ok"]:
+            raise RuntimeError(f"the simulated coordinator failed: {status['error']}")
+        status["wall_seconds"] = time.monotonic() - started
+        return status
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
