@@ -43,7 +43,7 @@ def multiclass_rows(mechanism: str, delta: float) -> tuple[str, ...]:
     mechanism (output perturbation, the reproduction of 004): none. Read from the table's
     flags, in its order (ties of the comparison go to the earlier row).
     """
-    loss = MultinomialLogisticLoss(3)
+    loss = MultinomialLogisticLoss(3)  # the rows check the loss's name and constants, not K
     rows = [m for m in MECHANISMS.values() if m.multiclass and m.accepts(loss, delta)]
     if mechanism == AUTO:
         return tuple(m.name for m in rows)
