@@ -16,15 +16,16 @@ the mechanism of each run, so the ledger needs only each run's
 audit). The comparison with the budget allows the same rounding as
 :class:`dperm.privacy.accounting.BudgetAccountant` (:data:`dperm.privacy.accounting.TOLERANCE`).
 
-Two kinds of run. A **whole-run** charge (:meth:`PartyLedger.charge`; 004's
-PSGD, whose one-time noise is drawn at set-up) is booked in full at set-up.
+Two kinds of run. A **whole-run** charge (:meth:`PartyLedger.charge`; what
+an older dperm booked for a PSGD run at set-up) is booked in full at once.
 A **per-round** run (:meth:`PartyLedger.open_run`, then
-:meth:`PartyLedger.charge_round` before each answer; the Newton protocol)
-books nothing at set-up beyond checking that the whole run would fit, and
-after ``r`` answered rounds holds the cost of those ``r`` rounds (computed by
-the caller, :func:`dperm.privacy.round_charges.newton_prefix_guarantee`: valid
-however the coordinator chooses when to stop, and exactly the whole run's
-cost at ``r = T``). The entry of a per-round run keeps its round count, so a
+:meth:`PartyLedger.charge_round` before each answer; the Newton and PSGD
+protocols) books nothing at set-up beyond checking that the whole run would
+fit, and after ``r`` answered rounds holds the cost of those ``r`` rounds
+(computed by the caller, :func:`dperm.privacy.round_charges.newton_prefix_guarantee`
+and :func:`~dperm.privacy.round_charges.psgd_prefix_guarantee`: valid
+however the coordinator chooses when to stop, and the whole run's cost at
+``r = T``). The entry of a per-round run keeps its round count, so a
 resumed run continues it and a round is never charged, or answered, twice.
 
 The file is a small JSON document (version 2; version-1 files, whose runs

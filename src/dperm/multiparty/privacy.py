@@ -229,11 +229,14 @@ def _compare(announced, recomputed, party_id) -> None:
 
 
 def party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
-    """The guarantee a party checks against its floor: what one run costs it (its ledger's charge).
+    """The guarantee a party checks against its floor: what one whole run costs it.
 
     The coordinator's view over the run's ``T`` rounds, computed from the
     party's own recomputation (:func:`check_psgd_calibration`); with 004's
-    scheme at the party's own ``max_delta`` as slack.
+    scheme at the party's own ``max_delta`` as slack. The ledger charges a
+    run round by round (:func:`dperm.privacy.round_charges.psgd_prefix_guarantee`),
+    reaching exactly this at ``T`` rounds (with ``coordinator_accountant="pld"``
+    dp-accounting's RDP conversion, a little more: that module's note).
     """
     return _party_view(recomputed, floor)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -484,7 +485,7 @@ def _check_network(network: GradientSumNetwork, calibration: PSGDCalibration) ->
 
 
 def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size="auto",
-         composition_slack=None, coef_init=None) -> PSGDResult:
+         composition_slack=None, coef_init=None, completed=(), on_round=None) -> PSGDResult:
     """The third party's functionality of 004 Alg. 1 (PSGD).
 
     ``calibration`` (from :func:`~dperm.multiparty.privacy.calibrate_psgd`)
@@ -518,6 +519,15 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
         (the view is accounted by PLD / RDP; passing it is an error).
     coef_init : array-like of shape (d,), optional
         ``w_0`` (public); zeros by default.
+    completed : sequence of (coef, report, seconds), optional
+        Rounds an earlier, crashed coordinator of the same run completed
+        (``w_1 .. w_r`` with their secure-sum reports: public values from
+        its checkpoint, :mod:`dperm.multiparty.flower.checkpoint`): the run
+        continues at round ``r + 1`` from ``w_r`` and asks nothing again.
+    on_round : callable, optional
+        ``on_round(round_index, total, coef, report, seconds)`` after each
+        round this call completes (the checkpoint's writer): ``total`` is the
+        round's noisy secure sum and ``coef`` the iterate ``w_{t+1}`` from it.
 
     With ``calibration.coordinator_dp`` (beyond 004, paper note 13) the same loop
     runs with ``eta^k = 0``, Gaussian ``rho_t^k`` and ``Delta = 0``: noisy
@@ -537,16 +547,24 @@ def psgd(network: GradientSumNetwork, calibration: PSGDCalibration, *, step_size
     coef = np.zeros(d) if coef_init is None else np.array(coef_init, dtype=float)
     if coef.shape != (d,) or not np.all(np.isfinite(coef)):
         raise ValueError(f"coef_init must be {d} finite numbers; got shape {coef.shape}.")
+    if len(completed) > calibration.n_rounds:
+        raise ValueError(f"{len(completed)} completed rounds given; the run has {calibration.n_rounds}.")
     network.setup(calibration)
     scale = 1.0 / calibration.n_samples
     regularization = calibration.strong_convexity
     reports = []
+    for coef, report, _ in completed:  # a resumed run: what the earlier coordinator computed
+        coef = np.array(coef, dtype=float)
+        reports.append(report)
     sum_bound = psgd_sum_bound(calibration)  # public: what honest replies can sum to
-    for t in range(calibration.n_rounds):
+    for t in range(len(completed), calibration.n_rounds):
+        started = time.perf_counter()
         gradient_sum, report = network.gradient_sum(coef, scale, t)
         check_sum(gradient_sum, report, norm_bound=sum_bound, round_index=t, protocol="PSGD")
         reports.append(report)
         coef = coef - _step(steps, t) * (gradient_sum + regularization * coef)  # 004 Alg. 1
+        if on_round is not None:
+            on_round(t, gradient_sum, coef, report, time.perf_counter() - started)
     summary = summarise_reports(reports)
     if summary.coordinates_clipped:  # None when not counted (coordinator_dp): the parties warn themselves
         warnings.warn(

@@ -292,7 +292,7 @@ def test_a_resume_that_does_not_continue_the_checkpointed_run_is_refused_before_
         flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
                               dataclasses.replace(settings, run_id=run_id, resume=True),
                               checkpoint_path=tmp_path / "missing.json")
-    with pytest.raises(ValueError, match="resuming needs the Newton protocol"):
+    with pytest.raises(CheckpointError, match=r"of another run .*protocol, calibration differ"):
         flower_app.coordinate(deployment_grid(shard_files, ledger_dir=ledgers),
                               dataclasses.replace(settings, protocol="psgd", run_id=run_id, resume=True),
                               checkpoint_path=checkpoint)

@@ -333,8 +333,9 @@ def _coordinate_command(tmp_path, tls, keys, fleet_port, control_port, name, *ex
 def test_faults_parties_serve_across_a_coordinator_restart_and_charge_each_run_once(shard_files, tmp_path):  # noqa: F811
     """A coordinator stopped after the set-up, then a new one: the same parties train again (~2 min).
 
-    Each party charged the stopped run in its own ledger before drawing its noise; the new coordinator's
-    run (a new run id) is charged once more, within the party's --budget-epsilon of two runs.
+    Each party opened the stopped run in its own ledger before drawing its noise and charged the rounds it
+    answered; the new coordinator's run (a new run id) is charged once more, within the party's
+    --budget-epsilon of two runs.
     """
     import signal
 
@@ -383,9 +384,11 @@ def test_faults_parties_serve_across_a_coordinator_restart_and_charge_each_run_o
     assert alive == [True, True], "\n".join(log[-3000:] for log in logs)  # they outlived both coordinators
     (second_run,) = re.findall(r"rounds of run ([0-9a-f]{32})", output)
     assert all(log.count("SuperNode ID:") >= 2 and "starting a new SuperNode" in log for log in logs)
-    for path in ledgers:  # each run charged once, the stopped one included
+    for path in ledgers:  # each run charged once, the stopped one for the rounds it answered (1 each)
         charges = PartyLedger(path).charges()
         assert set(charges) == {first_run, second_run} and second_run != first_run
-        assert all(charge.epsilon == pytest.approx(2.0) for charge in charges.values())
+        assert charges[first_run].rounds <= 2 and charges[first_run].booked_epsilon == pytest.approx(2.0)
+        assert charges[first_run].epsilon == pytest.approx(1.0 * charges[first_run].rounds)
+        assert (charges[second_run].rounds, charges[second_run].epsilon) == (2, pytest.approx(2.0))
     document = json.loads((tmp_path / "second.json").read_text())
     assert document["privacy"]["n_rounds"] == 2 and sorted(document["parties"]) == ["party-0", "party-1"]

@@ -41,12 +41,14 @@ imports it (the CLI and the Flower app bundle do, when Flower is needed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
 import warnings
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -76,7 +78,7 @@ from dperm.multiparty.flower.engine import (
 from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
 from dperm.multiparty.ledger import check_run_id, write_private_atomically
 from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
-from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration, party_view
+from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
@@ -86,9 +88,10 @@ from dperm.multiparty.secure_sum import (
 )
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
+from dperm.privacy.round_charges import psgd_round_charges
 
 __all__ = [
-    "CoordinatorSettings", "FlowerGridNetwork", "SIMULATION_ENGINE_NAME", "calibration_to_config",
+    "CoordinatorSettings", "FlowerGridNetwork", "PartyRunState", "SIMULATION_ENGINE_NAME", "calibration_to_config",
     "client_app", "coordinate", "coordinator_main", "describe_parties", "load_run_state",
     "model_document", "party_reply", "party_secagg_terms", "party_setup", "server_app",
     "wait_for_parties", "write_json",
@@ -172,25 +175,55 @@ def _plain(value):
     return float(value)
 
 
-def save_run_state(context, run_id: str, calibration: PSGDCalibration, h: float, eta, rounds_answered: int) -> None:
-    """Save the party's state for a run (mode 0600, replaced atomically): calibration, ``eta^k``, answers."""
+class PartyRunState(NamedTuple):
+    """A party's saved state for one PSGD run (its own file; never sent).
+
+    ``last_answer`` is ``(round, sha256 of w_t, reply)`` of the last round
+    answered (None before the first, or in a state an older dperm wrote);
+    ``round_charges`` the ledger's charge after each of rounds ``1 .. T``,
+    computed once at set-up from the party's own recomputation
+    (:func:`~dperm.privacy.round_charges.psgd_round_charges`; empty in a state
+    of a run charged whole at set-up by an older dperm).
+    """
+
+    calibration: PSGDCalibration
+    h: float
+    eta: np.ndarray
+    rounds_answered: int
+    last_answer: tuple | None = None
+    round_charges: tuple = ()
+
+
+def save_run_state(context, run_id: str, calibration: PSGDCalibration, h: float, eta, rounds_answered: int, *,
+                   last_answer=None, round_charges=()) -> None:
+    """Save the party's state for a run (mode 0600, replaced atomically): calibration, ``eta^k``, answers, charges."""
     path = run_state_path(context, run_id)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     document = {"format": RUN_STATE_FORMAT, "run-id": run_id, "calibration": calibration_to_config(calibration, h),
                 "eta": [float(value) for value in np.asarray(eta, dtype=float)],
-                "rounds-answered": int(rounds_answered)}
+                "rounds-answered": int(rounds_answered),
+                "round-charges": [[float(epsilon), float(delta)] for epsilon, delta in round_charges]}
+    if last_answer is not None:
+        round_index, digest, reply = last_answer
+        document["last-answer"] = {"round": int(round_index), "coef-sha256": digest,
+                                   "reply": [float(value) for value in np.asarray(reply, dtype=float)]}
     write_private_atomically(path, json.dumps(document) + "\n")
 
 
-def load_run_state(context, run_id: str):
-    """``(calibration, h, eta, rounds_answered)`` saved for run ``run_id``, or ``None`` if there is none."""
+def load_run_state(context, run_id: str) -> PartyRunState | None:
+    """The :class:`PartyRunState` saved for run ``run_id``, or ``None`` if there is none."""
     path = run_state_path(context, run_id)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         if document.get("format") != RUN_STATE_FORMAT or document.get("run-id") != run_id:
             raise ValueError("not this run's state")
         calibration, h = calibration_from_config(document["calibration"])
-        return calibration, h, np.asarray(document["eta"], dtype=float), int(document["rounds-answered"])
+        last = document.get("last-answer")
+        if last is not None:
+            last = (int(last["round"]), str(last["coef-sha256"]), np.asarray(last["reply"], dtype=float))
+        charges = tuple((float(epsilon), float(delta)) for epsilon, delta in document.get("round-charges", ()))
+        return PartyRunState(calibration, h, np.asarray(document["eta"], dtype=float),
+                             int(document["rounds-answered"]), last, charges)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -207,14 +240,17 @@ def party_setup(context, config) -> dict:
     """Answer a public set-up query (``describe`` or ``setup``) on the party's side.
 
     ``setup`` carries the calibration and the run id. The party checks the
-    calibration against its floor, charges the guarantee it computed
-    (:func:`~dperm.multiparty.privacy.party_view`) to its ledger under that
-    run id (refusing once its own budget would be exceeded), and only then
-    draws ``eta^k`` and saves it for that run. A set-up of a run id already
-    charged costs nothing more and draws nothing: the party re-uses the
-    saved state if the calibration is the same, and refuses if it differs or
-    the state is gone (fresh ``eta^k`` draws would let the coordinator
-    average the one-time noise away, 004 Sec. 3.3).
+    calibration against its floor and opens the run in its ledger under that
+    run id (:meth:`~dperm.multiparty.ledger.PartyLedger.open_run`: refused
+    unless the whole run's cost, :func:`~dperm.privacy.round_charges.psgd_run_cost`,
+    fits what is left of its budget; nothing is charged yet: each round is
+    charged as it is answered, :func:`party_reply`), and only then draws
+    ``eta^k`` and saves it for that run with the charge of every prefix of
+    rounds. A set-up of a run id already open (a resumed coordinator) draws
+    nothing: the party re-uses the saved state if the calibration is the
+    same, and refuses if it differs or the state is gone after a round was
+    answered (fresh ``eta^k`` draws would let the coordinator average the
+    one-time noise away, 004 Sec. 3.3).
     """
     action = config.get("action")
     if action == "describe":
@@ -231,25 +267,31 @@ def party_setup(context, config) -> dict:
         recomputed = check_psgd_calibration(calibration, party.floor, loss=party.loss, data_norm=party.data_norm,
                                             n_samples=party.n_samples, n_features=party.n_features,
                                             party_id=party.party_id)
-        cost = party_view(recomputed, party.floor)
-        if not ledger.charge(run_id, psgd_mechanism(calibration), cost.epsilon, cost.delta, **budget):
-            _check_saved_setup(context, run_id, calibration, h)
-            return {"ready": True}  # the same run again: nothing charged, nothing drawn
-        party.setup(calibration)  # checks again, then draws eta^k once for this run
-        save_run_state(context, run_id, calibration, h, party._one_time_noise, 0)
-        return {"ready": True}
+        charges = psgd_round_charges(recomputed, slack=party.floor.max_delta)  # charges[-1]: the whole run's cost
+        entry = ledger.open_run(run_id, psgd_mechanism(calibration), n_rounds=recomputed.n_rounds,
+                                epsilon=charges[-1][0], delta=charges[-1][1], **budget)
+        saved = load_run_state(context, run_id)
+        if saved is None and entry.per_round and entry.rounds == 0:  # a new run (or one that never answered)
+            party.setup(calibration)  # checks again, then draws eta^k once for this run
+            save_run_state(context, run_id, calibration, h, party._one_time_noise, 0, round_charges=charges)
+            return {"ready": True}
+        _check_saved_setup(context, run_id, calibration, h, saved)
+        return {"ready": True}  # the same run again: nothing charged, nothing drawn
     raise ValueError(f"unknown set-up action {action!r}; expected 'describe' or 'setup'.")
 
 
-def _check_saved_setup(context, run_id: str, calibration: PSGDCalibration, h: float) -> None:
+def _check_saved_setup(context, run_id: str, calibration: PSGDCalibration, h: float, saved) -> None:
     """A repeated set-up of run ``run_id``: its saved state must exist and hold the same calibration."""
-    saved = load_run_state(context, run_id)
     if saved is None:
         raise RuntimeError(f"party {party_name(context)!r} has already been charged for run {run_id} but its "
                            "saved noise state is gone; it refuses rather than draw new noise (004 Proc. 3).")
-    if (saved[0], saved[1]) != (calibration, h):
+    if (saved.calibration, saved.h) != (calibration, h):
         raise RuntimeError(f"party {party_name(context)!r} was set up for run {run_id} with another "
                            "calibration; a new training needs a new run id.")
+
+
+def _coef_digest(coef) -> str:
+    return hashlib.sha256(np.ascontiguousarray(coef, dtype="<f8").tobytes()).hexdigest()
 
 
 def party_reply(context, parameters, config) -> list:
@@ -261,10 +303,18 @@ def party_reply(context, parameters, config) -> list:
     grid; with ``coordinator_dp`` just ``[reply]`` (the count is not covered:
     :func:`~dperm.privacy.psgd.clipping_count_is_covered`), and the
     party warns in its own log. Nothing computed from the rows alone (such
-    as how many rows were scaled onto ``data_norm``) is sent. The party
-    answers at most the agreed ``n_rounds`` and its own ``max-rounds`` per
-    run id, over all set-ups of that run: the new count is saved before the
-    reply leaves.
+    as how many rows were scaled onto ``data_norm``) is sent.
+
+    Round ``t`` (``config["round"]``; the next round if it names none) is answered only if it is the next
+    round of the party's own count for the run id (its ledger's), and at
+    most the agreed ``n_rounds`` and its own ``max-rounds``: the answer is
+    saved, then the prefix charge of ``t + 1`` rounds is booked in the
+    ledger, before it leaves. The last round answered, asked again at the
+    same ``w_t`` (a coordinator resuming after a crash inside that round),
+    gets the same saved answer and costs nothing (004's scheme: each reply is
+    ``eps_round``-DP by itself, so SecAgg+'s fresh rounding of it is
+    post-processing; with ``coordinator_dp``, where only the sum is
+    accounted, it is refused); any other round is refused.
     """
     if config.get("protocol") == "newton":
         return newton_reply(context, parameters, config)
@@ -273,17 +323,16 @@ def party_reply(context, parameters, config) -> list:
     if saved is None:
         raise RuntimeError(f"party {party_name(context)!r} got a gradient request for run {run_id} before its "
                            "set-up.")
-    calibration, h, eta, rounds_answered = saved
+    calibration, h = saved.calibration, saved.h
     party = _build_party(context, calibration.loss, h, calibration.data_norm, warn=False)
-    party.restore(calibration, eta, rounds_answered)
     scale = float(config["scale"])
     if not math.isclose(scale, 1.0 / calibration.n_samples, rel_tol=1e-12):
         raise ValueError(f"the coordinator asked for scale {scale!r}; the public 1/N is "
                          f"{1.0 / calibration.n_samples!r}.")
     if len(parameters) != 1:
         raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
-    reply = scale * check_contribution(party.party_id, party.noisy_gradient(parameters[0]), party.n_features)
-    save_run_state(context, run_id, calibration, h, eta, party.rounds_answered)
+    coef = check_contribution(party.party_id, parameters[0], party.n_features)
+    reply = _answer(context, run_id, saved, party, coef, config.get("round"), scale)
     clipping_range = float(config["clipping-range"])
     n_clipped = count_clipped(reply, clipping_range)  # on the noisy reply, before quantisation
     if not clipping_count_is_covered(calibration):
@@ -291,6 +340,43 @@ def party_reply(context, parameters, config) -> list:
         return [reply]
     counts = encode_counts([n_clipped], [party.n_features], clipping_range, int(config["quantization-range"]))
     return [reply, counts]
+
+
+def _answer(context, run_id: str, saved: PartyRunState, party: DeployedParty, coef, round_index,
+            scale: float) -> np.ndarray:
+    """The scaled reply to round ``round_index``: the saved one again, or a new one charged before it leaves."""
+    ledger, budget = party_ledger(context)
+    entry = ledger.charges().get(run_id)
+    if entry is None:
+        raise RuntimeError(f"party {party.party_id!r} has no entry for run {run_id} in its ledger {ledger.path}; "
+                           "it answers no round its ledger does not account for.")
+    # the ledger's count is the party's word (a run charged whole by an older dperm: its state's count)
+    answered = entry.rounds if entry.per_round else saved.rounds_answered
+    round_index = answered if round_index is None else int(round_index)  # no round named: the next one
+    digest, last = _coef_digest(coef), saved.last_answer
+    if last is not None and round_index == last[0] == answered - 1 and digest == last[1]:
+        if saved.calibration.coordinator_dp:
+            raise RuntimeError(
+                f"party {party.party_id!r} has answered round {round_index + 1} of run {run_id} and does not send "
+                "it again: with coordinator_dp only the sum is accounted, and SecAgg+ would round the same reply "
+                "afresh (outside the Gaussian accounting). The run ends here; it has cost the rounds answered.")
+        return last[2]  # the same answer again: each reply is eps_round-DP by itself, nothing new is released
+    if round_index != answered:
+        raise RuntimeError(
+            f"party {party.party_id!r} has answered {answered} round(s) of run {run_id} and is asked for round "
+            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
+            "asking an answered round again at another w_t would be a new release).")
+    if entry.per_round and len(saved.round_charges) != saved.calibration.n_rounds:
+        raise RuntimeError(f"party {party.party_id!r}'s saved state for run {run_id} has no per-round charges; it "
+                           "refuses rather than answer a round its ledger does not account for.")
+    party.restore(saved.calibration, saved.eta, answered)  # noisy_gradient refuses past n_rounds / max_rounds
+    reply = scale * check_contribution(party.party_id, party.noisy_gradient(coef), party.n_features)
+    # saved first: a crash before the charge leaves an answer that never left, and is drawn afresh if asked again
+    save_run_state(context, run_id, saved.calibration, saved.h, saved.eta, answered + 1,
+                   last_answer=(round_index, digest, reply), round_charges=saved.round_charges)
+    if entry.per_round:  # charged before anything is sent; refused once over the party's budget
+        ledger.charge_round(run_id, answered + 1, *saved.round_charges[answered], **budget)
+    return reply
 
 
 def party_secagg_terms(context, config):
@@ -309,7 +395,7 @@ def party_secagg_terms(context, config):
     if saved is None:
         raise RuntimeError(f"party {party_name(context)!r} got a gradient request for run {run_id} before its "
                            "set-up.")
-    return _flower.SecAggTerms(n_parties=saved[0].n_parties, clipping_range=float(config["clipping-range"]),
+    return _flower.SecAggTerms(n_parties=saved.calibration.n_parties, clipping_range=float(config["clipping-range"]),
                                quantization_range=int(config["quantization-range"]))
 
 
@@ -388,7 +474,7 @@ class CoordinatorSettings:
     collusion_threshold: int = DEFAULT_COLLUSION_THRESHOLD
     #: The training's run id (``dperm coordinate --run-id``); "" draws a fresh one.
     run_id: str = ""
-    #: Continue ``run_id`` from its checkpoint's last completed round (``dperm coordinate --resume``; Newton).
+    #: Continue ``run_id`` from its checkpoint's last completed round (``dperm coordinate --resume``).
     resume: bool = False
 
     def to_run_config(self) -> dict:
@@ -461,15 +547,14 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
     ``engine_name`` is recorded in the privacy record (:data:`ENGINE_NAME`
     over a network, :data:`SIMULATION_ENGINE_NAME` under Flower's simulation).
     The run id is ``settings.run_id``, or a fresh one (``network.run_id``).
-    With ``checkpoint_path`` a Newton run writes its checkpoint there after
-    every round (:mod:`dperm.multiparty.flower.checkpoint`), and
+    With ``checkpoint_path`` a run (either protocol) writes its checkpoint
+    there after every round (:mod:`dperm.multiparty.flower.checkpoint`), and
     ``settings.resume`` continues the run from it.
     """
     if settings.protocol not in ("psgd", "newton"):
         raise ValueError(f"protocol must be 'psgd' or 'newton'; got {settings.protocol!r}.")
-    if settings.resume and (settings.protocol != "newton" or not settings.run_id or checkpoint_path is None):
-        raise ValueError("resuming needs the Newton protocol, the run's id and its checkpoint "
-                         "(dperm coordinate --protocol newton --resume --workdir W).")
+    if settings.resume and (not settings.run_id or checkpoint_path is None):
+        raise ValueError("resuming needs the run's id and its checkpoint (dperm coordinate --resume --workdir W).")
     if settings.run_id:
         check_run_id(settings.run_id)  # before any party is asked anything
     node_ids = wait_for_parties(grid, settings.n_parties, settings.wait_seconds)
@@ -491,13 +576,34 @@ def coordinate(grid, settings: CoordinatorSettings, server_context=None, engine_
         timeout=settings.stage_timeout, server_context=server_context, h=settings.h,
         engine_name=engine_name, run_id=settings.run_id or None,
     )
-    result = psgd(network, calibration, composition_slack=settings.composition_slack)
+    checkpoint = _checkpoint(settings, checkpoint_path, network.run_id, calibration_to_config(calibration, settings.h),
+                             parties)
+    result = psgd(network, calibration, composition_slack=settings.composition_slack,
+                  completed=checkpoint.completed() if settings.resume else (),
+                  on_round=None if checkpoint is None else checkpoint.record_round)
     return result, parties, network, result.record
+
+
+def _checkpoint(settings, checkpoint_path, run_id: str, calibration: dict, parties):
+    """The run's checkpoint (public values only: identity, calibration, sizes, noisy sums, iterates), or None.
+
+    A resumed run's checkpoint must be the same run's (checked before any party is asked anything); a new
+    run's is started empty.
+    """
+    from dperm.multiparty.flower.checkpoint import CoordinatorCheckpoint
+
+    if checkpoint_path is None:
+        return None
+    identity = {"run_id": run_id, "protocol": settings.protocol, "calibration": calibration, "parties": parties}
+    if not settings.resume:
+        return CoordinatorCheckpoint.start(checkpoint_path, **identity)
+    checkpoint = CoordinatorCheckpoint.load(checkpoint_path)
+    checkpoint.check_continues(**identity)
+    return checkpoint
 
 
 def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, engine_name, checkpoint_path=None):
     from dperm.multiparty.estimator import newton_record
-    from dperm.multiparty.flower.checkpoint import CoordinatorCheckpoint
     from dperm.multiparty.newton import private_newton
     from dperm.multiparty.newton_privacy import calibrate_newton
 
@@ -507,18 +613,9 @@ def _coordinate_newton(grid, settings, parties, sizes, loss, server_context, eng
         gradient_share=settings.gradient_share, collusion_threshold=int(settings.collusion_threshold))
     network = FlowerNewtonNetwork(grid, parties, timeout=settings.stage_timeout, server_context=server_context,
                                   h=settings.h, engine_name=engine_name, run_id=settings.run_id or None)
-    checkpoint, on_round = None, None
-    if checkpoint_path is not None:  # public values only: identity, calibration, sizes, noisy sums, iterates
-        identity = {"run_id": network.run_id, "protocol": settings.protocol, "calibration": calibration.to_config(),
-                    "parties": parties}
-        if settings.resume:
-            checkpoint = CoordinatorCheckpoint.load(checkpoint_path)
-            checkpoint.check_continues(**identity)  # before any party is asked anything
-        else:
-            checkpoint = CoordinatorCheckpoint.start(checkpoint_path, **identity)
-        on_round = checkpoint.record_round
+    checkpoint = _checkpoint(settings, checkpoint_path, network.run_id, calibration.to_config(), parties)
     result = private_newton(network, calibration, completed=checkpoint.completed() if settings.resume else (),
-                            on_round=on_round)
+                            on_round=None if checkpoint is None else checkpoint.record_round)
     return result, parties, network, newton_record(result)
 
 

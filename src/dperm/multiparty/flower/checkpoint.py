@@ -1,17 +1,21 @@
 """The coordinator's checkpoint: what a crashed ``dperm coordinate`` needs to resume its run, public values only.
 
-After each completed round of a Newton run the coordinator's ServerApp
-replaces ``checkpoint.json`` in its work folder (``dperm coordinate
---workdir``) with: the run id, the public calibration, the parties' public
-names and sizes, and for every completed round its noisy secure sum, the
-iterate ``w_{t+1}`` computed from it, the round's secure-sum report and its
-time. Each of these is a public input, a noised output (the sums) or a
-function of those two (the iterates: :func:`dperm.multiparty.newton.newton_update`),
-so the file holds nothing a party has not already released to the
-coordinator. ``dperm coordinate --resume --workdir W`` continues the same run
-id from the last completed round (:func:`dperm.multiparty.newton.private_newton`'s
-``completed``), and each party answers only the next round of its own
-ledger's count (:mod:`dperm.multiparty.flower.newton`).
+After each completed round of a run (Newton or PSGD) the coordinator's
+ServerApp replaces ``checkpoint.json`` in its work folder (``dperm coordinate
+--workdir``) with: the run id, the protocol, the public calibration, the
+parties' public names and sizes, and for every completed round its noisy
+secure sum, the iterate ``w_{t+1}`` computed from it, the round's secure-sum
+report and its time. Each of these is a public input, a noised output (the
+sums) or a function of those two (the iterates:
+:func:`dperm.multiparty.newton.newton_update`; PSGD's step of 004 Alg. 1
+in :func:`dperm.multiparty.protocol.psgd`), so the file holds nothing a
+party has not already released to the coordinator. ``dperm coordinate
+--resume --workdir W`` continues the same run id from the last completed
+round (the ``completed`` argument of
+:func:`dperm.multiparty.newton.private_newton` and
+:func:`dperm.multiparty.protocol.psgd`), and each party answers only the
+next round of its own ledger's count (:mod:`dperm.multiparty.flower.newton`,
+:func:`dperm.multiparty.flower.app.party_reply`).
 
 The stored iterates are used as they are (JSON floats round-trip exactly),
 so the ``w_t`` a resumed coordinator broadcasts is bit for bit the one the
@@ -114,7 +118,7 @@ class CoordinatorCheckpoint:
         self._write()
 
     def completed(self) -> list:
-        """``[(coef, report, seconds)]`` of the stored rounds, for :func:`~dperm.multiparty.newton.private_newton`."""
+        """``[(coef, report, seconds)]`` of the stored rounds, for ``private_newton`` and ``psgd``'s ``completed``."""
         return [(np.asarray(entry["coef"], dtype=float), SecureSumReport(**entry["report"]), entry["seconds"])
                 for entry in self.rounds]
 

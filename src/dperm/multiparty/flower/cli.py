@@ -14,14 +14,14 @@ Flower is needed only when a command runs (``pip install 'dperm[multiparty]'``).
   SecAgg+-masked replies, and the party refuses a set-up weaker than its
   floor. Each run is charged, by its run id, to the party's own ledger
   (``--ledger``, ``--budget-epsilon``, ``--budget-delta``) before any noise
-  is drawn: a PSGD run whole at set-up, a Newton run round by round as it
-  answers. Once connected the party serves across coordinator restarts, and
+  is drawn, round by round as it answers (PSGD and Newton). Once connected
+  the party serves across coordinator restarts, and
   its SuperNode ends with it (even after ``kill -9``).
 - ``dperm coordinate --shards K --party-keys a.pub b.pub ... --epsilon EPS
   --out model.json`` starts a locked-down Flower SuperLink (only the listed
   keys may connect), submits the ServerApp (Newton by default, or 004's PSGD)
   as a Flower run from this machine, waits for it, writes the model file and
-  stops the SuperLink. A Newton run checkpoints after each round in
+  stops the SuperLink. A run checkpoints after each round in
   ``--workdir``; ``--resume`` continues a crashed run from its last
   completed round under the same run id.
 """
@@ -102,8 +102,6 @@ def _resume_run_id(args) -> None:
 
     if not args.workdir:
         raise ValueError("--resume needs --workdir: the crashed run's work folder, which holds its checkpoint.")
-    if args.protocol != "newton":
-        raise ValueError("--resume continues a --protocol newton run (a PSGD run cannot be resumed).")
     checkpoint = CoordinatorCheckpoint.load(Path(args.workdir) / CHECKPOINT_NAME)
     if args.run_id is not None and args.run_id != checkpoint.run_id:
         raise ValueError(f"--run-id {args.run_id} is not the run checkpointed in --workdir {args.workdir} "
@@ -155,10 +153,9 @@ def _run_coordination(args, settings, keys, created: bool) -> int:
               f"API on 127.0.0.1:{args.control_port} only; waiting for {settings.n_parties} parties "
               f"(dperm party serve --superlink HOST:{args.port} ...), then {settings.n_rounds} SecAgg+ rounds "
               f"of run {settings.run_id}", flush=True)
-        if settings.protocol == "newton":
-            print(f"checkpoint after each round in {args.workdir}; after a crash, the same command with --resume "
-                  f"--workdir {args.workdir} continues run {settings.run_id} from its last completed round "
-                  "(each party charges its ledger per round answered and answers no round twice)", flush=True)
+        print(f"checkpoint after each round in {args.workdir}; after a crash, the same command with --resume "
+              f"--workdir {args.workdir} continues run {settings.run_id} from its last completed round "
+              "(each party charges its ledger per round answered and answers no round twice)", flush=True)
 
     def logs():  # a folder dperm made is removed at exit unless it holds a checkpoint
         kept = not created or (Path(args.workdir) / CHECKPOINT_NAME).exists()
@@ -324,7 +321,7 @@ def add_commands(subparsers) -> None:
                             help="32 hex digits: retry an earlier training under its id (the parties charge nothing "
                                  "twice and answer only its rounds left); default: a fresh id")
     coordinate.add_argument("--resume", action="store_true",
-                            help="newton: continue the run checkpointed in --workdir (a crashed coordinator's) from "
+                            help="continue the run checkpointed in --workdir (a crashed coordinator's) from "
                                  "its last completed round, under its run id; the parties answer only the rounds "
                                  "left and charge each once")
     coordinate.add_argument("--workdir", default=None,
