@@ -17,6 +17,7 @@ from dperm.audit import audit_collusion
 from dperm.audit._collusion import (
     _calibrate,
     _exact_statistic,
+    _likelihood_ratio_statistic,
     _protocol_view,
     collusion_claim,
     collusion_shards,
@@ -40,25 +41,36 @@ def _share_variance(kind, calibration):
 def test_adversary_sees_exactly_the_honest_parties_noise(kind, n_colluding):
     """Sum minus the colluders' replies minus the honest parties' exact statistics is K - c shares of noise.
 
-    K = 2, t = 1: the variance per coordinate must be (K - c) times one share's, from the
-    calibration. Catches an adversary that subtracts too little or too much.
+    K = 2, t = 1, one round, runs on D: the residual's variance per coordinate must be (K - c)
+    times one share's (from the calibration), and the likelihood-ratio statistic must be
+    N(-m / 2, m v) with m = ||e' - e||^2 and v that variance. Catches an adversary that subtracts
+    too little or too much, or a statistic that is not the log-likelihood ratio's.
     """
     n_parties, n_runs = 2, 300
     calibration = _calibrate(kind, *SETTING)
-    shards = collusion_shards(n_parties, False)
+    shards, shards_prime = collusion_shards(n_parties, False), collusion_shards(n_parties, True)
     honest = [0, *range(n_colluding + 1, n_parties)]
     rng = np.random.default_rng(7)
-    residuals = []
+    residuals, statistics = [], []
     for _ in range(n_runs):
         view, sent, scale = _protocol_view(kind, calibration, shards, n_colluding, rng)
         (coef, total), = view
         expected = scale * sum(_exact_statistic(kind, calibration, *shards[k], coef) for k in honest)
         residuals.append(total - scale * sent[0] - expected)
-    residuals = np.asarray(residuals).ravel()
-    ratio = residuals.var() / ((n_parties - n_colluding) * _share_variance(kind, calibration))
+        statistics.append(_likelihood_ratio_statistic(kind, calibration, view, sent, scale, shards, shards_prime,
+                                                      n_colluding))
+    residuals, statistics = np.asarray(residuals).ravel(), np.asarray(statistics)
+    variance = (n_parties - n_colluding) * _share_variance(kind, calibration)
     # chi-square with 300 degrees of freedom: sd of the ratio 0.082; a wrong c is off by 2x
-    assert 0.75 < ratio < 1.3, ratio
-    assert abs(residuals.mean()) < 4 * math.sqrt(residuals.var() / residuals.size)
+    assert 0.75 < residuals.var() / variance < 1.3
+    assert abs(residuals.mean()) < 4 * math.sqrt(variance / residuals.size)
+    zero = np.zeros(1)
+    shift = scale * (_exact_statistic(kind, calibration, *shards_prime[0], zero)
+                     - _exact_statistic(kind, calibration, *shards[0], zero))
+    m = float(shift @ shift)
+    assert m > 0
+    assert 0.75 < statistics.var() / (m * variance) < 1.3
+    assert abs(statistics.mean() + m / 2) < 4 * math.sqrt(m * variance / n_runs)
 
 
 @pytest.mark.parametrize("n_colluding", [0, 1])
