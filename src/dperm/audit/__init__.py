@@ -9,7 +9,8 @@ implementation; a PASS is not a proof of privacy.
 
 Entry points: :func:`audit` (any mechanism), :func:`audit_samples`,
 :func:`audit_mechanism`, :func:`audit_estimator`,
-:func:`audit_exponential_mechanism`, :func:`with_scaled_noise` (power check),
+:func:`audit_exponential_mechanism`, :func:`audit_collusion` (the coordinator plus
+colluding parties against a multiparty record), :func:`with_scaled_noise` (power check),
 :mod:`dperm.audit.cli` (``dperm audit``). What an audit proves and how the
 canaries are built: ``docs/design/audit.md``.
 
@@ -26,6 +27,7 @@ _PUBLIC = {
     "EpsilonBound": "dperm.audit._bounds",
     "MIN_RUNS": "dperm.audit._core",
     "audit": "dperm.audit._core",
+    "audit_collusion": "dperm.audit._collusion",
     "audit_estimator": "dperm.audit._builders",
     "audit_exponential_mechanism": "dperm.audit._builders",
     "audit_kernel_estimator": "dperm.audit._composite",
