@@ -171,3 +171,22 @@ def test_the_mechanism_clips_rows_and_targets_itself():
         ERMProblem(clipped_X, clipped_y, SquaredLoss(1.0), 0.0, 1.0), 1.0, 0.0, np.random.default_rng(3))
     np.testing.assert_allclose(raw.coef, clean.coef, rtol=1e-12)
     np.testing.assert_array_equal(raw.gram, clean.gram)
+
+
+def test_pure_noise_is_calibrated_to_each_releases_own_share():
+    """Each release's Laplace scale, recomputed from its grid sensitivity and its share of epsilon
+    (49 / 49 / 2 per cent), is the recorded one, and the noise drawn through the mechanism has
+    that law: the split is neither the old equal one nor the whole epsilon for every release."""
+    epsilon = 1.0
+    calibration, gram, moment, eigen = _noise(_problem(), sufficient_statistics_perturbation,
+                                              epsilon, 0.0, 1500, seed=3)
+    for release, share in zip(calibration.releases, (0.49, 0.49, 0.02)):
+        assert release.epsilon == pytest.approx(share * epsilon)
+        steps = release._noise.sensitivity_steps
+        assert release.noise_scale == pytest.approx(float(steps) * release.grid / (share * epsilon))
+    for release, noise, share in ((calibration.min_eigenvalue, eigen, 0.02),
+                                  (calibration.moment, moment, 0.49)):
+        scale = float(release._noise.sensitivity_steps) * release.grid / (share * epsilon)
+        assert stats.kstest(noise.ravel() / scale, "laplace").pvalue > 1e-3, release.name
+    scale = float(calibration.gram._noise.sensitivity_steps) * calibration.gram.grid / (0.49 * epsilon)
+    assert stats.kstest(np.linalg.norm(gram, axis=1) / scale, stats.gamma(3).cdf).pvalue > 1e-3

@@ -8,7 +8,7 @@ Least squares only. The mechanism releases, on power-of-two grids with exact int
 2. the moment vector ``m = sum_i y_i z_i``,
 3. ``lambda_min(G)``,
 
-each with a third of the budget (Wang 2018, Alg. 2, lines 1-4; sensitivities and the
+each with a share of the budget (Wang 2018, Alg. 2, lines 1-4; sensitivities and the
 budget split in :mod:`dperm.privacy.sufficient_statistics`), and then computes, from
 the released values only, ``lambda~ = max(0, lambda_min~ - q)`` (``q`` the eigenvalue
 noise's upper ``1 - rho`` quantile: a lower bound with probability ``1 - rho``),
@@ -21,7 +21,8 @@ post-processing, so the guarantee is the composition of the three:
 
 - ``"adassp"``: pure ``epsilon``-DP, discrete Laplace-type noise (per coordinate at the L1
   bound, or the lattice L2 Laplace vector at the L2 bound, whichever is smaller:
-  :func:`~dperm.mechanisms.noise.vector_laplace_calibration`), ``epsilon / 3`` each;
+  :func:`~dperm.mechanisms.noise.vector_laplace_calibration`), 49 / 49 / 2 per cent of ``epsilon``
+  (:func:`~dperm.privacy.sufficient_statistics.pure_release_epsilons`);
 - ``"gaussian_adassp"``: ``(epsilon, delta)``-DP, exact discrete Gaussian noise, ``rho / 3``
   each with ``rho`` the zCDP budget that converts to ``(epsilon, delta)``.
 
@@ -57,6 +58,7 @@ from dperm.privacy.sufficient_statistics import (
     computed_sensitivities,
     discrete_gaussian_sigma_steps,
     gram_vector_length,
+    pure_release_epsilons,
     release_budgets,
     ridge_target,
     symmetric_to_vector,
@@ -91,7 +93,8 @@ class StatisticRelease:
         A bound ``q`` with ``P(noise > q) <= rho`` for one coordinate
         (:data:`~dperm.privacy.sufficient_statistics.FAILURE_PROBABILITY`).
     epsilon, rho : float
-        The share of the budget: ``epsilon / 3`` (pure) or ``rho / 3`` zCDP (Gaussian), the other 0.
+        The share of the budget: :func:`~dperm.privacy.sufficient_statistics.pure_release_epsilons`
+        (pure) or ``rho / 3`` zCDP (Gaussian), the other 0.
     """
 
     name: str
@@ -194,13 +197,15 @@ def calibrate_sufficient_statistics(n_samples: int, dimension: int, data_norm: f
                                     ) -> SufficientStatisticsCalibration:
     """The three releases' grids and noise, and the ridge target, for ``(epsilon, delta)``.
 
-    Pure form (``gaussian=False``): ``epsilon / 3`` each and ``delta`` unused (recorded as 0).
+    Pure form (``gaussian=False``): :func:`~dperm.privacy.sufficient_statistics.pure_release_epsilons`
+    (49 / 49 / 2 per cent) and ``delta`` unused (recorded as 0).
     Gaussian form: ``rho / 3`` each (:func:`~dperm.privacy.sufficient_statistics.release_budgets`).
     Trusts its inputs (the row's :meth:`~dperm.mechanisms.catalog.Mechanism.run` or the
     estimator checked them).
     """
     delta = float(delta) if gaussian else 0.0
     epsilon_each, rho_each = release_budgets(epsilon, delta, gaussian)
+    epsilons = (0.0, 0.0, 0.0) if gaussian else pure_release_epsilons(epsilon)
     gram_s, moment_s, eigen_s = computed_sensitivities(n_samples, dimension, data_norm, target_bound)
     specs = (
         ("gram", gram_s, gram_vector_length(dimension), math.sqrt(2.0) * n_samples * data_norm**2),
@@ -210,7 +215,8 @@ def calibrate_sufficient_statistics(n_samples: int, dimension: int, data_norm: f
     if gaussian:
         releases = [_gaussian_release(name, s, size, rho_each, bound) for name, s, size, bound in specs]
     else:
-        releases = [_laplace_release(name, s, size, epsilon_each, bound) for name, s, size, bound in specs]
+        releases = [_laplace_release(name, s, size, share, bound)
+                    for (name, s, size, bound), share in zip(specs, epsilons)]
     gram, moment, eigen = releases
     return SufficientStatisticsCalibration(
         epsilon=epsilon, delta=delta, rho=3 * rho_each, n_samples=int(n_samples),
@@ -365,7 +371,7 @@ def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rn
         least-squares loss ``problem.loss`` (``B = loss.y_bound``); ``problem.alpha`` is not
         used (the ridge is chosen adaptively).
     epsilon, delta : float
-        ``epsilon / 3`` per release; ``delta`` is ignored (pure).
+        Split 49 / 49 / 2 per cent over the releases; ``delta`` is ignored (pure).
     rng : numpy Generator
         Only bits are read (:class:`~dperm.mechanisms.noise.BitSource`).
     tol, max_iter
@@ -380,7 +386,8 @@ def sufficient_statistics_perturbation(problem, epsilon: float, delta: float, rn
     Returns
     -------
     SufficientStatisticsOutput
-        ``epsilon``-DP: three releases of ``epsilon / 3`` (basic composition) and post-processing.
+        ``epsilon``-DP: three releases whose epsilons add up to at most ``epsilon`` (basic
+        composition) and post-processing.
 
     The checked entry of :data:`~dperm.mechanisms.catalog.MECHANISMS`'s ``"adassp"`` row
     (:meth:`~dperm.mechanisms.catalog.Mechanism.run`): check the loss and the budget,
