@@ -743,7 +743,11 @@ def markdown(data, targets):
                         key=lambda t: next(c["n"] for c in data["cells"] if c.get("table") == t))
         if not tables:
             continue
-        cols = COLUMNS[task]
+        cols = list(COLUMNS[task])
+        if task == "regression":  # the dperm:<Class>[@encoding] regressors measured into this file, first
+            extra = sorted({c["estimator"] for c in data["cells"] if c["section"] == "cv"
+                            and c["estimator"].startswith("dperm:")})
+            cols = [register_dperm_regressor(name) for name in extra] + cols
         lines += [f"**{task}**", "", "| table (n) | eps | " + " | ".join(ESTIMATORS[c].label for c in cols) + " |",
                   "|---" * (len(cols) + 2) + "|"]
         for t in tables:

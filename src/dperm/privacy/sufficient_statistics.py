@@ -9,7 +9,8 @@ statistics of rows ``z_i`` (``||z_i|| <= R``) and targets ``y_i`` (``|y_i| <= B`
 2. the moment vector ``m = sum_i y_i z_i``,
 3. the smallest eigenvalue ``lambda_min(G)``,
 
-each with a third of the budget (Wang 2018, Alg. 2, lines 1-4), and returns
+each with a share of the budget (Wang 2018, Alg. 2, lines 1-4, uses equal thirds; see Budget
+below), and returns
 ``(G~ + lambda I)^-1 m~`` with ``lambda = max(0, t - lambda~_min)`` (Alg. 2, line 5-6;
 post-processing). dperm's neighbours *replace* one record (the paper's add/remove
 sensitivities ``R^2``, ``R B`` change as derived below).
