@@ -368,7 +368,9 @@ def encode(table):
     """dperm's per-record encodings of ``table`` with its public bounds and categories:
     ``unit`` (categoricals one-hot, numeric columns to [0, 1], rows scaled to norm 1: what the
     estimators' ``data_norm=1`` default expects), ``centred`` (``make_private_pipeline``'s recipe:
-    numeric columns to [-1, 1], rows to norm 1) and ``columns`` (``unit`` without the row step)."""
+    numeric columns to [-1, 1], rows to norm 1), ``columns`` (``unit`` without the row step) and
+    ``linear`` (``centred`` without the row step, divided by the public ``sqrt(numeric +
+    categorical columns)``: rows in the unit ball by a linear map)."""
     from sklearn.pipeline import Pipeline
 
     from dperm import PrivateLogisticRegression
@@ -380,9 +382,12 @@ def encode(table):
         pipe = make_private_pipeline(PrivateLogisticRegression(), bounds=table.bounds, categories=categories,
                                      feature_range=name, fit_intercept=None)
         out[name] = np.asarray(pipe[:-1].fit_transform(table.X), dtype=float)
+        steps = [(n, s) for n, s in pipe.steps if n not in ("rows", "model")]
+        plain = np.asarray(Pipeline(steps).fit_transform(table.X), dtype=float)
         if name == "unit":
-            steps = [(n, s) for n, s in pipe.steps if n not in ("rows", "model")]
-            out["columns"] = np.asarray(Pipeline(steps).fit_transform(table.X), dtype=float)
+            out["columns"] = plain
+        else:  # numeric in [-1, 1], each one-hot group of norm <= 1: a public bound on the row norm
+            out["linear"] = plain / np.sqrt(table.n_numeric + len(table.categories or {}))
     return out
 
 

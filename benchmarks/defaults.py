@@ -30,7 +30,9 @@ bounds, rows scaled to norm 1 (``make_private_pipeline(..., feature_range="unit"
 dperm's documented encoding, what the estimators' ``data_norm=1`` default expects);
 ``centred`` = ``make_private_pipeline``'s recipe (numeric columns to [-1, 1]); ``columns`` =
 ``unit`` without the row step (for diffprivlib's ``LinearRegression``, which takes per-column
-bounds, and for scikit-learn). The estimators (``ESTIMATORS``):
+bounds, and for scikit-learn); ``linear`` = ``centred`` without the row step, divided by the
+public ``sqrt(numeric + categorical columns)`` (rows in the unit ball by a linear map; measured
+for the regressor with ``dperm:<Class>@linear``). The estimators (``ESTIMATORS``):
 
 - ``default``: ``PrivateLogisticRegression(epsilon=eps, classes=labels)`` on ``unit`` (its own
   defaults: ``alpha="auto"``, ``mechanism="auto"``, an intercept); multiclass is whatever the
@@ -124,6 +126,10 @@ TABLES = {spec.name: (lambda name=spec.name: _tables.load(name)) for spec in _ta
 # ---------------------------------------------------------------------------------------------
 # encodings
 # ---------------------------------------------------------------------------------------------
+#: the encodings an estimator can be run on (see the module docstring and ``register_dperm_regressor``)
+ENCODINGS = ("unit", "centred", "columns", "linear")
+
+
 def encodings(table):
     """``{"unit", "centred", "columns"}`` -> encoded X (see the module docstring)."""
     return _tables.encode(table)
@@ -272,16 +278,25 @@ def register_dperm_regressor(name):
     """``"dperm:<Class>"``: any regressor dperm exports, at its defaults, as the new default to judge
     (``--default-regressor dperm:PrivateLinearRegression``); given the public target range through the
     first parameter it has of ``y_bounds`` / ``target_bounds`` (``(min y, max y)``) or ``y_bound``
-    (``max |y|``, the symmetric shorthand), nothing else."""
+    (``max |y|``, the symmetric shorthand), nothing else. ``"dperm:<Class>@<encoding>"`` runs it on
+    another of :data:`ENCODINGS` (``centred``: ``make_private_pipeline``'s default recipe, what
+    ``dperm train`` uses; ``linear``: numeric columns centred to [-1, 1] by their public bounds, the
+    one-hot columns as they are, every row divided by the public ``sqrt(numeric + categorical
+    columns)``, a linear map, so no row is rescaled by its own norm)."""
     if name.startswith("dperm:") and name not in ESTIMATORS:
-        ESTIMATORS[name] = Estimator(("regression",), "unit", True, True, f"dperm {name[6:]} (default)")
+        cls, _, encoding = name[len("dperm:"):].partition("@")
+        encoding = encoding or "unit"
+        if encoding not in ENCODINGS:
+            raise ValueError(f"{name!r}: the encoding after '@' must be one of {sorted(ENCODINGS)}")
+        label = f"dperm {cls} (default)" + ("" if encoding == "unit" else f" on {encoding}")
+        ESTIMATORS[name] = Estimator(("regression",), encoding, True, True, label)
     return name
 
 
 def _dperm_default_regressor(name, table, epsilon, seed):
     import dperm
 
-    model = getattr(dperm, name[len("dperm:"):])(epsilon=epsilon, random_state=seed)
+    model = getattr(dperm, name[len("dperm:"):].partition("@")[0])(epsilon=epsilon, random_state=seed)
     params = model.get_params()
     for bounds in ("y_bounds", "target_bounds"):
         if bounds in params:
@@ -728,7 +743,11 @@ def markdown(data, targets):
                         key=lambda t: next(c["n"] for c in data["cells"] if c.get("table") == t))
         if not tables:
             continue
-        cols = COLUMNS[task]
+        cols = list(COLUMNS[task])
+        if task == "regression":  # the dperm:<Class>[@encoding] regressors measured into this file, first
+            extra = sorted({c["estimator"] for c in data["cells"] if c["section"] == "cv"
+                            and c["estimator"].startswith("dperm:")})
+            cols = [register_dperm_regressor(name) for name in extra] + cols
         lines += [f"**{task}**", "", "| table (n) | eps | " + " | ".join(ESTIMATORS[c].label for c in cols) + " |",
                   "|---" * (len(cols) + 2) + "|"]
         for t in tables:

@@ -99,3 +99,25 @@ def test_a_new_dperm_regressor_plugs_in_by_name_with_the_public_target_range(ben
     # PrivateLeastSquares takes the public range as y_bounds (issue 30's AdaSSP default), the
     # harness's first choice, so y_bound stays unset
     assert (model.epsilon, tuple(model.y_bounds), model.y_bound, model.random_state) == (0.5, (-2.0, 5.0), None, 7)
+
+
+def test_a_dperm_regressor_runs_on_another_encoding_whose_rows_stay_in_the_unit_ball(bench):
+    """``dperm:<Class>@linear`` feeds the default the numeric columns centred by their public
+    bounds and divided by the public sqrt(numeric + categorical columns): a linear map whose rows
+    stay within norm 1, even at the corners of the public box."""
+    name = bench.register_dperm_regressor("dperm:PrivateLeastSquares@linear")
+    assert bench.ESTIMATORS[name].encoding == "linear"
+    assert bench.make_estimator(name, bench._tables.Table("t", "regression", np.zeros((3, 1)), np.zeros(3),
+                                                           np.zeros(1), np.ones(1), y_range=(0.0, 1.0)),
+                                0.5, 7).__class__.__name__ == "PrivateLeastSquares"
+    with pytest.raises(ValueError, match="encoding"):
+        bench.register_dperm_regressor("dperm:PrivateLeastSquares@nonsense")
+    table = bench.TABLES["tiny"]()
+    corners = np.array([[0.0, -1.0, 0], [10.0, 1.0, 2], [10.0, -1.0, 1], [5.0, 0.0, 0]])
+    table.X = np.vstack([table.X, corners])
+    enc = bench.encodings(table)
+    assert np.linalg.norm(enc["linear"], axis=1).max() <= 1 + 1e-12
+    assert np.linalg.norm(enc["linear"][-4:-1], axis=1) == pytest.approx([1.0, 1.0, 1.0])  # the box's corners
+    # linear: the centred columns without the per-row rescaling, times one public constant
+    ratio = enc["linear"][:, -2:] / (2 * enc["columns"][:, -2:] - 1)
+    assert np.allclose(ratio[np.isfinite(ratio)], 1 / np.sqrt(3))

@@ -2,6 +2,7 @@
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -205,7 +206,11 @@ def test_record_is_public_and_recomputable(params):
     assert record.min_eigenvalue_sensitivity == pytest.approx(2.0)  # R^2
     shares = [getattr(record, f"{name}_{'rho' if record.rho else 'epsilon'}")
               for name in ("gram", "moment", "min_eigenvalue")]
-    assert shares == pytest.approx([(record.rho or record.epsilon) / 3] * 3)
+    if record.rho:  # the Gaussian form keeps Wang 2018's equal split of rho
+        assert shares == pytest.approx([record.rho / 3] * 3)
+    else:  # the pure form's fitted split, adding up to at most epsilon
+        assert shares == pytest.approx([0.49 * 0.7, 0.49 * 0.7, 0.02 * 0.7])
+        assert sum(Fraction(share) for share in shares) <= Fraction(0.7)
     text = str(record)
     assert "Wang (2018)" in text and "[20, 60]" in text and "not penalised" in text
 

@@ -171,3 +171,61 @@ def test_the_mechanism_clips_rows_and_targets_itself():
         ERMProblem(clipped_X, clipped_y, SquaredLoss(1.0), 0.0, 1.0), 1.0, 0.0, np.random.default_rng(3))
     np.testing.assert_allclose(raw.coef, clean.coef, rtol=1e-12)
     np.testing.assert_array_equal(raw.gram, clean.gram)
+
+
+def test_pure_noise_is_calibrated_to_each_releases_own_share():
+    """Each release's Laplace scale, recomputed from its grid sensitivity and its share of epsilon
+    (49 / 49 / 2 per cent), is the recorded one, and the noise drawn through the mechanism has
+    that law: the split is neither the old equal one nor the whole epsilon for every release."""
+    epsilon = 1.0
+    calibration, gram, moment, eigen = _noise(_problem(), sufficient_statistics_perturbation,
+                                              epsilon, 0.0, 1500, seed=3)
+    for release, share in zip(calibration.releases, (0.49, 0.49, 0.02)):
+        assert release.epsilon == pytest.approx(share * epsilon)
+        steps = release._noise.sensitivity_steps
+        assert release.noise_scale == pytest.approx(float(steps) * release.grid / (share * epsilon))
+    for release, noise, share in ((calibration.min_eigenvalue, eigen, 0.02),
+                                  (calibration.moment, moment, 0.49)):
+        scale = float(release._noise.sensitivity_steps) * release.grid / (share * epsilon)
+        assert stats.kstest(noise.ravel() / scale, "laplace").pvalue > 1e-3, release.name
+    scale = float(calibration.gram._noise.sensitivity_steps) * calibration.gram.grid / (0.49 * epsilon)
+    assert stats.kstest(np.linalg.norm(gram, axis=1) / scale, stats.gamma(3).cdf).pvalue > 1e-3
+
+
+def test_nearest_psd_is_the_projection_and_never_moves_away_from_a_psd_truth():
+    """Higham 1988, Thm 2.1: for symmetric A the nearest PSD matrix is (A + |A|) / 2; projecting a
+    noised Gram matrix onto the PSD cone never increases its Frobenius distance to the true one."""
+    from dperm.mechanisms.sufficient_statistics import nearest_psd
+
+    rng = np.random.default_rng(5)
+    for d in (1, 2, 4, 7):
+        Z = rng.normal(size=(3 * d, d))
+        G = Z.T @ Z
+        noise = rng.normal(scale=5.0, size=(d, d))
+        noisy = G + (noise + noise.T)
+        projected = nearest_psd(noisy)
+        values, vectors = np.linalg.eigh(noisy)
+        absolute = (vectors * np.abs(values)) @ vectors.T
+        np.testing.assert_allclose(projected, (noisy + absolute) / 2, atol=1e-9)
+        assert np.allclose(projected, projected.T) and np.linalg.eigvalsh(projected)[0] >= -1e-9
+        assert np.linalg.norm(projected - G) <= np.linalg.norm(noisy - G) + 1e-9
+        np.testing.assert_allclose(nearest_psd(G), G, atol=1e-9 * np.abs(G).max())
+
+
+def test_the_solve_projects_the_released_gram_matrix_before_the_ridge():
+    """solve_released on a release whose Gram matrix is indefinite: the coefficients are those of
+    the projected matrix plus the ridge, not of the raw release."""
+    from dperm.mechanisms.sufficient_statistics import nearest_psd
+
+    calibration = calibrate_sufficient_statistics(50, 3, 1.0, 1.0, 1.0, 0.0, gaussian=False)
+    raw = np.array([[4.0, 24.0, 0.0], [24.0, 4.0, 0.0], [0.0, 0.0, 90.0]])  # eigenvalues -20, 28, 90
+    moment = np.array([1.0, -2.0, 0.5])
+    coef, ridge = solve_released(calibration, symmetric_to_vector(raw), moment, -1e9)
+    assert ridge == calibration.ridge_target > 20 + calibration.gram.entry_std  # lambda~_min <= 0: the full t
+
+    def solve(matrix):
+        values, vectors = np.linalg.eigh(matrix + ridge * np.eye(3))
+        return vectors @ ((vectors.T @ moment) / np.maximum(values, calibration.gram.entry_std))
+
+    np.testing.assert_allclose(coef, solve(nearest_psd(raw)))
+    assert not np.allclose(coef, solve(raw), rtol=1e-3)

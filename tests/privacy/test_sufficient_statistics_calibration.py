@@ -7,12 +7,14 @@ and against the classical conversion it improves on.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy.special import ndtr
 
 from dperm.privacy.sufficient_statistics import (
+    PURE_SHARES,
     adaptive_ridge,
     bun_steinke_rho,
     discrete_gaussian_sigma_steps,
@@ -22,6 +24,7 @@ from dperm.privacy.sufficient_statistics import (
     min_eigenvalue_sensitivity,
     moment_l1_sensitivity,
     moment_l2_sensitivity,
+    pure_release_epsilons,
     release_budgets,
     ridge_target,
     symmetric_to_vector,
@@ -195,3 +198,22 @@ def test_float_allowances_are_positive_tiny_and_grow_with_n():
     column = np.concatenate([[1.0], rng.uniform(0, 1e-8, n - 1)])
     exact_sum = math.fsum(column * column)
     assert abs(float(column @ column) - exact_sum) <= float_allowances(n, 1, 1.0, 1.0)[0] / 2
+
+
+def test_pure_split_adds_up_to_at_most_epsilon_exactly():
+    """Basic composition needs the three epsilons, as exact rationals, to add up to at most epsilon:
+    each part is rounded down, so no float rounding can push the sum over (checked on many floats,
+    among them ones where rounding to nearest does)."""
+    assert sum(PURE_SHARES) == 1 and all(share > 0 for share in PURE_SHARES)
+    rng = np.random.default_rng(0)
+    candidates = np.concatenate([rng.uniform(1e-3, 50.0, size=20_000), [0.1, 0.3, 0.7, 1.0, 3.0, 1e-6, 1e6]])
+    nearest_over = 0
+    for epsilon in candidates:
+        epsilon = float(epsilon)
+        parts = pure_release_epsilons(epsilon)
+        assert sum(Fraction(p) for p in parts) <= Fraction(epsilon)
+        assert all(p == pytest.approx(float(share) * epsilon, rel=1e-15) for p, share in zip(parts, PURE_SHARES))
+        nearest_over += sum(Fraction(float(Fraction(epsilon) * s)) for s in PURE_SHARES) > Fraction(epsilon)
+    assert nearest_over > 0  # the rounding down is needed: rounding to nearest overspends on some floats
+    with pytest.raises(ValueError, match="epsilon"):
+        pure_release_epsilons(0.0)

@@ -376,7 +376,8 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     bounds ``[lower, upper]`` and mapped affinely onto ``[-1, 1]``; the rows are clipped
     to ``data_norm`` and get the constant column ``intercept_scaling``. The Gram matrix
     ``sum z z^T``, the moment vector ``sum y z`` and ``lambda_min`` of the Gram matrix
-    are released with exact, float-safe noise (a third of the budget each), and the
+    are released with exact, float-safe noise (49 / 49 / 2 per cent of epsilon in the pure
+    form, a third of rho each in the Gaussian form), and the
     coefficients are ``(G~ + lambda P)^-1 m~`` with the adaptive ridge
     ``lambda = max(0, t - lambda~_min)``: as little regularisation as the noise allows,
     less as epsilon grows. The intercept's coordinate is not penalised (``P`` omits it),

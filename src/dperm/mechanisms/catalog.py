@@ -305,8 +305,8 @@ MECHANISMS: dict[str, Mechanism] = {
             "epsilon-DP; least squares only",
             reference="Wang (2018), Revisiting differentially private linear regression, UAI, Alg. 2 "
             "(AdaSSP), for replace-one neighbours: sensitivities sqrt(2) R^2 (Gram), 2 R B (moment), R^2 "
-            "(lambda_min) in dperm.privacy.sufficient_statistics; epsilon / 3 per release, basic "
-            "composition; Canonne, Kamath & Steinke (2020) discrete Laplace on a grid",
+            "(lambda_min) in dperm.privacy.sufficient_statistics; epsilon split 49 / 49 / 2 per cent "
+            "(pure_release_epsilons), basic composition; Canonne, Kamath & Steinke (2020) discrete Laplace on a grid",
             module="dperm.mechanisms.sufficient_statistics", entry="sufficient_statistics_perturbation",
             alpha_rule="none", options=(("gaussian", False),), auto_candidate=False,
             losses=("squared",)),

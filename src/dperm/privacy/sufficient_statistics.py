@@ -9,7 +9,8 @@ statistics of rows ``z_i`` (``||z_i|| <= R``) and targets ``y_i`` (``|y_i| <= B`
 2. the moment vector ``m = sum_i y_i z_i``,
 3. the smallest eigenvalue ``lambda_min(G)``,
 
-each with a third of the budget (Wang 2018, Alg. 2, lines 1-4), and returns
+each with a share of the budget (Wang 2018, Alg. 2, lines 1-4, uses equal thirds; see Budget
+below), and returns
 ``(G~ + lambda I)^-1 m~`` with ``lambda = max(0, t - lambda~_min)`` (Alg. 2, line 5-6;
 post-processing). dperm's neighbours *replace* one record (the paper's add/remove
 sensitivities ``R^2``, ``R B`` change as derived below).
@@ -35,8 +36,17 @@ Sensitivities (replace one ``(z, y)`` by ``(z', y')``; :func:`gram_l2_sensitivit
   ``lambda_min(G) - ||z||^2 <= lambda_min(G') <= lambda_min(G) + ||z'||^2``:
   sensitivity ``R^2`` (:func:`min_eigenvalue_sensitivity`).
 
-Budget. Pure form: ``epsilon / 3`` per release, basic composition (Wang 2018, Alg. 2
-splits ``(epsilon, delta)`` in three the same way). Gaussian form: the discrete Gaussian
+Budget. Pure form: the shares :data:`PURE_SHARES` of ``epsilon`` (49 / 49 / 2 per cent for
+the Gram matrix, the moment vector and ``lambda_min``), basic composition (Dwork & Roth 2014,
+Thm 3.16: the releases' epsilons add up; Wang 2018, Alg. 2 splits ``(epsilon, delta)`` in three
+equal parts, but any split whose parts add up to at most ``epsilon`` gives the same guarantee).
+Each part is rounded *down* to a float, so the three floats, as exact rationals, add up to at
+most ``epsilon`` (:func:`pure_release_epsilons`). Why 2 per cent for the eigenvalue: it only
+ever *lowers* the ridge below ``t`` (``lambda = max(0, t - lambda~)``), and on the tables
+measured its lower bound is far below ``t`` (the uncentred mean direction and rare one-hot
+levels make ``lambda_min(G)`` small), so a third of the budget bought almost nothing while the
+Gram matrix's noise sets ``t``; the shares were fitted on issue 30's FITTING regression tables
+only (``benchmarks/_tables.py``; docs/regression.md has the numbers). Gaussian form: the discrete Gaussian
 with L2 sensitivity ``k`` (grid steps) and std ``sigma`` is ``k^2 / (2 sigma^2)``-zCDP
 (Canonne, Kamath & Steinke 2020, Thm 4, per coordinate; coordinates compose additively,
 Bun & Steinke 2016, Lemma 2.3), the three releases get a third of the total ``rho`` each
@@ -52,6 +62,7 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -63,6 +74,10 @@ RELEASES = ("gram", "moment", "min_eigenvalue")
 #: in the rule for ``lambda`` (Alg. 2, line 5; the paper's experiments use 0.05). Only the
 #: accuracy depends on it: ``lambda`` is post-processing of released values.
 FAILURE_PROBABILITY = 0.05
+#: The pure form's split of ``epsilon`` over :data:`RELEASES` (exact fractions adding up to 1):
+#: fitted on issue 30's FITTING regression tables (module docstring). The Gaussian form keeps
+#: Wang 2018's equal split of ``rho``.
+PURE_SHARES = (Fraction(49, 100), Fraction(49, 100), Fraction(2, 100))
 #: Relative margin by which a computed ``rho`` is shrunk so float rounding cannot exceed delta.
 _RHO_SAFETY_MARGIN = 1e-9
 
@@ -250,11 +265,28 @@ def bun_steinke_rho(epsilon: float, delta: float) -> float:
     return (math.sqrt(log_inverse + check_epsilon(epsilon)) - math.sqrt(log_inverse)) ** 2
 
 
-def release_budgets(epsilon: float, delta: float, gaussian: bool) -> tuple[float, float]:
-    """``(epsilon_each, rho_each)``: each of the three releases' budget (Wang 2018, Alg. 2's split).
+def _float_at_most(value: Fraction) -> float:
+    """The largest float ``<= value`` (a float's exact rational never exceeds ``value``)."""
+    result = float(value)
+    return math.nextafter(result, -math.inf) if Fraction(result) > value else result
 
-    Pure form: ``(epsilon / 3, 0)``. Gaussian form: ``(0, rho / 3)`` with ``rho =``
-    :func:`zcdp_rho` ``(epsilon, delta)``.
+
+def pure_release_epsilons(epsilon: float) -> tuple[float, float, float]:
+    """The pure form's ``(epsilon_gram, epsilon_moment, epsilon_min_eigenvalue)``: :data:`PURE_SHARES` of ``epsilon``.
+
+    Each part is the largest float at most its exact share ``epsilon * share``, so the three
+    add up (as exact rationals) to at most ``epsilon``: basic composition then gives
+    ``epsilon``-DP whatever the rounding.
+    """
+    epsilon = Fraction(check_epsilon(epsilon))
+    return tuple(_float_at_most(epsilon * share) for share in PURE_SHARES)
+
+
+def release_budgets(epsilon: float, delta: float, gaussian: bool) -> tuple[float, float]:
+    """``(epsilon_each, rho_each)``: each release's budget under Wang 2018, Alg. 2's equal split.
+
+    Pure form: ``(epsilon / 3, 0)`` (the mechanism now uses :func:`pure_release_epsilons`
+    instead). Gaussian form: ``(0, rho / 3)`` with ``rho =`` :func:`zcdp_rho` ``(epsilon, delta)``.
     """
     epsilon = check_epsilon(epsilon)
     share = len(RELEASES)
@@ -297,6 +329,7 @@ __all__ = [
     "float_allowances",
     "discrete_gaussian_sigma_steps", "gram_l1_sensitivity",
     "gram_l2_sensitivity", "gram_vector_length", "min_eigenvalue_sensitivity",
-    "moment_l1_sensitivity", "moment_l2_sensitivity", "release_budgets", "ridge_target",
+    "moment_l1_sensitivity", "moment_l2_sensitivity", "PURE_SHARES", "pure_release_epsilons",
+    "release_budgets", "ridge_target",
     "symmetric_to_vector", "vector_to_symmetric", "zcdp_delta", "zcdp_rho",
 ]

@@ -127,7 +127,7 @@ class SufficientStatisticsRecord(RecordBase):
         if self.mechanism_choice:
             lines.append(f"Chosen by mechanism='auto' from public quantities: {self.mechanism_choice}.")
         budget = (f"rho = {self.rho:.4g} zCDP in three equal parts" if self.rho
-                  else "epsilon in three equal parts (basic composition)")
+                  else "epsilon in three parts (basic composition)")
         lines.append(f"Releases ({budget}):")
         for name in RELEASES:
             share = getattr(self, f"{name}_rho") or getattr(self, f"{name}_epsilon")
