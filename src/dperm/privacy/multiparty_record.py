@@ -4,8 +4,10 @@ number behind it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dperm.privacy.collusion import CollusionGuarantee
+from dperm.privacy.psgd import CoordinatorView, PSGDCalibration
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 __all__ = ["LocalAggregationPrivacyRecord", "NewtonPrivacyRecord", "PSGDPrivacyRecord", "SecureSumSummary"]
@@ -43,6 +45,15 @@ class SecureSumSummary:
 
 _describe = describe_guarantee
 
+#: The record's keys of :class:`PSGDCalibration`'s numbers (``None``: not shown by the record;
+#: the collusion threshold is the ``collusion`` field's).
+_PSGD_NAMES = {"epsilon": "target_epsilon", "delta": "target_delta", "n_features": None,
+               "coordinator_accountant": None, "collusion_threshold": None}
+#: The record's keys of :class:`CoordinatorView`'s numbers.
+_VIEW_NAMES = {"epsilon_basic": "coordinator_epsilon_basic", "delta_basic": "coordinator_delta_basic",
+               "epsilon": "coordinator_epsilon", "delta": "coordinator_delta",
+               "composition": "coordinator_composition", "slack": "composition_slack"}
+
 
 @privacy_record
 class PSGDPrivacyRecord(RecordBase):
@@ -71,6 +82,14 @@ class PSGDPrivacyRecord(RecordBase):
       a PLD / RDP accountant; the headline is the accountant's epsilon
       (``<= target_epsilon``) at ``target_delta``.
 
+    The run's :class:`~dperm.privacy.psgd.PSGDCalibration` is one field (``calibration``) and
+    the coordinator's view's :class:`~dperm.privacy.psgd.CoordinatorView` another (``view``);
+    their numbers read and serialise as the record's own keys below (``record.noise_sigma``;
+    the calibration's ``epsilon``, ``delta`` as ``target_epsilon``, ``target_delta``, the
+    view's as ``coordinator_*`` and ``composition_slack``), in :attr:`SERIALISED_ORDER`. The
+    calibration's ``n_features``, ``coordinator_accountant`` and ``collusion_threshold`` are
+    not keys of the record (the threshold is ``collusion``'s) and are None in a record read back.
+
     Attributes
     ----------
     mechanism : str
@@ -78,6 +97,11 @@ class PSGDPrivacyRecord(RecordBase):
     epsilon, delta : float
         Guarantee of the released classifier ``w_T``: equal to
         ``coordinator_epsilon``, ``coordinator_delta``.
+    calibration : PSGDCalibration
+        The keys up to ``n_rounds`` not from ``view``, ``n_parties``, ``n_samples``, ``data_norm``,
+        ``lipschitz``, ``curvature``, ``alpha``, ``loss`` and ``coordinator_dp`` onwards are its.
+    view : CoordinatorView
+        ``coordinator_epsilon_basic`` to ``composition_slack`` are its.
     target_epsilon, target_delta : float
         The public (epsilon, delta) the noise was calibrated for (the
         estimator's ``epsilon`` and ``delta``): 004 Thm 4.2's guarantee of the
@@ -149,41 +173,27 @@ class PSGDPrivacyRecord(RecordBase):
     mechanism: str = released(PUBLIC)
     epsilon: float = released(DERIVED)
     delta: float = released(DERIVED)
-    target_epsilon: float = released(PUBLIC)
-    target_delta: float = released(PUBLIC)
-    epsilon_tilde: float = released(DERIVED)
-    extra_regularization: float = released(DERIVED)
-    noise_sigma: float = released(DERIVED)
-    party_noise_sigma: float = released(DERIVED)
-    round_epsilon: float = released(PUBLIC)
-    round_sensitivity: float = released(DERIVED)
-    round_noise_scale: float = released(DERIVED)
-    n_rounds: int = released(PUBLIC)
-    coordinator_epsilon_basic: float = released(DERIVED)
-    coordinator_delta_basic: float = released(DERIVED)
-    coordinator_epsilon: float = released(DERIVED)
-    coordinator_delta: float = released(DERIVED)
-    coordinator_composition: str = released(PUBLIC)
-    composition_slack: float = released(PUBLIC)
-    n_parties: int = released(PUBLIC)
-    n_samples: int = released(PUBLIC)
+    calibration: PSGDCalibration = released(DERIVED, embed=PSGDCalibration, names=_PSGD_NAMES)
+    view: CoordinatorView = released(DERIVED, embed=CoordinatorView, names=_VIEW_NAMES)
     n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    curvature: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
     step_size: str = released(PUBLIC)
     secure_sum: SecureSumSummary = released(DERIVED)
     gop_equivalent: bool = released(DERIVED)
-    loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
     collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
-    coordinator_dp: bool = released(PUBLIC, False)
-    round_noise: str = released(PUBLIC, "discrete-laplace")
-    round_noise_sigma: float = released(DERIVED, 0.0)
-    noise_multiplier: float = released(DERIVED, 0.0)
-    round_delta: float = released(DERIVED, 0.0)
+
+    #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "target_epsilon", "target_delta", "epsilon_tilde",
+        "extra_regularization", "noise_sigma", "party_noise_sigma", "round_epsilon", "round_sensitivity",
+        "round_noise_scale", "n_rounds", "coordinator_epsilon_basic", "coordinator_delta_basic",
+        "coordinator_epsilon", "coordinator_delta", "coordinator_composition", "composition_slack",
+        "n_parties", "n_samples", "n_samples_by_party", "data_norm", "lipschitz", "curvature", "alpha",
+        "step_size", "secure_sum", "gop_equivalent", "loss", "reference", "notes", "collusion_threshold",
+        "threshold_epsilon", "threshold_delta", "epsilon_by_colluders", "coordinator_dp", "round_noise",
+        "round_noise_sigma", "noise_multiplier", "round_delta",
+    )
 
     @property
     def guarantee(self) -> str:

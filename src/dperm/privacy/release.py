@@ -92,7 +92,9 @@ def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=Non
     field; it serialises as its own serialised fields (those without
     ``metadata={"serialised": False}``), each under the record's key ``names.get(name, name)``,
     and reads back the same way (:meth:`RecordBase.to_dict`, :meth:`RecordBase.from_dict`).
-    The record's attribute of that key reads the embedded field.
+    The record's attribute of that key reads the embedded field. A name mapped to ``None`` is
+    not part of this record (a number the calibration needs and the record never showed, such
+    as PSGD's ``n_features``): not serialised, and ``None`` in a record read back.
     """
     if kind not in KINDS:
         raise ValueError(f"release kind must be one of {KINDS}; got {kind!r}.")
@@ -120,6 +122,8 @@ def privacy_record(cls):
             f"{cls.__name__} has fields {undeclared} without a release kind; declare each with "
             "dperm.privacy.release.released(PUBLIC | NOISED | DERIVED)."
         )
+    if issubclass(cls, RecordBase):
+        cls._serialised_keys()  # refuses a SERIALISED_ORDER that drops or repeats a key
     return cls
 
 
@@ -151,10 +155,13 @@ class RecordBase:
                 keys[f.name] = (f.name, None, _required(f))
                 continue
             for inner in dataclasses.fields(embed):
-                if inner.metadata.get("serialised", True):
-                    key = f.metadata["names"].get(inner.name, inner.name)
+                key = f.metadata["names"].get(inner.name, inner.name)
+                if inner.metadata.get("serialised", True) and key is not None:
                     keys[key] = (f.name, inner.name, _required(f) and _required(inner))
         if cls.SERIALISED_ORDER:
+            if sorted(cls.SERIALISED_ORDER) != sorted(keys):
+                raise TypeError(f"{cls.__name__}.SERIALISED_ORDER must list each serialised key once; "
+                                f"it has {sorted(cls.SERIALISED_ORDER)}, the fields give {sorted(keys)}.")
             keys = {key: keys[key] for key in cls.SERIALISED_ORDER}
         return keys
 
@@ -209,7 +216,8 @@ class RecordBase:
                     embedded.setdefault(name, {})[inner] = value
         for f in dataclasses.fields(cls):
             if f.name in embedded:
-                values[f.name] = f.metadata["embed"](**embedded[f.name])
+                unrecorded = {name: None for name, key in f.metadata["names"].items() if key is None}
+                values[f.name] = f.metadata["embed"](**unrecorded, **embedded[f.name])
         return cls(**values)
 
     def to_json(self) -> str:
