@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dperm.privacy.collusion import CollusionGuarantee
+from dperm.privacy.local_aggregation import LocalAggregationCalibration
 from dperm.privacy.psgd import CoordinatorView, PSGDCalibration
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
@@ -277,10 +278,17 @@ class LocalAggregationPrivacyRecord(RecordBase):
     was calibrated to, not by what they achieved, and no clipping count is
     revealed (the noise-free contributions enter the secure sum).
 
+    The release's :class:`~dperm.privacy.local_aggregation.LocalAggregationCalibration` is one
+    field (``calibration``): ``epsilon``, ``sensitivity``, ``noise_scale``, ``noise_grid``,
+    ``n_min``, ``n_samples_by_party``, ``data_norm``, ``lipschitz``, ``alpha``, ``tol``,
+    ``solution_radius_allowance`` and ``loss`` are its numbers, read and serialised as the
+    record's own keys in :attr:`SERIALISED_ORDER` (its ``n_features`` is not a key).
+
     Attributes
     ----------
     mechanism : str
         ``"local_aggregation"``.
+    calibration : LocalAggregationCalibration
     epsilon, delta : float
         Pure ``epsilon``-DP (``delta = 0``) for the released average.
     sensitivity : float
@@ -308,27 +316,25 @@ class LocalAggregationPrivacyRecord(RecordBase):
     """
 
     mechanism: str = released(PUBLIC)
-    epsilon: float = released(DERIVED)
-    delta: float = released(DERIVED)
-    sensitivity: float = released(DERIVED)
-    noise_distribution: str = released(PUBLIC)
-    noise_scale: float = released(DERIVED)
-    noise_grid: float = released(DERIVED)
+    calibration: LocalAggregationCalibration = released(DERIVED, embed=LocalAggregationCalibration,
+                                                        names={"n_features": None})
     coordinator_epsilon: float = released(DERIVED)
-    coordinator_delta: float = released(DERIVED)
     n_parties: int = released(PUBLIC)
     n_samples: int = released(PUBLIC)
-    n_min: int = released(PUBLIC)
-    n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
-    tol: float = released(PUBLIC)
-    solution_radius_allowance: float = released(DERIVED)
     secure_sum: SecureSumSummary = released(DERIVED)
-    loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
+    delta: float = released(DERIVED, 0.0)
+    noise_distribution: str = released(PUBLIC, "discrete-laplace")
+    coordinator_delta: float = released(DERIVED, 0.0)
+
+    #: The serialised keys in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "sensitivity", "noise_distribution", "noise_scale", "noise_grid",
+        "coordinator_epsilon", "coordinator_delta", "n_parties", "n_samples", "n_min", "n_samples_by_party",
+        "data_norm", "lipschitz", "alpha", "tol", "solution_radius_allowance", "secure_sum", "loss",
+        "reference", "notes",
+    )
 
     @property
     def guarantee(self) -> str:
