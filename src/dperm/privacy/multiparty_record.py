@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from dperm.privacy.collusion import CollusionGuarantee
 from dperm.privacy.local_aggregation import LocalAggregationCalibration
+from dperm.privacy.newton import NewtonCalibration
 from dperm.privacy.psgd import CoordinatorView, PSGDCalibration
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
@@ -44,12 +45,15 @@ class SecureSumSummary:
     error_bound: float
 
 
-_describe = describe_guarantee
-
 #: The record's keys of :class:`PSGDCalibration`'s numbers (``None``: not shown by the record;
 #: the collusion threshold is the ``collusion`` field's).
 _PSGD_NAMES = {"epsilon": "target_epsilon", "delta": "target_delta", "n_features": None,
                "coordinator_accountant": None, "collusion_threshold": None}
+#: :class:`NewtonCalibration`'s numbers the Newton record does not show.
+_NEWTON_NAMES = {"epsilon": "target_epsilon", "delta": "target_delta", **dict.fromkeys((
+    "n_features", "max_party_samples", "collusion_threshold", "gradient_scale", "hessian_scale",
+    "sensitivity_steps", "party_sigma_squared", "tau", "range_probability", "clipping_range",
+    "quantization_range", "modulus_range"))}
 #: The record's keys of :class:`CoordinatorView`'s numbers.
 _VIEW_NAMES = {"epsilon_basic": "coordinator_epsilon_basic", "delta_basic": "coordinator_delta_basic",
                "epsilon": "coordinator_epsilon", "delta": "coordinator_delta",
@@ -197,14 +201,9 @@ class PSGDPrivacyRecord(RecordBase):
     )
 
     @property
-    def guarantee(self) -> str:
-        """The released model's proven guarantee in words (the headline)."""
-        return _describe(self.epsilon, self.delta)
-
-    @property
     def coordinator_guarantee(self) -> str:
         """The coordinator's-view guarantee in words."""
-        return _describe(self.coordinator_epsilon, self.coordinator_delta)
+        return describe_guarantee(self.coordinator_epsilon, self.coordinator_delta)
 
     def summary(self) -> str:
         """A readable account: the released model's guarantee first, then how it was reached."""
@@ -246,7 +245,7 @@ class PSGDPrivacyRecord(RecordBase):
             "record, as a post-processing of the coordinator's view (coordinator_dp; not 004 Thm 4.2).",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
             f"{self.coordinator_composition.upper()} accounting (target "
-            f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
+            f"{describe_guarantee(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
             "Noise: per-round Gaussian (floating point, not float-safe), any "
@@ -336,14 +335,10 @@ class LocalAggregationPrivacyRecord(RecordBase):
         "reference", "notes",
     )
 
-    @property
-    def guarantee(self) -> str:
-        return _describe(self.epsilon, self.delta)
-
     def summary(self) -> str:
         lines = [
             f"Released model: {self.guarantee} (output perturbation of the average, 004 eq. 5).",
-            f"Coordinator's view: {_describe(self.coordinator_epsilon, self.coordinator_delta)} "
+            f"Coordinator's view: {describe_guarantee(self.coordinator_epsilon, self.coordinator_delta)} "
             "(one secure sum: the noisy average).",
             f"Sensitivity {self.sensitivity:.4g} = (2 L R / (n_min alpha) + 2 r) / K with n_min = "
             f"{self.n_min}, K = {self.n_parties}; discrete Laplace noise per coordinate, scale "
@@ -377,12 +372,20 @@ class NewtonPrivacyRecord(RecordBase):
     (:mod:`dperm.privacy.newton`), with the coordinator knowing the noise of
     up to ``collusion_threshold`` parties.
 
+    The run's :class:`~dperm.privacy.newton.NewtonCalibration` is one field (``calibration``);
+    the numbers below that it holds read and serialise as the record's own keys (its
+    ``epsilon``, ``delta`` as ``target_epsilon``, ``target_delta``), in :attr:`SERIALISED_ORDER`.
+    Its numbers the record never showed (the scales, the grid's variance and ``tau``, the
+    secure sum's encoding, ``n_features``, ``max_party_samples``, ``range_probability``; ``t``
+    is ``collusion``'s) are not keys and are None in a record read back.
+
     Attributes
     ----------
     mechanism : str
         ``"multiparty_newton"``.
     epsilon, delta : float
         Guarantee of the coordinator's view and of the released model.
+    calibration : NewtonCalibration
     target_epsilon, target_delta : float
         The estimator's ``epsilon`` and ``delta``.
     rdp_epsilon, rdp_delta, range_delta : float
@@ -423,40 +426,29 @@ class NewtonPrivacyRecord(RecordBase):
     mechanism: str = released(PUBLIC)
     epsilon: float = released(DERIVED)
     delta: float = released(DERIVED)
-    target_epsilon: float = released(PUBLIC)
-    target_delta: float = released(PUBLIC)
-    rdp_epsilon: float = released(DERIVED)
-    rdp_delta: float = released(DERIVED)
-    range_delta: float = released(DERIVED)
+    calibration: NewtonCalibration = released(DERIVED, embed=NewtonCalibration, names=_NEWTON_NAMES)
     collusion_epsilon: float = released(DERIVED)
     noise: str = released(PUBLIC)
-    noise_multiplier: float = released(DERIVED)
     party_noise_std: float = released(DERIVED)
     gradient_noise_std: float = released(DERIVED)
     hessian_noise_std: float = released(DERIVED)
-    gradient_share: float = released(PUBLIC)
-    gradient_sensitivity: float = released(DERIVED)
-    hessian_sensitivity: float = released(DERIVED)
-    grid_step: float = released(DERIVED)
-    dimension: int = released(PUBLIC)
-    n_rounds: int = released(PUBLIC)
-    n_parties: int = released(PUBLIC)
-    n_samples: int = released(PUBLIC)
     n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    curvature: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
-    loss: str = released(PUBLIC)
     secure_sum: SecureSumSummary = released(DERIVED)
     accountant: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
     collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
 
-    @property
-    def guarantee(self) -> str:
-        return _describe(self.epsilon, self.delta)
+    #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "target_epsilon", "target_delta", "rdp_epsilon", "rdp_delta",
+        "range_delta", "collusion_epsilon", "noise", "noise_multiplier", "party_noise_std",
+        "gradient_noise_std", "hessian_noise_std", "gradient_share", "gradient_sensitivity",
+        "hessian_sensitivity", "grid_step", "dimension", "n_rounds", "n_parties", "n_samples",
+        "n_samples_by_party", "data_norm", "lipschitz", "curvature", "alpha", "loss", "secure_sum",
+        "accountant", "reference", "notes", "collusion_threshold", "threshold_epsilon", "threshold_delta",
+        "epsilon_by_colluders",
+    )
 
     def summary(self) -> str:
         lines = [
@@ -464,7 +456,7 @@ class NewtonPrivacyRecord(RecordBase):
             "record, as a post-processing of the coordinator's view (the secure sums).",
             f"Coordinator's view: Renyi DP of the distributed discrete Gaussian, ({self.rdp_epsilon:.4g}, "
             f"{self.rdp_delta:.3g})-DP by {self.accountant}, plus {self.range_delta:.2g} for the secure-sum range "
-            f"event (target {_describe(self.target_epsilon, self.target_delta)}).",
+            f"event (target {describe_guarantee(self.target_epsilon, self.target_delta)}).",
             f"Noise: each party adds exact discrete Gaussian noise (float-safe) to its {self.dimension} packed "
             f"numbers per round; summed noise std {self.gradient_noise_std:.4g} per gradient coordinate and "
             f"{self.hessian_noise_std:.4g} per Hessian diagonal entry (noise multiplier "

@@ -106,8 +106,15 @@ def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=Non
 
 
 def release_kinds(record_or_class) -> dict[str, str]:
-    """``{field name: kind}`` of a record class or instance."""
-    return {f.name: f.metadata["release"] for f in dataclasses.fields(record_or_class)}
+    """``{field name: kind}`` of a record class or instance, and ``{serialised key: kind}``.
+
+    A key of an embedded calibration (``noise_scale`` of ``calibration``) has its field's kind.
+    """
+    kinds = {f.name: f.metadata["release"] for f in dataclasses.fields(record_or_class)}
+    cls = record_or_class if isinstance(record_or_class, type) else type(record_or_class)
+    if issubclass(cls, RecordBase):
+        kinds.update({key: kinds[field] for key, (field, _, _) in cls._serialised_keys().items()})
+    return kinds
 
 
 def privacy_record(cls):
@@ -115,7 +122,7 @@ def privacy_record(cls):
 
     Raises ``TypeError`` at import time for a field without :func:`released`.
     """
-    cls = dataclasses.dataclass(frozen=True)(cls)
+    cls = dataclasses.dataclass(frozen=True, eq=False)(cls)  # equality: RecordBase.__eq__
     undeclared = [f.name for f in dataclasses.fields(cls) if f.metadata.get("release") not in KINDS]
     if undeclared:
         raise TypeError(
@@ -222,6 +229,25 @@ class RecordBase:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    @property
+    def guarantee(self) -> str:
+        """The headline ``(epsilon, delta)`` in words, e.g. ``"0.1-DP (pure epsilon-differential privacy)"``."""
+        return describe_guarantee(self.epsilon, self.delta)
+
+    def __eq__(self, other):
+        """Records are equal when they say the same: same class, same serialised keys and values.
+
+        An embedded calibration's numbers that the record does not show (``names`` to None,
+        its unserialised laws) are not compared, so a record read back from a model file
+        equals the one written.
+        """
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self):
+        return hash(repr(self.to_dict()))
 
     def __str__(self) -> str:
         return self.summary()
