@@ -13,6 +13,7 @@ import pytest
 
 from dperm import PrivacyLeakWarning, PrivacyRecord, PrivateLinearSVC, PrivateLogisticRegression
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
+from dperm.mechanisms.catalog import MECHANISMS
 from dperm.model_io import load_model, save_model
 from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 from dperm.prediction import PrivatePredictor
@@ -67,7 +68,7 @@ def test_given_classes_make_neighbours_release_the_same_shape_split_and_record(n
     shape, _, classes, record = released(fit_d)
     assert classes == LABELS and shape[0] == 3
     assert record["label_set_public"] is True
-    if record["mechanism"] == "multinomial_objective":  # multi_class="auto": one K-class problem
+    if MECHANISMS[record["mechanism"]].multiclass:  # multi_class="auto": one K-class problem
         assert record["n_problems"] == 1 and record["epsilon_per_problem"] == record["epsilon"]
     else:  # one-vs-rest: the split comes from the label set
         assert record["n_problems"] == 3

@@ -39,14 +39,19 @@ def _model_help() -> str:
             f"classifiers by random Fourier features: {listed('kernel')}")
 
 
+#: ``--alpha``'s words: the estimators' ``alpha="auto"`` and the classifiers' opt-in
+#: epsilon-monotone rule ``alpha="monotone"`` (:data:`dperm.privacy.alpha.MONOTONE`).
+ALPHA_WORDS = ("auto", "monotone")
+
+
 def _alpha_option(text: str):
-    """``--alpha``: a number or ``auto``."""
-    if text == "auto":
+    """``--alpha``: a number (the estimator checks it is > 0), ``auto`` or ``monotone``."""
+    if text in ALPHA_WORDS:
         return text
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'auto'; got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, 'auto' or 'monotone'; got {text!r}") from None
 
 
 def options(train) -> None:
@@ -108,7 +113,9 @@ def options(train) -> None:
                             "(1/n) sum loss + (alpha/2) ||w||^2, so alpha is Chaudhuri et al.'s "
                             "Lambda and Nie & Wang's lambda is alpha/2. Or 'auto' (default): set "
                             "from public n, d, epsilon, delta, the norm bound, the loss and the "
-                            "mechanism, never from the data (dperm.mechanisms.choice.auto_alpha)")
+                            "mechanism, never from the data (dperm.mechanisms.choice.auto_alpha). "
+                            "Or 'monotone' (classifiers): the opt-in rule whose noise's effect "
+                            "falls as epsilon grows (alpha='monotone' in Python)")
     model.add_argument("--fit-intercept", "--intercept", action=argparse.BooleanOptionalAction,
                        default=None,
                        help="fit an intercept (regressors: yes by default; AdaSSP does not "

@@ -101,9 +101,11 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
         ``epsilon / K`` each; ``"auto"`` chooses the one with less noise per class from
         public quantities (K, n, d, epsilon, delta, the norm bound;
         :func:`dperm.linear_model._multinomial.compare_multiclass`), recorded in
-        ``multi_class_`` and ``privacy_.mechanism_choice``. The multinomial model is pure
-        epsilon-DP and runs with ``mechanism="auto"`` or ``"objective"``; other mechanisms
-        and Dask input use one-vs-rest. Two labels always give one binary problem.
+        ``multi_class_`` and ``privacy_.mechanism_choice``. The multinomial model runs with
+        ``mechanism="auto"`` (pure, or with ``delta > 0`` the pure or Gaussian form with less
+        public noise, docs/design/gaussian_multinomial.md), ``"objective"`` (pure) or
+        ``"gaussian_objective"`` (Gaussian); other mechanisms and Dask input use one-vs-rest.
+        Two labels always give one binary problem.
 
     Attributes
     ----------

@@ -1,9 +1,11 @@
 """Native multiclass for the logistic classifier: one multinomial problem or K one-vs-rest ones.
 
-``multi_class="multinomial"`` fits one softmax model under multinomial objective
-perturbation (:mod:`dperm.mechanisms.multinomial_objective`) with the whole epsilon;
-``"ovr"`` keeps the K binary problems at ``epsilon / K`` each; ``"auto"`` (the default)
-compares the two from public quantities only (:func:`compare_multiclass`). The
+``multi_class="multinomial"`` fits one softmax model under a multiclass row of
+:data:`~dperm.mechanisms.catalog.MECHANISMS` (pure multinomial objective perturbation,
+:mod:`dperm.mechanisms.multinomial_objective`, or with ``delta > 0`` its Gaussian form,
+:mod:`dperm.mechanisms.gaussian_multinomial_objective`) with the whole budget; ``"ovr"``
+keeps the K binary problems at ``epsilon / K`` each; ``"auto"`` (the default) compares them
+from public quantities only (:func:`compare_multiclass`). The
 estimator's skeleton is :class:`~dperm.linear_model._base.PrivateLinearClassifierBase`;
 this mixin overrides only the steps that differ (public choices, solve, store, record).
 The derivation is docs/design/multinomial.md.
@@ -21,11 +23,7 @@ from dperm.exceptions import NoiseSwampsSignalError
 from dperm.losses_multinomial import MultinomialLogisticLoss
 from dperm.mechanisms import MECHANISMS, PublicProblem
 from dperm.mechanisms.choice import AUTO, SWAMPED_RATIO, auto_alpha, noise_to_signal
-from dperm.mechanisms.multinomial_objective import (
-    MULTINOMIAL_OBJECTIVE,
-    MultinomialProblem,
-    noise_per_class_column,
-)
+from dperm.mechanisms.multinomial_objective import MULTINOMIAL_OBJECTIVE, MultinomialProblem
 from dperm.privacy.multinomial import MULTINOMIAL_GRADIENT_BOUND
 from dperm.privacy.record import linear_record
 from dperm.validation import is_dask_collection
@@ -33,9 +31,26 @@ from dperm.validation import is_dask_collection
 #: Values of ``multi_class``.
 MULTINOMIAL, OVR = "multinomial", "ovr"
 MULTI_CLASS_OPTIONS = (AUTO, MULTINOMIAL, OVR)
-#: The ``mechanism=`` values under which the multinomial model can run (it is pure objective
-#: perturbation; "auto" lets the comparison decide).
-_MULTINOMIAL_MECHANISMS = (AUTO, "objective")
+
+
+def multiclass_rows(mechanism: str, delta: float) -> tuple[str, ...]:
+    """The multiclass rows the multinomial model may run under ``mechanism=`` and ``delta``.
+
+    ``"auto"``: every multiclass row whose theorem covers ``delta`` (the pure form always,
+    the Gaussian form when ``delta > 0``); a binary objective mechanism that
+    ``mechanism="auto"`` may choose (``"objective"``, ``"gaussian_objective"``): the
+    multiclass rows of the same kind of guarantee (pure or ``(epsilon, delta)``); any other
+    mechanism (output perturbation, the reproduction of 004): none. Read from the table's
+    flags, in its order (ties of the comparison go to the earlier row).
+    """
+    loss = MultinomialLogisticLoss(3)  # the rows check the loss's name and constants, not K
+    rows = [m for m in MECHANISMS.values() if m.multiclass and m.accepts(loss, delta)]
+    if mechanism == AUTO:
+        return tuple(m.name for m in rows)
+    binary = MECHANISMS.get(mechanism)
+    if binary is None or binary.multiclass or not (binary.auto_candidate and binary.needs_curvature):
+        return ()
+    return tuple(m.name for m in rows if m.uses_delta == binary.uses_delta)
 
 
 @dataclass(frozen=True)
@@ -83,25 +98,27 @@ def multinomial_public_problem(n_samples, n_features, n_classes, alpha, data_nor
 
 
 def _multinomial_score(problem: MultinomialProblem, epsilon: float, tol: float,
-                      calibration=None) -> float:
+                      calibration=None, mechanism: str = MULTINOMIAL_OBJECTIVE,
+                      delta: float = 0.0) -> float:
     """Noise per class column over the largest column a minimiser can have, ``R / alpha``.
 
     Column ``k`` of the minimiser is ``-(1 / (n alpha)) sum_i x_i (p_ik - [y_i = k])``, of
-    norm at most ``R / alpha`` (``|p_ik - [y_i = k]| <= 1``); the noise per column is
-    :func:`~dperm.mechanisms.multinomial_objective.noise_per_class_column` (of ``calibration``,
-    the row's at ``epsilon``, when the caller computed it).
+    norm at most ``R / alpha`` (``|p_ik - [y_i = k]| <= 1``); the noise per column is the
+    row ``mechanism``'s public expected perturbation over ``sqrt(K)`` (both laws spread
+    their mean square evenly over the K columns), of ``calibration`` when the caller
+    computed it, else of the row's calibration at ``epsilon`` (and ``delta``).
     """
+    row = MECHANISMS[mechanism]
     if calibration is None:
-        noise = noise_per_class_column(problem, epsilon, tol)
-    else:
-        noise = (MECHANISMS[MULTINOMIAL_OBJECTIVE].score(problem, calibration)
-                 / math.sqrt(problem.n_classes))
+        calibration = row.calibrate(problem, epsilon, row.delta_spent(delta), tol)
+    noise = row.score(problem, calibration) / math.sqrt(problem.n_classes)
     return noise * problem.alpha / problem.data_norm
 
 
 def compare_multiclass(multinomial_problem: MultinomialProblem, ovr_problem: PublicProblem,
                        ovr_mechanism: str, epsilon: float, delta: float, tol: float, *,
-                       multinomial_calibration=None, ovr_calibration=None) -> MulticlassChoice:
+                       multinomial_calibration=None, ovr_calibration=None,
+                       multinomial_mechanism: str = MULTINOMIAL_OBJECTIVE) -> MulticlassChoice:
     """``"multinomial"`` or ``"ovr"``: the smaller public noise-to-signal ratio per class.
 
     Both models give each class a weight vector (a column of ``W``; a binary problem's
@@ -116,10 +133,13 @@ def compare_multiclass(multinomial_problem: MultinomialProblem, ovr_problem: Pub
     ``sqrt(2 / K)`` times the noise on each class (docs/design/multinomial.md,
     "Multinomial or one-vs-rest"). Public quantities only; ties go to the multinomial model.
     The two calibrations, when the caller computed them, are scored as they are (each is
-    computed once per fit).
+    computed once per fit). ``multinomial_mechanism`` is the multiclass row the multinomial
+    model runs (the Gaussian one's noise norm grows like ``sqrt(d K)``,
+    docs/design/gaussian_multinomial.md).
     """
     K = multinomial_problem.n_classes
-    multinomial = _multinomial_score(multinomial_problem, epsilon, tol, multinomial_calibration)
+    multinomial = _multinomial_score(multinomial_problem, epsilon, tol, multinomial_calibration,
+                                     multinomial_mechanism, delta)
     ovr = noise_to_signal(ovr_problem, ovr_mechanism, epsilon / K, delta / K, tol, ovr_calibration)
     chosen = MULTINOMIAL if multinomial <= ovr else OVR
     reason = (f"multi_class={chosen!r}: noise per class over the largest class weight "
@@ -140,19 +160,44 @@ class MultinomialClassifierMixin:
 
     def _check_params(self):
         params = super()._check_params()
-        if self.multi_class == MULTINOMIAL and self.mechanism not in _MULTINOMIAL_MECHANISMS:
+        if self.multi_class == MULTINOMIAL and not multiclass_rows(self.mechanism, params.delta):
             raise ValueError(
-                f"multi_class='multinomial' runs multinomial objective perturbation (pure "
-                f"epsilon-DP); mechanism={self.mechanism!r} is not available for it. Use "
-                "mechanism='auto' or 'objective', or multi_class='ovr'.")
+                f"multi_class='multinomial' runs multinomial objective perturbation (pure, or "
+                f"Gaussian with delta > 0); mechanism={self.mechanism!r} is not available for it. "
+                "Use mechanism='auto', 'objective' or 'gaussian_objective', or multi_class='ovr'.")
         return params
 
-    def _multinomial_alpha(self, params, n_samples, dimension, norm, n_classes):
+    def _multinomial_alpha(self, params, n_samples, dimension, norm, n_classes, mechanism):
         if params.alpha is not None:
             return params.alpha
-        return auto_alpha(n_samples, dimension * n_classes, params.epsilon, 0.0,
-                          mechanism=MULTINOMIAL_OBJECTIVE, loss=_PerClassColumn(n_classes),
-                          data_norm=norm, feature_norm=params.data_norm, variant=self._alpha_variant())
+        row = MECHANISMS[mechanism]
+        return auto_alpha(n_samples, dimension * n_classes, params.epsilon,
+                          row.delta_spent(params.delta), mechanism=mechanism,
+                          loss=_PerClassColumn(n_classes), data_norm=norm,
+                          feature_norm=params.data_norm, variant=self._alpha_variant(),
+                          noise_options={"n_classes": n_classes})
+
+    def _best_multiclass_row(self, params, n_samples, dimension, norm, n_classes, rows):
+        """``(name, problem, calibration, score)`` of the multiclass row with the smallest
+        public noise per class (:func:`_multinomial_score`), each row at its own alpha
+        (given, or the rule's for that row), each calibration computed once; ties go to the
+        earlier row. With several rows the comparison's sentence is kept for the record."""
+        best, scores = None, []
+        for name in rows:
+            row = MECHANISMS[name]
+            alpha = self._multinomial_alpha(params, n_samples, dimension, norm, n_classes, name)
+            problem = multinomial_public_problem(n_samples, dimension, n_classes, alpha, norm)
+            calibration = row.calibrate(problem, params.epsilon, row.delta_spent(params.delta),
+                                        params.tol)
+            score = _multinomial_score(problem, params.epsilon, params.tol, calibration, name)
+            scores.append(f"{name} {score:.3g}")
+            if best is None or score < best[3]:
+                best = (name, problem, calibration, score)
+        if len(rows) > 1:
+            self._multiclass_row_choice = (
+                f"multinomial model: {best[0]!r}, the smaller public noise per class over the "
+                f"largest class weight ({', '.join(scores)})")
+        return best
 
     def _with_public_choices(self, params, n_samples, n_features, n_problems=1, *,
                              check_budget=True):
@@ -164,9 +209,12 @@ class MultinomialClassifierMixin:
         and ``alpha_`` (:func:`dperm.mechanisms.choice.auto_alpha` on the noise one class column sees,
         :class:`_PerClassColumn`); ``"auto"`` resolves one-vs-rest's mechanism and alpha as the
         base does and keeps whichever :func:`compare_multiclass` prefers. Dask input runs
-        one-vs-rest (its Newton passes are binary).
+        one-vs-rest (its Newton passes are binary). With ``delta > 0`` the multinomial
+        model's candidates are the pure and the Gaussian multiclass rows
+        (:func:`multiclass_rows`); the one with the smaller public noise per class runs.
         """
         self._multiclass_choice = None
+        self._multiclass_row_choice = None
         n_classes = n_problems
         multi_class = self.multi_class
         if n_classes < 3 or multi_class == OVR:
@@ -182,21 +230,24 @@ class MultinomialClassifierMixin:
                                                 check_budget=check_budget)
         dimension = n_features + int(bool(self.fit_intercept))
         norm = self._effective_norm(params)
-        alpha = self._multinomial_alpha(params, n_samples, dimension, norm, n_classes)
-        problem = multinomial_public_problem(n_samples, dimension, n_classes, alpha, norm)
-        calibration = MECHANISMS[MULTINOMIAL_OBJECTIVE].calibrate(problem, params.epsilon, 0.0, params.tol)
+        rows = multiclass_rows(self.mechanism, params.delta)
         if multi_class == AUTO:
-            if self.mechanism not in _MULTINOMIAL_MECHANISMS:
+            if not rows:
                 self.multi_class_ = OVR
                 return super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                     check_budget=check_budget)
             ovr_params = super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                       check_budget=False)
+        mechanism, problem, calibration, _ = self._best_multiclass_row(
+            params, n_samples, dimension, norm, n_classes, rows)
+        alpha = problem.alpha
+        if multi_class == AUTO:
             ovr_problem = PublicProblem(n_samples, dimension, params.loss, ovr_params.alpha, norm)
             choice = compare_multiclass(problem, ovr_problem, ovr_params.mechanism,
                                         params.epsilon, params.delta, params.tol,
                                         multinomial_calibration=calibration,
-                                        ovr_calibration=ovr_params.calibration)
+                                        ovr_calibration=ovr_params.calibration,
+                                        multinomial_mechanism=mechanism)
             self._multiclass_choice = choice
             if choice.multi_class == OVR:
                 self.multi_class_ = OVR
@@ -207,9 +258,9 @@ class MultinomialClassifierMixin:
         self.multi_class_ = MULTINOMIAL
         self._multinomial_n_classes = n_classes
         self._mechanism_choice = None
-        self.mechanism_ = MULTINOMIAL_OBJECTIVE
+        self.mechanism_ = mechanism
         self.alpha_ = alpha
-        params = params._replace(mechanism=MULTINOMIAL_OBJECTIVE, alpha=alpha, calibration=calibration)
+        params = params._replace(mechanism=mechanism, alpha=alpha, calibration=calibration)
         if check_budget:
             self._check_multinomial_budget(params, problem)
         return params
@@ -219,7 +270,8 @@ class MultinomialClassifierMixin:
         from dperm.validation import check_budget_for_data
 
         check_budget_for_data(params.epsilon, params.delta, problem.n_samples)
-        ratio = _multinomial_score(problem, params.epsilon, params.tol, params.calibration)
+        ratio = _multinomial_score(problem, params.epsilon, params.tol, params.calibration,
+                                   params.mechanism)
         if ratio >= SWAMPED_RATIO:
             raise NoiseSwampsSignalError(
                 f"epsilon={params.epsilon:g} is too small for n_samples={problem.n_samples}, "
@@ -236,17 +288,17 @@ class MultinomialClassifierMixin:
             self._multinomial_fit_distributed = False
 
     def _solve(self, X, targets, params, rng, effective_norm):
-        if params.mechanism != MULTINOMIAL_OBJECTIVE:
+        if not _is_multiclass(params.mechanism):
             return super()._solve(X, targets, params, rng, effective_norm)
         classes = targets.label_set.classes
         labels = np.searchsorted(classes, targets.y)  # y lies in the public label set (checked)
         problem = MultinomialProblem(X, labels, classes.size, params.alpha, effective_norm,
                                      sample_weight=targets.sample_weight)
-        return [MECHANISMS[MULTINOMIAL_OBJECTIVE].release(problem, params.calibration, rng, params.tol,
-                                                          params.max_iter)]
+        return [MECHANISMS[params.mechanism].release(problem, params.calibration, rng, params.tol,
+                                                     params.max_iter)]
 
     def _store(self, outputs, targets, params):
-        if params.mechanism != MULTINOMIAL_OBJECTIVE:
+        if not _is_multiclass(params.mechanism):
             return super()._store(outputs, targets, params)
         W = outputs[0].coef  # (d, K), the intercept's row last
         self.classes_ = targets.label_set.classes
@@ -258,17 +310,23 @@ class MultinomialClassifierMixin:
             self.intercept_ = np.zeros(W.shape[1])
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        if params.mechanism != MULTINOMIAL_OBJECTIVE:
+        if not _is_multiclass(params.mechanism):
             record = super()._record(outputs, params, effective_norm, n_samples, targets, engine)
         else:
+            row = MECHANISMS[params.mechanism]
             record = linear_record(
-                MECHANISMS[MULTINOMIAL_OBJECTIVE], params.calibration, params.epsilon, 0.0,
+                row, params.calibration, params.epsilon, row.delta_spent(params.delta),
                 n_problems=1, loss=MultinomialLogisticLoss(self._multinomial_n_classes),
                 data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
                 effective_norm=effective_norm, n_samples=n_samples, engine=engine,
                 label_set_public=targets.label_set.public, mechanism_choice=None)
+        reasons = [getattr(self, "_multiclass_row_choice", None) if _is_multiclass(params.mechanism)
+                   else None]
         if self._multiclass_choice is not None:
-            reason = self._multiclass_choice.reason
+            reasons.insert(0, self._multiclass_choice.reason)
+        reasons = [r for r in reasons if r]
+        if reasons:
+            reason = "; ".join(reasons)
             if record.mechanism_choice:
                 reason = f"{reason}; {record.mechanism_choice}"
             record = dataclasses.replace(record, mechanism_choice=reason)
@@ -276,7 +334,7 @@ class MultinomialClassifierMixin:
 
     def predict_proba(self, X):
         """Class probabilities: the softmax of the scores (multinomial) or normalised one-vs-rest."""
-        if getattr(self, "mechanism_", None) == MULTINOMIAL_OBJECTIVE:  # also set by load_model
+        if _is_multiclass(getattr(self, "mechanism_", None)):  # also set by load_model
             if is_dask_collection(X):
                 from dperm.scale import predict_blockwise
 
@@ -284,6 +342,12 @@ class MultinomialClassifierMixin:
                 return predict_blockwise(self, X, "decision_function").map_blocks(_softmax, dtype=np.float64)
             return _softmax(self.decision_function(X))
         return self._predict_proba_lr(X)
+
+
+def _is_multiclass(mechanism) -> bool:
+    """Whether ``mechanism`` names a multiclass row (one ``(d, K)`` model), from the table."""
+    row = MECHANISMS.get(mechanism) if isinstance(mechanism, str) else None
+    return row is not None and row.multiclass
 
 
 def _softmax(scores):

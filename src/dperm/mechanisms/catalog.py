@@ -213,10 +213,14 @@ class Mechanism:
         return self.score(problem, self.calibrate(problem, epsilon, delta, tol))
 
     def noise_norm(self, dimension: int, epsilon: float, delta: float, lipschitz: float,
-                   data_norm: float) -> float:
-        """RMS norm of the noise term (``alpha_rule="objective"`` rows), for the default alpha."""
+                   data_norm: float, **options) -> float:
+        """RMS norm of the noise term (``alpha_rule="objective"`` rows), for the default alpha.
+
+        ``options``: the caller's public sizes besides ``dimension`` (a multiclass row's
+        ``n_classes``: the Gaussian multinomial noise depends on ``K``, not only on ``d K``).
+        """
         return self.implementation.noise_norm(dimension, epsilon, delta, lipschitz, data_norm,
-                                              **dict(self.options))
+                                              **dict(self.options), **options)
 
     def run(self, problem, epsilon, delta, rng, tol, max_iter, accountant=None, **options):
         """The checked entry of the standalone mechanism: check, calibrate, spend, release.
@@ -325,6 +329,20 @@ MECHANISMS: dict[str, Mechanism] = {
             "multinomial logistic loss of K classes: noise shift 2 sqrt(2) R, Jacobian term (K - 1) "
             "log(1 + R^2 / (K n alpha)) (docs/design/multinomial.md); " + _AMP,
             module="dperm.mechanisms.multinomial_objective", entry="multinomial_objective_perturbation",
+            alpha_rule="objective", auto_candidate=False, losses=("multinomial_logistic",),
+            multiclass=True),
+        Mechanism(
+            "gaussian_multinomial_objective", uses_delta=True, needs_curvature=True,
+            summary="Gaussian multinomial objective perturbation, (epsilon, delta)-DP, one (d, K) "
+            "discrete Gaussian noise matrix at the whole budget; multiclass logistic only",
+            reference="dperm's derivation (docs/design/gaussian_multinomial.md): the GLM Gaussian "
+            "calibration (docs/design/gaussian_objective.md, after Redberg, Koskela & Wang 2023) "
+            "carried to the multinomial logistic loss of K classes: noise shift 2 sqrt(2) R, "
+            "Jacobian term (K - 1) log(1 + R^2 / (K n alpha)) (docs/design/multinomial.md), "
+            "projection tail 2 K (K - 1) e^(-t^2/2); Hsu, Kakade & Zhang (2012), Thm 1; Canonne, "
+            "Kamath & Steinke (2020), Cor. 9; " + _AMP,
+            module="dperm.mechanisms.gaussian_multinomial_objective",
+            entry="gaussian_multinomial_objective_perturbation",
             alpha_rule="objective", auto_candidate=False, losses=("multinomial_logistic",),
             multiclass=True),
     )

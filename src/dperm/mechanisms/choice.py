@@ -224,7 +224,7 @@ def _smallest_epsilon_below(ratio: Callable[[float], float], epsilon: float) -> 
 def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.0, *,
                mechanism: str, loss, data_norm: float, feature_norm: float | None = None,
                multiplier: float | None = None, curvature_exponent: float | None = None,
-               variant: str = "auto") -> float:
+               variant: str = "auto", noise_options: dict | None = None) -> float:
     """``alpha="auto"`` for the mechanism ``mechanism``: :func:`dperm.privacy.alpha.default_alpha`.
 
     Asks the mechanism's row for its alpha rule and, for the objective rule, the RMS
@@ -233,14 +233,17 @@ def auto_alpha(n_samples: int, dimension: int, epsilon: float, delta: float = 0.
     Trusts the numbers (the estimators checked them). Parameters as in
     :func:`~dperm.privacy.alpha.default_alpha`; ``delta`` is the fit's (the Gaussian
     mechanisms' noise depends on it); ``variant`` is the estimator's ``alpha`` string
-    (``"auto"``, or the classifiers' epsilon-monotone opt-in ``"monotone"``).
+    (``"auto"``, or the classifiers' epsilon-monotone opt-in ``"monotone"``);
+    ``noise_options``: public sizes the row's ``noise_norm`` also needs (a multiclass row's
+    ``n_classes``).
     """
     row = get_mechanism(mechanism)
     if row.alpha_rule == "none":
         raise ValueError(f"mechanism={mechanism!r} has no alpha: it chooses its own regularisation.")
     noise = None
     if row.alpha_rule == "objective":
-        noise = row.noise_norm(dimension, epsilon, delta, loss.lipschitz, data_norm)
+        noise = row.noise_norm(dimension, epsilon, delta, loss.lipschitz, data_norm,
+                               **(noise_options or {}))
     return default_alpha(n_samples, dimension, epsilon, rule=row.alpha_rule, loss=loss,
                          data_norm=data_norm, noise_norm=noise, feature_norm=feature_norm,
                          multiplier=multiplier, curvature_exponent=curvature_exponent, variant=variant)

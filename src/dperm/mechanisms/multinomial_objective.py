@@ -161,9 +161,11 @@ def expected_multinomial_perturbation(problem: MultinomialProblem, epsilon: floa
     return expected_perturbation(problem, calibrate(problem, epsilon, 0.0, tol))
 
 
-def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, data_norm: float) -> float:
+def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, data_norm: float,
+               n_classes: int | None = None) -> float:
     """RMS norm of the noise term for the default alpha: objective perturbation's
-    (:func:`dperm.mechanisms.objective.noise_norm`) for ``dimension = d K`` numbers.
+    (:func:`dperm.mechanisms.objective.noise_norm`) for ``dimension = d K`` numbers
+    (``n_classes`` is accepted and not needed: the lattice law's norm depends on ``d K`` only).
 
     The estimator asks it for one class column's share (``lipschitz = sqrt(2 / K)``, the
     lattice L2 law spreading ``E||b||^2`` evenly over the ``K`` columns):

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import math
 
-from dperm.privacy.sensitivity import SENSITIVITY_ROUNDING_MARGIN, ObjectiveSlack
+from dperm.privacy.sensitivity import (
+    SENSITIVITY_ROUNDING_MARGIN,
+    ObjectiveSlack,
+    tight_gaussian_objective_calibration,
+)
 from dperm.validation import check_positive, check_positive_int
 
 #: ``sup ||x (p - e_y)^T||_F`` per unit ``||x||`` (:data:`dperm.losses_multinomial.GRADIENT_FROBENIUS_BOUND`).
@@ -24,7 +28,9 @@ MULTINOMIAL_GRADIENT_BOUND = math.sqrt(2.0)
 __all__ = [
     "MULTINOMIAL_GRADIENT_BOUND",
     "check_n_classes",
+    "gaussian_multinomial_sigma_steps",
     "multinomial_dimension",
+    "multinomial_gaussian_tail_factor",
     "multinomial_jacobian_epsilon",
     "multinomial_noise_sensitivity",
     "multinomial_objective_slack",
@@ -111,3 +117,34 @@ def multinomial_objective_slack(epsilon: float, n_samples: int, alpha: float, n_
     extra = (data_norm**2 * (1 + SENSITIVITY_ROUNDING_MARGIN)
              / (n_classes * n_samples * math.expm1(epsilon / (2.0 * (n_classes - 1)))) - alpha)
     return ObjectiveSlack(epsilon_noise=epsilon / 2.0, extra_regularization=max(extra, 0.0))
+
+
+def multinomial_gaussian_tail_factor(n_classes: int) -> float:
+    """``2 K (K - 1)``: the constant of ``P(M > t) <= 2 K (K - 1) e^(-t^2/2)`` (Gaussian form, step G2).
+
+    The noise shift at ``W`` is ``(x' g'^T - x g^T) / h`` with ``g = p - e_y`` a convex
+    combination of the ``e_k - e_y``, so ``|<Z, x g^T>| = ||x|| |<Z^T u, g>| <= ||x||
+    max_{k < l} |w_k - w_l|`` with ``w = Z^T u`` (``u = x / ||x||``). Each
+    ``(w_k - w_l) / (sqrt(2) sigma)`` is a unit-vector projection of the independent
+    ``sigma``-subgaussian coordinates over ``sqrt(2) sigma``: 1-subgaussian, two tails
+    ``2 e^(-t^2/2)``. A union over the ``K (K - 1) / 2`` pairs and the two rows gives
+    ``2 K (K - 1)``; ``K = 2`` gives the GLM's ``4``
+    (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_delta`).
+    """
+    n_classes = check_n_classes(n_classes)
+    return 2.0 * n_classes * (n_classes - 1)
+
+
+def gaussian_multinomial_sigma_steps(span_steps: float, dimension: int, epsilon_tilde: float,
+                                     delta: float, n_classes: int) -> float:
+    """Std (grid steps) of Gaussian multinomial objective perturbation's discrete Gaussian noise.
+
+    The smallest sigma whose bound :func:`~dperm.privacy.sensitivity.tight_gaussian_objective_delta`
+    with ``tail_factor = 2 K (K - 1)`` (:func:`multinomial_gaussian_tail_factor`) meets
+    ``delta`` at ``eps~`` (:func:`~dperm.privacy.sensitivity.tight_gaussian_objective_calibration`).
+    ``span_steps = 2 sqrt(2) R / h`` (with the rounding margin), ``dimension = d K``
+    (docs/design/gaussian_multinomial.md). Trusts its inputs.
+    """
+    factor = multinomial_gaussian_tail_factor(n_classes)
+    return tight_gaussian_objective_calibration(span_steps, dimension, epsilon_tilde, delta,
+                                                tail_factor=factor)[0]

@@ -425,7 +425,8 @@ def _log_normal_tail(x: float) -> float:
 
 
 def tight_gaussian_objective_delta(sigma: float, span_steps: float, dimension: int,
-                                   epsilon_tilde: float, norm_delta: float) -> float:
+                                   epsilon_tilde: float, norm_delta: float,
+                                   tail_factor: float = 4.0) -> float:
     """The delta that float-safe Gaussian objective perturbation spends for ``eps~``.
 
     An upper bound, not the exact profile ("tight" in the name is historical).
@@ -447,6 +448,12 @@ def tight_gaussian_objective_delta(sigma: float, span_steps: float, dimension: i
     (``E[(1 - e^(eps~ - loss))_+] = int_0^inf e^-y P(loss - eps~ > y) dy``), computed in
     closed form with the normal tail. This is the 1-D Gaussian-mechanism profile argument
     of Redberg, Koskela & Wang (2023) carried to replace-one neighbours and to the grid.
+
+    ``tail_factor`` is the ``4`` of ``P(M > t) <= 4 e^(-t^2/2)`` (two directions, two
+    tails each). Multinomial logistic regression of ``K`` classes bounds ``M`` by the
+    largest of ``K (K - 1)`` such pairs (one per pair of classes and row,
+    docs/design/gaussian_multinomial.md), ``tail_factor = 2 K (K - 1)``; the closed form
+    is the same with ``4`` replaced (``K = 2`` gives 4).
     """
     check_positive(sigma, "sigma")
     root_d = math.sqrt(dimension)
@@ -454,17 +461,17 @@ def tight_gaussian_objective_delta(sigma: float, span_steps: float, dimension: i
     mu = span_steps / sigma
     kappa = q * root_d / sigma + (span_steps + root_d) ** 2 / (2.0 * sigma**2)
     c = (epsilon_tilde - kappa) / mu
-    t_star = math.sqrt(2.0 * math.log(4.0))  # where 4 e^(-t^2/2) = 1
+    t_star = math.sqrt(2.0 * math.log(tail_factor))  # where tail_factor e^(-t^2/2) = 1
     y_star = max(0.0, mu * (t_star - c))
     u_star = max(c, t_star)
-    # 4 mu e^(mu c + mu^2/2) sqrt(2 pi) P(N > u* + mu), in logs
-    log_tail = (math.log(4.0 * mu * math.sqrt(2.0 * math.pi)) + mu * c + mu * mu / 2.0
+    # tail_factor mu e^(mu c + mu^2/2) sqrt(2 pi) P(N > u* + mu), in logs
+    log_tail = (math.log(tail_factor * mu * math.sqrt(2.0 * math.pi)) + mu * c + mu * mu / 2.0
                 + _log_normal_tail(u_star + mu))
     return norm_delta + (-math.expm1(-y_star)) + math.exp(log_tail)
 
 
 def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsilon_tilde: float,
-                                         delta: float) -> tuple[float, float]:
+                                         delta: float, tail_factor: float = 4.0) -> tuple[float, float]:
     """``(sigma, norm_delta)``: the smallest std (grid steps) whose bound meets ``delta``, and its split.
 
     For each split of ``delta`` between the norm event (``norm_delta``) and the
@@ -472,6 +479,7 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
     ``sigma`` and is solved by bisection (``brentq``); the split that gives the
     smallest ``sigma`` is found by a bounded search over ``log(norm_delta / delta)``.
     Any split gives a valid guarantee, so the search only affects the noise.
+    ``tail_factor``: as in :func:`tight_gaussian_objective_delta` (4 for a GLM).
     """
     if delta == 0:
         raise ValueError("delta must be > 0 for Gaussian objective perturbation.")
@@ -482,7 +490,7 @@ def tight_gaussian_objective_calibration(span_steps: float, dimension: int, epsi
 
         def excess(log_sigma: float) -> float:
             return tight_gaussian_objective_delta(math.exp(log_sigma), span_steps, dimension,
-                                                  epsilon_tilde, norm_delta) - delta
+                                                  epsilon_tilde, norm_delta, tail_factor) - delta
 
         low = math.log(span_steps * 1e-3)
         high = math.log(span_steps * 1e3 / epsilon_tilde + dimension)
