@@ -73,7 +73,7 @@ from dperm.mechanisms.noise import BitSource, bernoulli_exp_neg, sample_discrete
 from dperm.privacy.accounting import check_accountant, check_budget_left, spend_before_fitting
 from dperm.privacy.labels import LabelSet, check_classes, resolve_label_set
 from dperm.privacy.references import REFERENCES
-from dperm.privacy.tuning_record import TuningRecord
+from dperm.privacy.tuning_record import StoppingRule, TuningRecord
 from dperm.randomness import child_generator
 from dperm.validation import (
     check_epsilon,
@@ -423,13 +423,13 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             )
 
     def _stopping(self, n_candidates):
-        """Checked ``(eta, gamma, E[K])`` of random stopping (public parameters only)."""
+        """Checked :class:`StoppingRule` ``(eta, gamma, E[K])`` of random stopping (public parameters only)."""
         shape = _check_shape(self.stopping_shape)
         mean = 10.0 * n_candidates if self.stopping_mean is None else self.stopping_mean
         if isinstance(mean, bool) or not isinstance(mean, (int, float, np.integer, np.floating)):
             raise ValueError(f"stopping_mean must be a number > 1 or None; got {mean!r}.")
         gamma = stopping_gamma(mean, shape)
-        return shape, gamma, truncated_negative_binomial_mean(gamma, shape)
+        return StoppingRule("truncated_negative_binomial", shape, gamma, truncated_negative_binomial_mean(gamma, shape))
 
     def _check_validation_fraction(self, n_rows):
         fraction = self.validation_fraction
@@ -450,7 +450,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
         if self.method != "random_stopping":
             raise ValueError(f"method must be 'alg4' or 'random_stopping'; got {self.method!r}.")
         stopping = self._stopping(n_candidates)
-        return per_repetition_epsilon(epsilon, stopping[0]), stopping
+        return per_repetition_epsilon(epsilon, stopping.shape), stopping
 
     @staticmethod
     def _mechanism_of(candidate):
@@ -573,12 +573,11 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
     def _fit_random_stopping(self, X, y, rng, candidates, classes, epsilon, per_epsilon,
                              stopping, n_validation):
         """Papernot & Steinke (2022) Thm 2: best of ``K ~ D_{eta, gamma}`` eps_Q-DP repetitions."""
-        shape, gamma, mean = stopping
         budgets = self._check_pure_candidates(candidates, classes, per_epsilon,
                                               X.shape[0] - n_validation, X.shape[1], y)
         spend_before_fitting(self.accountant, epsilon, 0.0, self._label(len(candidates)))
         bits = BitSource(rng)
-        n_repetitions = sample_truncated_negative_binomial(gamma, shape, rng)  # never released
+        n_repetitions = sample_truncated_negative_binomial(stopping.gamma, stopping.shape, rng)  # never released
         best_key, best = None, None
         for _ in range(n_repetitions):
             order = rng.permutation(X.shape[0])
@@ -602,10 +601,7 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             candidate_record=getattr(model, "privacy_", None),
             reference=REFERENCES["tuning_random_stopping"],
             method="random_stopping",
-            stopping="truncated_negative_binomial",
-            stopping_shape=shape,
-            stopping_gamma=gamma,
-            stopping_mean=mean,
+            stopping_rule=stopping,
             per_repetition_epsilon=per_epsilon,
             per_repetition_delta=0.0,
             candidate_budgets=budgets,

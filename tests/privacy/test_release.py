@@ -7,7 +7,10 @@ other than its noised outputs must be identical on both data sets: any
 difference would be an un-noised function of the private rows.
 """
 
+import json
 import warnings
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -156,3 +159,54 @@ def test_a_record_field_without_a_release_kind_is_refused():
 def test_the_policy_declares_every_fitted_attribute_kind():
     assert set(FITTED_ATTRIBUTES.values()) <= {PUBLIC, DERIVED, "noised"}
     assert "n_iter_" not in FITTED_ATTRIBUTES and "labels_clipped_" not in FITTED_ATTRIBUTES
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    epsilon: float
+    scale: float
+    internal: int  # a number the calibration needs and the record below does not show
+
+
+@privacy_record
+class _Embedding(RecordBase):
+    mechanism: str = released(PUBLIC)
+    calibration: _Calibration = released(DERIVED, embed=_Calibration,
+                                         names={"epsilon": "target_epsilon", "internal": None})
+    delta: float = released(PUBLIC, 0.0)
+    SERIALISED_ORDER: ClassVar[tuple] = ("mechanism", "delta", "scale", "target_epsilon")
+
+
+def test_an_embedded_calibration_serialises_as_the_records_keys_and_reads_back_equal():
+    """names renames (epsilon -> target_epsilon) or hides (None) a calibration's number; order is kept."""
+    record = _Embedding("m", _Calibration(1.5, 0.25, 7))
+    assert list(record.to_dict()) == ["mechanism", "delta", "scale", "target_epsilon"]
+    assert (record.target_epsilon, record.scale) == (1.5, 0.25)
+    with pytest.raises(AttributeError):
+        record.internal  # noqa: B018 - not a key of this record
+    back = _Embedding.from_dict(json.loads(record.to_json()))
+    assert back.calibration == _Calibration(1.5, 0.25, None)  # the hidden number is not recorded
+    assert back == record and hash(back) == hash(record)  # records compare by what they say
+    assert back != _Embedding("m", _Calibration(1.5, 0.5, 7))
+
+
+def test_a_serialised_order_that_drops_a_key_is_refused():
+    with pytest.raises(TypeError, match="SERIALISED_ORDER must list each serialised key once"):
+        @privacy_record
+        class Dropping(RecordBase):
+            mechanism: str = released(PUBLIC)
+            calibration: _Calibration = released(DERIVED, embed=_Calibration, names={"internal": None})
+            SERIALISED_ORDER: ClassVar[tuple] = ("mechanism", "epsilon")
+
+
+def test_the_multiparty_records_embed_their_calibrations():
+    """Every number of PSGD's calibration and view that the record shows is read from them, not copied."""
+    from dperm.multiparty import PSGDClassifier
+    from dperm.privacy.psgd import PSGDCalibration
+
+    shards = [(X, np.where(y > 0, 1, -1)) for X, y in (_neighbours(seed=1)[0], _neighbours(seed=2)[0])]
+    record = PSGDClassifier(epsilon=1.0, alpha=0.1, n_rounds=3, classes=[-1, 1], random_state=0).fit(shards).privacy_
+    assert isinstance(record.calibration, PSGDCalibration)
+    assert (record.target_epsilon, record.noise_sigma) == (record.calibration.epsilon, record.calibration.noise_sigma)
+    assert (record.coordinator_epsilon, record.composition_slack) == (record.view.epsilon, record.view.slack)
+    assert "n_features" not in record.to_dict() and record.calibration.n_features == 3

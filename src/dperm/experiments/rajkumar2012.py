@@ -717,22 +717,6 @@ def run(out_dir, *, figures=("1", "2"), runs=RUNS, n_rounds=None, n_datasets=N_D
 # ---------------------------------------------------------------------------
 # Command line: `dperm reproduce rajkumar2012`
 # ---------------------------------------------------------------------------
-def _add_reproduce_arguments(parser) -> None:
-    """Options of ``dperm reproduce rajkumar2012`` (the ``reproduce`` parser is shared with chaudhuri2011)."""
-    group = parser.add_argument_group("rajkumar2012")
-    group.add_argument("--figure1", action="store_true", help="rajkumar2012: Fig. 1 (simulated data)")
-    group.add_argument("--figure2", action="store_true", help="rajkumar2012: Fig. 2 (breast cancer)")
-    group.add_argument("--rounds", type=int, default=None,
-                       help=f"rajkumar2012: PSGD rounds T (default {N_ROUNDS['1']} for Fig. 1, "
-                            f"{N_ROUNDS['2']} for Fig. 2)")
-    group.add_argument("--datasets", type=int, default=N_DATASETS,
-                       help="rajkumar2012: simulated data sets / folds (default 5)")
-    group.add_argument("--cancer-encoding", choices=ENCODINGS, default="documented_ranges",
-                       help="rajkumar2012: breast-cancer rows (default documented_ranges)")
-    group.add_argument("--engine", choices=ENGINES, default="masked",
-                       help="rajkumar2012: secure sum (default masked, in process; flower needs dperm[multiparty])")
-
-
 def main_from_args(args) -> int:
     """Run ``dperm reproduce rajkumar2012`` from parsed arguments and print where the report is."""
     figures = [f for f, wanted in (("1", args.figure1), ("2", args.figure2)) if wanted] or ["1", "2"]

@@ -17,7 +17,6 @@ perturbation's output stage (Iyengar et al. 2019).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from fractions import Fraction
 
@@ -26,10 +25,10 @@ import numpy as np
 from dperm.losses_multinomial import MultinomialObjective
 from dperm.mechanisms._problem import MechanismCalibration, MechanismOutput
 from dperm.mechanisms.catalog import MECHANISMS
-from dperm.mechanisms.multinomial_objective import MultinomialProblem, _record_calibration
+from dperm.mechanisms.multinomial_objective import MultinomialProblem
 from dperm.mechanisms.multinomial_objective import expected_perturbation as _expected_perturbation
 from dperm.mechanisms.noise import grid_vector, release_on_grid, sample_discrete_gaussian_vector
-from dperm.mechanisms.objective import ObjectiveCalibration, amp_planned
+from dperm.mechanisms.objective import ObjectiveCalibration, amp_planned, objective_mechanism_calibration
 from dperm.privacy.multinomial import (
     MULTINOMIAL_GRADIENT_BOUND,
     gaussian_multinomial_sigma_steps,
@@ -91,7 +90,7 @@ def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: fl
     plan, solve_tol = amp_planned(
         lambda t: calibrate_gaussian_multinomial_objective(problem, epsilon, delta, t), tol,
         problem.n_samples, problem.dimension, MULTINOMIAL_GRADIENT_BOUND * problem.data_norm)
-    return dataclasses.replace(_record_calibration(problem, plan, epsilon, solve_tol), delta=delta)
+    return objective_mechanism_calibration(problem, plan, epsilon, delta, solve_tol, dimension=problem.dimension)
 
 
 def expected_perturbation(problem: MultinomialProblem, calibration: MechanismCalibration) -> float:

@@ -24,9 +24,9 @@ from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import grid_vector, release_on_grid, sample_grid_noise
 from dperm.mechanisms.objective import (
     ObjectiveCalibration,
-    amp_output_calibration,
     amp_planned,
     objective_laplace_noise,
+    objective_mechanism_calibration,
 )
 from dperm.mechanisms.objective import noise_norm as _objective_noise_norm
 from dperm.privacy.multinomial import (
@@ -121,13 +121,6 @@ def calibrate_multinomial_objective(problem: MultinomialProblem, epsilon: float,
                                 noise.noise_distribution, noise.scale_in_steps, laplace=noise)
 
 
-def _output_stage(problem: MultinomialProblem, plan: ObjectiveCalibration, tol: float):
-    """AMP's output stage for the ``d K`` released numbers: calibration, radius, sensitivity ``2 r``."""
-    regularization = problem.alpha + plan.slack.extra_regularization
-    return amp_output_calibration(problem, regularization, plan.grid, tol, plan.epsilon_output,
-                                  dimension=problem.dimension)
-
-
 def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: float) -> MechanismCalibration:
     """The row's ``calibrate``: every number the mechanism records, from public quantities of
     ``problem`` (a :class:`MultinomialProblem`, ``X`` may be ``None``); pure, spends no delta.
@@ -140,31 +133,8 @@ def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: fl
     plan, solve_tol = amp_planned(lambda t: calibrate_multinomial_objective(problem, epsilon, t), tol,
                                   problem.n_samples, problem.dimension,
                                   MULTINOMIAL_GRADIENT_BOUND * problem.data_norm)
-    return _record_calibration(problem, plan, epsilon, solve_tol)
-
-
-def _record_calibration(problem, plan: ObjectiveCalibration, epsilon: float, tol: float):
-    output, radius, sensitivity = _output_stage(problem, plan, tol)
-    return MechanismCalibration(
-        epsilon=epsilon,
-        delta=0.0,
-        epsilon_noise=plan.slack.epsilon_noise,
-        extra_regularization=plan.slack.extra_regularization,
-        noise_distribution=plan.noise_distribution,
-        noise_scale=plan.noise_scale,
-        noise_grid=plan.grid,
-        sensitivity=None,
-        solution_radius_allowance=radius,
-        lipschitz=MULTINOMIAL_GRADIENT_BOUND,
-        output_epsilon=plan.epsilon_output,
-        output_noise_scale=output.noise_scale,
-        output_grid=output.step,
-        output_noise_distribution=output.noise_distribution,
-        output_sensitivity=sensitivity,
-        solve_tol=tol,
-        noise_law=plan,
-        output_noise_law=output,
-    )
+    # AMP's output stage for the d K released numbers; L = sqrt(2), the gradient's Frobenius bound
+    return objective_mechanism_calibration(problem, plan, epsilon, 0.0, solve_tol, dimension=problem.dimension)
 
 
 def multinomial_objective_calibration(problem: MultinomialProblem, epsilon: float, delta: float,

@@ -317,11 +317,14 @@ def perturb_and_release(problem: ERMProblem, calibration: MechanismCalibration, 
 
 
 def objective_mechanism_calibration(problem, plan: ObjectiveCalibration, epsilon: float,
-                                    delta: float, tol: float) -> MechanismCalibration:
-    """What an objective mechanism releases with and records: ``plan`` and AMP's output stage."""
+                                    delta: float, tol: float, *, dimension: int | None = None) -> MechanismCalibration:
+    """What an objective mechanism releases with and records: ``plan`` and AMP's output stage.
+
+    ``dimension``: the number of released values (default ``d``; ``d K`` for the multinomial model).
+    """
     slack = plan.slack
     output, radius, sensitivity = amp_output_calibration(
-        problem, problem.alpha + slack.extra_regularization, plan.grid, tol, plan.epsilon_output)
+        problem, problem.alpha + slack.extra_regularization, plan.grid, tol, plan.epsilon_output, dimension)
     return MechanismCalibration(
         epsilon=epsilon,
         delta=delta,

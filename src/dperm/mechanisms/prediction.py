@@ -23,6 +23,7 @@ from dperm.catalog import loss_names
 from dperm.kernels import PAIR_MAP_KAPPA, get_kernel
 from dperm.mechanisms.noise import GridCalibration, discrete_laplace_calibration, release_on_grid
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION
+from dperm.privacy.prediction_calibration import PredictionCalibration
 from dperm.privacy.sensitivity import SQUARED_NORM_GAMMA, lambda_from_alpha, lipschitz_loss_sensitivity
 from dperm.solvers.kernel import fit_kernel_model
 from dperm.validation import check_epsilon, check_positive
@@ -128,36 +129,6 @@ def answer_queries(values: np.ndarray, calibration: GridCalibration, rng: np.ran
 # ---------------------------------------------------------------------------
 # The mechanism: calibrate from public inputs, solve, keep the model secret
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class PredictionCalibration:
-    """The calibration of one private predictor; every field is a function of public inputs.
-
-    Attributes
-    ----------
-    kappa, lam, strong_convexity, lipschitz : float
-        ``kappa``, ``lambda = alpha / 2``, ``gamma = 2`` and ``C_L`` of 000 Prop. 1.
-    sensitivity : float
-        ``B_Delta`` (:func:`prediction_sensitivity`).
-    radius_allowance : float
-        The RKHS radius ``r`` the solve must certify (:func:`solution_radius_allowance`).
-    calibrated_sensitivity : float
-        ``B_Delta + 2 kappa r`` (:func:`_calibrated_prediction_sensitivity`).
-    epsilon_per_query : float
-    noise : GridCalibration
-        Grid and discrete Laplace scale of one answer (:func:`prediction_noise_calibration`).
-    """
-
-    kappa: float
-    lam: float
-    strong_convexity: float
-    lipschitz: float
-    sensitivity: float
-    radius_allowance: float
-    calibrated_sensitivity: float
-    epsilon_per_query: float
-    noise: GridCalibration
-
-
 def path_kappa(kernel: str, solver: str) -> float:
     """``kappa = sup_x sqrt(K(x, x))`` of the kernel the solver path minimises over.
 
@@ -180,11 +151,11 @@ def calibrate_prediction(loss, alpha: float, m: int, epsilon_per_query: float,
     sensitivity = prediction_sensitivity(kappa, lipschitz, lam, m, SQUARED_NORM_GAMMA)
     radius = solution_radius_allowance(loss, sensitivity, kappa)
     calibrated = _calibrated_prediction_sensitivity(sensitivity, kappa, radius)
+    noise = prediction_noise_calibration(calibrated, epsilon_per_query)
     return PredictionCalibration(
         kappa=kappa, lam=lam, strong_convexity=SQUARED_NORM_GAMMA, lipschitz=lipschitz,
         sensitivity=sensitivity, radius_allowance=radius, calibrated_sensitivity=calibrated,
-        epsilon_per_query=epsilon_per_query,
-        noise=prediction_noise_calibration(calibrated, epsilon_per_query),
+        epsilon_per_query=epsilon_per_query, noise_scale=noise.noise_scale, noise_grid=noise.step, noise=noise,
     )
 
 

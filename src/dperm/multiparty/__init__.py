@@ -48,7 +48,7 @@ _PUBLIC = {
     "GradientSumNetwork": "dperm.multiparty.protocol",
     "InProcessNetwork": "dperm.multiparty.protocol",
     "InProcessNewtonNetwork": "dperm.multiparty.newton",
-    "LocalAggregationCalibration": "dperm.multiparty.baselines",
+    "LocalAggregationCalibration": "dperm.privacy.local_aggregation",
     "LocalAggregationClassifier": "dperm.multiparty.estimator",
     "LocalAggregationPrivacyRecord": "dperm.privacy.multiparty_record",
     "LocalAggregationResult": "dperm.multiparty.baselines",

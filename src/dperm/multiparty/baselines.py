@@ -35,6 +35,7 @@ from dperm.exceptions import CalibrationRefusedError
 from dperm.mechanisms.noise import discrete_laplace_calibration, round_to_grid
 from dperm.multiparty.privacy import CALIBRATION_RTOL, discrete_laplace_tail_bound
 from dperm.multiparty.secure_sum import clipping_range_for, summarise_reports
+from dperm.privacy.local_aggregation import LocalAggregationCalibration
 from dperm.privacy.multiparty_record import LocalAggregationPrivacyRecord
 from dperm.privacy.psgd import PartyFloor
 from dperm.privacy.references import REFERENCES
@@ -44,7 +45,7 @@ from dperm.validation import check_epsilon, check_positive, check_positive_int, 
 __all__ = [
     "CLIPPING_TAIL_PROBABILITY", "LocalAggregationCalibration", "LocalAggregationResult",
     "calibrate_local_aggregation", "check_local_aggregation_calibration", "local_aggregation",
-    "local_aggregation_clipping_range",
+    "local_aggregation_clipping_range", "release_grid",
 ]
 
 #: Probability that the noise pushes a coordinate past the public bound of
@@ -52,53 +53,9 @@ __all__ = [
 CLIPPING_TAIL_PROBABILITY = 1e-9
 
 
-@dataclass(frozen=True)
-class LocalAggregationCalibration:
-    """Public numbers of one local-aggregation release (004 eq. 5, paper note 12).
-
-    Attributes
-    ----------
-    epsilon : float
-    alpha : float
-        ``lambda`` of every local objective (004 eq. 4).
-    n_samples_by_party : tuple of int
-    n_min : int
-    n_features : int
-    lipschitz, data_norm : float
-    tol : float
-        Gradient-norm tolerance of each local solve.
-    solution_radius_allowance : float
-        ``r = tol / alpha``: a solve with ``||grad J_k|| <= tol`` is within
-        ``r`` of the exact minimiser (strong convexity), as in
-        :func:`dperm.mechanisms.output.solution_radius_allowance`.
-    sensitivity : float
-    noise_scale : float
-        Per-coordinate discrete Laplace scale ``g k / epsilon``
-        (:func:`~dperm.mechanisms.noise.discrete_laplace_calibration` for
-        ``sensitivity``): the float-safe form of 004 eq. 2's ``sensitivity / epsilon``.
-    noise_grid : float
-        ``g``: every contribution is rounded to it; the noise is ``g`` times an integer.
-    loss : str
-    """
-
-    epsilon: float
-    alpha: float
-    n_samples_by_party: tuple
-    n_min: int
-    n_features: int
-    lipschitz: float
-    data_norm: float
-    tol: float
-    solution_radius_allowance: float
-    sensitivity: float
-    noise_scale: float
-    noise_grid: float
-    loss: str
-
-    @property
-    def grid(self):
-        """The :class:`~dperm.mechanisms.noise.GridCalibration` of the release (public inputs only)."""
-        return discrete_laplace_calibration(self.sensitivity, self.n_features, self.epsilon)
+def release_grid(calibration: LocalAggregationCalibration):
+    """The :class:`~dperm.mechanisms.noise.GridCalibration` of the release (public inputs only)."""
+    return discrete_laplace_calibration(calibration.sensitivity, calibration.n_features, calibration.epsilon)
 
 
 def calibrate_local_aggregation(
@@ -175,7 +132,7 @@ def local_aggregation_clipping_range(calibration: LocalAggregationCalibration, l
     n_parties = len(calibration.n_samples_by_party)
     local_norm = math.sqrt(2.0 * float(loss.value(0.0)) / calibration.alpha)
     local_norm += calibration.solution_radius_allowance
-    noise_bound = discrete_laplace_tail_bound(calibration.grid, CLIPPING_TAIL_PROBABILITY)
+    noise_bound = discrete_laplace_tail_bound(release_grid(calibration), CLIPPING_TAIL_PROBABILITY)
     return clipping_range_for(local_norm / n_parties + noise_bound)
 
 
@@ -200,7 +157,7 @@ def _party_contribution(party, calibration, max_iter, add_noise: bool):
     # every party rounds to the public grid g, so the sum of the centres moves by at most
     # k steps in L1 between neighbours; the noise party adds the discrete Laplace noise
     if add_noise:
-        return party.release_on_grid(contribution, calibration.grid)
+        return party.release_on_grid(contribution, release_grid(calibration))
     return round_to_grid(contribution, calibration.noise_grid)
 
 
@@ -257,25 +214,11 @@ NOTES = (
 def _record(calibration, summary) -> LocalAggregationPrivacyRecord:
     return LocalAggregationPrivacyRecord(
         mechanism="local_aggregation",
-        epsilon=calibration.epsilon,
-        delta=0.0,
-        sensitivity=calibration.sensitivity,
-        noise_distribution="discrete-laplace",
-        noise_scale=calibration.noise_scale,
-        noise_grid=calibration.noise_grid,
+        calibration=calibration,
         coordinator_epsilon=calibration.epsilon,
-        coordinator_delta=0.0,
         n_parties=len(calibration.n_samples_by_party),
         n_samples=sum(calibration.n_samples_by_party),
-        n_min=calibration.n_min,
-        n_samples_by_party=calibration.n_samples_by_party,
-        data_norm=calibration.data_norm,
-        lipschitz=calibration.lipschitz,
-        alpha=calibration.alpha,
-        tol=calibration.tol,
-        solution_radius_allowance=calibration.solution_radius_allowance,
         secure_sum=summary,
-        loss=calibration.loss,
         reference=REFERENCES["local_aggregation"],
         notes=NOTES,
     )

@@ -649,19 +649,12 @@ def newton_record(result):
     calibration = result.calibration
     headline = newton_guarantee(calibration)
     return NewtonPrivacyRecord(
-        mechanism="multiparty_newton", epsilon=headline["epsilon"], delta=headline["delta"],
-        target_epsilon=calibration.epsilon, target_delta=calibration.delta, rdp_epsilon=calibration.rdp_epsilon,
-        rdp_delta=calibration.rdp_delta, range_delta=calibration.range_delta,
+        mechanism="multiparty_newton", epsilon=headline["epsilon"], delta=headline["delta"], calibration=calibration,
         collusion_epsilon=headline["collusion_epsilon"], noise="distributed-discrete-gaussian",
-        noise_multiplier=calibration.noise_multiplier, party_noise_std=calibration.party_noise_std,
-        gradient_noise_std=calibration.gradient_noise_std, hessian_noise_std=calibration.hessian_noise_std,
-        gradient_share=calibration.gradient_share, gradient_sensitivity=calibration.gradient_sensitivity,
-        hessian_sensitivity=calibration.hessian_sensitivity, grid_step=calibration.grid_step,
-        dimension=calibration.dimension, n_rounds=calibration.n_rounds, n_parties=calibration.n_parties,
-        n_samples=calibration.n_samples, n_samples_by_party=tuple(result.n_samples_by_party),
-        data_norm=calibration.data_norm, lipschitz=calibration.lipschitz, curvature=calibration.curvature,
-        alpha=calibration.alpha, loss=calibration.loss, secure_sum=newton_summary(result),
-        accountant="RDP (KLS 2021 Thm 1; dp-accounting's RDP-to-DP conversion)", reference=REFERENCES["newton"],
+        party_noise_std=calibration.party_noise_std, gradient_noise_std=calibration.gradient_noise_std,
+        hessian_noise_std=calibration.hessian_noise_std, n_samples_by_party=tuple(result.n_samples_by_party),
+        secure_sum=newton_summary(result), accountant="RDP (KLS 2021 Thm 1; dp-accounting's RDP-to-DP conversion)",
+        reference=REFERENCES["newton"],
         collusion=collusion_guarantee(calibration),
         notes=(
             f"The guarantee assumes the coordinator learns only the secure sum and the noise of at most "

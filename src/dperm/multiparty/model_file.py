@@ -54,6 +54,7 @@ import numpy as np
 from dperm.model_io import ModelFormat, finite_array, register_format
 from dperm.multiparty.estimator import MULTIPARTY_LOSSES, NewtonClassifier, PSGDClassifier
 from dperm.privacy.multiparty_record import PSGDPrivacyRecord, SecureSumSummary
+from dperm.privacy.release import RecordBase
 from dperm.tabular import TABULAR_ROW_NORM_MODES, RawNumericColumn, TableCellError, TabularSpec
 
 __all__ = [
@@ -323,34 +324,41 @@ _TYPE_CHECKS = {
 }
 
 
+def _field_keys(cls) -> dict:
+    """``{key: (declared field, required)}`` of a record's serialised keys or a plain dataclass's fields."""
+    if issubclass(cls, RecordBase):
+        declared = {field.name: field for field in fields(cls)}
+        keys = {}
+        for key, (name, inner, required) in cls._serialised_keys().items():
+            field = declared[name] if inner is None else declared[name].metadata["embed"].__dataclass_fields__[inner]
+            keys[key] = (field, required or name == "collusion")  # files state every collusion key
+        return keys
+    return {field.name: (field, field.default is MISSING and field.default_factory is MISSING)
+            for field in fields(cls)}
+
+
 def _dataclass_from_dict(cls, data, where):
     if not isinstance(data, dict):
         raise ValueError(f"'{where}' must be an object.")
-    embedded = {field.name: [inner.name for inner in fields(field.metadata["embed"])]
-                for field in fields(cls) if field.metadata.get("embed") is not None}
-    names = {field.name for field in fields(cls) if field.name not in embedded}
-    names |= {inner for inners in embedded.values() for inner in inners}
-    required = {field.name for field in fields(cls)
-                if field.default is MISSING and field.default_factory is MISSING and field.name not in embedded}
-    required |= {inner for inners in embedded.values() for inner in inners}
-    missing, unknown = sorted(required - set(data)), sorted(set(data) - names)
+    keys = _field_keys(cls)
+    required = {key for key, (_, needed) in keys.items() if needed}
+    missing, unknown = sorted(required - set(data)), sorted(set(data) - set(keys))
     if missing or unknown:
         raise ValueError(f"'{where}' has missing fields {missing} and unknown fields {unknown}.")
-    values = {key: value for key, value in data.items()
-              if not any(key in inners for inners in embedded.values())}
-    if "collusion" in embedded:
-        values["collusion"] = _collusion_from_dict(data, where)
-    for field in fields(cls):
-        check = _TYPE_CHECKS.get(field.type)  # annotations are strings (postponed evaluation)
-        if check is not None and field.name in values and not check(values[field.name]):
-            raise ValueError(f"'{where}.{field.name}' must be of type {field.type}; got {values[field.name]!r}.")
-    if hasattr(cls, "__dataclass_fields__") and "secure_sum" in cls.__dataclass_fields__:
-        values["secure_sum"] = _dataclass_from_dict(SecureSumSummary, data["secure_sum"], f"{where}.secure_sum")
-        for name in ("n_samples_by_party", "notes"):
-            if not isinstance(values[name], list):
-                raise ValueError(f"'{where}.{name}' must be a list.")
-            values[name] = tuple(values[name])
-    return cls(**values)
+    if issubclass(cls, RecordBase):
+        _collusion_from_dict(data, where)  # checked first, with its own messages
+    for key, value in data.items():
+        check = _TYPE_CHECKS.get(keys[key][0].type)  # annotations are strings (postponed evaluation)
+        if check is not None and not check(value):
+            raise ValueError(f"'{where}.{key}' must be of type {keys[key][0].type}; got {value!r}.")
+    if not issubclass(cls, RecordBase):
+        return cls(**data)
+    values = dict(data)
+    values["secure_sum"] = _dataclass_from_dict(SecureSumSummary, data["secure_sum"], f"{where}.secure_sum")
+    for name in ("n_samples_by_party", "notes"):
+        if not isinstance(values[name], list):
+            raise ValueError(f"'{where}.{name}' must be a list.")
+    return cls.from_dict(values)
 
 
 def model_from_document(document):

@@ -16,6 +16,7 @@ from dataclasses import asdict
 
 from dperm.catalog import loss_names
 from dperm.exceptions import CalibrationRefusedError
+from dperm.multiparty.privacy import CALIBRATION_RTOL  # one tolerance for every party's check
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD, check_collusion_threshold
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
 from dperm.privacy.psgd import PartyFloor, check_collusion_floor, check_open_delta
@@ -26,8 +27,6 @@ __all__ = [
     "check_newton_calibration",
 ]
 
-#: Relative tolerance of a party's comparison of announced and recomputed numbers.
-CALIBRATION_RTOL = 1e-9
 #: Default share of each round's privacy loss spent on the gradient (the rest on the Hessian):
 #: the noisy Newton iteration's fixed point depends on the gradient only, the Hessian sets its speed.
 DEFAULT_GRADIENT_SHARE = 0.75

@@ -238,11 +238,6 @@ def party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorVie
     reaching exactly this at ``T`` rounds (with ``coordinator_accountant="pld"``
     dp-accounting's RDP conversion, a little more: that module's note).
     """
-    return _party_view(recomputed, floor)
-
-
-def _party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
-    """The view's guarantee as the party computes it: at its own ``max_delta`` as slack (004's scheme)."""
     if recomputed.coordinator_dp:
         return coordinator_view_gaussian(recomputed)
     return coordinator_view_guarantee(recomputed.round_epsilon, recomputed.n_rounds, floor.max_delta)
@@ -305,7 +300,7 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
     if problem is not None:
         _refuse(party_id, f"its public inputs are invalid ({problem})")
     _compare(announced, recomputed, party_id)
-    view = _party_view(recomputed, floor)
+    view = party_view(recomputed, floor)
     if view.epsilon > floor.max_epsilon or view.delta > floor.max_delta:
         _refuse(party_id, f"the coordinator's view over its {announced.n_rounds} rounds with "
                           f"{recomputed.collusion_threshold} colluding parties, hence the released "

@@ -55,7 +55,7 @@ from dperm.privacy.release import describe_guarantee
 
 __all__ = [
     "DEFAULT_COLLUSION_THRESHOLD", "CollusionGuarantee", "check_collusion_threshold", "gaussian_share_std",
-    "gaussian_share_variance", "honest_parties", "scaled_noise_multiplier",
+    "honest_parties", "scaled_noise_multiplier",
 ]
 
 #: dperm's default ``t``: the coordinator may collude with one party.
@@ -80,13 +80,8 @@ def honest_parties(n_parties: int, collusion_threshold: int) -> int:
     return int(n_parties) - int(collusion_threshold)
 
 
-def gaussian_share_variance(total_variance: float, n_parties: int, collusion_threshold: int) -> float:
-    """One party's Gaussian variance ``sigma^2 / (K - t)``: any ``K - t`` shares sum to ``N(0, sigma^2)``."""
-    return total_variance / honest_parties(n_parties, collusion_threshold)
-
-
 def gaussian_share_std(total_std: float, n_parties: int, collusion_threshold: int) -> float:
-    """One party's Gaussian std ``sigma / sqrt(K - t)`` (:func:`gaussian_share_variance`'s square root).
+    """One party's Gaussian std ``sigma / sqrt(K - t)`` so that any ``K - t`` shares sum to ``N(0, sigma^2)``.
 
     Computed as a quotient so that ``t = 0`` gives 004's ``sigma / sqrt(K)`` bit for bit.
     """

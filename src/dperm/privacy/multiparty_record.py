@@ -4,8 +4,12 @@ number behind it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from dperm.privacy.collusion import CollusionGuarantee
+from dperm.privacy.local_aggregation import LocalAggregationCalibration
+from dperm.privacy.newton import NewtonCalibration
+from dperm.privacy.psgd import CoordinatorView, PSGDCalibration
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
 
 __all__ = ["LocalAggregationPrivacyRecord", "NewtonPrivacyRecord", "PSGDPrivacyRecord", "SecureSumSummary"]
@@ -41,7 +45,19 @@ class SecureSumSummary:
     error_bound: float
 
 
-_describe = describe_guarantee
+#: The record's keys of :class:`PSGDCalibration`'s numbers (``None``: not shown by the record;
+#: the collusion threshold is the ``collusion`` field's).
+_PSGD_NAMES = {"epsilon": "target_epsilon", "delta": "target_delta", "n_features": None,
+               "coordinator_accountant": None, "collusion_threshold": None}
+#: :class:`NewtonCalibration`'s numbers the Newton record does not show.
+_NEWTON_NAMES = {"epsilon": "target_epsilon", "delta": "target_delta", **dict.fromkeys((
+    "n_features", "max_party_samples", "collusion_threshold", "gradient_scale", "hessian_scale",
+    "sensitivity_steps", "party_sigma_squared", "tau", "range_probability", "clipping_range",
+    "quantization_range", "modulus_range"))}
+#: The record's keys of :class:`CoordinatorView`'s numbers.
+_VIEW_NAMES = {"epsilon_basic": "coordinator_epsilon_basic", "delta_basic": "coordinator_delta_basic",
+               "epsilon": "coordinator_epsilon", "delta": "coordinator_delta",
+               "composition": "coordinator_composition", "slack": "composition_slack"}
 
 
 @privacy_record
@@ -71,6 +87,14 @@ class PSGDPrivacyRecord(RecordBase):
       a PLD / RDP accountant; the headline is the accountant's epsilon
       (``<= target_epsilon``) at ``target_delta``.
 
+    The run's :class:`~dperm.privacy.psgd.PSGDCalibration` is one field (``calibration``) and
+    the coordinator's view's :class:`~dperm.privacy.psgd.CoordinatorView` another (``view``);
+    their numbers read and serialise as the record's own keys below (``record.noise_sigma``;
+    the calibration's ``epsilon``, ``delta`` as ``target_epsilon``, ``target_delta``, the
+    view's as ``coordinator_*`` and ``composition_slack``), in :attr:`SERIALISED_ORDER`. The
+    calibration's ``n_features``, ``coordinator_accountant`` and ``collusion_threshold`` are
+    not keys of the record (the threshold is ``collusion``'s) and are None in a record read back.
+
     Attributes
     ----------
     mechanism : str
@@ -78,6 +102,11 @@ class PSGDPrivacyRecord(RecordBase):
     epsilon, delta : float
         Guarantee of the released classifier ``w_T``: equal to
         ``coordinator_epsilon``, ``coordinator_delta``.
+    calibration : PSGDCalibration
+        The keys up to ``n_rounds`` not from ``view``, ``n_parties``, ``n_samples``, ``data_norm``,
+        ``lipschitz``, ``curvature``, ``alpha``, ``loss`` and ``coordinator_dp`` onwards are its.
+    view : CoordinatorView
+        ``coordinator_epsilon_basic`` to ``composition_slack`` are its.
     target_epsilon, target_delta : float
         The public (epsilon, delta) the noise was calibrated for (the
         estimator's ``epsilon`` and ``delta``): 004 Thm 4.2's guarantee of the
@@ -149,51 +178,32 @@ class PSGDPrivacyRecord(RecordBase):
     mechanism: str = released(PUBLIC)
     epsilon: float = released(DERIVED)
     delta: float = released(DERIVED)
-    target_epsilon: float = released(PUBLIC)
-    target_delta: float = released(PUBLIC)
-    epsilon_tilde: float = released(DERIVED)
-    extra_regularization: float = released(DERIVED)
-    noise_sigma: float = released(DERIVED)
-    party_noise_sigma: float = released(DERIVED)
-    round_epsilon: float = released(PUBLIC)
-    round_sensitivity: float = released(DERIVED)
-    round_noise_scale: float = released(DERIVED)
-    n_rounds: int = released(PUBLIC)
-    coordinator_epsilon_basic: float = released(DERIVED)
-    coordinator_delta_basic: float = released(DERIVED)
-    coordinator_epsilon: float = released(DERIVED)
-    coordinator_delta: float = released(DERIVED)
-    coordinator_composition: str = released(PUBLIC)
-    composition_slack: float = released(PUBLIC)
-    n_parties: int = released(PUBLIC)
-    n_samples: int = released(PUBLIC)
+    calibration: PSGDCalibration = released(DERIVED, embed=PSGDCalibration, names=_PSGD_NAMES)
+    view: CoordinatorView = released(DERIVED, embed=CoordinatorView, names=_VIEW_NAMES)
     n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    curvature: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
     step_size: str = released(PUBLIC)
     secure_sum: SecureSumSummary = released(DERIVED)
     gop_equivalent: bool = released(DERIVED)
-    loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
     collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
-    coordinator_dp: bool = released(PUBLIC, False)
-    round_noise: str = released(PUBLIC, "discrete-laplace")
-    round_noise_sigma: float = released(DERIVED, 0.0)
-    noise_multiplier: float = released(DERIVED, 0.0)
-    round_delta: float = released(DERIVED, 0.0)
 
-    @property
-    def guarantee(self) -> str:
-        """The released model's proven guarantee in words (the headline)."""
-        return _describe(self.epsilon, self.delta)
+    #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "target_epsilon", "target_delta", "epsilon_tilde",
+        "extra_regularization", "noise_sigma", "party_noise_sigma", "round_epsilon", "round_sensitivity",
+        "round_noise_scale", "n_rounds", "coordinator_epsilon_basic", "coordinator_delta_basic",
+        "coordinator_epsilon", "coordinator_delta", "coordinator_composition", "composition_slack",
+        "n_parties", "n_samples", "n_samples_by_party", "data_norm", "lipschitz", "curvature", "alpha",
+        "step_size", "secure_sum", "gop_equivalent", "loss", "reference", "notes", "collusion_threshold",
+        "threshold_epsilon", "threshold_delta", "epsilon_by_colluders", "coordinator_dp", "round_noise",
+        "round_noise_sigma", "noise_multiplier", "round_delta",
+    )
 
     @property
     def coordinator_guarantee(self) -> str:
         """The coordinator's-view guarantee in words."""
-        return _describe(self.coordinator_epsilon, self.coordinator_delta)
+        return describe_guarantee(self.coordinator_epsilon, self.coordinator_delta)
 
     def summary(self) -> str:
         """A readable account: the released model's guarantee first, then how it was reached."""
@@ -235,7 +245,7 @@ class PSGDPrivacyRecord(RecordBase):
             "record, as a post-processing of the coordinator's view (coordinator_dp; not 004 Thm 4.2).",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
             f"{self.coordinator_composition.upper()} accounting (target "
-            f"{_describe(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
+            f"{describe_guarantee(self.target_epsilon, self.target_delta)}; basic composition of the rounds would give "
             f"({self.coordinator_epsilon_basic:.4g}, {self.coordinator_delta_basic:g})-DP; each round "
             f"({self.round_epsilon:.4g}, {self.round_delta:.3g})-DP).",
             "Noise: per-round Gaussian (floating point, not float-safe), any "
@@ -267,10 +277,17 @@ class LocalAggregationPrivacyRecord(RecordBase):
     was calibrated to, not by what they achieved, and no clipping count is
     revealed (the noise-free contributions enter the secure sum).
 
+    The release's :class:`~dperm.privacy.local_aggregation.LocalAggregationCalibration` is one
+    field (``calibration``): ``epsilon``, ``sensitivity``, ``noise_scale``, ``noise_grid``,
+    ``n_min``, ``n_samples_by_party``, ``data_norm``, ``lipschitz``, ``alpha``, ``tol``,
+    ``solution_radius_allowance`` and ``loss`` are its numbers, read and serialised as the
+    record's own keys in :attr:`SERIALISED_ORDER` (its ``n_features`` is not a key).
+
     Attributes
     ----------
     mechanism : str
         ``"local_aggregation"``.
+    calibration : LocalAggregationCalibration
     epsilon, delta : float
         Pure ``epsilon``-DP (``delta = 0``) for the released average.
     sensitivity : float
@@ -298,36 +315,30 @@ class LocalAggregationPrivacyRecord(RecordBase):
     """
 
     mechanism: str = released(PUBLIC)
-    epsilon: float = released(DERIVED)
-    delta: float = released(DERIVED)
-    sensitivity: float = released(DERIVED)
-    noise_distribution: str = released(PUBLIC)
-    noise_scale: float = released(DERIVED)
-    noise_grid: float = released(DERIVED)
+    calibration: LocalAggregationCalibration = released(DERIVED, embed=LocalAggregationCalibration,
+                                                        names={"n_features": None})
     coordinator_epsilon: float = released(DERIVED)
-    coordinator_delta: float = released(DERIVED)
     n_parties: int = released(PUBLIC)
     n_samples: int = released(PUBLIC)
-    n_min: int = released(PUBLIC)
-    n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
-    tol: float = released(PUBLIC)
-    solution_radius_allowance: float = released(DERIVED)
     secure_sum: SecureSumSummary = released(DERIVED)
-    loss: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
+    delta: float = released(DERIVED, 0.0)
+    noise_distribution: str = released(PUBLIC, "discrete-laplace")
+    coordinator_delta: float = released(DERIVED, 0.0)
 
-    @property
-    def guarantee(self) -> str:
-        return _describe(self.epsilon, self.delta)
+    #: The serialised keys in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "sensitivity", "noise_distribution", "noise_scale", "noise_grid",
+        "coordinator_epsilon", "coordinator_delta", "n_parties", "n_samples", "n_min", "n_samples_by_party",
+        "data_norm", "lipschitz", "alpha", "tol", "solution_radius_allowance", "secure_sum", "loss",
+        "reference", "notes",
+    )
 
     def summary(self) -> str:
         lines = [
             f"Released model: {self.guarantee} (output perturbation of the average, 004 eq. 5).",
-            f"Coordinator's view: {_describe(self.coordinator_epsilon, self.coordinator_delta)} "
+            f"Coordinator's view: {describe_guarantee(self.coordinator_epsilon, self.coordinator_delta)} "
             "(one secure sum: the noisy average).",
             f"Sensitivity {self.sensitivity:.4g} = (2 L R / (n_min alpha) + 2 r) / K with n_min = "
             f"{self.n_min}, K = {self.n_parties}; discrete Laplace noise per coordinate, scale "
@@ -361,12 +372,20 @@ class NewtonPrivacyRecord(RecordBase):
     (:mod:`dperm.privacy.newton`), with the coordinator knowing the noise of
     up to ``collusion_threshold`` parties.
 
+    The run's :class:`~dperm.privacy.newton.NewtonCalibration` is one field (``calibration``);
+    the numbers below that it holds read and serialise as the record's own keys (its
+    ``epsilon``, ``delta`` as ``target_epsilon``, ``target_delta``), in :attr:`SERIALISED_ORDER`.
+    Its numbers the record never showed (the scales, the grid's variance and ``tau``, the
+    secure sum's encoding, ``n_features``, ``max_party_samples``, ``range_probability``; ``t``
+    is ``collusion``'s) are not keys and are None in a record read back.
+
     Attributes
     ----------
     mechanism : str
         ``"multiparty_newton"``.
     epsilon, delta : float
         Guarantee of the coordinator's view and of the released model.
+    calibration : NewtonCalibration
     target_epsilon, target_delta : float
         The estimator's ``epsilon`` and ``delta``.
     rdp_epsilon, rdp_delta, range_delta : float
@@ -407,40 +426,29 @@ class NewtonPrivacyRecord(RecordBase):
     mechanism: str = released(PUBLIC)
     epsilon: float = released(DERIVED)
     delta: float = released(DERIVED)
-    target_epsilon: float = released(PUBLIC)
-    target_delta: float = released(PUBLIC)
-    rdp_epsilon: float = released(DERIVED)
-    rdp_delta: float = released(DERIVED)
-    range_delta: float = released(DERIVED)
+    calibration: NewtonCalibration = released(DERIVED, embed=NewtonCalibration, names=_NEWTON_NAMES)
     collusion_epsilon: float = released(DERIVED)
     noise: str = released(PUBLIC)
-    noise_multiplier: float = released(DERIVED)
     party_noise_std: float = released(DERIVED)
     gradient_noise_std: float = released(DERIVED)
     hessian_noise_std: float = released(DERIVED)
-    gradient_share: float = released(PUBLIC)
-    gradient_sensitivity: float = released(DERIVED)
-    hessian_sensitivity: float = released(DERIVED)
-    grid_step: float = released(DERIVED)
-    dimension: int = released(PUBLIC)
-    n_rounds: int = released(PUBLIC)
-    n_parties: int = released(PUBLIC)
-    n_samples: int = released(PUBLIC)
     n_samples_by_party: tuple = released(PUBLIC)
-    data_norm: float = released(PUBLIC)
-    lipschitz: float = released(PUBLIC)
-    curvature: float = released(PUBLIC)
-    alpha: float = released(PUBLIC)
-    loss: str = released(PUBLIC)
     secure_sum: SecureSumSummary = released(DERIVED)
     accountant: str = released(PUBLIC)
     reference: str = released(PUBLIC)
     notes: tuple = released(PUBLIC)
     collusion: CollusionGuarantee = released(DERIVED, embed=CollusionGuarantee)
 
-    @property
-    def guarantee(self) -> str:
-        return _describe(self.epsilon, self.delta)
+    #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "epsilon", "delta", "target_epsilon", "target_delta", "rdp_epsilon", "rdp_delta",
+        "range_delta", "collusion_epsilon", "noise", "noise_multiplier", "party_noise_std",
+        "gradient_noise_std", "hessian_noise_std", "gradient_share", "gradient_sensitivity",
+        "hessian_sensitivity", "grid_step", "dimension", "n_rounds", "n_parties", "n_samples",
+        "n_samples_by_party", "data_norm", "lipschitz", "curvature", "alpha", "loss", "secure_sum",
+        "accountant", "reference", "notes", "collusion_threshold", "threshold_epsilon", "threshold_delta",
+        "epsilon_by_colluders",
+    )
 
     def summary(self) -> str:
         lines = [
@@ -448,7 +456,7 @@ class NewtonPrivacyRecord(RecordBase):
             "record, as a post-processing of the coordinator's view (the secure sums).",
             f"Coordinator's view: Renyi DP of the distributed discrete Gaussian, ({self.rdp_epsilon:.4g}, "
             f"{self.rdp_delta:.3g})-DP by {self.accountant}, plus {self.range_delta:.2g} for the secure-sum range "
-            f"event (target {_describe(self.target_epsilon, self.target_delta)}).",
+            f"event (target {describe_guarantee(self.target_epsilon, self.target_delta)}).",
             f"Noise: each party adds exact discrete Gaussian noise (float-safe) to its {self.dimension} packed "
             f"numbers per round; summed noise std {self.gradient_noise_std:.4g} per gradient coordinate and "
             f"{self.hessian_noise_std:.4g} per Hessian diagonal entry (noise multiplier "

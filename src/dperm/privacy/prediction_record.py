@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from dperm.privacy.accounting import TOLERANCE
+from dperm.privacy.prediction_calibration import PredictionCalibration
 from dperm.privacy.references import REFERENCES
 from dperm.privacy.release import DERIVED, PUBLIC, RecordBase, privacy_record, released
 
@@ -23,13 +25,19 @@ class PredictionPrivacyRecord(RecordBase):
     """What each answer of a :class:`~dperm.PrivatePredictor` guarantees, and its calibration.
 
     Every field is a public input or derived from public inputs
-    (:mod:`dperm.privacy.release`).
+    (:mod:`dperm.privacy.release`). The predictor's
+    :class:`~dperm.privacy.prediction_calibration.PredictionCalibration` is one field
+    (``calibration``): ``lam`` to ``lipschitz``, ``sensitivity`` to ``epsilon_per_query``,
+    ``noise_scale`` and ``noise_grid`` are its numbers (its ``radius_allowance`` under the key
+    ``solution_radius_allowance``), read and serialised as the record's own keys in
+    :attr:`SERIALISED_ORDER`.
 
     Attributes
     ----------
     mechanism : str
         ``"private_prediction"``.
     kernel, kernel_gamma, loss, alpha : as given
+    calibration : PredictionCalibration
     lam : float
         ``lambda = alpha / 2`` of 000 (paper note 7).
     strong_convexity : float
@@ -72,20 +80,12 @@ class PredictionPrivacyRecord(RecordBase):
     kernel_gamma: float = released(PUBLIC)
     loss: str = released(PUBLIC)
     alpha: float = released(PUBLIC)
-    lam: float = released(DERIVED)
-    strong_convexity: float = released(PUBLIC)
-    kappa: float = released(PUBLIC)
-    lipschitz: float = released(DERIVED)
+    calibration: PredictionCalibration = released(
+        DERIVED, embed=PredictionCalibration, names={"radius_allowance": "solution_radius_allowance"})
     y_bound: float | None = released(PUBLIC)
     n_samples: int = released(PUBLIC)
-    sensitivity: float = released(DERIVED)
-    solution_radius_allowance: float = released(DERIVED)
-    calibrated_sensitivity: float = released(DERIVED)
-    epsilon_per_query: float = released(PUBLIC)
     epsilon_total: float = released(PUBLIC)
-    noise_distribution: str = released(PUBLIC)
-    noise_scale: float = released(DERIVED)
-    noise_grid: float = released(DERIVED)
+    noise_distribution: str = released(PUBLIC, "discrete-laplace")
     solver: str = released(DERIVED, "exact")
     n_components: int | None = released(PUBLIC, None)
     feature_seed: int | None = released(PUBLIC, None)
@@ -93,6 +93,15 @@ class PredictionPrivacyRecord(RecordBase):
     protects: str = released(PUBLIC, PROTECTS)
     reference: str = released(PUBLIC, REFERENCES["private_prediction"])
     label_set_public: bool = released(PUBLIC, True)
+
+    #: The serialised keys in the order records always had.
+    SERIALISED_ORDER: ClassVar[tuple] = (
+        "mechanism", "kernel", "kernel_gamma", "loss", "alpha", "lam", "strong_convexity", "kappa",
+        "lipschitz", "y_bound", "n_samples", "sensitivity", "solution_radius_allowance",
+        "calibrated_sensitivity", "epsilon_per_query", "epsilon_total", "noise_distribution",
+        "noise_scale", "noise_grid", "solver", "n_components", "feature_seed", "max_memory_gb",
+        "protects", "reference", "label_set_public",
+    )
 
     def summary(self) -> str:
         """A readable account of the calibration."""
@@ -131,21 +140,14 @@ def prediction_record(calibration, *, kernel, kernel_gamma, loss, alpha, y_bound
                       max_memory_gb=None) -> PredictionPrivacyRecord:
     """The :class:`PredictionPrivacyRecord` of a fit from its public calibration and public inputs.
 
-    ``calibration`` is a :class:`dperm.mechanisms.prediction.PredictionCalibration`;
-    only its fields (all functions of public inputs) are copied. ``n_components``
-    and ``feature_seed`` are recorded on the features path only.
+    ``calibration`` is the fit's :class:`~dperm.privacy.prediction_calibration.PredictionCalibration`
+    (a function of public inputs), embedded as one field. ``n_components`` and
+    ``feature_seed`` are recorded on the features path only.
     """
     features = solver == "features"
     return PredictionPrivacyRecord(
-        mechanism="private_prediction", kernel=kernel, kernel_gamma=kernel_gamma, loss=loss,
-        alpha=alpha, lam=calibration.lam, strong_convexity=calibration.strong_convexity,
-        kappa=calibration.kappa, lipschitz=calibration.lipschitz, y_bound=y_bound,
-        n_samples=n_samples, sensitivity=calibration.sensitivity,
-        solution_radius_allowance=calibration.radius_allowance,
-        calibrated_sensitivity=calibration.calibrated_sensitivity,
-        epsilon_per_query=calibration.epsilon_per_query, epsilon_total=epsilon_total,
-        noise_distribution="discrete-laplace", noise_scale=calibration.noise.noise_scale,
-        noise_grid=calibration.noise.step, label_set_public=label_set_public, solver=solver,
-        n_components=n_components if features else None,
+        mechanism="private_prediction", kernel=kernel, kernel_gamma=kernel_gamma, loss=loss, alpha=alpha,
+        calibration=calibration, y_bound=y_bound, n_samples=n_samples, epsilon_total=epsilon_total,
+        label_set_public=label_set_public, solver=solver, n_components=n_components if features else None,
         feature_seed=int(feature_seed) if features else None, max_memory_gb=max_memory_gb,
     )

@@ -92,7 +92,9 @@ def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=Non
     field; it serialises as its own serialised fields (those without
     ``metadata={"serialised": False}``), each under the record's key ``names.get(name, name)``,
     and reads back the same way (:meth:`RecordBase.to_dict`, :meth:`RecordBase.from_dict`).
-    The record's attribute of that key reads the embedded field.
+    The record's attribute of that key reads the embedded field. A name mapped to ``None`` is
+    not part of this record (a number the calibration needs and the record never showed, such
+    as PSGD's ``n_features``): not serialised, and ``None`` in a record read back.
     """
     if kind not in KINDS:
         raise ValueError(f"release kind must be one of {KINDS}; got {kind!r}.")
@@ -104,8 +106,15 @@ def released(kind: str, default=MISSING, *, doc: str = "", embed=None, names=Non
 
 
 def release_kinds(record_or_class) -> dict[str, str]:
-    """``{field name: kind}`` of a record class or instance."""
-    return {f.name: f.metadata["release"] for f in dataclasses.fields(record_or_class)}
+    """``{field name: kind}`` of a record class or instance, and ``{serialised key: kind}``.
+
+    A key of an embedded calibration (``noise_scale`` of ``calibration``) has its field's kind.
+    """
+    kinds = {f.name: f.metadata["release"] for f in dataclasses.fields(record_or_class)}
+    cls = record_or_class if isinstance(record_or_class, type) else type(record_or_class)
+    if issubclass(cls, RecordBase):
+        kinds.update({key: kinds[field] for key, (field, _, _) in cls._serialised_keys().items()})
+    return kinds
 
 
 def privacy_record(cls):
@@ -113,13 +122,15 @@ def privacy_record(cls):
 
     Raises ``TypeError`` at import time for a field without :func:`released`.
     """
-    cls = dataclasses.dataclass(frozen=True)(cls)
+    cls = dataclasses.dataclass(frozen=True, eq=False)(cls)  # equality: RecordBase.__eq__
     undeclared = [f.name for f in dataclasses.fields(cls) if f.metadata.get("release") not in KINDS]
     if undeclared:
         raise TypeError(
             f"{cls.__name__} has fields {undeclared} without a release kind; declare each with "
             "dperm.privacy.release.released(PUBLIC | NOISED | DERIVED)."
         )
+    if issubclass(cls, RecordBase):
+        cls._serialised_keys()  # refuses a SERIALISED_ORDER that drops or repeats a key
     return cls
 
 
@@ -151,10 +162,13 @@ class RecordBase:
                 keys[f.name] = (f.name, None, _required(f))
                 continue
             for inner in dataclasses.fields(embed):
-                if inner.metadata.get("serialised", True):
-                    key = f.metadata["names"].get(inner.name, inner.name)
+                key = f.metadata["names"].get(inner.name, inner.name)
+                if inner.metadata.get("serialised", True) and key is not None:
                     keys[key] = (f.name, inner.name, _required(f) and _required(inner))
         if cls.SERIALISED_ORDER:
+            if sorted(cls.SERIALISED_ORDER) != sorted(keys):
+                raise TypeError(f"{cls.__name__}.SERIALISED_ORDER must list each serialised key once; "
+                                f"it has {sorted(cls.SERIALISED_ORDER)}, the fields give {sorted(keys)}.")
             keys = {key: keys[key] for key in cls.SERIALISED_ORDER}
         return keys
 
@@ -209,11 +223,31 @@ class RecordBase:
                     embedded.setdefault(name, {})[inner] = value
         for f in dataclasses.fields(cls):
             if f.name in embedded:
-                values[f.name] = f.metadata["embed"](**embedded[f.name])
+                unrecorded = {name: None for name, key in f.metadata["names"].items() if key is None}
+                values[f.name] = f.metadata["embed"](**unrecorded, **embedded[f.name])
         return cls(**values)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    @property
+    def guarantee(self) -> str:
+        """The headline ``(epsilon, delta)`` in words, e.g. ``"0.1-DP (pure epsilon-differential privacy)"``."""
+        return describe_guarantee(self.epsilon, self.delta)
+
+    def __eq__(self, other):
+        """Records are equal when they say the same: same class, same serialised keys and values.
+
+        An embedded calibration's numbers that the record does not show (``names`` to None,
+        its unserialised laws) are not compared, so a record read back from a model file
+        equals the one written.
+        """
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    def __hash__(self):
+        return hash(repr(self.to_dict()))
 
     def __str__(self) -> str:
         return self.summary()

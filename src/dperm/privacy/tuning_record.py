@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
-from dperm.privacy.references import REFERENCES
-from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
+from dataclasses import dataclass
 
-__all__ = ["TuningRecord"]
+from dperm.privacy.references import REFERENCES
+from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, privacy_record, released
+
+__all__ = ["NO_STOPPING", "StoppingRule", "TuningRecord"]
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """The public law of random stopping's number of repetitions ``K`` (Papernot & Steinke 2022, Thm 2).
+
+    Attributes
+    ----------
+    distribution : str
+        ``"truncated_negative_binomial"``, or ``""`` (003 Alg. 4: no random stopping).
+    shape, gamma, mean : float or None
+        ``eta``, ``gamma`` of ``D_{eta, gamma}`` and its mean ``E[K]``; None for Alg. 4.
+    """
+
+    distribution: str = ""
+    shape: float | None = None
+    gamma: float | None = None
+    mean: float | None = None
+
+
+#: Alg. 4's (no random stopping).
+NO_STOPPING = StoppingRule()
 
 
 @privacy_record
@@ -31,12 +55,11 @@ class TuningRecord(RecordBase):
     reference : str
     method : str
         ``"alg4"`` or ``"random_stopping"``.
-    stopping : str
-        ``"truncated_negative_binomial"`` (random stopping) or ``""`` (Alg. 4).
-    stopping_shape, stopping_gamma, stopping_mean : float or None
-        The public parameters ``eta``, ``gamma`` of the distribution of the
-        number of repetitions ``K`` and its mean ``E[K]``. ``K`` itself is not
-        released.
+    stopping_rule : StoppingRule
+        One field, serialised as the keys ``stopping`` (``"truncated_negative_binomial"``
+        for random stopping, ``""`` for Alg. 4), ``stopping_shape``, ``stopping_gamma`` and
+        ``stopping_mean``: the public parameters ``eta``, ``gamma`` of the distribution of
+        the number of repetitions ``K`` and its mean ``E[K]``. ``K`` itself is not released.
     per_repetition_epsilon, per_repetition_delta : float
         The guarantee of one repetition (train + noisy validation count);
         Alg. 4: of each candidate and of the selection.
@@ -57,17 +80,11 @@ class TuningRecord(RecordBase):
     candidate_record: object = released(DERIVED)
     reference: str = released(PUBLIC, REFERENCES["tuning_alg4"])
     method: str = released(PUBLIC, "alg4")
-    stopping: str = released(PUBLIC, "")
-    stopping_shape: float | None = released(PUBLIC, None)
-    stopping_gamma: float | None = released(DERIVED, None)
-    stopping_mean: float | None = released(DERIVED, None)
+    stopping_rule: StoppingRule = released(DERIVED, NO_STOPPING, embed=StoppingRule, names={
+        "distribution": "stopping", "shape": "stopping_shape", "gamma": "stopping_gamma", "mean": "stopping_mean"})
     per_repetition_epsilon: float | None = released(DERIVED, None)
     per_repetition_delta: float | None = released(DERIVED, None)
     candidate_budgets: tuple = released(DERIVED, ())
-
-    @property
-    def guarantee(self) -> str:
-        return describe_guarantee(self.epsilon, self.delta)
 
     @property
     def label_set_public(self):
