@@ -138,6 +138,17 @@ def test_share_rule_is_public_bounded_and_falls_with_n_epsilon():
             assert calibration.noise_scale == pytest.approx(2 / calibration.epsilon)
 
 
+def test_split_never_spends_more_than_epsilon_in_floating_point():
+    """``(eps - eps_c) + eps_c`` exceeds ``eps`` by one ulp for many floats: the split steps down."""
+    naive_over = 0
+    for eps in np.linspace(0.01, 10, 997):
+        for share in (0.05, 0.1, 0.13, 0.2, 0.3):
+            calibration = fallback_calibration(1000, 2, float(eps), share=share)
+            naive_over += (float(eps) - calibration.epsilon) + calibration.epsilon > float(eps)
+            assert split_epsilon(float(eps), calibration) + calibration.epsilon <= float(eps)
+    assert naive_over > 0  # the case the step guards against does occur
+
+
 def test_bad_share_refused():
     with pytest.raises(ValueError, match="share"):
         fallback_calibration(100, 2, 1.0, share=1.0)
