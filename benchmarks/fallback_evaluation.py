@@ -53,6 +53,22 @@ def binary_rows(cells):
     return rows
 
 
+def multiclass_rows(cells):
+    """The multiclass EVALUATION tables, when the run has them (informational: not in the decision)."""
+    tables = sorted({k[1] for k in cells if k[0] == "cv" and cells[k].get("task") == "multiclass"})
+    rows = []
+    for t in tables:
+        majority = cells.get(("cv", t, "majority", None, 0.0))
+        for eps in EPSILONS:
+            found = {c: cells.get(("cv", t, c, eps, 0.0)) for c in CANDIDATES}
+            if majority is None or any(v is None for v in found.values()):
+                continue
+            rows.append({"table": t, "n": majority["n"], "epsilon": eps, "majority": majority["mean"],
+                         **{c: v["mean"] for c, v in found.items()},
+                         "monotone_guarded_constant": found["monotone_guarded"].get("constant_chosen")})
+    return rows
+
+
 def summary(rows, cells):
     out = {}
     for c in CANDIDATES:
@@ -95,7 +111,7 @@ def decide(out):
     return {"better_overall": overall, "adult_worse_settings": worse, "make_default": overall and not worse}
 
 
-def markdown(rows, out, verdict):
+def markdown(rows, out, verdict, multiclass=()):
     lines = ["| table (n) | eps | majority | diffprivlib | default | alpha='monotone' + fallback (constant chosen / 25) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
@@ -115,6 +131,15 @@ def markdown(rows, out, verdict):
         lines.append(f"| eps, delta = {key} | <= {a['target']} | {b['error']:.4f} +- {b['std']:.4f} | "
                      f"{a['error']:.4f} +- {a['std']:.4f} (constant {a['constant_chosen']} / {a['draws']}) |")
     lines += ["", f"Decision: {verdict}"]
+    if multiclass:
+        lines += ["", "Multiclass (informational; not part of the decision):", "",
+                  "| table (n) | eps | majority | default | monotone + fallback (constant chosen / 25) |",
+                  "|---|---|---|---|---|"]
+        for r in multiclass:
+            lines.append(f"| {r['table']} ({r['n']}) | {r['epsilon']:g} | {r['majority']:.3f} | {r['default']:.3f} | "
+                         f"{r['monotone_guarded']:.3f} ({r['monotone_guarded_constant']}) |")
+        lines.append(f"| mean | | | {np.mean([r['default'] for r in multiclass]):.4f} | "
+                     f"{np.mean([r['monotone_guarded'] for r in multiclass]):.4f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -126,9 +151,11 @@ def main(argv=None):
     rows = binary_rows(cells)
     out = summary(rows, cells)
     verdict = decide(out)
-    (RESULTS / "fallback_evaluation.json").write_text(json.dumps({"rows": rows, "summary": out, "decision": verdict},
+    (RESULTS / "fallback_evaluation.json").write_text(json.dumps({"rows": rows, "summary": out, "decision": verdict,
+                                                                 "multiclass_rows": multiclass_rows(cells)},
                                                                  indent=1) + "\n")
-    text = markdown(rows, out, verdict)
+    multiclass = multiclass_rows(cells)
+    text = markdown(rows, out, verdict, multiclass)
     (RESULTS / "fallback_evaluation.md").write_text(text)
     print(text)
     print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk.endswith("cells")} for k, v in out.items()
