@@ -152,6 +152,9 @@ ESTIMATORS = {
     "recipe": Estimator(("binary", "multiclass"), "centred", True, True, "dperm recipe (no intercept)"),
     "ovr": Estimator(("multiclass",), "unit", True, True, "dperm one-vs-rest (eps/K each)"),
     "logodds": Estimator(("binary",), "unit", True, True, "prototype: private log-odds offset (10% of eps)"),
+    "guarded": Estimator(("binary", "multiclass"), "unit", True, True, "dperm default + majority fallback"),
+    "monotone_guarded": Estimator(("binary", "multiclass"), "unit", True, True,
+                                  "dperm alpha='monotone' + majority fallback"),
     "diffprivlib": Estimator(("binary", "multiclass"), "unit", True, True, "diffprivlib LR default"),
     "sklearn": Estimator(("binary", "multiclass", "regression"), "columns", False, False, "scikit-learn"),
     "sklearn_unit": Estimator(("binary", "multiclass", "regression"), "unit", False, False,
@@ -198,6 +201,13 @@ class _OneVsRest:
     def predict(self, X):
         scores = np.column_stack([m.decision_function(X) for m in self.models_])
         return np.asarray(self.labels)[np.argmax(scores, axis=1)]
+
+
+#: The majority-fallback variants (``fallback="majority"``, docs/defaults_classifiers.md): their
+#: parameters beside the default's; the Adult section runs them too when ``--estimators`` names them.
+FALLBACK_VARIANTS = {"guarded": {"fallback": "majority"},
+                     "monotone_guarded": {"alpha": "monotone", "fallback": "majority"}}
+ADULT_ESTIMATORS = {"default": {}, **FALLBACK_VARIANTS}
 
 
 #: The log-odds prototype's share of epsilon on the class count (the rejected candidate's 0.1).
@@ -315,6 +325,10 @@ def make_estimator(name, table, epsilon, seed, X_columns=None):
         from dperm import PrivateLogisticRegression
 
         return PrivateLogisticRegression(epsilon=epsilon, classes=labels, random_state=seed)
+    if name in FALLBACK_VARIANTS:
+        from dperm import PrivateLogisticRegression
+
+        return PrivateLogisticRegression(epsilon=epsilon, classes=labels, random_state=seed, **FALLBACK_VARIANTS[name])
     if name == "recipe":
         from dperm import PrivateLogisticRegression
 
@@ -465,7 +479,7 @@ def run_cv_cell(table, enc, folds, estimator, epsilon, draws):
     if estimator.startswith("diffprivlib") and diffprivlib_version() is None:
         return {**cell, "status": DIFFPRIVLIB_MISSING}
     X = enc[spec.encoding]
-    scores, refused, load = [], [], os.getloadavg()
+    scores, refused, choices, load = [], [], [], os.getloadavg()
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -479,6 +493,7 @@ def run_cv_cell(table, enc, folds, estimator, epsilon, draws):
                     refused.append(f"{type(error).__name__}: {str(error)[:200]}")
                     continue
                 scores.append(score(table.task, table.y[test], model.predict(X[test])))
+                choices.append(getattr(getattr(model, "privacy_", None), "fallback_choice", None))
     s = np.asarray(scores)
     return {**cell, "status": "ok" if len(s) else "refused", "scores": [round(v, 6) for v in scores],
             "mean": float(s.mean()) if len(s) else None,
@@ -486,7 +501,8 @@ def run_cv_cell(table, enc, folds, estimator, epsilon, draws):
             "se": float(s.std(ddof=1) / np.sqrt(len(s))) if len(s) > 1 else 0.0,
             "refused": len(refused), "refusals": sorted(set(refused))[:3], "warnings": _warning_texts(caught),
             "seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu,
-            "loadavg_before": list(load)}
+            "loadavg_before": list(load),
+            **({"constant_chosen": choices.count("constant")} if "constant" in choices or "model" in choices else {})}
 
 
 def section_cv(store, names, estimators, epsilons, quick, log):
@@ -518,14 +534,20 @@ def section_cv(store, names, estimators, epsilons, quick, log):
 # ---------------------------------------------------------------------------------------------
 # section adult
 # ---------------------------------------------------------------------------------------------
-def section_adult(store, quick, log, draws=None):
+def section_adult(store, quick, log, draws=None, estimators=("default",)):
+    for estimator in estimators:
+        if estimator in ADULT_ESTIMATORS:
+            _section_adult(store, quick, log, draws, estimator)
+
+
+def _section_adult(store, quick, log, draws, estimator):
     from dperm import PrivateLogisticRegression
     from dperm.datasets import load_adult
 
     bunch = None
     draws = draws or (QUICK_DRAWS if quick else ADULT_DRAWS)
     for (eps, delta), target in ADULT_TARGETS.items():
-        probe = {"section": "adult", "table": "adult", "estimator": "default", "epsilon": eps, "delta": delta}
+        probe = {"section": "adult", "table": "adult", "estimator": estimator, "epsilon": eps, "delta": delta}
         if store.has(probe):
             continue
         if bunch is None:
@@ -534,24 +556,26 @@ def section_adult(store, quick, log, draws=None):
             if quick:
                 Xtr, ytr = Xtr[:QUICK_ADULT_ROWS], ytr[:QUICK_ADULT_ROWS]
             majority = float(min(np.mean(yte), 1 - np.mean(yte)))
-        errors, alphas, mechanisms = [], [], []
+        errors, alphas, mechanisms, choices = [], [], [], []
         wall, cpu = time.perf_counter(), time.process_time()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for k in range(draws):
-                model = PrivateLogisticRegression(epsilon=eps, delta=delta, classes=[0, 1],
-                                                  random_state=7919 * k + 13).fit(Xtr, ytr)
+                model = PrivateLogisticRegression(epsilon=eps, delta=delta, classes=[0, 1], random_state=7919 * k + 13,
+                                                  **ADULT_ESTIMATORS[estimator]).fit(Xtr, ytr)
                 errors.append(float(np.mean(model.predict(Xte) != yte)))
                 alphas.append(float(model.alpha_))
                 mechanisms.append(str(model.privacy_.mechanism) if hasattr(model, "privacy_") else "")
+                choices.append(getattr(model.privacy_, "fallback_choice", None))
         e = np.asarray(errors)
         cell = {**probe, "n_train": int(len(ytr)), "n_test": int(len(yte)), "draws": draws, "status": "ok",
                 "errors": [round(v, 6) for v in errors], "mean": float(e.mean()), "std": float(e.std(ddof=1)),
                 "target": target, "majority_error": majority, "alpha": float(np.median(alphas)),
                 "mechanisms": sorted(set(mechanisms)), "warnings": _warning_texts(caught),
+                **({"constant_chosen": choices.count("constant")} if any(choices) else {}),
                 "seconds": time.perf_counter() - wall, "cpu_seconds": time.process_time() - cpu}
         store.add(cell)
-        log(f"adult eps={eps} delta={delta}: {cell['mean']:.4f} +- {cell['std']:.4f} (target <= {target})")
+        log(f"adult {estimator} eps={eps} delta={delta}: {cell['mean']:.4f} +- {cell['std']:.4f} (target <= {target})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -898,7 +922,7 @@ def main(argv=None):
         order = _by_size(names)
         for part in parts:
             if part == "adult":
-                section_adult(store, args.quick, log)
+                section_adult(store, args.quick, log, estimators=estimators)
             elif part == "timing":
                 section_timing(store, order, args.quick, args.timing_repeats, args.default_regressor, log)
             elif part == "cv":

@@ -128,6 +128,11 @@ class ModelFormat:
 _FORMATS: dict = {}
 
 
+#: Parameters added after model files existed, with their defaults: left out of a file while they
+#: have them (a fit that does not use them writes the bytes it always wrote).
+_LATER_PARAMS = {"fallback": None}
+
+
 def register_format(model_format: ModelFormat) -> None:
     """Make :func:`load_model` and :func:`describe_model` read ``model_format``."""
     _FORMATS[model_format.name] = model_format
@@ -150,6 +155,9 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     """
     params = model.get_params()
     params["random_state"] = None  # a seed would let anyone subtract the noise
+    for name, default in _LATER_PARAMS.items():  # files of fits that leave them off stay as they were
+        if name in params and params[name] == default:
+            del params[name]
     # Where the fit ran and which budget paid for it are not part of the model.
     for name in ("scheduler", "accountant"):
         if name in params:
@@ -391,7 +399,7 @@ def check_calibration(linear, recorded: dict) -> None:
         n_samples, coef.shape[1], coef.shape[0], label_set_public=record.label_set_public,
         engine=record.engine).to_dict()
     for name, value in expected.items():
-        found = recorded.get(name, getattr(record, name))
+        found = recorded.get(name, getattr(record, name, None))
         if name == "solve_tol" and name not in recorded:
             # written before records had it (issue 30): an objective mechanism's solve then
             # reached ``tol``, which the recomputed tolerance still is unless n is large
@@ -402,6 +410,28 @@ def check_calibration(linear, recorded: dict) -> None:
                 f"public inputs gives {value!r}: the file was edited or corrupted (or written by a "
                 "dperm that calibrates differently); refit, or ask the publisher for the file as "
                 "written.")
+    _check_fallback(linear, record)
+
+
+def _check_fallback(linear, record) -> None:
+    """A record's fallback agrees with ``params.fallback``; a constant release has ``coef`` 0."""
+    wanted = getattr(linear, "fallback", None)
+    recorded, choice = getattr(record, "fallback", None), getattr(record, "fallback_choice", None)
+    if (recorded is None) != (wanted is None) or (choice is None) != (wanted is None):
+        raise InconsistentModelFile(
+            f"'privacy.fallback_*' does not agree with 'params.fallback' = {wanted!r}: a fit with the "
+            "majority fallback records its share, noise and choice, and only such a fit does; the "
+            "file was edited or corrupted.")
+    if wanted is None:
+        return
+    from dperm.privacy.fallback import FALLBACK_CHOICES
+
+    if choice not in FALLBACK_CHOICES:
+        raise InconsistentModelFile(f"'privacy.fallback_choice' is {choice!r}; it must "
+                                    f"be one of {list(FALLBACK_CHOICES)}: the file was edited.")
+    if choice == "constant" and np.any(np.asarray(linear.coef_) != 0):
+        raise InconsistentModelFile("'privacy.fallback_choice' is 'constant' but 'coef' is not all 0: "
+                                    "the constant model has no weights; the file was edited.")
 
 
 def _same(found, expected) -> bool:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from sklearn.utils._param_validation import StrOptions
 
 from dperm.linear_model._base import PrivateLinearClassifierBase
+from dperm.linear_model._fallback import FallbackMixin
 from dperm.linear_model._multinomial import MULTI_CLASS_OPTIONS, MultinomialClassifierMixin
 from dperm.losses import LogisticLoss
 from dperm.mechanisms.choice import AUTO
 
 
-class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassifierBase):
+class PrivateLogisticRegression(FallbackMixin, MultinomialClassifierMixin, PrivateLinearClassifierBase):
     """Logistic regression with a differential privacy guarantee.
 
     Minimises ``(1/n) sum log(1 + exp(-y_i w.x_i)) + alpha/2 ||w||^2`` under one
@@ -106,6 +107,16 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
         public noise, docs/design/gaussian_multinomial.md), ``"objective"`` (pure) or
         ``"gaussian_objective"`` (Gaussian); other mechanisms and Dask input use one-vs-rest.
         Two labels always give one binary problem.
+    fallback : None or "majority", default=None
+        ``"majority"``: spend a small public share ``s`` of epsilon
+        (:func:`dperm.privacy.fallback.fallback_share`, from n, K and epsilon) on a private
+        choice between the fitted model (fitted at the rest of epsilon) and the constant model,
+        the privately estimated majority class: the training rows' correct count of the model
+        and the class counts, released with exact discrete Laplace noise; the constant model
+        (``coef_`` 0, ``intercept_`` the log-odds of the noisy class frequencies) is released
+        when its noisy count is larger. Needs ``fit_intercept=True`` and in-memory data.
+        ``privacy_.fallback_choice`` says which was released (docs/defaults_classifiers.md,
+        "The majority fallback").
 
     Attributes
     ----------
@@ -146,6 +157,7 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
     _parameter_constraints: dict = {
         **PrivateLinearClassifierBase._parameter_constraints,
         "multi_class": [StrOptions(set(MULTI_CLASS_OPTIONS))],
+        **FallbackMixin._fallback_constraints,
     }
 
     def __init__(
@@ -165,6 +177,7 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
         scheduler=None,
         classes=None,
         multi_class=AUTO,
+        fallback=None,
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, alpha=alpha, mechanism=mechanism, data_norm=data_norm,
@@ -173,6 +186,7 @@ class PrivateLogisticRegression(MultinomialClassifierMixin, PrivateLinearClassif
             classes=classes,
         )
         self.multi_class = multi_class
+        self.fallback = fallback
 
     def _make_loss(self):
         return LogisticLoss()

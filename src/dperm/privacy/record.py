@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from dperm.privacy.fallback import FallbackCalibration
 from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.release import (
     DERIVED,
@@ -128,6 +129,14 @@ class PrivacyRecord(RecordBase):
         the private rows and never released). Weights lie in [0, 1] and a neighbour replaces
         a row's ``(x, y, weight)`` together; the calibration is the unweighted one
         (paper note 15). Serialised only when True.
+    fallback : FallbackCalibration or None
+        ``fallback="majority"`` (:mod:`dperm.privacy.fallback`): the choice's share of epsilon
+        (``fallback_share``), its epsilon (``fallback_epsilon``; the ERM mechanism ran at
+        ``epsilon`` less it), the L1 sensitivity of its score vector and the discrete Laplace
+        scale. Serialised only when set.
+    fallback_choice : str or None
+        What the fallback released, ``"model"`` or ``"constant"`` (the majority class): a
+        function of the noised scores, so public once released. Serialised only when set.
     """
 
     mechanism: str = released(PUBLIC)
@@ -150,6 +159,11 @@ class PrivacyRecord(RecordBase):
     mechanism_choice: str | None = released(DERIVED, None)
     target_bounds: tuple | None = released(PUBLIC, None)
     sample_weighted: bool = released(PUBLIC, False, omit_default=True)
+    fallback: FallbackCalibration | None = released(
+        DERIVED, None, embed=FallbackCalibration, omit_default=True,
+        names={"share": "fallback_share", "epsilon": "fallback_epsilon",
+               "sensitivity": "fallback_sensitivity", "noise_scale": "fallback_noise_scale"})
+    fallback_choice: str | None = released(DERIVED, None, omit_default=True)
 
     #: The serialised keys (``to_dict``, JSON, model files) in the order records always had.
     SERIALISED_ORDER: ClassVar[tuple] = (
@@ -159,7 +173,8 @@ class PrivacyRecord(RecordBase):
         "curvature", "alpha", "n_samples", "tol", "loss", "reference", "output_epsilon",
         "output_noise_scale", "output_grid", "output_sensitivity", "output_noise_distribution",
         "solve_tol", "label_set_public", "engine", "mechanism_choice", "target_bounds",
-        "sample_weighted",
+        "sample_weighted", "fallback_share", "fallback_epsilon", "fallback_sensitivity",
+        "fallback_noise_scale", "fallback_choice",
     )
 
     @property
@@ -180,6 +195,8 @@ class PrivacyRecord(RecordBase):
             lines.append(f"Chosen by mechanism='auto' from public quantities: {self.mechanism_choice}.")
         if self.sample_weighted:
             lines.append(WEIGHTED_ROWS)
+        if self.fallback is not None:
+            lines.append(self._fallback_text())
         if self.target_bounds is not None:
             lower, upper = self.target_bounds
             lines.append(f"Targets: clipped to the public bounds [{lower:g}, {upper:g}] and mapped "
@@ -223,6 +240,15 @@ class PrivacyRecord(RecordBase):
             + (", fitted on Dask" if self.engine == "dask" else "") + "."
         )
         return "\n".join(lines)
+
+    def _fallback_text(self) -> str:
+        """The majority fallback's line: its share, its noise and what it released."""
+        chosen = {"model": "the fitted model", "constant": "the constant model (noisy majority class)",
+                  None: "the fitted model or the constant model"}[self.fallback_choice]
+        return (f"Majority fallback: {self.fallback_share:.4g} of epsilon ({self.fallback_epsilon:.4g}) "
+                "on the training rows' correct count and class counts, discrete-laplace noise of "
+                f"scale {self.fallback_noise_scale:.4g} (L1 sensitivity {self.fallback_sensitivity}); "
+                f"released {chosen}; the mechanism below ran at the rest of epsilon.")
 
     def _curvature_text(self) -> str:
         """``c = ...``, or why the calibration has no ``c`` (output perturbation never uses it)."""

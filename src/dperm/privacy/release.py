@@ -179,7 +179,8 @@ class RecordBase:
         where = type(self)._serialised_keys().get(name)
         if where is None or where[1] is None or where[0] not in self.__dict__:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(self.__dict__[where[0]], where[1])
+        embedded = self.__dict__[where[0]]
+        return None if embedded is None else getattr(embedded, where[1])  # an optional part not used
 
     def to_dict(self) -> dict:
         """A JSON-serialisable dict (used in model files); tuples become lists."""

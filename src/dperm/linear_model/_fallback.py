@@ -1,0 +1,111 @@
+"""``fallback="majority"``: a classifier that privately falls back to the majority class.
+
+The fit spends ``(1 - s) epsilon`` on its ERM mechanism as before and ``s epsilon``
+(:func:`dperm.privacy.fallback.fallback_calibration`, public n, K and epsilon) on a private
+choice between the released model and the constant model: the training rows' correct count of
+the model and the class counts, with exact discrete Laplace noise
+(:mod:`dperm.mechanisms.fallback`). When the constant's noisy count is larger, ``coef_`` is 0
+and ``intercept_`` the log-odds (multinomial: log) of the noisy class frequencies, so
+``predict`` gives the noisy majority class and ``predict_proba`` its frequency. The whole
+``epsilon`` is spent once, after every check and before any noise. The record states the
+share, the noise and the choice (``privacy_.fallback_*``). docs/defaults_classifiers.md,
+"The majority fallback", has the proof and the measurements.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
+from dperm.mechanisms.fallback import constant_intercepts, release_fallback
+from dperm.privacy.fallback import fallback_calibration, split_epsilon
+from dperm.privacy.labels import LabelSet
+
+__all__ = ["FALLBACK_OPTIONS", "FallbackMixin"]
+
+#: Values of ``fallback`` (``None``: off).
+MAJORITY = "majority"
+FALLBACK_OPTIONS = (MAJORITY,)
+
+
+class FallbackMixin:
+    """The majority fallback for a linear classifier (put first in the bases)."""
+
+    _fallback_constraints: dict = {"fallback": [None, StrOptions(set(FALLBACK_OPTIONS))]}
+
+    def _check_params(self):
+        params = super()._check_params()
+        if self.fallback is not None and not self.fit_intercept:
+            raise ValueError("fallback='majority' needs fit_intercept=True: the constant model it may "
+                             "release is an intercept. Set fit_intercept=True or fallback=None. "
+                             "Nothing was spent.")
+        return params
+
+    def _fallback_split(self, params, n_samples, n_classes):
+        """``(ERM params, calibration)``: the choice's share from public n, K, epsilon."""
+        calibration = fallback_calibration(n_samples, n_classes, params.epsilon)
+        return params._replace(epsilon=split_epsilon(params.epsilon, calibration)), calibration
+
+    def _budget_request(self, params):
+        """The whole epsilon the user asked for, also while the ERM runs at its share."""
+        epsilon, delta, label = super()._budget_request(params)
+        total = getattr(self, "_fallback_total_epsilon", None)
+        return (epsilon if total is None else total), delta, label
+
+    def _fit_rows(self, rows, targets, params):
+        if self.fallback is None:
+            return super()._fit_rows(rows, targets, params)
+        if rows.engine != "memory":
+            raise ValueError("fallback='majority' is not available for Dask input (its choice counts "
+                             "the rows in memory); use fallback=None. Nothing was spent.")
+        classes = targets.label_set.classes
+        erm, calibration = self._fallback_split(params, rows.n_samples, classes.size)
+        self._fallback_total_epsilon = params.epsilon
+        try:
+            super()._fit_rows(rows, targets, erm)  # public choices, the whole spend, the ERM release
+            rng = self._fallback_rng
+        finally:
+            self._fallback_total_epsilon = None
+            self._fallback_rng = None
+        correct = int(np.count_nonzero(self.predict(rows.X) == targets.y))
+        counts = [int(np.count_nonzero(targets.y == label)) for label in classes]
+        release = release_fallback(correct, counts, calibration, rows.n_samples, rng)
+        if release.choice == "constant":
+            self._store_constant(release.class_counts, erm)
+        self.privacy_ = self._with_fallback(self.privacy_, params.epsilon, calibration, release.choice)
+        return self
+
+    def _solve(self, X, targets, params, rng, effective_norm):
+        self._fallback_rng = rng  # the fit's generator: the choice's noise continues its stream
+        return super()._solve(X, targets, params, rng, effective_norm)
+
+    def _store_constant(self, counts, params):
+        """``coef_ = 0`` and the constant model's intercepts on the release's grid."""
+        record = self.privacy_
+        grid = record.output_grid or record.noise_grid
+        multinomial = getattr(self, "multi_class_", None) == "multinomial"
+        self.coef_ = np.zeros_like(self.coef_)
+        self.intercept_ = constant_intercepts(counts, multinomial, grid, params.scaling)
+
+    @staticmethod
+    def _with_fallback(record, epsilon, calibration, choice):
+        return dataclasses.replace(record, epsilon=epsilon, fallback=calibration, fallback_choice=choice)
+
+    def _public_record(self, n_samples, n_features, n_problems=1, *, label_set_public=None,
+                       engine="memory"):
+        """The record a fit would write (:meth:`PrivateLinearModelBase._public_record`), with the
+        fallback's calibration; the choice itself is noised, so it is left out (None)."""
+        if self.fallback is None:
+            return super()._public_record(n_samples, n_features, n_problems,
+                                          label_set_public=label_set_public, engine=engine)
+        from dperm.linear_model._base import Targets
+
+        params = self._check_params()
+        erm, calibration = self._fallback_split(params, n_samples, max(2, n_problems))
+        erm = self._with_public_choices(erm, n_samples, n_features, n_problems, check_budget=False)
+        norm = self._effective_norm(erm)
+        targets = Targets(None, LabelSet(None, label_set_public))
+        record = self._record([erm.calibration] * n_problems, erm, norm, n_samples, targets, engine)
+        return self._with_fallback(record, params.epsilon, calibration, None)
