@@ -458,7 +458,8 @@ def test_what_a_flower_party_sends_holds_no_count_of_its_rows(tmp_path, coordina
             warnings.simplefilter("ignore", DataClippingWarning)  # the party's own log
             assert flower_app.party_setup(context, config) == {"ready": True}
         state = saved_run_state(context, run_id)  # no row count even in the party's own state
-        assert set(state) == {"format", "run-id", "calibration", "eta", "rounds-answered"}
+        # round-charges: the ledger's per-round charges, a function of the public calibration only
+        assert set(state) == {"format", "run-id", "calibration", "eta", "rounds-answered", "round-charges"}
         assert set(state["calibration"]) == set(config) - {"action", "run-id"}
         assert not context.state.config_records and not context.state.array_records
         sent[name] = flower_app.party_reply(context, [np.zeros(4)], round_config)
