@@ -466,6 +466,8 @@ def main(argv=None) -> int:
     parser.add_argument("--many-runs", type=int, default=3)
     parser.add_argument("--masked-runs", type=int, default=10,
                         help="--collusion: more seeds per t on dperm's in-process masked sum (same calibration)")
+    parser.add_argument("--label", default=None,
+                        help="append this run to --out's series under LABEL (before/after comparisons, interleaved)")
     args = parser.parse_args(argv)
     if args.collusion:
         args.out = args.out or str(RESULTS / "multiparty_collusion.json")
@@ -533,6 +535,10 @@ def main(argv=None) -> int:
         print(json.dumps({"epsilon": epsilon, **cell["summary"]}), flush=True)
         results["cells"].append(cell)
     RESULTS.mkdir(exist_ok=True)
+    if args.label:  # one run of a before/after series: appended to the file's runs under this label
+        document = json.loads(Path(args.out).read_text(encoding="utf-8")) if Path(args.out).exists() else {}
+        document.setdefault("series", {}).setdefault(args.label, []).append(results)
+        results = document
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
