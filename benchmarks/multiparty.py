@@ -33,10 +33,13 @@ import argparse
 import json
 import os
 import platform
+import resource
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from datetime import datetime, timezone
@@ -87,8 +90,120 @@ def write_shards(workdir: Path, shards, features) -> list:
     return paths
 
 
+#: What each process of a loopback run is, from its command line (first match wins).
+PROCESS_KINDS = (
+    ("dperm.multiparty.flower.superlink", "superlink"), ("dperm.multiparty.flower.supernode", "supernode"),
+    ("dperm.multiparty.flower.party_runtime", "party_runtime"), ("flwr-serverapp", "serverapp"),
+    ("flower-superexec", "superexec"), ("flwr run", "flwr_run"), ("party serve", "party_serve"),
+    ("coordinate", "coordinate"),
+)
+
+
+def _process_kind(cmdline: list) -> str:
+    text = " ".join(cmdline)
+    return next((kind for needle, kind in PROCESS_KINDS if needle in text), "other")
+
+
+class CpuSampler:
+    """CPU seconds (user + system) of every descendant of this process, by kind, sampled every ``interval`` s.
+
+    ``samples`` holds ``(time.time(), {kind: cumulative CPU seconds})``; a
+    process that has ended keeps its last sampled value, so up to one
+    interval of a process's last CPU can be missed (the run's total from
+    ``getrusage(RUSAGE_CHILDREN)`` is the check).
+    """
+
+    def __init__(self, interval: float = 0.25):
+        import psutil
+
+        self._psutil, self.interval, self.samples, self._last, self._kinds = psutil, interval, [], {}, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        psutil = self._psutil
+        for child in psutil.Process().children(recursive=True):
+            try:
+                with child.oneshot():
+                    key = (child.pid, child.create_time())
+                    if self._kinds.get(key, "other") == "other":  # a fork shows its parent's command until exec
+                        self._kinds[key] = _process_kind(child.cmdline())
+                    times = child.cpu_times()
+                self._last[key] = times.user + times.system
+            except psutil.Error:
+                continue
+        totals = {}
+        for key, cpu in self._last.items():
+            totals[self._kinds[key]] = totals.get(self._kinds[key], 0.0) + cpu
+        self.samples.append((time.time(), totals))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+        self._sample()
+
+    def at(self, stamp: float) -> dict:
+        """The cumulative CPU seconds by kind at ``stamp`` (the last sample at or before it)."""
+        chosen = {}
+        for when, totals in self.samples:
+            if when > stamp:
+                break
+            chosen = totals
+        return chosen
+
+    def between(self, begin: float, end: float) -> dict:
+        before, after = self.at(begin), self.at(end)
+        return {kind: round(after.get(kind, 0.0) - before.get(kind, 0.0), 3) for kind in sorted(after)}
+
+
+def _stamped_lines(stream, into: list) -> threading.Thread:
+    def read():
+        with stream:
+            for line in stream:
+                into.append((time.time(), line))
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def _first(lines, needle):
+    return next((stamp for stamp, line in lines if needle in line), None)
+
+
+#: Phases of a loopback run, each from the previous mark to its own (``loopback_phases``).
+PHASES = (
+    ("superlink_ready", "launch to `dperm coordinate` printing that its SuperLink listens (imports, SuperLink "
+                        "start, party keys registered)"),
+    ("parties_connected", "to the last party's SuperNode holding its connection (`SuperNode ID`), or the "
+                          "SuperLink's readiness if later"),
+    ("serverapp_started", "to the ServerApp's first line (`flwr run`, the SuperExec's launch, its imports), "
+                          "or the parties' connection if later"),
+    ("first_query", "to the ServerApp's first message to the parties (it sees all K SuperNodes)"),
+    ("set_up", "describe and set-up queries, to the first SecAgg+ round"),
+    ("rounds", "the SecAgg+ rounds, first to last"),
+    ("coordinator_exit", "to `dperm coordinate`'s exit (model and status written, `flwr run` and SuperLink "
+                         "stopped)"),
+    ("parties_stopped", "to every `dperm party serve` stopped (SIGTERM to each, waited for)"),
+)
+
+
 def run_loopback(paths, epsilon: float, rounds: int, timeout: float = 600.0) -> dict:
-    """K `dperm party serve` + `dperm coordinate --protocol newton`, TLS and party keys, on 127.0.0.1."""
+    """K `dperm party serve` + `dperm coordinate --protocol newton`, TLS and party keys, on 127.0.0.1.
+
+    Also returns ``phases``: the wall and CPU seconds of each of
+    :data:`PHASES` (CPU by process kind from :class:`CpuSampler`), from the
+    processes' printed lines and the ServerApp's status file.
+    """
     workdir = Path(tempfile.mkdtemp(prefix="dperm-bench-multiparty-"))
     n_parties = len(paths)
     superlink_port, control_port, *node_ports = free_loopback_ports(n_parties + 2)
@@ -98,39 +213,79 @@ def run_loopback(paths, epsilon: float, rounds: int, timeout: float = 600.0) -> 
     env = configure_flower_environment({**os.environ, "FLWR_HOME": str(workdir / "flwr-home")})
     dperm_cli = [sys.executable, "-m", "dperm.cli"]
     out, coordinator_dir = workdir / "model.json", workdir / "coordinator"
-    processes = []
-    started = time.perf_counter()
-    try:
-        coordinator = subprocess.Popen(
-            dperm_cli + ["coordinate", "--protocol", "newton", "--shards", str(n_parties), "--epsilon",
-                         str(epsilon), "--delta", str(DELTA), "--alpha", str(ALPHA), "--rounds", str(rounds),
-                         "--port", str(superlink_port), "--control-port", str(control_port),
-                         "--party-keys", *map(str, keys), "--ssl-certfile", str(tls["server.pem"]),
-                         "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
-                         "--wait", "300", "--stage-timeout", "300", "--workdir", str(coordinator_dir),
-                         "--out", str(out)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        processes.append(coordinator)
-        for k, port in enumerate(node_ports):
-            processes.append(subprocess.Popen(
-                dperm_cli + ["party", "serve", "--data", str(paths[k]), "--name", f"party-{k}", "--superlink",
-                             f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
-                             str(workdir / f"party-{k}.key"), "--roster", str(roster),
-                             "--root-certificates", str(tls["ca.pem"]),
-                             "--max-epsilon", str(epsilon), "--max-delta", str(DELTA), "--max-rounds", str(rounds)],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        output, _ = coordinator.communicate(timeout=timeout)
-    finally:
-        for process in reversed(processes):
-            stop_process_group(process, grace_seconds=15)
-    wall = time.perf_counter() - started
+    processes, coordinator_lines, party_lines, readers = [], [], [[] for _ in paths], []
+    load_before = _load()
+    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with CpuSampler() as cpu:
+        launched = time.time()
+        started = time.perf_counter()
+        try:
+            coordinator = subprocess.Popen(
+                dperm_cli + ["coordinate", "--protocol", "newton", "--shards", str(n_parties), "--epsilon",
+                             str(epsilon), "--delta", str(DELTA), "--alpha", str(ALPHA), "--rounds", str(rounds),
+                             "--port", str(superlink_port), "--control-port", str(control_port),
+                             "--party-keys", *map(str, keys), "--ssl-certfile", str(tls["server.pem"]),
+                             "--ssl-keyfile", str(tls["server.key"]), "--ssl-ca-certfile", str(tls["ca.pem"]),
+                             "--wait", "300", "--stage-timeout", "300", "--workdir", str(coordinator_dir),
+                             "--out", str(out)],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            processes.append(coordinator)
+            readers.append(_stamped_lines(coordinator.stdout, coordinator_lines))
+            for k, port in enumerate(node_ports):
+                party = subprocess.Popen(
+                    dperm_cli + ["party", "serve", "--data", str(paths[k]), "--name", f"party-{k}", "--superlink",
+                                 f"127.0.0.1:{superlink_port}", "--port", str(port), "--auth-key",
+                                 str(workdir / f"party-{k}.key"), "--roster", str(roster),
+                                 "--root-certificates", str(tls["ca.pem"]),
+                                 "--max-epsilon", str(epsilon), "--max-delta", str(DELTA), "--max-rounds",
+                                 str(rounds)],
+                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                processes.append(party)
+                readers.append(_stamped_lines(party.stdout, party_lines[k]))
+            coordinator.wait(timeout=timeout)
+            coordinator_exit = time.time()
+        finally:
+            for process in processes:  # SIGTERM every party first, then wait for each
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGTERM)
+            for process in reversed(processes):
+                stop_process_group(process, grace_seconds=15)
+        parties_stopped = time.time()
+        wall = time.perf_counter() - started
+    for reader in readers:
+        reader.join(timeout=10)
+    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for k, lines in enumerate(party_lines):
+        (workdir / f"party-{k}.log").write_text("".join(f"{stamp:.3f} {line}" for stamp, line in lines))
+    (workdir / "coordinate.log").write_text("".join(f"{stamp:.3f} {line}" for stamp, line in coordinator_lines))
+    output = "".join(line for _, line in coordinator_lines)
     if coordinator.returncode != 0:
-        raise RuntimeError(f"the loopback run failed:\n{output[-3000:]}")
+        raise RuntimeError(f"the loopback run failed (logs in {workdir}):\n{output[-3000:]}")
     status = json.loads((coordinator_dir / "status.json").read_text(encoding="utf-8"))
     document = json.loads(out.read_text(encoding="utf-8"))
+    exchanges = status["exchanges"]
+    secagg = [item for item in exchanges if item["stage"].startswith("secagg+:")]
+    superlink_ready = _first(coordinator_lines, "SuperLink: Fleet API")
+    connected = [_first(lines, "SuperNode ID:") for lines in party_lines]
+    marks = [launched, superlink_ready, max([superlink_ready, *connected]), status["serverapp_started_at"],
+             exchanges[0]["started_at"], secagg[0]["started_at"], secagg[-1]["started_at"] + secagg[-1]["seconds"],
+             coordinator_exit, parties_stopped]
+    for index in range(1, len(marks)):  # a phase that overlapped the one before it takes no time of its own
+        marks[index] = max(marks[index], marks[index - 1])
+    phases = {name: {"wall_seconds": round(marks[i + 1] - marks[i], 3), "cpu_seconds": cpu.between(marks[i], marks[i + 1])}
+              for i, (name, _) in enumerate(PHASES)}
+    for phase in phases.values():
+        phase["cpu_total_seconds"] = round(sum(phase["cpu_seconds"].values()), 3)
     return {"wall_seconds": wall, "serverapp_seconds": status["seconds"], "round_seconds": status["round_seconds"],
             "startup_seconds": wall - status["seconds"], "coef": document["coef"][0],
-            "features": document["features"], "epsilon_claimed": document["privacy"]["epsilon"]}
+            "features": document["features"], "epsilon_claimed": document["privacy"]["epsilon"],
+            "model_written_seconds": coordinator_exit - launched, "phases": phases,
+            "party_connected_seconds": [round(stamp - launched, 3) for stamp in connected],
+            "party_ready_seconds": [round(_first(lines, "accepts at most") - launched, 3) for lines in party_lines],
+            "cpu_seconds_by_kind": cpu.between(launched, parties_stopped),
+            "cpu_seconds_rusage": round(usage_after.ru_utime + usage_after.ru_stime - usage_before.ru_utime
+                                        - usage_before.ru_stime, 3),
+            "load_before": load_before, "load_after": _load(), "workdir": str(workdir)}
 
 
 def run_in_process(shards, epsilon: float, rounds: int, secure_sum, seed: int, collusion_threshold: int = 1):
@@ -311,6 +466,8 @@ def main(argv=None) -> int:
     parser.add_argument("--many-runs", type=int, default=3)
     parser.add_argument("--masked-runs", type=int, default=10,
                         help="--collusion: more seeds per t on dperm's in-process masked sum (same calibration)")
+    parser.add_argument("--label", default=None,
+                        help="append this run to --out's series under LABEL (before/after comparisons, interleaved)")
     args = parser.parse_args(argv)
     if args.collusion:
         args.out = args.out or str(RESULTS / "multiparty_collusion.json")
@@ -336,7 +493,7 @@ def main(argv=None) -> int:
     for epsilon in args.epsilons:
         cell = {"epsilon": epsilon, "op_error": [], "masked_error": [], "masked_seconds": [], "flower_error": [],
                 "flower_seconds": [], "flower_round_seconds": [], "loopback_error": [], "loopback_wall_seconds": [],
-                "loopback_startup_seconds": [], "loopback_round_seconds": []}
+                "loopback_startup_seconds": [], "loopback_round_seconds": [], "loopback_runs": []}
         for seed in range(args.runs):
             cell["op_error"].append(test_error(single_party_op(pooled, epsilon, seed).coef_, test))
             model, seconds = run_in_process(shards, epsilon, args.rounds, None, seed)
@@ -355,9 +512,15 @@ def main(argv=None) -> int:
             cell["loopback_wall_seconds"].append(outcome["wall_seconds"])
             cell["loopback_startup_seconds"].append(outcome["startup_seconds"])
             cell["loopback_round_seconds"].extend(outcome["round_seconds"])
+            cell["loopback_runs"].append({key: outcome[key] for key in (
+                "wall_seconds", "model_written_seconds", "phases", "party_ready_seconds", "party_connected_seconds",
+                "cpu_seconds_by_kind", "cpu_seconds_rusage", "load_before", "load_after")})
             print(f"eps={epsilon:g} loopback run {run}: error {cell['loopback_error'][-1]:.4f}, "
                   f"{outcome['wall_seconds']:.1f} s wall ({outcome['startup_seconds']:.1f} s outside the rounds, "
-                  f"median round {_median(outcome['round_seconds']):.2f} s)", flush=True)
+                  f"median round {_median(outcome['round_seconds']):.2f} s; model written at "
+                  f"{outcome['model_written_seconds']:.1f} s; load {outcome['load_before'][0]})", flush=True)
+            print("  " + "; ".join(f"{name} {phase['wall_seconds']:.1f} s wall, {phase['cpu_total_seconds']:.1f} s CPU"
+                                   for name, phase in outcome["phases"].items()), flush=True)
         op, newton = _median(cell["op_error"]), _median(cell["masked_error"] + cell["loopback_error"])
         cell["summary"] = {
             "op_median_error": op, "newton_median_error": newton, "gap": newton - op,
@@ -372,6 +535,10 @@ def main(argv=None) -> int:
         print(json.dumps({"epsilon": epsilon, **cell["summary"]}), flush=True)
         results["cells"].append(cell)
     RESULTS.mkdir(exist_ok=True)
+    if args.label:  # one run of a before/after series: appended to the file's runs under this label
+        document = json.loads(Path(args.out).read_text(encoding="utf-8")) if Path(args.out).exists() else {}
+        document.setdefault("series", {}).setdefault(args.label, []).append(results)
+        results = document
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0

@@ -17,7 +17,7 @@ here, so that a Flower upgrade is this one file (and its tests,
   before unmasking when a party is missing (it overrides the workflow's
   private ``_check_threshold`` hook);
 - :func:`object_pull_backoff`, :func:`supernode_waits`,
-  :func:`captured_superlink_app`: patches of Flower's module state, each a
+  :func:`supernode_message_stored`, :func:`captured_superlink_app`: patches of Flower's module state, each a
   context manager that restores what it changed. They are applied by the
   process that needs them, around the code that needs them: the ServerApp
   (``coordinator_main``), the party's runtime and its SuperNode, the
@@ -34,7 +34,8 @@ here, so that a Flower upgrade is this one file (and its tests,
 Flower 1.43 (announced: the Fleet and Control APIs over HTTP only) will need, here and nowhere else: a new
 :data:`FLOWER_VERSION_RANGE`; :func:`supernode_waits` pointed at the
 HTTP loop's module and sleep (today ``flwr/supernode/start_client_internal.py``
-with its ``time`` and ``_push_messages``); :func:`captured_superlink_app`
+with its ``time`` and ``_push_messages``) and :func:`supernode_message_stored` at the
+function that stores a pulled message (today ``_pull_and_store_message``); :func:`captured_superlink_app`
 at whatever builds the HTTP application (today
 ``flwr.superlink.main.create_app``); :data:`OBJECT_PULL_FUNCTIONS` if the
 pulls move; and :data:`MASK_GENERATOR_MODULES` checked again (if upstream
@@ -86,7 +87,6 @@ def check_flower_version(version: str) -> None:
 
 check_flower_version(flwr.__version__)  # before touching anything inside Flower
 
-import flwr.superlink.main as _superlink_main  # noqa: E402
 import flwr.supernode.start_client_internal as _supernode_loop  # noqa: E402
 from flwr.common.constant import SUPERLINK_NODE_ID  # noqa: E402
 from flwr.common.secure_aggregation import secaggplus_utils as _secaggplus_utils  # noqa: E402
@@ -434,6 +434,35 @@ def supernode_waits(clock):
 
 
 @contextmanager
+def supernode_message_stored(callback):
+    """Within the block, ``callback()`` runs each time Flower's SuperNode loop has stored a message for its runner.
+
+    Flower 1.41-1.42's loop (``flwr/supernode/start_client_internal.py``)
+    pulls a message from the SuperLink in ``_pull_and_store_message``, which
+    creates the ClientApp task, pulls the message's objects, confirms the
+    receipt and returns the run id (None when there was no message or it
+    failed). ``callback`` runs after a non-None return, when the task and
+    all its objects are in the SuperNode's state: dperm's party runner
+    (:mod:`dperm.multiparty.flower.party_runtime`) asks for the task then
+    instead of polling the Runtime API every few milliseconds. The message
+    and what the loop does with it are unchanged; restored on exit.
+    """
+    pull_and_store = _supernode_loop._pull_and_store_message
+
+    def pull_store_and_notify(*args, **kwargs):
+        run_id = pull_and_store(*args, **kwargs)
+        if run_id is not None:
+            callback()
+        return run_id
+
+    _supernode_loop._pull_and_store_message = pull_store_and_notify
+    try:
+        yield
+    finally:
+        _supernode_loop._pull_and_store_message = pull_and_store
+
+
+@contextmanager
 def captured_superlink_app(store: dict):
     """Within the block, the FastAPI application Flower's SuperLink builds is also put in ``store["app"]``.
 
@@ -442,17 +471,19 @@ def captured_superlink_app(store: dict):
     routes on a second, public port
     (:mod:`dperm.multiparty.flower.superlink`). Restored on exit.
     """
-    original = _superlink_main.create_app
+    import flwr.superlink.main as superlink_main  # the SuperLink's process only (its import costs ~0.3 s CPU)
+
+    original = superlink_main.create_app
 
     def create_app(*args, **kwargs):
         store["app"] = original(*args, **kwargs)
         return store["app"]
 
-    _superlink_main.create_app = create_app
+    superlink_main.create_app = create_app
     try:
         yield
     finally:
-        _superlink_main.create_app = original
+        superlink_main.create_app = original
 
 
 # -- the public port's request-size limit (dperm.multiparty.flower.superlink) -------------------

@@ -68,15 +68,26 @@ def cached_shard(path, target: str):
     than once per gradient request. Copies are returned: nothing a round
     does can alter the cached rows.
     """
+    X, y, _ = _cached(path, target)
+    return X.copy(), y.copy()
+
+
+def _cached(path, target: str):
+    """``load_shard(path, target)``, kept for the process and read again when the file changes."""
     stat = Path(path).stat()
     key = (str(Path(path).resolve()), target)
     stamp = (stat.st_mtime_ns, stat.st_size)
     cached = _SHARD_CACHE.get(key)
     if cached is None or cached[0] != stamp:
-        X, y, _ = load_shard(path, target)
         _SHARD_CACHE.clear()  # one shard per party process
-        cached = _SHARD_CACHE[key] = (stamp, X, y)
-    return cached[1].copy(), cached[2].copy()
+        cached = _SHARD_CACHE[key] = (stamp, load_shard(path, target))
+    return cached[1]
+
+
+def shard_description(context) -> tuple[int, int, list]:
+    """``(N_k, d, feature names)`` of the party's shard: the public answer to ``describe`` (parsed once per process)."""
+    X, _, features = _cached(data_path(context), str(context.node_config.get("target", "label")))
+    return int(X.shape[0]), int(X.shape[1]), list(features)
 
 
 def data_path(context) -> str:

@@ -55,14 +55,14 @@ import numpy as np
 from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.multiparty.flower._grid_network import ENGINE_NAME, GridNetwork, PartyInfo
-from dperm.multiparty.flower._party import (
-    data_path,
+from dperm.multiparty.flower._party import (  # noqa: F401  (load_shard: read from here by simulation and tests)
     load_shard,
     party_floor,
     party_ledger,
     party_name,
     party_rows,
     run_state_path,
+    shard_description,
 )
 from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
 from dperm.multiparty.flower.engine import (
@@ -254,9 +254,8 @@ def party_setup(context, config) -> dict:
     """
     action = config.get("action")
     if action == "describe":
-        X, _, features = load_shard(data_path(context), str(context.node_config.get("target", "label")))
-        return {"name": party_name(context), "n-samples": int(X.shape[0]), "n-features": int(X.shape[1]),
-                "features": list(features)}
+        n_samples, n_features, features = shard_description(context)  # the shard is parsed once per process
+        return {"name": party_name(context), "n-samples": n_samples, "n-features": n_features, "features": features}
     if action == "setup" and config.get("protocol") == "newton":
         return newton_setup(context, config)
     if action == "setup":

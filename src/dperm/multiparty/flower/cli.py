@@ -68,6 +68,9 @@ def _party_serve(args) -> int:
         except ImportError as error:
             print(f"dperm: error: {error}", file=sys.stderr)
             return 2
+        from dperm.multiparty.flower.supernode import freeze_imports
+
+        freeze_imports()  # a long-lived supervisor: its imports need no garbage collection
         return _serve_plan(args, plan, started)
 
 
@@ -125,6 +128,9 @@ def _coordinate(args) -> int:
     if created:  # a folder of its own (0700), named now so that a crash can be resumed from it
         args.workdir = str(deploy.coordinator_workdir(None))
     code = 1
+    from dperm.multiparty.flower.supernode import freeze_imports
+
+    freeze_imports()  # this process imported dperm's apps: its exit need not collect them
     try:
         code = _run_coordination(args, settings, keys, created)
         return code

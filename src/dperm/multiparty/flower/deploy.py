@@ -371,10 +371,15 @@ def supervise_party(supernode_command, runtime_command, environ, connect_timeout
     if environ.get("FLWR_LOG_LEVEL", "INFO").upper() not in ("INFO", "DEBUG"):
         environ["FLWR_LOG_LEVEL"] = "INFO"  # the connection line is logged at INFO
     connected, stopping, children, relays = threading.Event(), [], {}, {}
+    # the SuperNode wakes the runner through this pipe when it has a task (supernode.runner_wake); both ends
+    # stay open here so that a restarted child gets the same pipe
+    wake_read, wake_write = os.pipe()
+    supernode_command = _with_option(supernode_command, "--wake-fd", wake_write)
+    runtime_command = _with_option(runtime_command, "--wake-fd", wake_read)
 
     def start_supernode():
         process = subprocess.Popen(supernode_command, env=environ, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+                                   stderr=subprocess.STDOUT, text=True, errors="replace", pass_fds=(wake_write,))
 
         def relay(stream=process.stdout):
             with stream:  # closed at the SuperNode's end of output
@@ -399,7 +404,7 @@ def supervise_party(supernode_command, runtime_command, environ, connect_timeout
     deadline = None if connect_timeout is None else started + float(connect_timeout)
     try:
         children["supernode"] = start_supernode()
-        children["runtime"] = subprocess.Popen(runtime_command, env=environ)
+        children["runtime"] = subprocess.Popen(runtime_command, env=environ, pass_fds=(wake_read,))
         while not stopping:
             time.sleep(0.2)
             if deadline is not None and not connected.is_set() and time.monotonic() >= deadline:
@@ -418,13 +423,21 @@ def supervise_party(supernode_command, runtime_command, environ, connect_timeout
                 print(f"dperm: the party's task runner ended (code {children['runtime'].returncode}); "
                       "restarting it", file=sys.stderr, flush=True)
                 time.sleep(RESTART_PAUSE)
-                children["runtime"] = subprocess.Popen(runtime_command, env=environ)
+                children["runtime"] = subprocess.Popen(runtime_command, env=environ, pass_fds=(wake_read,))
         return 0
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         for process in children.values():
             _stop_child(process)
+        os.close(wake_read)
+        os.close(wake_write)
+
+
+def _with_option(command, option: str, value) -> list:
+    """``command`` with ``option value`` among dperm's own options: before Flower's ``--``, if it has one."""
+    split = command.index("--") if "--" in command else len(command)
+    return [*command[:split], option, str(value), *command[split:]]
 
 
 def _stop_child(process, grace_seconds: float = 10.0) -> None:

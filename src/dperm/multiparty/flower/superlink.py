@@ -271,8 +271,10 @@ def main(argv=None) -> None:
     if ours.parent_pid is not None:  # a killed `dperm coordinate` takes its SuperLink down
         start_parent_process_monitor(ours.parent_pid)
     from dperm.multiparty.flower._adapter import captured_superlink_app
+    from dperm.multiparty.flower.supernode import freeze_imports
 
     sys.argv = ["flower-superlink", *theirs]
+    freeze_imports()
     with captured_superlink_app(_APP):  # to serve its Fleet routes on the public port
         threading.Thread(target=_serve_fleet, args=(ours, flower_args), name="dperm-fleet-api", daemon=True).start()
         flower_superlink()
