@@ -115,7 +115,8 @@ def test_auto_alpha_intercept_widens_the_noise_not_the_weights():
     X = rng.random((n, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(rng.random(n) < 0.3, 1, -1)
-    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], random_state=0).fit(X, y)
+    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], fallback=None,
+                                      random_state=0).fit(X, y)
     assert model.alpha_ == with_intercept
     C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(n, d + 1, eps, mechanism="output", loss=logistic, data_norm=math.sqrt(2.0), feature_norm=1.0)

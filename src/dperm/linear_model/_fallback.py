@@ -23,11 +23,26 @@ from dperm.mechanisms.fallback import constant_intercepts, release_fallback
 from dperm.privacy.fallback import fallback_calibration, split_epsilon
 from dperm.privacy.labels import LabelSet
 
-__all__ = ["FALLBACK_OPTIONS", "FallbackMixin"]
+__all__ = ["FALLBACK_OPTIONS", "FallbackMixin", "resolve_fallback"]
 
-#: Values of ``fallback`` (``None``: off).
+#: Values of ``fallback`` (``None``: off). ``"auto"`` (the default) is ``"majority"`` for two
+#: labels with an intercept on in-memory rows, else off (:func:`resolve_fallback`).
 MAJORITY = "majority"
-FALLBACK_OPTIONS = (MAJORITY,)
+AUTO = "auto"
+FALLBACK_OPTIONS = (MAJORITY, AUTO)
+
+
+def resolve_fallback(fallback, *, n_classes: int, fit_intercept: bool, engine: str = "memory"):
+    """``"majority"`` or ``None``: what ``fallback`` means for a fit, from public inputs only.
+
+    ``"auto"`` turns the fallback on where it was measured to help (docs/defaults_classifiers.md,
+    "The default"): two labels, an intercept (the constant model is one) and in-memory rows (the
+    choice counts them in memory). With three or more labels it stays off: on the multiclass
+    evaluation tables the choice's share cost more accuracy than the constant saved.
+    """
+    if fallback == AUTO:
+        return MAJORITY if (n_classes == 2 and fit_intercept and engine == "memory") else None
+    return fallback
 
 
 class FallbackMixin:
@@ -37,7 +52,7 @@ class FallbackMixin:
 
     def _check_params(self):
         params = super()._check_params()
-        if self.fallback is not None and not self.fit_intercept:
+        if self.fallback == MAJORITY and not self.fit_intercept:
             raise ValueError("fallback='majority' needs fit_intercept=True: the constant model it may "
                              "release is an intercept. Set fit_intercept=True or fallback=None. "
                              "Nothing was spent.")
@@ -54,21 +69,35 @@ class FallbackMixin:
         total = getattr(self, "_fallback_total_epsilon", None)
         return (epsilon if total is None else total), delta, label
 
+    def _alpha_variant(self) -> str:
+        """``alpha="auto"`` is the epsilon-monotone rule while the fallback is on (the pairing
+        fitted on the FITTING tables: the fallback repairs the monotone rule's small-table
+        losses below the majority class); otherwise the estimator's own rule."""
+        if self.alpha == "auto" and getattr(self, "_fallback_on", False):
+            from dperm.privacy.alpha import MONOTONE
+
+            return MONOTONE
+        return super()._alpha_variant()
+
     def _fit_rows(self, rows, targets, params):
-        if self.fallback is None:
+        classes = targets.label_set.classes
+        mode = resolve_fallback(self.fallback, n_classes=classes.size, fit_intercept=self.fit_intercept,
+                                engine=rows.engine)
+        if mode is None:
             return super()._fit_rows(rows, targets, params)
         if rows.engine != "memory":
             raise ValueError("fallback='majority' is not available for Dask input (its choice counts "
                              "the rows in memory); use fallback=None. Nothing was spent.")
-        classes = targets.label_set.classes
         erm, calibration = self._fallback_split(params, rows.n_samples, classes.size)
         self._fallback_total_epsilon = params.epsilon
+        self._fallback_on = True
         try:
             super()._fit_rows(rows, targets, erm)  # public choices, the whole spend, the ERM release
             rng = self._fallback_rng
         finally:
             self._fallback_total_epsilon = None
             self._fallback_rng = None
+            self._fallback_on = False
         correct = int(np.count_nonzero(self.predict(rows.X) == targets.y))
         counts = [int(np.count_nonzero(targets.y == label)) for label in classes]
         release = release_fallback(correct, counts, calibration, rows.n_samples, rng)
@@ -97,14 +126,21 @@ class FallbackMixin:
                        engine="memory"):
         """The record a fit would write (:meth:`PrivateLinearModelBase._public_record`), with the
         fallback's calibration; the choice itself is noised, so it is left out (None)."""
-        if self.fallback is None:
+        n_classes = 2 if n_problems == 1 else n_problems
+        mode = resolve_fallback(self.fallback, n_classes=n_classes, fit_intercept=self.fit_intercept,
+                                engine=engine)
+        if mode is None:
             return super()._public_record(n_samples, n_features, n_problems,
                                           label_set_public=label_set_public, engine=engine)
         from dperm.linear_model._base import Targets
 
         params = self._check_params()
-        erm, calibration = self._fallback_split(params, n_samples, max(2, n_problems))
-        erm = self._with_public_choices(erm, n_samples, n_features, n_problems, check_budget=False)
+        erm, calibration = self._fallback_split(params, n_samples, n_classes)
+        self._fallback_on = True
+        try:
+            erm = self._with_public_choices(erm, n_samples, n_features, n_problems, check_budget=False)
+        finally:
+            self._fallback_on = False
         norm = self._effective_norm(erm)
         targets = Targets(None, LabelSet(None, label_set_public))
         record = self._record([erm.calibration] * n_problems, erm, norm, n_samples, targets, engine)
