@@ -417,7 +417,7 @@ def check_calibration(linear, recorded: dict) -> None:
 
 def _check_fallback(linear, record) -> None:
     """A record's fallback agrees with ``params.fallback``; a constant release has ``coef`` 0."""
-    from dperm.linear_model._fallback import resolve_fallback
+    from dperm.privacy.fallback import resolve_fallback
 
     n_rows = np.atleast_2d(linear.coef_).shape[0]
     wanted = resolve_fallback(getattr(linear, "fallback", None), n_classes=2 if n_rows == 1 else n_rows,

@@ -399,7 +399,8 @@ def test_default_floor_still_caps_breast_cancer_at_large_epsilon():
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        auto = PrivateLogisticRegression(epsilon=1e4, classes=[0, 1], random_state=0).fit(Xtr, ytr)
+        auto = PrivateLogisticRegression(epsilon=1e4, classes=[0, 1], fallback=None,  # the previous default
+                                         random_state=0).fit(Xtr, ytr)
         monotone = PrivateLogisticRegression(epsilon=1e4, alpha="monotone", classes=[0, 1], random_state=0).fit(Xtr, ytr)
     assert auto.alpha_ == 4.0 * monotone.alpha_
     assert auto.score(Xte, yte) < monotone.score(Xte, yte)

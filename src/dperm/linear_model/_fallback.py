@@ -15,34 +15,46 @@ share, the noise and the choice (``privacy_.fallback_*``). docs/defaults_classif
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from dperm.exceptions import NoiseSwampsSignalError
 from dperm.mechanisms.fallback import constant_intercepts, release_fallback
-from dperm.privacy.fallback import fallback_calibration, split_epsilon
+from dperm.privacy.fallback import (
+    AUTO,
+    FALLBACK_MAX_SHARE,
+    MAJORITY,
+    fallback_calibration,
+    resolve_fallback,
+    split_epsilon,
+)
 from dperm.privacy.labels import LabelSet
 
-__all__ = ["FALLBACK_OPTIONS", "FallbackMixin", "resolve_fallback"]
+__all__ = ["FALLBACK_OPTIONS", "FallbackMixin"]
 
 #: Values of ``fallback`` (``None``: off). ``"auto"`` (the default) is ``"majority"`` for two
-#: labels with an intercept on in-memory rows, else off (:func:`resolve_fallback`).
-MAJORITY = "majority"
-AUTO = "auto"
+#: labels with an intercept on in-memory rows, else off (:func:`dperm.privacy.fallback.resolve_fallback`).
 FALLBACK_OPTIONS = (MAJORITY, AUTO)
 
 
-def resolve_fallback(fallback, *, n_classes: int, fit_intercept: bool, engine: str = "memory"):
-    """``"majority"`` or ``None``: what ``fallback`` means for a fit, from public inputs only.
+def _total_for_share(erm_epsilon: float, n_samples: int, n_classes: int) -> float:
+    """The smallest total epsilon (3 digits, rounded up) whose ERM share is at least ``erm_epsilon``."""
+    def share(total):
+        return split_epsilon(total, fallback_calibration(n_samples, n_classes, total))
 
-    ``"auto"`` turns the fallback on where it was measured to help (docs/defaults_classifiers.md,
-    "The default"): two labels, an intercept (the constant model is one) and in-memory rows (the
-    choice counts them in memory). With three or more labels it stays off: on the multiclass
-    evaluation tables the choice's share cost more accuracy than the constant saved.
-    """
-    if fallback == AUTO:
-        return MAJORITY if (n_classes == 2 and fit_intercept and engine == "memory") else None
-    return fallback
+    total = erm_epsilon / (1.0 - FALLBACK_MAX_SHARE)  # the share is at most s_max: enough
+    low = erm_epsilon
+    for _ in range(200):  # bisection: share(total) grows with total
+        middle = 0.5 * (low + total)
+        if share(middle) >= erm_epsilon:
+            total = middle
+        else:
+            low = middle
+    digits = 10.0 ** (math.floor(math.log10(total)) - 2)
+    rounded = math.ceil(total / digits) * digits
+    return rounded if share(rounded) >= erm_epsilon else total
 
 
 class FallbackMixin:
@@ -69,6 +81,20 @@ class FallbackMixin:
         total = getattr(self, "_fallback_total_epsilon", None)
         return (epsilon if total is None else total), delta, label
 
+    def _check_budget_for_data(self, params, *args):
+        """The ERM's checks at its share; a refusal names the smallest *total* epsilon that passes."""
+        total = getattr(self, "_fallback_total_epsilon", None)
+        try:
+            return super()._check_budget_for_data(params, *args)
+        except NoiseSwampsSignalError as error:
+            if total is None or getattr(error, "needed", None) is None:
+                raise
+            needed = _total_for_share(error.needed, self._fallback_n_samples, self._fallback_n_classes)
+            raise NoiseSwampsSignalError(
+                f"epsilon={total:g} (of which {params.epsilon:.3g} for the model, the rest for the majority "
+                f"fallback's choice) {error.reason} Epsilon >= {needed:.3g} would bring it below (or use "
+                "more rows or fewer features, or fallback=None). Nothing was spent.") from None
+
     def _alpha_variant(self) -> str:
         """``alpha="auto"`` is the epsilon-monotone rule while the fallback is on (the pairing
         fitted on the FITTING tables: the fallback repairs the monotone rule's small-table
@@ -90,6 +116,7 @@ class FallbackMixin:
                              "the rows in memory); use fallback=None. Nothing was spent.")
         erm, calibration = self._fallback_split(params, rows.n_samples, classes.size)
         self._fallback_total_epsilon = params.epsilon
+        self._fallback_n_samples, self._fallback_n_classes = rows.n_samples, classes.size
         self._fallback_on = True
         try:
             super()._fit_rows(rows, targets, erm)  # public choices, the whole spend, the ERM release
