@@ -36,7 +36,8 @@ FAMILIES = {
     "svc-hinge-output-auto": lambda: PrivateLinearSVC(
         loss="hinge", epsilon=1.0, classes=["a", "b"], alpha=0.05),
     "logistic-gaussian-objective": lambda: PrivateLogisticRegression(
-        epsilon=1.0, delta=1e-5, classes=["a", "b"], mechanism="gaussian_objective"),
+        epsilon=1.0, delta=1e-5, classes=["a", "b"], mechanism="gaussian_objective",
+        fallback=None),  # the coefficients' grid checks; the fallback's files: test_fallback.py
     "svc-huber-gaussian-objective-004": lambda: PrivateLinearSVC(
         loss="huber", epsilon=2.0, delta=1e-5, classes=LABELS, mechanism="gaussian_objective_004"),
     "kernel-logistic": lambda: PrivateKernelLogisticRegression(

@@ -361,7 +361,9 @@ def model_from_dict(document):
     if not isinstance(document["params"], dict):
         raise ValueError("'params' must be an object.")
     _check_record_agrees(document)
-    model = cls().set_params(**document["params"])
+    # a parameter a file leaves out had its "later" default when written (not today's default)
+    later = {name: default for name, default in _LATER_PARAMS.items() if name in cls().get_params()}
+    model = cls().set_params(**{**later, **document["params"]})
     spec = TabularSpec.from_dict(document["spec"])
     if issubclass(cls, REGRESSORS):
         model = _regressor_from_dict(model, document, spec)
@@ -415,7 +417,12 @@ def check_calibration(linear, recorded: dict) -> None:
 
 def _check_fallback(linear, record) -> None:
     """A record's fallback agrees with ``params.fallback``; a constant release has ``coef`` 0."""
-    wanted = getattr(linear, "fallback", None)
+    from dperm.privacy.fallback import resolve_fallback
+
+    n_rows = np.atleast_2d(linear.coef_).shape[0]
+    wanted = resolve_fallback(getattr(linear, "fallback", None), n_classes=2 if n_rows == 1 else n_rows,
+                              fit_intercept=getattr(linear, "fit_intercept", False),
+                              engine=getattr(record, "engine", "memory"))
     recorded, choice = getattr(record, "fallback", None), getattr(record, "fallback_choice", None)
     if (recorded is None) != (wanted is None) or (choice is None) != (wanted is None):
         raise InconsistentModelFile(

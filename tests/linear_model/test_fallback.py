@@ -213,7 +213,8 @@ def test_erm_runs_exactly_as_a_fit_at_the_rest_of_epsilon():
     guarded = PrivateLogisticRegression(epsilon=2.0, classes=[0, 1], fallback="majority", random_state=5).fit(X, y)
     assert guarded.privacy_.fallback_choice == "model"
     rest = split_epsilon(2.0, fallback_calibration(len(y), 2, 2.0))
-    plain = PrivateLogisticRegression(epsilon=rest, classes=[0, 1], random_state=5).fit(X, y)
+    plain = PrivateLogisticRegression(epsilon=rest, classes=[0, 1], alpha="monotone", fallback=None,
+                                      random_state=5).fit(X, y)  # "auto" is "monotone" under the fallback
     np.testing.assert_array_equal(guarded.coef_, plain.coef_)
     np.testing.assert_array_equal(guarded.intercept_, plain.intercept_)
     assert guarded.alpha_ == plain.alpha_
@@ -283,7 +284,7 @@ def test_record_states_share_noise_and_choice_and_public_record_agrees():
         len(y), X.shape[1], 1, label_set_public=True).to_dict()
     assert "fallback_choice" not in public
     assert {k: v for k, v in data.items() if k != "fallback_choice"} == public
-    plain = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], random_state=0).fit(X, y)
+    plain = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], fallback=None, random_state=0).fit(X, y)
     assert not any(key.startswith("fallback") for key in plain.privacy_.to_dict())
 
 
@@ -407,9 +408,75 @@ def test_files_without_the_fallback_do_not_name_it(tmp_path):
     from dperm.model_io import save_model
 
     X, y = _binary()
-    plain = PrivateLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    plain = PrivateLogisticRegression(epsilon=1.0, classes=[0, 1], fallback=None, random_state=0).fit(X, y)
     path = tmp_path / "plain.json"
     save_model(path, plain, _spec(3), "label")
     document = json.loads(path.read_text())
     assert "fallback" not in document["params"]
     assert not any(key.startswith("fallback") for key in document["privacy"])
+
+
+# -- the default (issue 30): fallback="auto" -------------------------------------------------------
+
+
+def test_default_is_the_monotone_rule_with_the_fallback_for_two_labels_with_an_intercept():
+    """Two labels, an intercept, rows in memory: the fallback is on and alpha="auto" is the monotone rule;
+    fallback=None gives the previous default exactly; no intercept or three labels: no fallback."""
+    X, y = _binary()
+    default = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], random_state=3).fit(X, y)
+    explicit = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], fallback="majority", alpha="monotone",
+                                         random_state=3).fit(X, y)
+    assert default.privacy_.fallback is not None and default.alpha_ == explicit.alpha_
+    np.testing.assert_array_equal(default.coef_, explicit.coef_)
+    np.testing.assert_array_equal(default.intercept_, explicit.intercept_)
+    old = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], fallback=None, random_state=3).fit(X, y)
+    assert old.privacy_.fallback is None and old.alpha_ != default.alpha_
+    no_intercept = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1], fit_intercept=False, random_state=3)
+    assert no_intercept.fit(X, y).privacy_.fallback is None
+    labels = np.where(X[:, 1] > 0, 2, y)
+    three = PrivateLogisticRegression(epsilon=0.5, classes=[0, 1, 2], random_state=3).fit(X, labels)
+    assert three.privacy_.fallback is None
+    with pytest.raises(ValueError, match="fit_intercept=True"):
+        PrivateLogisticRegression(classes=[0, 1], fallback="majority", fit_intercept=False).fit(X, y)
+
+
+def test_default_releases_the_majority_class_where_the_labels_carry_no_signal():
+    """The issue's worst case: with labels independent of X at a small epsilon the default predicts the
+    majority class in most fits instead of falling below it."""
+    rng = np.random.default_rng(11)
+    n = 1_500
+    X = rng.normal(size=(n, 3))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    y = (rng.random(n) < 0.75).astype(int)
+    constant = [PrivateLogisticRegression(epsilon=0.3, classes=[0, 1], random_state=seed).fit(X, y)
+                .privacy_.fallback_choice == "constant" for seed in range(8)]
+    assert sum(constant) >= 6
+
+
+def test_files_written_before_the_default_changed_load_with_the_fallback_off(tmp_path):
+    """A file leaves out ``fallback`` when it was None: such a file (every file of an older dperm) loads as
+    fallback=None, not as today's default "auto", so its record without a fallback is consistent."""
+    import json
+
+    from dperm.model_io import load_model, save_model, with_digest
+
+    X, y = _binary()
+    old = PrivateLogisticRegression(epsilon=1.0, classes=[0, 1], fallback=None, random_state=0).fit(X, y)
+    path = tmp_path / "old.json"
+    save_model(path, old, _spec(3), "label")
+    assert "fallback" not in json.loads(path.read_text())["params"]
+    loaded, _, _ = load_model(path)
+    assert loaded.fallback is None
+    np.testing.assert_array_equal(loaded.coef_, old.coef_)
+    default = PrivateLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
+    path = tmp_path / "default.json"
+    save_model(path, default, _spec(3), "label")
+    assert json.loads(path.read_text())["params"]["fallback"] == "auto"
+    loaded, _, _ = load_model(path)
+    assert loaded.fallback == "auto" and loaded.privacy_ == default.privacy_
+    document = json.loads(path.read_text())  # the same file claiming the old default: refused
+    del document["params"]["fallback"]
+    document.pop("digest")
+    path.write_text(json.dumps(with_digest(document)))
+    with pytest.raises(ValueError, match="epsilon_per_problem|fallback"):
+        load_model(path)

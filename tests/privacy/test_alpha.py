@@ -115,7 +115,8 @@ def test_auto_alpha_intercept_widens_the_noise_not_the_weights():
     X = rng.random((n, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(rng.random(n) < 0.3, 1, -1)
-    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], random_state=0).fit(X, y)
+    model = PrivateLogisticRegression(epsilon=eps, mechanism="objective", classes=[-1, 1], fallback=None,
+                                      random_state=0).fit(X, y)
     assert model.alpha_ == with_intercept
     C, p = AUTO_ALPHA_CONSTANTS["output"]
     out = auto_alpha(n, d + 1, eps, mechanism="output", loss=logistic, data_norm=math.sqrt(2.0), feature_norm=1.0)
@@ -398,7 +399,8 @@ def test_default_floor_still_caps_breast_cancer_at_large_epsilon():
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        auto = PrivateLogisticRegression(epsilon=1e4, classes=[0, 1], random_state=0).fit(Xtr, ytr)
+        auto = PrivateLogisticRegression(epsilon=1e4, classes=[0, 1], fallback=None,  # the previous default
+                                         random_state=0).fit(Xtr, ytr)
         monotone = PrivateLogisticRegression(epsilon=1e4, alpha="monotone", classes=[0, 1], random_state=0).fit(Xtr, ytr)
     assert auto.alpha_ == 4.0 * monotone.alpha_
     assert auto.score(Xte, yte) < monotone.score(Xte, yte)

@@ -26,6 +26,9 @@ from dperm.privacy.accounting import BudgetAccountant  # noqa: E402
 from dperm.scale import ChunkSpec, newton_certified, prepare_chunk  # noqa: E402
 from dperm.solvers import RegularizedERMObjective, loss_sums, minimize_certified  # noqa: E402
 
+# Every in-memory fit here compares with a Dask fit, which has no majority fallback (its choice counts the
+# rows in memory; fallback="auto" is off on Dask input), so the estimators pass fallback=None.
+
 #: Uneven row chunks with an empty one; they add up to N.
 CHUNKS = (700, 0, 1300, 451, 1049, 500)
 N = sum(CHUNKS)
@@ -65,15 +68,15 @@ def fit_both(model, X, y, **dask_kw):
 
 
 MODELS = [
-    PrivateLogisticRegression(mechanism="objective", epsilon=1.0, alpha=1e-3, random_state=7),
-    PrivateLogisticRegression(mechanism="output", epsilon=1.0, alpha=1e-3, random_state=7),
-    PrivateLogisticRegression(mechanism="gaussian_objective", epsilon=1.0, delta=1e-5,
+    PrivateLogisticRegression(fallback=None, mechanism="objective", epsilon=1.0, alpha=1e-3, random_state=7),
+    PrivateLogisticRegression(fallback=None, mechanism="output", epsilon=1.0, alpha=1e-3, random_state=7),
+    PrivateLogisticRegression(fallback=None, mechanism="gaussian_objective", epsilon=1.0, delta=1e-5,
                               alpha=1e-3, random_state=7),
     PrivateLinearSVC(loss="huber", mechanism="objective", epsilon=0.5, alpha=1e-2,
                      random_state=3),
     PrivateLinearSVC(loss="smooth_hinge", mechanism="output", epsilon=0.5, alpha=1e-2,
                      random_state=3),
-    PrivateLogisticRegression(mechanism="objective", fit_intercept=False, alpha=1e-2,
+    PrivateLogisticRegression(fallback=None, mechanism="objective", fit_intercept=False, alpha=1e-2,
                               random_state=11),
 ]
 
@@ -105,7 +108,7 @@ def test_parquet_columns_of_one_frame_are_partitioned_alike(tmp_path):
         frame.to_parquet(tmp_path / f"part-{part}.parquet")
     frame = dd.read_parquet(str(tmp_path))
     assert frame[["a", "b", "c"]].npartitions != len(frame["label"].to_delayed())
-    model = PrivateLogisticRegression(epsilon=1.0, alpha=1e-2, classes=[0, 1], random_state=5)
+    model = PrivateLogisticRegression(fallback=None, epsilon=1.0, alpha=1e-2, classes=[0, 1], random_state=5)
     memory = clone_of(model).fit(X, y)
     chunked = clone_of(model).set_params(scheduler="threads")
     chunked.fit(frame[["a", "b", "c"]], frame["label"])
@@ -123,7 +126,7 @@ def clone_of(model):
 def test_multiclass_one_vs_rest_on_chunks_matches_memory():
     X, y = make_data(n_classes=3, seed=4)
     # Dask input fits one-vs-rest whatever multi_class says ("auto"); in memory "ovr" asks for it
-    model = PrivateLogisticRegression(epsilon=3.0, alpha=1e-2, random_state=5, multi_class="ovr")
+    model = PrivateLogisticRegression(fallback=None, epsilon=3.0, alpha=1e-2, random_state=5, multi_class="ovr")
     memory, chunked, _, _ = fit_both(model, X, y)
     assert chunked.coef_.shape == (3, X.shape[1])
     assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
@@ -136,7 +139,7 @@ def test_clipped_rows_warn_alike_across_chunks():
     expected = int((np.linalg.norm(X, axis=1) > 1.0).sum())
     assert 0 < expected < N
     memory, chunked, memory_warnings, dask_warnings = fit_both(
-        PrivateLogisticRegression(random_state=0), X, y
+        PrivateLogisticRegression(fallback=None, random_state=0), X, y
     )
     clip_messages = [str(w.message) for w in dask_warnings if w.category is DataClippingWarning]
     assert clip_messages == [m for m in (str(w.message) for w in memory_warnings
@@ -146,7 +149,7 @@ def test_clipped_rows_warn_alike_across_chunks():
 
 def test_newton_solve_is_certified_in_few_passes(monkeypatch):
     X, y = make_data(n=4000, d=20, seed=2)
-    model = PrivateLogisticRegression(epsilon=0.1, alpha=1e-4, random_state=0,
+    model = PrivateLogisticRegression(fallback=None, epsilon=0.1, alpha=1e-4, random_state=0,
                                       scheduler="synchronous")
     # the pass count is a function of the data, so it is not released; measure it inside
     from dperm.scale import ChunkedERMData, PassRunner
@@ -167,11 +170,11 @@ def test_dask_dataframe_with_string_labels():
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
     frame["label"] = np.where(y == 1, "yes", "no")
     ddf = dd.from_pandas(frame, npartitions=5)
-    model = PrivateLogisticRegression(alpha=1e-2, random_state=1, scheduler="threads")
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=1, scheduler="threads")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
         model.fit(ddf[[f"f{i}" for i in range(X.shape[1])]], ddf["label"])
-        memory = PrivateLogisticRegression(alpha=1e-2, random_state=1).fit(X, frame["label"])
+        memory = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=1).fit(X, frame["label"])
     assert model.classes_.tolist() == ["no", "yes"]
     assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
     # prediction on the DataFrame is lazy and chunk-wise
@@ -182,7 +185,7 @@ def test_dask_dataframe_with_string_labels():
 
 def test_lazy_prediction_matches_memory():
     X, y = make_data(n_classes=3, seed=8)
-    model = PrivateLogisticRegression(alpha=1e-2, random_state=2).fit(X, y)
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=2).fit(X, y)
     dX, dy = as_dask(X, y)
     for method in ("decision_function", "predict", "predict_proba"):
         lazy = getattr(model, method)(dX)
@@ -194,9 +197,9 @@ def test_lazy_prediction_matches_memory():
 def test_nan_inside_one_chunk_gets_the_in_memory_error():
     X, y = make_data()
     X[2100, 3] = np.nan  # inside the fourth chunk
-    model = PrivateLogisticRegression(random_state=0, scheduler="threads")
+    model = PrivateLogisticRegression(fallback=None, random_state=0, scheduler="threads")
     with pytest.raises(ValueError) as in_memory:
-        PrivateLogisticRegression(random_state=0).fit(X, y)
+        PrivateLogisticRegression(fallback=None, random_state=0).fit(X, y)
     with pytest.raises(ValueError) as chunked:
         model.fit(*as_dask(X, y))
     assert "Input X contains NaN" in str(in_memory.value)
@@ -208,16 +211,16 @@ def test_continuous_label_inside_one_chunk_gets_the_in_memory_error():
     y = y.astype(float)
     y[3000] = 0.5
     with pytest.raises(ValueError, match="Unknown label type"):
-        PrivateLogisticRegression(random_state=0).fit(X, y)
+        PrivateLogisticRegression(fallback=None, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="Unknown label type"):
-        PrivateLogisticRegression(random_state=0, scheduler="threads").fit(*as_dask(X, y))
+        PrivateLogisticRegression(fallback=None, random_state=0, scheduler="threads").fit(*as_dask(X, y))
 
 
 def test_third_label_in_one_chunk_behaves_as_in_memory():
     """A third label is not an error in memory either: both fit one-vs-rest."""
     X, y = make_data(seed=12)
     y[2500] = 2
-    memory, chunked, _, _ = fit_both(PrivateLogisticRegression(alpha=1e-2, random_state=4,
+    memory, chunked, _, _ = fit_both(PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=4,
                                                                multi_class="ovr"), X, y)
     assert chunked.classes_.tolist() == memory.classes_.tolist() == [0, 1, 2]
     assert np.abs(chunked.coef_ - memory.coef_).max() <= 2 * TOL / 1e-2
@@ -225,7 +228,7 @@ def test_third_label_in_one_chunk_behaves_as_in_memory():
 
 def test_single_class_and_misaligned_labels_are_refused():
     X, _ = make_data()
-    model = PrivateLogisticRegression(scheduler="threads")
+    model = PrivateLogisticRegression(fallback=None, scheduler="threads")
     with pytest.raises(ValueError, match="at least two"):
         model.fit(*as_dask(X, np.zeros(N, dtype=int)))
     dX, _ = as_dask(X, np.zeros(N))
@@ -255,14 +258,14 @@ def test_estimators_without_a_dask_path_refuse_instead_of_loading(estimator):
 def test_unknown_scheduler_is_a_clear_error():
     X, y = make_data()
     with pytest.raises(ValueError, match="scheduler must be"):
-        PrivateLogisticRegression(scheduler=42).fit(*as_dask(X, y))
+        PrivateLogisticRegression(fallback=None, scheduler=42).fit(*as_dask(X, y))
 
 
 def test_newton_cut_short_by_max_iter_still_releases_a_certified_model():
     """Issue 28: two Newton passes used to raise CertificateError after the spend."""
     X, y = make_data()
-    short = PrivateLogisticRegression(max_iter=2, random_state=0, scheduler="threads").fit(*as_dask(X, y))
-    full = PrivateLogisticRegression(max_iter=100, random_state=0, scheduler="threads").fit(*as_dask(X, y))
+    short = PrivateLogisticRegression(fallback=None, max_iter=2, random_state=0, scheduler="threads").fit(*as_dask(X, y))
+    full = PrivateLogisticRegression(fallback=None, max_iter=100, random_state=0, scheduler="threads").fit(*as_dask(X, y))
     assert short.privacy_.epsilon == full.privacy_.epsilon
     # same noise, both within tol/alpha of the same perturbed minimiser, both on the release grid
     assert np.allclose(short.coef_, full.coef_, atol=0.1)
@@ -306,11 +309,11 @@ def cluster():
 @pytest.mark.slow  # a local Dask cluster started for the test (~30 s loaded)
 def test_fit_on_a_cluster_given_by_address(cluster):
     X, y = make_data()
-    model = PrivateLogisticRegression(alpha=1e-3, random_state=7)
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-3, random_state=7)
     memory = model.fit(X, y).coef_.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
-        chunked = PrivateLogisticRegression(alpha=1e-3, random_state=7,
+        chunked = PrivateLogisticRegression(fallback=None, alpha=1e-3, random_state=7,
                                             scheduler=cluster.scheduler_address)
         chunked.fit(*as_dask(X, y))
     assert np.linalg.norm(chunked.coef_ - memory) <= 2 * TOL / 1e-3
@@ -342,13 +345,13 @@ def _dask_rows_with(function, X, y, *args):
 @pytest.mark.slow  # a local Dask cluster with a worker killed mid-fit (~40 s loaded)
 def test_worker_killed_mid_fit_is_recomputed_to_the_same_model(cluster, tmp_path):
     X, y = make_data(seed=13)
-    memory = PrivateLogisticRegression(alpha=1e-3, random_state=7).fit(X, y).coef_.copy()
+    memory = PrivateLogisticRegression(fallback=None, alpha=1e-3, random_state=7).fit(X, y).coef_.copy()
     dX, dy = _dask_rows_with(_rows_that_kill_their_worker_once, X, y,
                              str(tmp_path / "killed-once"))
     with distributed.Client(cluster) as client:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DataClippingWarning)
-            model = PrivateLogisticRegression(alpha=1e-3, random_state=7, scheduler=client)
+            model = PrivateLogisticRegression(fallback=None, alpha=1e-3, random_state=7, scheduler=client)
             model.fit(dX, dy)
     assert (tmp_path / "killed-once").exists()  # the worker really died once
     assert np.linalg.norm(model.coef_ - memory) <= 2 * TOL / 1e-3
@@ -363,7 +366,7 @@ def test_worker_that_keeps_dying_fails_with_a_clear_error(cluster):
         with distributed.Client(cluster) as client:
             # the scheduler reads allowed-failures when it is created: set it there too
             client.run_on_scheduler(_set_allowed_failures, 0)
-            model = PrivateLogisticRegression(random_state=0, scheduler=client)
+            model = PrivateLogisticRegression(fallback=None, random_state=0, scheduler=client)
             with pytest.raises(DistributedFitError, match="no model was released"):
                 model.fit(dX, dy)
             client.run_on_scheduler(_set_allowed_failures, 3)
@@ -381,9 +384,9 @@ def test_default_scheduler_starts_and_closes_a_local_cluster():
         distributed.default_client()  # no client is active before the fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
-        model = PrivateLogisticRegression(alpha=1e-2, random_state=0)
+        model = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=0)
         model.fit(*as_dask(X, y, chunks=(200, 200)))
-    memory = PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    memory = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=0).fit(X, y)
     assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
     with pytest.raises(ValueError):
         distributed.default_client()  # ... nor after: the fit closed its cluster
@@ -482,7 +485,7 @@ def test_budget_is_checked_before_any_pass():
     X, y = make_data()
     X[0, 0] = np.nan  # a pass would raise ValueError; the budget check must come first
     accountant = BudgetAccountant(epsilon=0.5)
-    model = PrivateLogisticRegression(epsilon=1.0, accountant=accountant, scheduler="threads")
+    model = PrivateLogisticRegression(fallback=None, epsilon=1.0, accountant=accountant, scheduler="threads")
     with pytest.raises(BudgetExceededError):
         model.fit(*as_dask(X, y))
     assert accountant.spent == (0.0, 0.0)
@@ -607,7 +610,7 @@ def test_predict_on_a_distributed_client_with_an_accountant_attached(n_classes):
 
     X, y = make_data(n_classes=n_classes, seed=12)
     budget = BudgetAccountant(epsilon=2.0)
-    model = PrivateLogisticRegression(epsilon=0.5, alpha=1e-2, classes=list(range(n_classes)),
+    model = PrivateLogisticRegression(fallback=None, epsilon=0.5, alpha=1e-2, classes=list(range(n_classes)),
                                       accountant=budget, random_state=4).fit(X, y)
     spent = budget.summary()
     dX, dy = as_dask(X, y)
@@ -624,7 +627,7 @@ def test_predict_on_a_distributed_client_with_an_accountant_attached(n_classes):
 
 def test_prediction_refuses_a_wrong_width_before_any_task_runs():
     X, y = make_data(seed=13)
-    model = PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="X has 5 features, but PrivateLogisticRegression is "
                                          "expecting 6"):
         model.predict(da.from_array(X[:, :5], chunks=(500, 5)))
@@ -684,12 +687,12 @@ def test_read_parquet_cuts_one_big_row_group_and_the_fit_equals_memory(tmp_path,
     pd.testing.assert_frame_equal(lazy.compute(scheduler="threads").reset_index(drop=True),
                                   frame)
     features = [f"f{i}" for i in range(X.shape[1])]
-    model = PrivateLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=5,
+    model = PrivateLogisticRegression(fallback=None, epsilon=1.0, alpha=1e-3, random_state=5,
                                       scheduler="threads")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
         model.fit(lazy[features], lazy["label"])
-        memory = PrivateLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=5).fit(X, y)
+        memory = PrivateLogisticRegression(fallback=None, epsilon=1.0, alpha=1e-3, random_state=5).fit(X, y)
     assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-3
 
 
@@ -771,18 +774,18 @@ def test_frame_chunks_split_in_their_own_task_keep_the_in_memory_checks():
     frame["label"] = y
     ddf = dd.from_pandas(frame, npartitions=4)
     features = [f"f{i}" for i in range(X.shape[1])]
-    model = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3,
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-2, classes=[0, 1], random_state=3,
                                       scheduler="threads")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
         model.fit(ddf[features], ddf["label"])
-        memory = PrivateLogisticRegression(alpha=1e-2, classes=[0, 1], random_state=3).fit(
+        memory = PrivateLogisticRegression(fallback=None, alpha=1e-2, classes=[0, 1], random_state=3).fit(
             frame[features].to_numpy(dtype=float), y)
     assert np.linalg.norm(model.coef_ - memory.coef_) <= 2 * TOL / 1e-2
     frame["f2"] = frame["f2"].astype(str).where(frame.index != 1500, "n/a")
     ddf = dd.from_pandas(frame, npartitions=4)
     with pytest.raises(ValueError, match="could not convert string to float"):
-        PrivateLogisticRegression(classes=[0, 1], scheduler="threads").fit(ddf[features],
+        PrivateLogisticRegression(fallback=None, classes=[0, 1], scheduler="threads").fit(ddf[features],
                                                                             ddf["label"])
 
 
@@ -822,8 +825,8 @@ def test_dask_input_runs_the_one_fit_skeleton_with_another_data_provider(monkeyp
     monkeypatch.setattr(PrivateLinearModelBase, "_fit_rows",
                         lambda self, rows, *a: providers.append(type(rows).__name__) or skeleton(self, rows, *a))
     X, y = make_data(n=600, d=4, seed=3)
-    model = PrivateLogisticRegression(alpha=1e-2, random_state=0, scheduler="synchronous")
+    model = PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=0, scheduler="synchronous")
     model.fit(*as_dask(X, y, chunks=(300, 300)))
-    PrivateLogisticRegression(alpha=1e-2, random_state=0).fit(X, y)
+    PrivateLogisticRegression(fallback=None, alpha=1e-2, random_state=0).fit(X, y)
     assert providers == ["ChunkedRows", "InMemoryRows"]
     assert model.n_features_in_ == 4 and model.privacy_.to_dict()["engine"] == "dask"

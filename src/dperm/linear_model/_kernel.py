@@ -456,7 +456,7 @@ class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):
         self.classes = classes
 
     def _make_linear_model(self, data_norm):
-        return PrivateLogisticRegression(**self._linear_params(data_norm))
+        return PrivateLogisticRegression(fallback=None, **self._linear_params(data_norm))  # not measured for kernels
 
     def predict_proba(self, X):
         """Class probabilities of the linear model on the features.

@@ -32,11 +32,13 @@ class PrivateLogisticRegression(FallbackMixin, MultinomialClassifierMixin, Priva
         public quantities only (n, d, epsilon, delta, the norm bound, the loss and
         the mechanism; :func:`dperm.mechanisms.choice.auto_alpha`), never from the data; the
         value used is ``alpha_``. Larger alpha means less noise. ``"monotone"`` is issue
-        30's opt-in rule from the same public quantities, whose noise never moves the
+        30's rule from the same public quantities, whose noise never moves the
         weights more as epsilon grows and whose floor is scikit-learn's ``C = 1``
-        (:func:`dperm.privacy.alpha.default_alpha` with ``variant="monotone"``); measured
-        behind ``"auto"`` on the evaluation tables and ahead on Adult
-        (docs/defaults_classifiers.md).
+        (:func:`dperm.privacy.alpha.default_alpha` with ``variant="monotone"``).
+        ``"auto"`` is ``"monotone"`` while the majority fallback is on (the default
+        for two labels with an intercept: the pairing fitted on the fitting tables and
+        measured on the evaluation tables, docs/defaults_classifiers.md), and issue 17's
+        rule otherwise.
     mechanism : {"auto", "objective", "output", "gaussian_objective", "gaussian_objective_004"}, default="auto"
         ``"auto"`` chooses from public quantities (:mod:`dperm.mechanisms.choice`,
         recorded in ``privacy_``): objective perturbation under a pure budget, the
@@ -107,7 +109,9 @@ class PrivateLogisticRegression(FallbackMixin, MultinomialClassifierMixin, Priva
         public noise, docs/design/gaussian_multinomial.md), ``"objective"`` (pure) or
         ``"gaussian_objective"`` (Gaussian); other mechanisms and Dask input use one-vs-rest.
         Two labels always give one binary problem.
-    fallback : None or "majority", default=None
+    fallback : "auto", "majority" or None, default="auto"
+        ``"auto"``: ``"majority"`` with two labels and ``fit_intercept=True`` on in-memory
+        data, else None (three or more labels: off, as measured; Dask input: off).
         ``"majority"``: spend a small public share ``s`` of epsilon
         (:func:`dperm.privacy.fallback.fallback_share`, from n, K and epsilon) on a private
         choice between the fitted model (fitted at the rest of epsilon) and the constant model,
@@ -177,7 +181,7 @@ class PrivateLogisticRegression(FallbackMixin, MultinomialClassifierMixin, Priva
         scheduler=None,
         classes=None,
         multi_class=AUTO,
-        fallback=None,
+        fallback="auto",
     ):
         super().__init__(
             epsilon=epsilon, delta=delta, alpha=alpha, mechanism=mechanism, data_norm=data_norm,

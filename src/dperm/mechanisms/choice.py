@@ -189,13 +189,16 @@ def check_noise_below_signal(problem_at: Callable[[float], PublicProblem], name:
     needed = _smallest_epsilon_below(ratio, epsilon)
     advice = (f"epsilon >= {needed:.3g} would bring it below" if needed is not None
               else "no epsilon up to 1e12 times this one brings it below; use more data")
-    raise NoiseSwampsSignalError(
-        f"epsilon={epsilon:g} is too small for n_samples={problem.n_samples}, d={problem.n_features}: "
-        f"the {name} noise (public expected size {current:.3g} times the largest norm any "
-        f"minimiser can have, L R / alpha with alpha={problem.alpha:.3g}) would swamp every "
-        f"coefficient. {advice[0].upper() + advice[1:]} (or use more rows or fewer features). "
-        "Nothing was spent."
+    reason = (f"is too small for n_samples={problem.n_samples}, d={problem.n_features}: "
+              f"the {name} noise (public expected size {current:.3g} times the largest norm any "
+              f"minimiser can have, L R / alpha with alpha={problem.alpha:.3g}) would swamp every "
+              "coefficient.")
+    error = NoiseSwampsSignalError(
+        f"epsilon={epsilon:g} {reason} {advice[0].upper() + advice[1:]} (or use more rows or fewer "
+        "features). Nothing was spent."
     )
+    error.epsilon, error.needed, error.reason = epsilon, needed, reason  # for a caller that splits epsilon
+    raise error
 
 
 def _smallest_epsilon_below(ratio: Callable[[float], float], epsilon: float) -> float | None:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = [
-    "FALLBACK_CHOICES", "FALLBACK_MAX_SHARE", "FALLBACK_SCALE", "FallbackCalibration",
-    "fallback_calibration", "fallback_sensitivity", "fallback_share", "split_epsilon",
+    "AUTO", "FALLBACK_CHOICES", "FALLBACK_MAX_SHARE", "FALLBACK_SCALE", "MAJORITY", "FallbackCalibration",
+    "fallback_calibration", "fallback_sensitivity", "fallback_share", "resolve_fallback", "split_epsilon",
 ]
 
 #: What the choice released: the fitted model or the constant (majority) model.
@@ -114,3 +114,21 @@ def split_epsilon(epsilon: float, calibration: FallbackCalibration) -> float:
     while rest + calibration.epsilon > epsilon:
         rest = math.nextafter(rest, 0.0)
     return rest
+
+
+#: ``fallback`` values (:func:`resolve_fallback`).
+MAJORITY = "majority"
+AUTO = "auto"
+
+
+def resolve_fallback(fallback, *, n_classes: int, fit_intercept: bool, engine: str = "memory"):
+    """``"majority"`` or ``None``: what ``fallback`` means for a fit, from public inputs only.
+
+    ``"auto"`` turns the fallback on where it was measured to help (docs/defaults_classifiers.md,
+    "The default"): two labels, an intercept (the constant model is one) and in-memory rows (the
+    choice counts them in memory). With three or more labels it stays off: on the multiclass
+    evaluation tables the choice's share cost more accuracy than the constant saved.
+    """
+    if fallback == AUTO:
+        return MAJORITY if (n_classes == 2 and fit_intercept and engine == "memory") else None
+    return fallback
