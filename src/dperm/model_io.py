@@ -155,6 +155,8 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     """
     params = model.get_params()
     params["random_state"] = None  # a seed would let anyone subtract the noise
+    if params.get("fallback") == "auto" and getattr(model.privacy_, "fallback", None) is None:
+        params["fallback"] = None  # "auto" resolved to off (three labels, no intercept, Dask): as None
     for name, default in _LATER_PARAMS.items():  # files of fits that leave them off stay as they were
         if name in params and params[name] == default:
             del params[name]

@@ -480,3 +480,23 @@ def test_files_written_before_the_default_changed_load_with_the_fallback_off(tmp
     path.write_text(json.dumps(with_digest(document)))
     with pytest.raises(ValueError, match="epsilon_per_problem|fallback"):
         load_model(path)
+
+
+def test_a_default_fit_without_the_fallback_writes_the_file_it_always_wrote(tmp_path):
+    """fallback="auto" resolved to off (no intercept, three labels) is written as None: left out of the
+    file, whose bytes are those of the previous default's file."""
+    import json
+
+    from dperm.model_io import load_model, save_model
+
+    X, y = _binary()
+    for params, labels in (({"fit_intercept": False, "classes": [0, 1]}, y),
+                           ({"classes": [0, 1, 2]}, np.where(X[:, 1] > 0.3, 2, y))):
+        paths = []
+        for fallback in ("auto", None):
+            model = PrivateLogisticRegression(epsilon=1.0, fallback=fallback, random_state=0, **params)
+            paths.append(tmp_path / f"{fallback}.json")
+            save_model(paths[-1], model.fit(X, labels), _spec(3), "label")
+        assert paths[0].read_bytes() == paths[1].read_bytes()
+        assert "fallback" not in json.loads(paths[0].read_text())["params"]
+        assert load_model(paths[0])[0].fallback is None
