@@ -96,7 +96,9 @@ def rule_constants(rule: str, loss, variant: str = "auto") -> tuple[float, float
     Otherwise (``alpha="auto"``, and every residual loss: least squares under a named mechanism,
     the pinball loss, whose :data:`OUTPUT_LOSS_FACTOR` was fitted on it) issue 17's
     :data:`AUTO_ALPHA_CONSTANTS` and :data:`ALPHA_FLOOR_TIMES_N`: on the evaluation tables the
-    monotone rule did not beat it (docs/defaults_classifiers.md), so it stays the default.
+    monotone rule alone did not beat it (docs/defaults_classifiers.md). Paired with the majority
+    fallback it did, so ``PrivateLogisticRegression`` asks for ``"monotone"`` while its fallback
+    is on (its default for two labels with an intercept).
     """
     if uses_monotone_rule(loss, variant):
         constant, exponent = CLASSIFIER_ALPHA_CONSTANTS[rule]
