@@ -20,14 +20,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
-
-from dperm.losses_multinomial import MultinomialObjective
 from dperm.mechanisms._problem import MechanismCalibration, MechanismOutput
 from dperm.mechanisms.catalog import MECHANISMS
-from dperm.mechanisms.multinomial_objective import MultinomialProblem
+from dperm.mechanisms.multinomial_objective import MultinomialProblem, release_with_linear_term
 from dperm.mechanisms.multinomial_objective import expected_perturbation as _expected_perturbation
-from dperm.mechanisms.noise import grid_vector, release_on_grid, sample_discrete_gaussian_vector
+from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import ObjectiveCalibration, amp_planned, objective_mechanism_calibration
 from dperm.privacy.multinomial import (
     MULTINOMIAL_GRADIENT_BOUND,
@@ -39,7 +36,6 @@ from dperm.privacy.sensitivity import (
     objective_noise_grid,
     split_epsilon_for_amp,
 )
-from dperm.solvers import minimize_certified
 
 #: The name of the mechanism in records and in ``mechanism_``.
 GAUSSIAN_MULTINOMIAL_OBJECTIVE = "gaussian_multinomial_objective"
@@ -121,14 +117,7 @@ def release(problem: MultinomialProblem, calibration: MechanismCalibration, rng,
     dimension = problem.dimension
     sigma_squared = Fraction(plan.scale_steps * (1 + SENSITIVITY_ROUNDING_MARGIN)) ** 2
     noise = grid_vector(sample_discrete_gaussian_vector(dimension, sigma_squared, rng), plan.grid)
-    regularization = problem.alpha + plan.slack.extra_regularization
-    objective = MultinomialObjective(problem.loss, problem.X, problem.labels, regularization,
-                                     linear_term=noise, sample_weight=problem.sample_weight)
-    solve = minimize_certified(objective, tol=calibration.solve_tol or tol, max_iter=max_iter,
-                               w0=np.zeros(dimension))
-    coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)
-    return MechanismOutput.released(coef.reshape(problem.n_features, problem.n_classes), solve,
-                                    calibration)
+    return release_with_linear_term(problem, calibration, noise, rng, tol, max_iter)
 
 
 def gaussian_multinomial_objective_perturbation(problem: MultinomialProblem, epsilon: float,

@@ -48,6 +48,7 @@ __all__ = [
     "calibrate_multinomial_objective",
     "expected_multinomial_perturbation",
     "expected_perturbation",
+    "release_with_linear_term",
     "multinomial_objective_calibration",
     "multinomial_objective_perturbation",
     "noise_norm",
@@ -178,13 +179,23 @@ def release(problem: MultinomialProblem, calibration: MechanismCalibration, rng,
             max_iter: int) -> MechanismOutput:
     """Steps 3-5 under ``calibration``: draw ``b`` exactly, certified solve, AMP's output noise."""
     plan = calibration.noise_law
-    dimension = problem.dimension
-    noise = grid_vector(sample_grid_noise(plan.laplace, dimension, rng), plan.grid)
-    regularization = problem.alpha + plan.slack.extra_regularization
+    noise = grid_vector(sample_grid_noise(plan.laplace, problem.dimension, rng), plan.grid)
+    return release_with_linear_term(problem, calibration, noise, rng, tol, max_iter)
+
+
+def release_with_linear_term(problem: MultinomialProblem, calibration: MechanismCalibration, noise,
+                             rng, tol: float, max_iter: int) -> MechanismOutput:
+    """Solve the multinomial objective with the drawn noise as its linear term, then release.
+
+    The step every multinomial objective row shares after drawing its noise (the pure row's
+    lattice Laplace, the Gaussian row's discrete Gaussian): the slack's extra regularisation,
+    the certified solve, and AMP's output noise on the grid (``calibration.output_noise_law``).
+    """
+    regularization = problem.alpha + calibration.noise_law.slack.extra_regularization
     objective = MultinomialObjective(problem.loss, problem.X, problem.labels, regularization,
                                      linear_term=noise, sample_weight=problem.sample_weight)
     solve = minimize_certified(objective, tol=calibration.solve_tol or tol, max_iter=max_iter,
-                               w0=np.zeros(dimension))
+                               w0=np.zeros(problem.dimension))
     coef = release_on_grid(solve.coef, calibration.output_noise_law, rng)
     return MechanismOutput.released(coef.reshape(problem.n_features, problem.n_classes), solve,
                                     calibration)
