@@ -1,11 +1,13 @@
 """Formulas the tests check dperm against, which the library itself does not compute.
 
-Each was public API of :mod:`dperm.privacy` until issue 29 (formulas used only by
+Each was public API of :mod:`dperm.privacy` or :mod:`dperm.tuning` until issue 29 (formulas used only by
 tests moved out of the library): a published bound or profile that a test uses
 as a reference (dp-accounting's Gaussian profile against Redberg, Koskela &
 Wang's; dperm's zCDP conversion against Bun & Steinke's; the L1 sensitivities
 AdaSSP's noise is never worse than) or checks against brute-force measurement
-(Nie & Wang's bounds of 000 Thm 1 and 002 Lemma 2, the neighbours' minimisers).
+(Nie & Wang's bounds of 000 Thm 1 and 002 Lemma 2, the neighbours' minimisers),
+or checks a private parameter search's draws and record against (003 Alg. 4's selection
+probabilities and utility bound, Papernot & Steinke's random-stopping guarantee).
 The text of each is as it was in the library.
 """
 
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import ndtr
+import numpy as np
+from scipy.special import logsumexp, ndtr
 
 from dperm.privacy.sensitivity import (
     SQUARED_NORM_GAMMA,
@@ -22,6 +25,7 @@ from dperm.privacy.sensitivity import (
     lipschitz_loss_sensitivity,
 )
 from dperm.privacy.sufficient_statistics import moment_l2_sensitivity
+from dperm.tuning import _check_shape, _check_stopping, truncated_negative_binomial_mean
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
 # -- Gaussian objective perturbation (docs/design/gaussian_objective.md) ----------------------
@@ -180,3 +184,50 @@ def least_squares_sensitivity(M: float, kappa: float, lam: float, m: int) -> flo
     """
     C_L = least_squares_lipschitz(M, kappa, alpha_from_lambda(lam))
     return lipschitz_loss_sensitivity(kappa, C_L, lam, m, gamma=SQUARED_NORM_GAMMA)
+
+
+# -- Private parameter search (dperm.tuning) ---------------------------------------------------
+
+
+def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
+    """Selection probabilities ``q_i ~ exp(-epsilon z_i / 2)`` (003 eq. 123).
+
+    Parameters
+    ----------
+    mistakes : array-like of shape (m,)
+        ``z_i``, the number of validation mistakes of candidate ``i`` (a score
+        of sensitivity 1).
+    epsilon : float
+    """
+    epsilon = check_epsilon(epsilon)
+    scores = -0.5 * epsilon * np.asarray(mistakes, dtype=float)
+    if scores.ndim != 1 or scores.size == 0 or not np.isfinite(scores).all():
+        raise ValueError("mistakes must be a non-empty 1-D array of finite counts.")
+    return np.exp(scores - logsumexp(scores))
+
+
+def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failure_probability: float) -> float:
+    """003 Thm 9: with probability ``1 - failure_probability`` the selected model makes at most
+    ``z_min + 2 log(m / failure_probability) / epsilon`` validation mistakes."""
+    return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
+
+
+def random_stopping_rdp(epsilon: float, order: float, epsilon_hat: float, order_hat: float,
+                        gamma: float, shape: float) -> float:
+    """Papernot & Steinke (2022) Thm 2: ``eps'`` of the best of ``K ~ D_{eta, gamma}`` runs at order ``lambda``.
+
+    ``eps' = eps + (1 + eta)(1 - 1/lambda_hat) eps_hat + (1 + eta) log(1/gamma)/lambda_hat
+    + log(E[K]) / (lambda - 1)`` for a base algorithm that is
+    ``(lambda, eps)``- and ``(lambda_hat, eps_hat)``-RDP.
+    """
+    gamma, shape = _check_stopping(gamma, shape)
+    if not order > 1 or not order_hat >= 1:
+        raise ValueError(f"Thm 2 needs lambda > 1 and lambda_hat >= 1; got {order}, {order_hat}.")
+    mean = truncated_negative_binomial_mean(gamma, shape)
+    return (epsilon + (1 + shape) * (1 - 1 / order_hat) * epsilon_hat
+            + (1 + shape) * math.log(1 / gamma) / order_hat + math.log(mean) / (order - 1))
+
+
+def random_stopping_epsilon(per_repetition_epsilon: float, shape: float) -> float:
+    """Pure-DP form of Thm 2 (``lambda = lambda_hat -> inf``): an ``eps``-DP base gives ``(2 + eta) eps``-DP."""
+    return (2.0 + _check_shape(shape)) * check_epsilon(per_repetition_epsilon)
