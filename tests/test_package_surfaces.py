@@ -2,7 +2,7 @@
 
 ``dperm.tabular`` and ``dperm.model_io`` became packages of private modules,
 one job each; every name any caller imports from them (in ``src``, ``tests``,
-``scripts``, ``benchmarks`` or the docs' examples) is one of the package's
+``scripts``, ``benchmarks``, the gallery ``examples`` or the docs' examples) is one of the package's
 ``__all__``, so no caller reaches into a private module.
 """
 
@@ -20,7 +20,7 @@ SPLIT = ("dperm.tabular", "dperm.model_io")
 def _imported_names(package):
     """``(file, name)`` of every ``from package import name`` in the code and the pages' examples."""
     found = []
-    for folder in ("src", "tests", "scripts", "benchmarks"):
+    for folder in ("src", "tests", "scripts", "benchmarks", "examples"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.ImportFrom) and node.module == package:
