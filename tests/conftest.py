@@ -5,8 +5,9 @@ the ``adult_home`` / ``kddcup_home`` fixtures give the directory or skip.
 """
 
 import pytest
-from _os_bytes import FakeURandom
-from _shared_data import DATA_HOME_ENV, shared_data_home
+
+from tests._os_bytes import FakeURandom
+from tests._shared_data import DATA_HOME_ENV, shared_data_home
 
 
 def pytest_configure(config):

@@ -91,7 +91,7 @@ def _probe(*args, env):
 
 
 def test_the_import_probe_sees_a_replaced_function_and_edited_defaults(monkeypatch):
-    import _import_probe as probe
+    from tests import _import_probe as probe
 
     module = types.ModuleType("flwr_fake_for_probe")
 

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data, split
 from scipy import stats
 from sklearn.base import clone
 
@@ -42,6 +41,7 @@ from dperm.multiparty.secure_sum import pairwise_masks, quantize
 from dperm.privacy.accounting import Spend, advanced_composition
 from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
 from dperm.solvers import RegularizedERMObjective, minimize_certified
+from tests._multiparty_data import make_data, split
 
 LOGISTIC = get_loss("logistic")
 #: A floor loose enough for every run below (the floor itself is tested with tight ones).

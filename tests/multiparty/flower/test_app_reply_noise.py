@@ -24,17 +24,23 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
-if str(Path(__file__).resolve().parents[1]) not in sys.path:  # tests/multiparty: the shared _reply_noise checks
-    sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
-from _multiparty_data import make_data  # noqa: E402
-from _reply_noise import (  # noqa: E402
+from flwr.app import Context, RecordDict  # noqa: E402
+
+from dperm.losses import get_loss  # noqa: E402
+from dperm.multiparty import calibrate_psgd  # noqa: E402
+from dperm.multiparty.flower import app as flower_app  # noqa: E402
+from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
+from dperm.multiparty.newton_privacy import calibrate_newton  # noqa: E402
+from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
+from dperm.privacy.newton import view_guarantee  # noqa: E402
+from tests._multiparty_data import make_data  # noqa: E402
+from tests.multiparty._reply_noise import (  # noqa: E402
     FALSE_ALARM,
     discrete_gaussian_report,
     discrete_laplace_report,
@@ -45,15 +51,6 @@ from _reply_noise import (  # noqa: E402
     newton_statistic,
     rows_on_norm,
 )
-from flwr.app import Context, RecordDict  # noqa: E402
-
-from dperm.losses import get_loss  # noqa: E402
-from dperm.multiparty import calibrate_psgd  # noqa: E402
-from dperm.multiparty.flower import app as flower_app  # noqa: E402
-from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
-from dperm.multiparty.newton_privacy import calibrate_newton  # noqa: E402
-from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
-from dperm.privacy.newton import view_guarantee  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 SIZES = (200, 150, 250)

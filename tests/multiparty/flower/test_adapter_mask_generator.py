@@ -22,12 +22,12 @@ from flwr.common.secure_aggregation.quantization import dequantize  # noqa: E402
 from flwr.common.secure_aggregation.secaggplus_constants import RECORD_KEY_STATE  # noqa: E402
 from flwr.common.secure_aggregation.secaggplus_utils import pseudo_rand_gen  # noqa: E402
 from flwr.supercore.primitives.asymmetric import bytes_to_private_key, bytes_to_public_key  # noqa: E402
-from test_multiparty_secagg_guard import CLIPPING, MODULUS, QUANTIZATION, masked_vectors  # noqa: E402
 
 from dperm.exceptions import DropoutError  # noqa: E402
 from dperm.multiparty.flower import _adapter  # noqa: E402
 from dperm.multiparty.flower import grid as flower_grid  # noqa: E402
 from dperm.multiparty.flower.grid import InProcessGrid, make_party_client_app, secagg_sum_round  # noqa: E402
+from tests.multiparty.flower.test_grid_secagg_guard import CLIPPING, MODULUS, QUANTIZATION, masked_vectors  # noqa: E402
 
 STEP = 2 * CLIPPING / QUANTIZATION
 

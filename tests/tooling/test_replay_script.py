@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "replay.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "replay.py"
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,16 @@ import math
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data
-from _reply_noise import (
+
+from dperm.losses import get_loss
+from dperm.multiparty import Party, calibrate_psgd
+from dperm.multiparty.newton import NewtonParty
+from dperm.multiparty.newton_privacy import calibrate_newton
+from dperm.multiparty.privacy import round_noise_calibration
+from dperm.privacy.newton import view_guarantee
+from dperm.privacy.psgd import accepting_floor
+from tests._multiparty_data import make_data
+from tests.multiparty._reply_noise import (
     FALSE_ALARM,
     discrete_gaussian_report,
     discrete_laplace_report,
@@ -29,14 +37,6 @@ from _reply_noise import (
     newton_statistic,
     rows_on_norm,
 )
-
-from dperm.losses import get_loss
-from dperm.multiparty import Party, calibrate_psgd
-from dperm.multiparty.newton import NewtonParty
-from dperm.multiparty.newton_privacy import calibrate_newton
-from dperm.multiparty.privacy import round_noise_calibration
-from dperm.privacy.newton import view_guarantee
-from dperm.privacy.psgd import accepting_floor
 
 LOGISTIC = get_loss("logistic")
 #: Party sizes: the party under test is the first; K = 3, so the total noise is 3 party shares.

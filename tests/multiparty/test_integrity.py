@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data, split
 
 from dperm.exceptions import MalformedReplyError, SecureSumIntegrityError
 from dperm.losses import get_loss
@@ -28,6 +27,7 @@ from dperm.multiparty.newton_privacy import calibrate_newton
 from dperm.multiparty.protocol import InProcessNetwork, Party, psgd, psgd_clipping_range
 from dperm.multiparty.secure_sum import MaskedSecureSum, SecureSumReport
 from dperm.solvers import loss_sums
+from tests._multiparty_data import make_data, split
 
 LOGISTIC = get_loss("logistic")
 FLOOR = {"max_epsilon": 1e4, "max_delta": 0.1, "max_rounds": 1000}

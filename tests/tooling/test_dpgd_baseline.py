@@ -13,7 +13,7 @@ from scipy.stats import norm
 dp_accounting = pytest.importorskip("dp_accounting")
 from dp_accounting import pld, rdp  # noqa: E402
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _load(name):

@@ -14,9 +14,6 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from _multiparty_data import make_data  # noqa: E402
-from test_multiparty_flower import party_context, write_shard  # noqa: E402
-
 from dperm.exceptions import DataClippingWarning, MalformedReplyError  # noqa: E402
 from dperm.losses import get_loss  # noqa: E402
 from dperm.multiparty import calibrate_psgd  # noqa: E402
@@ -24,6 +21,8 @@ from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
 from dperm.multiparty.newton_privacy import calibrate_newton  # noqa: E402
 from dperm.multiparty.protocol import Party  # noqa: E402
+from tests._multiparty_data import make_data  # noqa: E402
+from tests.multiparty.flower.test_flower import party_context, write_shard  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 FLOOR = {"max-epsilon": 1000.0, "max-delta": 1e-3, "max-rounds": 10}

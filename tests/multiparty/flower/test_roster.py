@@ -21,13 +21,13 @@ from flwr.supercore.primitives.asymmetric import (  # noqa: E402
     private_key_to_bytes,
     public_key_to_bytes,
 )
-from test_multiparty_secagg_guard import CLIPPING, MODULUS, QUANTIZATION, masked_vectors  # noqa: E402
 
 from dperm.exceptions import DropoutError  # noqa: E402
 from dperm.multiparty.flower import _roster  # noqa: E402
 from dperm.multiparty.flower import grid as flower_grid  # noqa: E402
 from dperm.multiparty.flower.deploy import write_party_key  # noqa: E402
 from dperm.multiparty.flower.grid import InProcessGrid, make_party_client_app, secagg_sum_round  # noqa: E402
+from tests.multiparty.flower.test_grid_secagg_guard import CLIPPING, MODULUS, QUANTIZATION, masked_vectors  # noqa: E402
 
 VECTORS = {nid: np.random.default_rng(nid).uniform(-3, 3, size=5) for nid in (11, 22, 33)}
 VICTIM, IMPERSONATED = 11, 22

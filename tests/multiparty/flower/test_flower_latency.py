@@ -12,7 +12,6 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import Context, RecordDict  # noqa: E402
 from flwr.supercore.inflatable import inflatable_utils  # noqa: E402
 
@@ -28,6 +27,7 @@ from dperm.multiparty.flower.engine import (  # noqa: E402
     object_pull_waits,
 )
 from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid  # noqa: E402
+from tests._multiparty_data import make_data, split  # noqa: E402
 
 FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
 PULL_FUNCTIONS = (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree)

@@ -3,7 +3,6 @@
 
 import numpy as np
 import pytest
-from conftest import estimators
 from sklearn.base import clone
 from sklearn.datasets import make_blobs, make_classification
 from sklearn.pipeline import make_pipeline
@@ -16,6 +15,7 @@ from dperm import (
     PrivateLinearSVC,
     PrivateLogisticRegression,
 )
+from tests.conftest import estimators
 
 # These tests clone private estimators on purpose (scikit-learn checks, repeated fits);
 # dperm.cloning's BudgetWarning is for users and is tested in tests/test_cloning.py.

@@ -20,10 +20,9 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from test_multiparty_flower import deployment_grid, shard_files  # noqa: E402,F401
-
 from dperm.multiparty.flower import supernode  # noqa: E402
 from dperm.multiparty.flower.deploy import stop_process_group  # noqa: E402
+from tests.multiparty.flower.test_flower import deployment_grid, shard_files  # noqa: E402,F401
 
 # -- the parent watch -------------------------------------------------------------------------------
 
@@ -113,14 +112,13 @@ def _cmdline(pid: int) -> str:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_kill_9_of_party_serve_takes_its_supernode_and_task_runner_down(tmp_path):
     """A real `dperm party serve` (TLS, key, shard) waiting for a SuperLink; SIGKILL it: nothing it started runs on."""
-    from _multiparty_data import make_data
-
     from dperm.multiparty.flower.deploy import (
         free_loopback_ports,
         write_loopback_certificates,
         write_party_key,
         write_party_roster,
     )
+    from tests._multiparty_data import make_data
 
     X, y = make_data(n=40)
     shard = tmp_path / "shard.csv"
@@ -344,7 +342,6 @@ def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shar
     import json
 
     import numpy as np
-    from test_multiparty_lockdown import _stop_superlinks_on
 
     from dperm.losses import get_loss
     from dperm.multiparty.flower.deploy import (
@@ -357,6 +354,7 @@ def test_real_processes_kill_9_of_the_coordinator_after_a_round_then_resume(shar
     from dperm.multiparty.ledger import PartyLedger
     from dperm.multiparty.newton_privacy import calibrate_newton
     from dperm.privacy.newton import view_guarantee
+    from tests.multiparty.flower.test_deploy_lockdown import _stop_superlinks_on
 
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, *node_ports = free_loopback_ports(4)

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data, split
 from sklearn.utils._param_validation import InvalidParameterError
 
 from dperm.exceptions import CalibrationRefusedError
@@ -26,6 +25,7 @@ from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.collusion import check_collusion_threshold
 from dperm.privacy.newton import collusion_guarantee, rounds_epsilon, view_guarantee
 from dperm.privacy.psgd import PartyFloor, psgd_collusion_guarantee, psgd_coordinator_view
+from tests._multiparty_data import make_data, split
 
 LOGISTIC = get_loss("logistic")
 SHARES = [(2, 0), (2, 1), (3, 1), (5, 0), (5, 1), (5, 2), (5, 4), (20, 1), (20, 19)]

@@ -21,7 +21,7 @@ import pytest
 
 from dperm.exceptions import PrivacyLeakWarning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          *sorted((ROOT / "docs" / "design").glob("*.md"))]
 #: Pages whose examples run Flower or thousands of protocol rounds (tens of seconds).

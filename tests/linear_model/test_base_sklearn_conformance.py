@@ -9,13 +9,13 @@ behaviours with negligible noise where a check needs accuracy
 import inspect
 import warnings
 
-from conftest import estimators
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dperm import BudgetWarning, DataClippingWarning, PrivacyLeakWarning
 from dperm.kernels import RandomFourierFeatures
 from dperm.preprocessing import PublicBoundsScaler, RowNormalizer
+from tests.conftest import estimators
 
 N_ITER = (
     "asks for n_iter_; the number of solver iterations is a function of the private rows and is "

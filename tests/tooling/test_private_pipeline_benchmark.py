@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("matplotlib")
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict  # noqa: E402
 from flwr.client.mod import secaggplus_mod  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
@@ -35,6 +34,7 @@ from dperm.multiparty import calibrate_psgd  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower import grid as flower_grid  # noqa: E402
 from dperm.multiparty.flower.grid import InProcessGrid, make_party_client_app, secagg_sum_round  # noqa: E402
+from tests._multiparty_data import make_data, split  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 CLIPPING, QUANTIZATION, MODULUS = 8.0, 2**16, 2**32

@@ -18,7 +18,6 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from _multiparty_data import make_data, split  # noqa: E402
 from flwr.app import Context, Message, RecordDict  # noqa: E402
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.common import Code, FitIns, FitRes, Status, bytes_to_ndarray, ndarrays_to_parameters  # noqa: E402
@@ -61,6 +60,7 @@ from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.ledger import PartyLedger  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
+from tests._multiparty_data import make_data, split  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 

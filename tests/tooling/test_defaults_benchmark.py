@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture

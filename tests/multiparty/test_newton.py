@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data, split
 from scipy import stats
 
 from dperm.exceptions import CalibrationRefusedError
@@ -34,6 +33,7 @@ from dperm.multiparty.secure_sum import MaskedSecureSum
 from dperm.privacy.newton import collusion_epsilon, packed_length, rounds_epsilon, view_guarantee
 from dperm.privacy.release import released_attributes
 from dperm.solvers import loss_sums
+from tests._multiparty_data import make_data, split
 
 LOGISTIC = get_loss("logistic")
 HUBER = get_loss("huber", h=0.5)

@@ -17,7 +17,6 @@ import pytest
 flwr = pytest.importorskip("flwr")
 
 from flwr.cli.build import build_fab_from_disk  # noqa: E402
-from test_multiparty_flower import FLOOR_ARGS, shard_files  # noqa: E402,F401
 
 from dperm.cli import main as dperm_main  # noqa: E402
 from dperm.multiparty.flower.app import CoordinatorSettings  # noqa: E402
@@ -37,6 +36,7 @@ from dperm.multiparty.flower.deploy import (  # noqa: E402
 )
 from dperm.multiparty.flower.party_runtime import APP_ID, ForeignAppError, check_dperm_fab  # noqa: E402
 from dperm.multiparty.flower.superlink import public_key_bytes  # noqa: E402
+from tests.multiparty.flower.test_flower import FLOOR_ARGS, shard_files  # noqa: E402,F401
 
 RUN_CONFIG = {**CoordinatorSettings(n_parties=2, epsilon=1.0, delta=1e-5, alpha=0.05, n_rounds=2).to_run_config(),
               "out": "/tmp/m.json", "status": "/tmp/s.json"}

@@ -21,14 +21,13 @@ import pytest
 
 flwr = pytest.importorskip("flwr")
 
-from test_multiparty_flower import FLOOR, deployment_grid, shard_files  # noqa: E402,F401
-
 from dperm.losses import get_loss  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.ledger import PartyLedger  # noqa: E402
 from dperm.multiparty.privacy import calibrate_psgd, party_view  # noqa: E402
 from dperm.privacy.psgd import PartyFloor  # noqa: E402
 from dperm.privacy.round_charges import psgd_prefix_guarantee  # noqa: E402
+from tests.multiparty.flower.test_flower import FLOOR, deployment_grid, shard_files  # noqa: E402,F401
 
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # each party's own log
 
@@ -264,8 +263,6 @@ def test_real_processes_kill_9_of_the_psgd_coordinator_after_a_round_then_resume
     """`dperm coordinate --protocol psgd` (T = 3) killed with SIGKILL once round 1 is checkpointed; the same command
     with --resume --workdir finishes the run under its id with the same parties: each ledger books exactly the 3
     rounds, the whole run's guarantee, once."""
-    from test_multiparty_lockdown import _stop_superlinks_on
-
     from dperm.multiparty.flower.deploy import (
         flower_environment,
         free_loopback_ports,
@@ -274,6 +271,7 @@ def test_real_processes_kill_9_of_the_psgd_coordinator_after_a_round_then_resume
         write_party_key,
         write_party_roster,
     )
+    from tests.multiparty.flower.test_deploy_lockdown import _stop_superlinks_on
 
     tls = write_loopback_certificates(tmp_path)
     fleet_port, control_port, *node_ports = free_loopback_ports(4)
