@@ -13,6 +13,7 @@ from dperm.tuning import (
     select_by_exponential_mechanism,
     utility_bound,
 )
+from tests.conftest import unit_rows
 
 
 def test_probabilities_are_the_papers():
@@ -301,10 +302,7 @@ def test_random_stopping_end_to_end_on_breast_cancer():
 # ---------------------------------------------------------------------------
 def _unit_rows(n=4000, d=30, seed=0):
     """d = 30 unit rows: at n = 1,333 per part "auto" chooses the Gaussian objective mechanism."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, (X[:, 0] > 0).astype(int)
+    return unit_rows(n, d, seed)
 
 
 @pytest.fixture

@@ -116,7 +116,7 @@ def test_multiclass_is_one_vs_rest_with_split_budget():
     X, y = make_blobs(600, 4, centers=3, random_state=0)
     X = X / np.linalg.norm(X, axis=1).max()
     # multi_class="ovr": with delta > 0 and mechanism="gaussian_objective", "auto" may run the
-    # Gaussian multinomial model instead (tests/linear_model/test_gaussian_multinomial_estimator.py)
+    # Gaussian multinomial model instead (tests/linear_model/test_multinomial_gaussian.py)
     model = PrivateLogisticRegression(epsilon=3.0, delta=3e-6, mechanism="gaussian_objective",
                                       alpha=0.01, multi_class="ovr", random_state=0).fit(X, y)
     record = model.privacy_

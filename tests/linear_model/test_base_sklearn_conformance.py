@@ -68,7 +68,7 @@ PASS_CLASSIFIERS_TRAIN = {
 WEIGHT_ABOVE_ONE = (
     "fits with sample_weight above 1 (3 or 10); dperm refuses weights outside [0, 1] because its "
     "sensitivity bounds hold only for weights <= 1 (paper note 15, docs/paper_notes.md). "
-    "tests/linear_model/test_sample_weight.py checks the refusal and the [0, 1] behaviour."
+    "tests/linear_model/test_base_sample_weight.py checks the refusal and the [0, 1] behaviour."
 )
 #: The checks every estimator that takes sample_weight in [0, 1] is expected to fail, with why.
 SAMPLE_WEIGHT_EXPECTED_FAILURES = {
@@ -130,7 +130,7 @@ def test_scikit_learn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataClippingWarning)
         # The checks vary the labels (ints, strings, 2 or 3 classes), so classifiers run with
-        # classes=None, which warns by design (tests/privacy/test_classes.py tests that warning);
+        # classes=None, which warns by design (tests/privacy/test_labels.py tests that warning);
         # PublicBoundsScaler(bounds=None) reads bounds from the data, which also warns by design.
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         # The checks clone every estimator many times on purpose (dperm.cloning warns a

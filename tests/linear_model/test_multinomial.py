@@ -12,6 +12,7 @@ from dperm.linear_model._multinomial import _PerClassColumn
 from dperm.mechanisms.multinomial_objective import MULTINOMIAL_OBJECTIVE
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.release import RecordBase, non_noised, released_attributes
+from tests.conftest import multiclass_blobs
 
 CLASSES = [0, 1, 2]
 
@@ -28,12 +29,7 @@ def _assert_same(a: dict, b: dict):
 
 
 def _data(n=600, d=4, K=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = 0.6 * rng.normal(size=(K, d))
-    y = rng.integers(0, K, n)
-    X = centres[y] + 0.3 * rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    return X, y
+    return multiclass_blobs(n, d, K, seed)
 
 
 def test_multinomial_fit_releases_one_k_column_model():

@@ -12,18 +12,14 @@ from dperm.linear_model._multinomial import multiclass_rows, multinomial_public_
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.release import non_noised, released_attributes
+from tests.conftest import multiclass_blobs
 
 GAUSSIAN = "gaussian_multinomial_objective"
 PURE = "multinomial_objective"
 
 
 def _data(n=600, d=4, K=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = 0.6 * rng.normal(size=(K, d))
-    y = rng.integers(0, K, n)
-    X = centres[y] + 0.3 * rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    return X, y
+    return multiclass_blobs(n, d, K, seed)
 
 
 def test_multiclass_rows_follow_the_table_flags():

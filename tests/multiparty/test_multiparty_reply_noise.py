@@ -25,9 +25,9 @@ from dperm.multiparty.newton_privacy import calibrate_newton
 from dperm.multiparty.privacy import round_noise_calibration
 from dperm.privacy.newton import view_guarantee
 from dperm.privacy.psgd import accepting_floor
-from tests._multiparty_data import make_data
 from tests.multiparty._reply_noise import (
     FALSE_ALARM,
+    broadcasts,
     discrete_gaussian_report,
     discrete_laplace_report,
     gaussian_report,
@@ -36,6 +36,7 @@ from tests.multiparty._reply_noise import (
     newton_residual_steps,
     newton_statistic,
     rows_on_norm,
+    shard,
 )
 
 LOGISTIC = get_loss("logistic")
@@ -43,19 +44,6 @@ LOGISTIC = get_loss("logistic")
 SIZES = (200, 150, 250)
 #: Replies per test: about 2,000 noise draws for Newton (D = 14), 1,200 for PSGD (d = 4).
 NEWTON_ROUNDS, PSGD_ROUNDS = 150, 300
-
-
-def shard(n=SIZES[0], seed=5):
-    X, y = make_data(n=n, seed=seed)
-    X[0] *= 2.5 / np.linalg.norm(X[0])  # one row beyond R = 1: the party scales it, the test does too
-    return X, y
-
-
-def broadcasts(n_rounds, d=4, seed=17):
-    """Public iterates ``w_t`` as a coordinator might send them (norm <= 1)."""
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=(n_rounds, d))
-    return w * (rng.uniform(0.0, 1.0, size=(n_rounds, 1)) / np.linalg.norm(w, axis=1, keepdims=True))
 
 
 # -- Newton (dperm.multiparty.newton) -------------------------------------------------------------------

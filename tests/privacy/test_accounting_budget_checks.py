@@ -28,6 +28,7 @@ from dperm.mechanisms import ERMProblem, run_mechanism
 from dperm.multiparty import LocalAggregationClassifier, PSGDClassifier
 from dperm.prediction import PrivatePredictor
 from dperm.tuning import PrivateParameterSearch
+from tests.conftest import unit_rows
 
 
 def _classification(n=120, d=3, seed=0):
@@ -332,10 +333,7 @@ from dperm.validation import WEAK_EPSILON, check_budget_for_data  # noqa: E402
 
 
 def _unit_rows(n=2000, d=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, (X[:, 0] > 0).astype(int)
+    return unit_rows(n, d, seed)
 
 
 @pytest.mark.parametrize("mechanism", ["gaussian_objective", "auto"])

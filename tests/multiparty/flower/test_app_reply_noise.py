@@ -16,7 +16,6 @@ exists only in the test's temporary folder and only for the parties' processes.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import json
 import math
@@ -39,9 +38,10 @@ from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
 from dperm.multiparty.newton_privacy import calibrate_newton  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
 from dperm.privacy.newton import view_guarantee  # noqa: E402
-from tests._multiparty_data import make_data  # noqa: E402
+from tests._multiparty_data import make_data, write_shard  # noqa: E402
 from tests.multiparty._reply_noise import (  # noqa: E402
     FALSE_ALARM,
+    broadcasts,
     discrete_gaussian_report,
     discrete_laplace_report,
     gaussian_report,
@@ -50,6 +50,7 @@ from tests.multiparty._reply_noise import (  # noqa: E402
     newton_residual_steps,
     newton_statistic,
     rows_on_norm,
+    shard,
 )
 
 LOGISTIC = get_loss("logistic")
@@ -57,21 +58,6 @@ SIZES = (200, 150, 250)
 NEWTON_ROUNDS, PSGD_ROUNDS, ETA_RUNS = 100, 100, 100
 
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.exceptions.DataClippingWarning")  # the party's own log
-
-
-def write_shard(path, X, y):
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([f"x{j}" for j in range(X.shape[1])] + ["label"])
-        for row, label in zip(X, y):
-            writer.writerow([repr(float(v)) for v in row] + [int(label > 0)])
-    return path
-
-
-def shard(n=SIZES[0], seed=5):
-    X, y = make_data(n=n, seed=seed)
-    X[0] *= 2.5 / np.linalg.norm(X[0])  # one row beyond R = 1: the party scales it, the test does too
-    return X, y
 
 
 def party_context(tmp_path, *, max_epsilon, max_rounds, max_delta=1e-5):
@@ -88,12 +74,6 @@ def seeded(monkeypatch, module, start):
     """Each ``check_random_state(None)`` in ``module`` returns the generator of the next fixed seed."""
     seeds, real = itertools.count(start), module.check_random_state
     monkeypatch.setattr(module, "check_random_state", lambda state: real(next(seeds) if state is None else state))
-
-
-def broadcasts(n_rounds, d=4, seed=17):
-    rng = np.random.default_rng(seed)
-    w = rng.normal(size=(n_rounds, d))
-    return w * (rng.uniform(0.0, 1.0, size=(n_rounds, 1)) / np.linalg.norm(w, axis=1, keepdims=True))
 
 
 # -- Newton: dperm.multiparty.flower.newton.newton_reply behind the ClientApp's party_reply --------------
@@ -138,7 +118,7 @@ def test_the_deployed_newton_check_catches_finding_4s_noise_free_party(tmp_path,
     """The party of issue 31's finding 4, sending its exact packed sums, fails the check above.
 
     The other mutations (a negated statistic, half the noise) run through the same
-    ``dperm.multiparty.newton.party_reply`` and are caught in ``tests/multiparty/test_reply_noise.py``.
+    ``dperm.multiparty.newton.party_reply`` and are caught in ``tests/multiparty/test_multiparty_reply_noise.py``.
     """
     from dperm.multiparty import newton
 
@@ -183,7 +163,7 @@ def test_a_deployed_psgd_party_sends_rho_on_the_grid_and_one_share_of_eta(tmp_pa
     ``eta^k`` is read from the party's own saved state: the reply minus it and minus the gradient the
     test computes must be exact discrete Laplace on the round's grid (``rho``), and the saved ``eta^k``
     must be ``N(0, sigma^2 / K)`` per coordinate, not ``sigma^2``. A party whose reply lacks its saved
-    eta, or carries another, leaves the grid. (``test_multiparty_flower.py`` checks ``rho`` over 400
+    eta, or carries another, leaves the grid. (``test_flower.py`` checks ``rho`` over 400
     rounds of one run.)
     """
     from dperm.multiparty import protocol

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
@@ -60,14 +59,9 @@ from dperm.multiparty.flower.grid import InProcessGrid  # noqa: E402
 from dperm.multiparty.ledger import PartyLedger  # noqa: E402
 from dperm.multiparty.model_file import model_from_document  # noqa: E402
 from dperm.multiparty.privacy import round_noise_calibration  # noqa: E402
-from tests._multiparty_data import make_data, split  # noqa: E402
+from tests._multiparty_data import make_data, plain_vectors, split, write_shard  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
-
-
-def plain_vectors(n_parties=4, dimension=50, low=-7.0, high=7.0, seed=0):
-    rng = np.random.default_rng(seed)
-    return {f"p{k}": rng.uniform(low, high, size=dimension) for k in range(n_parties)}
 
 
 class RecordingGrids:
@@ -336,16 +330,6 @@ def test_psgd_on_flower_aborts_on_dropout_and_malformed_replies(bad_class, error
 
 
 # -- the networked deployment, in process ----------------------------------------------
-
-
-def write_shard(path, X, y, header=None):
-    header = header or [f"x{j}" for j in range(X.shape[1])] + ["label"]
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        for row, label in zip(X, y):
-            writer.writerow([repr(float(v)) for v in row] + [int(label > 0)])  # labels as 0/1
-    return path
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower._grid_network import new_run_id  # noqa: E402
 from dperm.multiparty.newton_privacy import calibrate_newton  # noqa: E402
 from dperm.multiparty.protocol import Party  # noqa: E402
-from tests._multiparty_data import make_data  # noqa: E402
-from tests.multiparty.flower.test_flower import party_context, write_shard  # noqa: E402
+from tests._multiparty_data import make_data, write_shard  # noqa: E402
+from tests.multiparty.flower.test_flower import party_context  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 FLOOR = {"max-epsilon": 1000.0, "max-delta": 1e-3, "max-rounds": 10}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import time
 from pathlib import Path
@@ -27,18 +26,10 @@ from dperm.multiparty.flower.engine import (  # noqa: E402
     object_pull_waits,
 )
 from dperm.multiparty.flower.grid import InProcessGrid, PollingGrid  # noqa: E402
-from tests._multiparty_data import make_data, split  # noqa: E402
+from tests._multiparty_data import make_data, split, write_shard  # noqa: E402
 
 FLOOR = {"max-epsilon": 10.0, "max-delta": 1e-5, "max-rounds": 10}
 PULL_FUNCTIONS = (inflatable_utils.pull_objects, inflatable_utils.pull_and_inflate_object_from_tree)
-
-
-def write_shard(path, X, y):
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([f"x{j}" for j in range(X.shape[1])] + ["label"])
-        writer.writerows([[repr(float(v)) for v in row] + [int(label > 0)] for row, label in zip(X, y)])
-    return path
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ the parties run dperm's ClientApp unchanged, on an in-process Flower grid.
 
 from __future__ import annotations
 
-import csv
 import tempfile
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from dperm.multiparty import calibrate_psgd  # noqa: E402
 from dperm.multiparty.flower import app as flower_app  # noqa: E402
 from dperm.multiparty.flower import grid as flower_grid  # noqa: E402
 from dperm.multiparty.flower.grid import InProcessGrid, make_party_client_app, secagg_sum_round  # noqa: E402
-from tests._multiparty_data import make_data, split  # noqa: E402
+from tests._multiparty_data import make_data, split, write_shard  # noqa: E402
 
 LOGISTIC = get_loss("logistic")
 CLIPPING, QUANTIZATION, MODULUS = 8.0, 2**16, 2**32
@@ -177,15 +176,6 @@ def test_the_honest_round_still_sums(monkeypatch):
 
 
 # -- finding 2: a calibration for more parties than take part ----------------------------
-
-
-def write_shard(path, X, y):
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([f"x{j}" for j in range(X.shape[1])] + ["label"])
-        for row, label in zip(X, y):
-            writer.writerow([repr(float(v)) for v in row] + [int(label > 0)])
-    return path
 
 
 @pytest.fixture
