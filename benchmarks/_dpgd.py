@@ -31,7 +31,7 @@ Privacy (replace-one neighbours, the notion of dperm's records, ``n`` public):
    solves that equality for the largest ``mu`` (smallest ``z_T``). This is the exact
    privacy profile, the one dp-accounting's PLD accountant computes up to its
    discretisation (on Adult at epsilon 1, T = 242: 0.9999999989 for target 1);
-   ``tests/test_dpgd_baseline.py`` checks the calibration against dp-accounting's PLD and RDP
+   ``tests/tooling/test_dpgd_baseline.py`` checks the calibration against dp-accounting's PLD and RDP
    epsilons and that a quarter of the noise misses the target.
 3. **Release.** ``w_T`` is post-processing of the noisy gradients.
 

@@ -1,12 +1,17 @@
-"""Shared fixtures: the real data sets under ``DPERM_DATA``, skipped (with the reason) when absent.
+"""Shared fixtures: the real data sets under ``DPERM_DATA``, skipped (with the reason) when absent,
+the synthetic data sets several test files build, and the one estimator list.
 
 ``@pytest.mark.needs_data("kddcup99")`` skips a test unless ``$DPERM_DATA`` holds the data set;
-the ``adult_home`` / ``kddcup_home`` fixtures give the directory or skip.
+the ``adult_home`` / ``kddcup_home`` fixtures give the directory or skip. Test files import the
+builders and the list (``from tests.conftest import estimators``); multiparty shards are in
+``tests/_multiparty_data.py``.
 """
 
+import numpy as np
 import pytest
-from _os_bytes import FakeURandom
-from _shared_data import DATA_HOME_ENV, shared_data_home
+
+from tests._os_bytes import FakeURandom
+from tests._shared_data import DATA_HOME_ENV, shared_data_home
 
 
 def pytest_configure(config):
@@ -50,6 +55,35 @@ def fake_urandom(monkeypatch):
         monkeypatch.setattr(os, "urandom", fake)
         return fake
     return install
+
+
+# -- synthetic data sets built by several test files ----------------------------------------------------
+
+def unit_rows(n, d, seed=0):
+    """``n`` Gaussian rows scaled onto the unit sphere, and the labels ``x_0 > 0`` as 0/1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def ball_rows(n, d, seed=0):
+    """``n`` Gaussian rows, those longer than 1 scaled onto the unit sphere, and the labels ``x_0 > 0`` as 0/1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    return X, (X[:, 0] > 0).astype(int)
+
+
+def multiclass_blobs(n, d, K, seed=0, *, centre_scale=0.6, spread=0.3):
+    """``K`` Gaussian blobs in the unit ball: centres ``centre_scale N(0, I)``, labels uniform on
+    ``0..K-1``, each row its centre plus ``spread N(0, I)``, rows longer than 1 scaled onto the sphere."""
+    rng = np.random.default_rng(seed)
+    centres = centre_scale * rng.normal(size=(K, d))
+    y = rng.integers(0, K, n)
+    X = centres[y] + spread * rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    return X, y
 
 
 # -- the one estimator list --------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The package layout of issue 16: no import circle between rooms, no room importing another's internals;
-issue 29: no import circle between files, no monkeypatch of another library at import time.
+issue 29: no import circle between files, no monkeypatch of another library at import time, and
+tests/ mirrors src/dperm/ (each test file named for the module it tests).
 
 Reads the source with ``tools/import_graph.py`` (static, every ``import`` of a
 ``dperm`` module, function-level ones included).
@@ -91,7 +92,7 @@ def _probe(*args, env):
 
 
 def test_the_import_probe_sees_a_replaced_function_and_edited_defaults(monkeypatch):
-    import _import_probe as probe
+    from tests import _import_probe as probe
 
     module = types.ModuleType("flwr_fake_for_probe")
 
@@ -155,3 +156,104 @@ def test_every_public_module_declares_its_public_names():
         unknown += [f"{relative}: {name}" for name in module.__all__ if not hasattr(module, name)]
     assert not missing, f"public modules without __all__: {missing}"
     assert not unknown, f"__all__ names that do not exist: {unknown}"
+
+
+# -- tests/ mirrors src/dperm/ (issue 29, target 8) ---------------------------------------------------------
+
+#: The folder of tests of the repository's tools (scripts/, benchmarks/, docs/, packaging), not of a module.
+TOOLING = "tooling"
+#: Files at the top of tests/ that check the library as a whole rather than one module.
+WHOLE_LIBRARY = {"test_architecture.py"}
+
+
+def _subject(stem, modules):
+    """The module ``test_<stem>.py`` is named for (``<module>`` or ``<module>_<topic>``), or None."""
+    return next((m for m in sorted(modules, key=len, reverse=True) if stem == m or stem.startswith(m + "_")), None)
+
+
+def _shown(tests, path):
+    """``path`` as ``tests/...`` (a folder with a trailing slash)."""
+    shown = "/".join(["tests", *path.relative_to(tests).parts])
+    return shown + "/" if path.is_dir() else shown
+
+
+def _layout_problems(tests, package):
+    """Every file or folder of ``tests`` that does not mirror ``package``, with what to do.
+
+    ``tests/<p>/test_<m>.py`` tests module ``<m>`` (``_<m>.py`` for a private one) of package
+    ``dperm.<p>``; ``test_<m>_<topic>.py`` is one more file for the same module, and
+    ``test_<p>.py`` / ``test_<p>_<topic>.py`` test the package as a whole (not a topic named
+    after one of its modules). Every folder is a package (``__init__.py``: two folders may hold
+    the same file name). ``tests/tooling/`` tests the repository's scripts, benchmarks and docs.
+    """
+    problems = []
+    folders = [tests, *(p for p in tests.rglob("*") if p.is_dir())]
+    for folder in sorted(p for p in folders if not any(
+            part == "__pycache__" or part.startswith(".") for part in p.relative_to(tests).parts)):
+        relative = folder.relative_to(tests)
+        if not (folder / "__init__.py").is_file():
+            problems.append(f"{_shown(tests, folder)}: add an empty __init__.py "
+                            "(test files in different folders share names)")
+        if relative.parts[:1] == (TOOLING,):
+            continue
+        mirrored = package.joinpath(*relative.parts)
+        if not (mirrored / "__init__.py").is_file():
+            problems.append(f"{_shown(tests, folder)}: no package dperm.{'.'.join(relative.parts)}; move its tests "
+                            f"to the folder of the package they test, or to tests/{TOOLING}/")
+            continue
+        modules = {p.stem.removeprefix("_") for p in mirrored.glob("*.py") if p.name != "__init__.py"}
+        own = relative.name if relative.parts else "dperm"
+        for path in sorted(folder.glob("*.py")):
+            name = path.name
+            if name in ("__init__.py", "conftest.py") or name.startswith("_") or (
+                    not relative.parts and name in WHOLE_LIBRARY):
+                continue
+            where = _shown(tests, path)
+            stem = name.removeprefix("test_").removesuffix(".py")
+            if not name.startswith("test_") or not name.endswith(".py"):
+                problems.append(f"{where}: a helper's name starts with '_', a test file's with 'test_'")
+            elif _subject(stem, modules) is None:
+                whole = stem == own or stem.startswith(own + "_")  # the package as a whole, or one topic of it
+                topic = stem[len(own) + 1:] if whole else ""
+                if not whole:
+                    problems.append(f"{where}: names no module of dperm{'.' if relative.parts else ''}"
+                                    f"{'.'.join(relative.parts)}; name it test_<module>[_<topic>].py for the module "
+                                    f"it tests ({', '.join(sorted(modules))}) or move it")
+                elif topic and _subject(topic, modules):
+                    problems.append(f"{where}: tests module {_subject(topic, modules)}; name it test_{topic}.py")
+    return problems
+
+
+def test_every_test_file_is_named_for_the_module_it_tests():
+    """tests/ mirrors src/dperm/: a test's place says which module it tests (docs/developer.md, "Tests")."""
+    problems = _layout_problems(ROOT / "tests", ROOT / "src" / "dperm")
+    assert problems == [], "tests/ does not mirror src/dperm/:\n" + "\n".join(problems)
+
+
+def test_the_layout_check_refuses_a_file_or_folder_no_module_has(tmp_path):
+    package, tests = tmp_path / "dperm", tmp_path / "tests"
+    for path in ["__init__.py", "losses.py", "pkg/__init__.py", "pkg/_base.py", "pkg/newton.py"]:
+        (package / path).parent.mkdir(parents=True, exist_ok=True)
+        (package / path).write_text("")
+    good = ["__init__.py", "conftest.py", "_helper.py", "test_architecture.py", "test_losses.py",
+            "test_losses_smooth.py", "pkg/__init__.py", "pkg/test_base.py", "pkg/test_base_weights.py",
+            "pkg/test_newton.py", "pkg/test_pkg.py", "pkg/test_pkg_reply_noise.py", "tooling/__init__.py",
+            "tooling/test_docs_build.py"]
+    bad = ["test_loss.py", "pkg/test_newtons.py", "pkg/test_pkg_newton.py", "pkg/helper.py",
+           "other/__init__.py", "other/test_x.py", "pkg/inner/test_y.py"]
+    for path in good + bad:
+        (tests / path).parent.mkdir(parents=True, exist_ok=True)
+        (tests / path).write_text("")
+    assert _layout_problems(tests, package) == [
+        "tests/test_loss.py: names no module of dperm; name it test_<module>[_<topic>].py for the module it "
+        "tests (losses) or move it",
+        "tests/other/: no package dperm.other; move its tests to the folder of the package they test, or to "
+        "tests/tooling/",
+        "tests/pkg/helper.py: a helper's name starts with '_', a test file's with 'test_'",
+        "tests/pkg/test_newtons.py: names no module of dperm.pkg; name it test_<module>[_<topic>].py for the "
+        "module it tests (base, newton) or move it",
+        "tests/pkg/test_pkg_newton.py: tests module newton; name it test_newton.py",
+        "tests/pkg/inner/: add an empty __init__.py (test files in different folders share names)",
+        "tests/pkg/inner/: no package dperm.pkg.inner; move its tests to the folder of the package they test, "
+        "or to tests/tooling/",
+    ]

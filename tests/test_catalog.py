@@ -242,9 +242,8 @@ def test_linear_model_and_model_files_read_the_estimator_table():
 def test_the_tests_estimator_list_covers_every_estimator_and_loss():
     """tests/conftest.py's list has every model-file estimator, the linear ones with every loss the
     table gives them (a kernel model fits its loss through the linear one: once is enough)."""
-    from conftest import ESTIMATORS
-
     import dperm
+    from tests.conftest import ESTIMATORS
 
     def loss_of(estimator):  # a kernel model fits its loss through its linear model
         linear = estimator._make_linear_model(1.0) if hasattr(estimator, "_make_linear_model") else estimator

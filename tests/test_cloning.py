@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -21,13 +20,11 @@ from dperm import (
 )
 from dperm.cloning import clone_message
 from dperm.preprocessing import RowNormalizer
+from tests.conftest import ball_rows
 
 
 def _data(n=150, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    return X, (X[:, 0] > 0).astype(int)
+    return ball_rows(n, d, seed)
 
 
 def _model(**kwargs):

@@ -31,17 +31,15 @@ from dperm.kernels import (
     kernel_matrix,
 )
 from dperm.linear_model._kernel import PrivateKernelLogisticRegression, PrivateKernelSVC
+from tests.conftest import estimators
 
-# Same skip, same reason as tests/linear_model/test_estimators.py; test_classifiers_train_without_noise
+# Same skip, same reason as tests/linear_model/test_base.py; test_classifiers_train_without_noise
 # runs the check with negligible noise.
 # n_components=20 keeps scikit-learn's ~60 checks quick; the checks do not depend on D.
 _SEEDS = dict(n_components=20, feature_random_state=12345, random_state=0)
-KERNEL_ESTIMATORS = [
-    PrivateKernelLogisticRegression(**_SEEDS),
-    PrivateKernelSVC(**_SEEDS),
-    PrivateKernelSVC(loss="hinge", mechanism="output", **_SEEDS),
-]
-# The mechanism is the linear model's business (tests/linear_model/test_estimators.py runs the full checks
+#: The kernel models of the one estimator list (tests/conftest.py), seeded.
+KERNEL_ESTIMATORS = list(estimators("kernel", **_SEEDS).values())
+# The mechanism is the linear model's business (tests/linear_model/test_base.py runs the full checks
 # for each); the kernel wrapper's code path is the same, so one extra training check suffices.
 GAUSSIAN = PrivateKernelLogisticRegression(mechanism="gaussian_objective", delta=1e-5, **_SEEDS)
 

@@ -14,7 +14,6 @@ import random
 
 import numpy as np
 import pytest
-from _os_bytes import FakeURandom
 from scipy import stats
 from sklearn.base import clone
 
@@ -29,6 +28,7 @@ from dperm.mechanisms.noise import (
 )
 from dperm.randomness import URANDOM_READ_BYTES, OSBits, OSEntropyGenerator
 from dperm.validation import check_random_state
+from tests._os_bytes import FakeURandom
 
 
 def _no_prng(*args, **kwargs):

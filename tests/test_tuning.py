@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
-from _reference_formulas import exponential_mechanism_probabilities, utility_bound
 from scipy import stats
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.tuning import PrivateParameterSearch, select_by_exponential_mechanism
+from tests._reference_formulas import exponential_mechanism_probabilities, utility_bound
+from tests.conftest import unit_rows
 
 
 def test_probabilities_are_the_papers():
@@ -118,7 +119,7 @@ def test_bad_epsilon_and_tiny_data_and_wrong_estimator():
 # ---------------------------------------------------------------------------
 from fractions import Fraction  # noqa: E402
 
-from _reference_formulas import random_stopping_epsilon, random_stopping_rdp  # noqa: E402
+from tests._reference_formulas import random_stopping_epsilon, random_stopping_rdp  # noqa: E402
 
 from dperm.tuning import (  # noqa: E402
     per_repetition_epsilon,
@@ -297,10 +298,7 @@ def test_random_stopping_end_to_end_on_breast_cancer():
 # ---------------------------------------------------------------------------
 def _unit_rows(n=4000, d=30, seed=0):
     """d = 30 unit rows: at n = 1,333 per part "auto" chooses the Gaussian objective mechanism."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X, (X[:, 0] > 0).astype(int)
+    return unit_rows(n, d, seed)
 
 
 @pytest.fixture

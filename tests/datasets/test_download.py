@@ -16,11 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _shared_data import shared_data_home
 
 from dperm.datasets import DATA_HOME_ENV, _download, download
 from dperm.datasets._adult import ADULT_SHA256
 from dperm.datasets._kddcup import KDDCUP99_SHA256
+from tests._shared_data import shared_data_home
 
 ADULT_FILES = ("adult.data", "adult.test")
 KDD_FILES = ("kddcup.data_10_percent.gz", "corrected.gz")

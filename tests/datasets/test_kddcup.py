@@ -14,7 +14,6 @@ import warnings
 
 import numpy as np
 import pytest
-from _shared_data import shared_data_home
 
 from dperm.datasets import (
     DATA_HOME_ENV,
@@ -27,6 +26,7 @@ from dperm.datasets import (
 )
 from dperm.datasets._base import verify_gzip_sha256
 from dperm.exceptions import DataClippingWarning
+from tests._shared_data import shared_data_home
 
 N_TRAIN, N_TEST, N_FEATURES, N_ATTRIBUTES = 494_021, 311_029, 122, 41
 TRAIN_FILE, TEST_FILE = "kddcup.data_10_percent.gz", "corrected.gz"

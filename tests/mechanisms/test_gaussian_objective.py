@@ -1,6 +1,6 @@
 """Gaussian objective perturbation: the tight default and 004's calibration side by side.
 
-The calibration arithmetic is tested in tests/privacy/test_gaussian_objective_calibration.py;
+The calibration arithmetic is tested in tests/privacy/test_sensitivity_gaussian_objective.py;
 here the mechanisms: which calibration runs, what the record says, the noise each one adds
 (recovered from the first-order condition and KS-tested), and checks before spending.
 """

@@ -17,14 +17,11 @@ from dperm.mechanisms.noise import laplace_noise_on_grid
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.multinomial import multinomial_jacobian_epsilon, multinomial_noise_sensitivity
 from dperm.privacy.sensitivity import objective_noise_grid, split_epsilon_for_amp
+from tests.conftest import multiclass_blobs
 
 
 def _problem(n=60, d=3, K=3, alpha=0.05, seed=0):
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(K, d))
-    labels = rng.integers(0, K, n)
-    X = centres[labels] + 0.5 * rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    X, labels = multiclass_blobs(n, d, K, seed, centre_scale=1.0, spread=0.5)
     return MultinomialProblem(X, labels, K, alpha, 1.0)
 
 

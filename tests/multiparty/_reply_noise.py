@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from tests._multiparty_data import make_data
+
 #: The p-value under which a check fails (per check; about 3 checks per law).
 FALSE_ALARM = 1e-6
 #: Bins of equal mass in the chi-square goodness-of-fit test.
@@ -205,3 +207,17 @@ def newton_residual_steps(replies, statistic, grid_step: float) -> np.ndarray:
     if not np.array_equal(steps, np.round(steps)):
         raise AssertionError("a reply is not on the calibration's grid")
     return steps - np.round(np.asarray(statistic) / grid_step)
+
+
+def shard(n=200, seed=5):
+    """The reply-noise tests' party shard: ``make_data`` rows with the first one beyond ``R = 1``."""
+    X, y = make_data(n=n, seed=seed)
+    X[0] *= 2.5 / np.linalg.norm(X[0])  # one row beyond R = 1: the party scales it, the test does too
+    return X, y
+
+
+def broadcasts(n_rounds, d=4, seed=17):
+    """Public iterates ``w_t`` as a coordinator might send them (norm <= 1)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(n_rounds, d))
+    return w * (rng.uniform(0.0, 1.0, size=(n_rounds, 1)) / np.linalg.norm(w, axis=1, keepdims=True))

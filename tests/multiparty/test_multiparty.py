@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from _multiparty_data import make_data, split
 from scipy import stats
 from sklearn.base import clone
 
@@ -42,6 +41,7 @@ from dperm.multiparty.secure_sum import pairwise_masks, quantize
 from dperm.privacy.accounting import Spend, advanced_composition
 from dperm.privacy.sensitivity import gaussian_objective_sigma, objective_perturbation_slack
 from dperm.solvers import RegularizedERMObjective, minimize_certified
+from tests._multiparty_data import make_data, plain_vectors, split
 
 LOGISTIC = get_loss("logistic")
 #: A floor loose enough for every run below (the floor itself is tested with tight ones).
@@ -77,11 +77,6 @@ class RecordingAggregator(MaskedAggregator):
 def recording_aggregator():
     RecordingAggregator.instances = []
     return RecordingAggregator
-
-
-def plain_vectors(n_parties=4, dimension=50, low=-7.0, high=7.0, seed=0):
-    rng = np.random.default_rng(seed)
-    return {f"p{k}": rng.uniform(low, high, size=dimension) for k in range(n_parties)}
 
 
 # -- secure sum ------------------------------------------------------------------------

@@ -3,13 +3,13 @@
 import dataclasses
 import json
 
-import numpy as np
 import pytest
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.privacy.mechanism_calibration import MechanismCalibration
 from dperm.privacy.record import PrivacyRecord
 from dperm.privacy.release import DERIVED, release_kinds
+from tests.conftest import ball_rows
 
 #: The serialised keys of a linear model's record before issue 29, in their order.
 KEYS_BEFORE = [
@@ -24,10 +24,7 @@ KEYS_BEFORE = [
 
 
 def _data(n=400, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    return X, np.where(X[:, 0] > 0, 1, 0)
+    return ball_rows(n, d, seed)
 
 
 @pytest.fixture(params=["objective", "output"])

@@ -14,7 +14,6 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from conftest import estimators, fresh
 
 from dperm import PrivateLeastSquares, PrivateLogisticRegression, PrivatePredictor, PrivateQuantileRegressor
 from dperm.catalog import LOSSES
@@ -30,6 +29,7 @@ from dperm.privacy.release import (
     released_attributes,
 )
 from dperm.tuning import PrivateParameterSearch
+from tests.conftest import estimators, fresh
 
 
 def _neighbours(n=120, d=3, regression=False, seed=0):

@@ -12,7 +12,7 @@ while the adversarial pairs reach a good fraction of it, so the test can fail.
 
 import math
 
-import _reference_formulas as reference
+import tests._reference_formulas as reference
 import numpy as np
 import pytest
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from _reference_formulas import bun_steinke_rho, gram_l1_sensitivity, moment_l1_sensitivity
+from tests._reference_formulas import bun_steinke_rho, gram_l1_sensitivity, moment_l1_sensitivity
 from scipy.special import ndtr
 
 from dperm.privacy.sufficient_statistics import (
