@@ -23,6 +23,10 @@ three encodings a user can get (``unit``, ``centred``, ``linear``; ``adassp_spli
   L1 sensitivity ``(s + 1) R^2``, ``s`` the public number of non-zeros of an encoded row (numeric
   + categorical columns + the intercept; one-hot groups have one non-zero):
   ``sum_{i<=j} |z_i z_j| = (||z||_1^2 + ||z||^2) / 2 <= (s + 1) R^2 / 2``;
+- ``adassp, mean when t >= f n R^2`` (the default since this script): today's AdaSSP, or, when
+  Wang's ridge target is at least ``f`` times ``n R^2`` (public n, d, R, epsilon; ``n R^2`` bounds
+  the Gram matrix's trace), AdaSSP on the intercept's column alone, i.e. the private mean
+  (``dperm.privacy.sufficient_statistics.slopes_swamped``);
 - ``adassp, separate sums``: the intercept's statistics released on their own (``sum x``,
   ``sum y``: sensitivities 2 and 2, so the Gram of ``x`` alone has ``R^2 = 1``), 40 / 8 / 40 / 10
   / 2 per cent of epsilon on ``sum x x^T``, ``sum x``, ``sum y x``, ``sum y``, ``lambda_min``.
@@ -112,6 +116,25 @@ def separate_fit(X, y, epsilon, rng, shares=(0.40, 0.08, 0.40, 0.10, 0.02)):
     return _ridge_solve(G, m, ridge, std)
 
 
+def ridge_fraction(n, d, epsilon, split=(0.49, 0.49, 0.02), R2=2.0):
+    """Wang's ridge target over ``n R^2`` for the simulated pure form (public n, d, epsilon)."""
+    size = d * (d + 1) // 2
+    s1, s2 = math.sqrt(size) * math.sqrt(2.0) * R2 / (split[0] * epsilon), math.sqrt(2.0) * R2 / (split[0] * epsilon)
+    std = math.sqrt(size + 1) * s2 if math.sqrt(size * (size + 1)) * s2 < math.sqrt(2 * size) * s1 else math.sqrt(2) * s1
+    return std * math.sqrt(d * math.log(2 * d * d / RHO)) / (n * R2)
+
+
+def with_mean_fallback(X, y, epsilon, rng, fraction):
+    """Today's AdaSSP, or AdaSSP on the intercept's column alone (the private mean, every slope 0)
+    when Wang's ridge target is at least ``fraction`` of ``n R^2`` (the estimator's rule)."""
+    n, k = X.shape
+    if ridge_fraction(n, k + 1, epsilon) < fraction:
+        return A.fit(X, y, epsilon, rng, psd=True)
+    w = np.zeros(k + 1)
+    w[-1] = A.fit(X[:, :0], y, epsilon, rng, psd=True)[-1]
+    return w
+
+
 def candidates(nonzeros):
     out = {"adassp (today)": (lambda X, y, e, r: A.fit(X, y, e, r, psd=True), 1.0)}
     for c in (0.5, 0.7):
@@ -119,6 +142,9 @@ def candidates(nonzeros):
     out["adassp, t x1.5"] = (lambda X, y, e, r: A.fit(X, y, e, r, psd=True, multiplier=1.5), 1.0)
     out["adassp, sparse Gram"] = (lambda X, y, e, r: sparse_fit(X, y, e, r, nonzeros), 1.0)
     out["adassp, separate sums"] = (separate_fit, 1.0)
+    for fraction in (0.3, 0.5, 0.7, 1.0):
+        out[f"adassp, mean when t >= {fraction} n R^2"] = (
+            lambda X, y, e, r, f=fraction: with_mean_fallback(X, y, e, r, f), 1.0)
     for alpha in (0.03, 0.1, 0.3, 1.0):
         out[f"output, alpha={alpha}"] = (lambda X, y, e, r, a=alpha: output_fit(X, y, e, r, a), 1.0)
     return out
