@@ -27,9 +27,16 @@ three encodings a user can get (``unit``, ``centred``, ``linear``; ``adassp_spli
   Wang's ridge target is at least ``f`` times ``n R^2`` (public n, d, R, epsilon; ``n R^2`` bounds
   the Gram matrix's trace), AdaSSP on the intercept's column alone, i.e. the private mean
   (``dperm.privacy.sufficient_statistics.slopes_swamped``);
+- ``adassp, sum y apart``: today's statistics, but the moment's intercept coordinate released on
+  its own with 35 per cent of the moment's share (sensitivities ``2 R_x B`` and ``2 c B``);
 - ``adassp, separate sums``: the intercept's statistics released on their own (``sum x``,
   ``sum y``: sensitivities 2 and 2, so the Gram of ``x`` alone has ``R^2 = 1``), 40 / 8 / 40 / 10
   / 2 per cent of epsilon on ``sum x x^T``, ``sum x``, ``sum y x``, ``sum y``, ``lambda_min``.
+
+Section ``nuclear`` (a forecast, not a candidate dperm can release): the K-norm mechanism on the
+nuclear-norm ball, whose eigenvalue law is sampled by Metropolis (no exact sampler exists), against
+today's AdaSSP on the FITTING tables and, as a diagnosis only, on the five EVALUATION tables with
+n >= 5,000.
 
 Protocol: 5-fold CV (``shuffle=True, random_state=0``) x ``--draws`` noise draws, epsilon 0.5 /
 1 / 3, targets mapped onto [-1, 1] by the public range (the table's min/max standing in) and
@@ -135,6 +142,83 @@ def with_mean_fallback(X, y, epsilon, rng, fraction):
     return w
 
 
+def moment_split_fit(X, y, epsilon, rng, fraction=0.35):
+    """Today's AdaSSP with the moment's intercept coordinate ``sum y`` released apart, with
+    ``fraction`` of the moment's 49 per cent (sensitivities ``2 R_x B`` and ``2 c B``)."""
+    n, k = X.shape
+    Z, d = np.hstack([X, np.ones((n, 1))]), k + 1
+    eps_g, eps_m, eps_e = 0.49 * epsilon, 0.49 * epsilon, 0.02 * epsilon
+    noise, std = A._noise(d * (d + 1) // 2, 2.0 * math.sqrt(2.0), eps_g, rng)
+    G = A._smat(A._svec(Z.T @ Z) + noise, d)
+    G[-1, -1] = n
+    t = std * math.sqrt(d * math.log(2 * d * d / RHO))
+    ridge = max(0.0, t - _eigen_lower(Z, 2.0, eps_e, rng))
+    m = np.concatenate([X.T @ y + A._noise(k, 2.0, (1 - fraction) * eps_m, rng)[0],
+                        [y.sum() + rng.laplace(scale=2.0 / (fraction * eps_m))]])
+    return _ridge_solve(G, m, ridge, std)
+
+
+# -- a forecast: the K-norm mechanism on the nuclear-norm ball (not built: no exact sampler) --------
+_POOL = {}
+
+
+def nuclear_eigenvalues(d, steps=120_000, thin=50, burn=20_000):
+    """Samples of the eigenvalues of ``E`` with density ``exp(-||E||_*)`` on symmetric d x d matrices:
+    ``prod_{i<j} |l_i - l_j| exp(-sum |l_i|)`` (the orthogonally invariant law, beta = 1), by a
+    random-walk Metropolis chain. For this forecast only: dperm releases exact noise, and this is not."""
+    if d not in _POOL:
+        rng = np.random.default_rng(d)
+        upper = np.triu_indices(d, 1)
+
+        def log_density(values):
+            gaps = np.abs(values[:, None] - values[None, :])[upper]
+            return -np.inf if np.any(gaps == 0) else float(np.sum(np.log(gaps)) - np.sum(np.abs(values)))
+
+        values = np.linspace(-d / 2, d / 2, d)
+        current, out = log_density(values), []
+        for step in range(steps):
+            proposal = values.copy()
+            proposal[rng.integers(d)] += 2.0 * rng.normal()
+            candidate = log_density(proposal)
+            if math.log(rng.random()) < candidate - current:
+                values, current = proposal, candidate
+            if step > burn and step % thin == 0:
+                out.append(values.copy())
+        _POOL[d] = np.array(out)
+    return _POOL[d]
+
+
+def nuclear_fit(X, y, epsilon, rng):
+    """Today's AdaSSP with the Gram noise of the nuclear-norm K-norm mechanism (sensitivity
+    ``||z z^T - z' z'^T||_* <= 2 R^2``, scale ``2 R^2 / epsilon_gram``) and Wang's ridge target
+    scaled by the two noises' mean spectral norms (the same multiple of the spectral norm)."""
+    n, k = X.shape
+    Z, d, R2 = np.hstack([X, np.ones((n, 1))]), k + 1, 2.0
+    eps_g, eps_m, eps_e = 0.49 * epsilon, 0.49 * epsilon, 0.02 * epsilon
+    pool, scale = nuclear_eigenvalues(d), 2.0 * R2 / eps_g
+    q, r = np.linalg.qr(rng.normal(size=(d, d)))
+    q = q * np.sign(np.diag(r))  # Haar-distributed eigenvectors
+    G = Z.T @ Z + (q * (pool[rng.integers(len(pool))] * scale)) @ q.T
+    G[-1, -1] = n
+    _, std = A._noise(d * (d + 1) // 2, math.sqrt(2.0) * R2, eps_g, rng)
+    size = d * (d + 1) // 2
+    spectral_l2 = 2.0 * math.sqrt(d) * math.sqrt(size + 1) * R2 / eps_g  # ~2 sigma sqrt(d), plain entries
+    shrink = float(np.mean(np.max(np.abs(pool), axis=1))) * scale / spectral_l2
+    t = std * math.sqrt(d * math.log(2 * d * d / RHO)) * shrink
+    ridge = max(0.0, t - _eigen_lower(Z, R2, eps_e, rng))
+    m = Z.T @ y + A._noise(d, 2.0 * math.sqrt(R2), eps_m, rng)[0]
+    return _ridge_solve(G, m, ridge, std * shrink)
+
+
+def spectral_ratio(d, draws=200, seed=0):
+    """Mean spectral norm of the lattice-L2-Laplace-vector Gram noise over the nuclear K-norm's (R = 1)."""
+    rng = np.random.default_rng(seed)
+    size = d * (d + 1) // 2
+    l2 = [np.max(np.abs(np.linalg.eigvalsh(A._smat(A._noise(size, math.sqrt(2.0), 1.0, rng)[0], d))))
+          for _ in range(draws)]
+    return float(np.mean(l2) / (np.mean(np.max(np.abs(nuclear_eigenvalues(d)), axis=1)) * 2.0))
+
+
 def candidates(nonzeros):
     out = {"adassp (today)": (lambda X, y, e, r: A.fit(X, y, e, r, psd=True), 1.0)}
     for c in (0.5, 0.7):
@@ -142,6 +226,7 @@ def candidates(nonzeros):
     out["adassp, t x1.5"] = (lambda X, y, e, r: A.fit(X, y, e, r, psd=True, multiplier=1.5), 1.0)
     out["adassp, sparse Gram"] = (lambda X, y, e, r: sparse_fit(X, y, e, r, nonzeros), 1.0)
     out["adassp, separate sums"] = (separate_fit, 1.0)
+    out["adassp, sum y apart (35% of the moment's share)"] = (moment_split_fit, 1.0)
     for fraction in (0.3, 0.5, 0.7, 1.0):
         out[f"adassp, mean when t >= {fraction} n R^2"] = (
             lambda X, y, e, r, f=fraction: with_mean_fallback(X, y, e, r, f), 1.0)
@@ -178,11 +263,42 @@ def summary(rows, candidate, encoding):
             "cells": len(cells), "mean_ratio_to_sklearn_eps1_signal_tables": round(float(np.mean(ratios)), 3)}
 
 
+def nuclear_forecast(draws):
+    """The nuclear-norm K-norm forecast: spectral-norm ratios, then today's AdaSSP against it on the
+    FITTING tables and, as a diagnosis only (no constant is chosen on it), on the five EVALUATION
+    tables with n >= 5,000 (the 0.8x target's)."""
+    out = {"spectral_norm_ratio_l2_vector_over_nuclear": {d: round(spectral_ratio(d), 2) for d in (5, 10, 15, 27)},
+           "tables": []}
+    print(json.dumps(out["spectral_norm_ratio_l2_vector_over_nuclear"]), flush=True)
+    large = ["diamonds", "computers", "budgetfood", "vocab", "noxemissions"]
+    for side, names in (("fitting", _tables.names("fitting", "regression")), ("evaluation (diagnosis)", large)):
+        for name in names:
+            table = _tables.load(name)
+            for encoding, X in A.encoded(table).items():
+                if encoding not in ("unit", "centred"):
+                    continue
+                row = {"side": side, "table": name, "n": int(len(table.y)), "encoding": encoding,
+                       "sklearn": A.sklearn_r2(X, table.y),
+                       "adassp (today)": cv_r2(X, table.y, table.y_range, draws,
+                                               lambda a, b, e, r: A.fit(a, b, e, r, psd=True), 1.0),
+                       "nuclear K-norm (forecast)": cv_r2(X, table.y, table.y_range, draws, nuclear_fit, 1.0)}
+                out["tables"].append(row)
+                print(json.dumps(row), flush=True)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=3)
+    parser.add_argument("--parts", default="candidates,nuclear")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "regression_candidates.json"))
     args = parser.parse_args(argv)
+    result = {"protocol": {"folds": 5, "draws": args.draws, "epsilons": EPSILONS, "side": "fitting"}}
+    if "nuclear" in args.parts.split(","):
+        result["nuclear_forecast"] = nuclear_forecast(args.draws)
+    if "candidates" not in args.parts.split(","):
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        return
     rows = []
     for name in _tables.names("fitting", "regression"):
         table = _tables.load(name)
@@ -197,9 +313,8 @@ def main(argv=None):
             rows.append(row)
             print(json.dumps(row), flush=True)
     labels = list(candidates(1))
-    result = {"protocol": {"folds": 5, "draws": args.draws, "epsilons": EPSILONS, "side": "fitting"},
-              "summary": [summary(rows, label, enc) for enc in ("unit", "centred", "linear") for label in labels],
-              "tables": rows}
+    result.update({"summary": [summary(rows, label, enc) for enc in ("unit", "centred", "linear")
+                               for label in labels], "tables": rows})
     for s in result["summary"]:
         print(json.dumps(s))
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -386,7 +386,11 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     sensitivities use the augmented bound ``R = sqrt(data_norm^2 + intercept_scaling^2)``
     (dperm's convention). Predictions are mapped back and clipped to ``[lower, upper]``
     (post-processing). With ``delta = 0`` the noise is Laplace-type and the fit pure
-    ``epsilon``-DP (``"adassp"``); with ``delta > 0`` ``"auto"`` compares, from public n,
+    ``epsilon``-DP (``"adassp"``); where Wang's ridge target is at least half of ``n R^2``
+    (public n, d, R, epsilon: the noise would swamp every slope,
+    :func:`~dperm.privacy.sufficient_statistics.slopes_swamped`), ``"auto"`` runs it on the
+    intercept's constant column alone, so the model is the private mean of the targets and
+    every slope is 0 (``privacy_.dimension`` is 1). With ``delta > 0`` ``"auto"`` compares, from public n,
     d, epsilon and delta only, the noise of the pure form and of the discrete Gaussian
     form (``"gaussian_adassp"``, ``(epsilon, delta)``-DP through zCDP) and takes the
     smaller. Sensitivities, budget split and conversions:
