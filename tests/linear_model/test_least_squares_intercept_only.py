@@ -146,3 +146,28 @@ def test_neighbour_swap_changes_nothing_but_the_noised_intercept():
         {k: (a[k], b[k]) for k in a if a[k] != b[k]}
     assert fits[0].privacy_.dimension == 1
     assert fits[0].intercept_ != fits[1].intercept_
+
+
+def test_a_model_file_of_the_private_mean_loads_and_an_edited_record_is_refused(tmp_path):
+    """The file's record is recomputed from its public inputs (the fallback included): the fit
+    loads with the same predictions, and a record claiming the full model (with a recomputed
+    digest) is refused by that recomputation."""
+    import json
+
+    from dperm.model_io import load_model, save_model, with_digest
+    from dperm.tabular import NumericColumn, TabularSpec
+
+    X, y = _data(60)
+    model = PrivateLeastSquares(y_bounds=BOUNDS, epsilon=1.0, random_state=0).fit(X, y)
+    assert model.privacy_.dimension == 1
+    path = tmp_path / "mean.json"
+    save_model(path, model, TabularSpec([NumericColumn(f"x{i}", -0.5, 0.5) for i in range(3)]), "y")
+    loaded = load_model(path)[0]
+    assert loaded.privacy_ == model.privacy_
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    document = json.loads(path.read_text())
+    document["privacy"]["dimension"] = 4  # the full model's: not what these public inputs choose
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(with_digest(document)))
+    with pytest.raises(ValueError, match="recomputed from the file's public inputs"):
+        load_model(edited)
