@@ -2,17 +2,13 @@
 
 import numpy as np
 import pytest
+from _reference_formulas import exponential_mechanism_probabilities, utility_bound
 from scipy import stats
 from sklearn.datasets import make_classification
 
 from dperm import PrivateLinearSVC, PrivateLogisticRegression
 from dperm.privacy.accounting import BudgetAccountant
-from dperm.tuning import (
-    PrivateParameterSearch,
-    exponential_mechanism_probabilities,
-    select_by_exponential_mechanism,
-    utility_bound,
-)
+from dperm.tuning import PrivateParameterSearch, select_by_exponential_mechanism
 
 
 def test_probabilities_are_the_papers():
@@ -122,10 +118,10 @@ def test_bad_epsilon_and_tiny_data_and_wrong_estimator():
 # ---------------------------------------------------------------------------
 from fractions import Fraction  # noqa: E402
 
+from _reference_formulas import random_stopping_epsilon, random_stopping_rdp  # noqa: E402
+
 from dperm.tuning import (  # noqa: E402
     per_repetition_epsilon,
-    random_stopping_epsilon,
-    random_stopping_rdp,
     sample_truncated_negative_binomial,
     stopping_gamma,
     truncated_negative_binomial_mean,

@@ -1,4 +1,4 @@
-"""What the papers' learning theory advises: parameter choices, sample sizes, error bounds.
+"""What the papers' learning theory advises: the parameter choices of Nie & Wang's learning rates.
 
 Advisory only: nothing here touches data or spends privacy budget. The
 theorems hold up to constants the papers leave unnamed ("for some constant C");
@@ -6,7 +6,8 @@ each function says which constants it sets to 1, so the numbers are
 *shapes* (how things scale with ``m``, ``d``, ``epsilon``) rather than
 guarantees. Regularisation conventions follow the paper note 7:
 003/004 regularise with ``Lambda/2 ||w||^2`` (dperm's ``alpha``), Nie & Wang
-(000, 002) with ``lambda ||f||^2``, so ``alpha = 2 lambda``.
+(000, 002) with ``lambda ||f||^2``, so ``alpha = 2 lambda``. The learning-rate
+experiment (:mod:`dperm.experiments.learning_rates`) sets its parameters with them.
 """
 
 from __future__ import annotations
@@ -14,17 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import chi2
+from dperm.validation import check_positive, check_positive_int
 
-from dperm.privacy.sensitivity import gaussian_sigma_star
-from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
-
-__all__ = [
-    "BOUNDED_MECHANISMS", "ParameterChoice", "SAMPLE_SIZE_THEOREMS", "gop_excess_risk_bound",
-    "gop_noise_norm_quantile", "huber_svm_sample_size", "least_squares_parameter_choice",
-    "logistic_sample_size", "nie_wang_parameter_choice", "objective_perturbation_sample_size",
-    "output_perturbation_sample_size",
-]
+__all__ = ["ParameterChoice", "least_squares_parameter_choice", "nie_wang_parameter_choice"]
 
 
 @dataclass(frozen=True)
@@ -110,155 +103,3 @@ def least_squares_parameter_choice(m: int, r: float) -> ParameterChoice:
     return ParameterChoice(
         epsilon=epsilon, lam=lam, alpha=2.0 * lam, rate=m ** (-exponent), rate_exponent=exponent,
     )
-
-
-def _check_sample_size_inputs(f0_norm, dimension, epsilon_g, epsilon_p, delta):
-    check_positive(f0_norm, "f0_norm", "f0_norm is ||f_0||, the norm of the reference classifier.")
-    check_positive_int(dimension, "dimension")
-    check_epsilon(epsilon_g, "epsilon_g")
-    check_epsilon(epsilon_p, "epsilon_p")
-    delta = check_delta(delta)
-    if delta == 0:
-        raise ValueError("delta must be in (0, 1): it is the failure probability of the bound.")
-
-
-def output_perturbation_sample_size(
-    f0_norm: float, dimension: int, epsilon_g: float, epsilon_p: float, delta: float, c: float
-) -> float:
-    """Training size for output perturbation to reach excess loss ``epsilon_g`` (003 Thm 3, C = 1).
-
-    ``n > C max(||f0||^2 log(1/delta) / eps_g^2,
-    d log(d/delta) ||f0|| / (eps_g eps_p),
-    d log(d/delta) c^(1/2) ||f0||^2 / (eps_g^(3/2) eps_p))`` gives
-    ``L(f_priv) <= L* + eps_g`` with probability ``1 - 2 delta``. Assumes
-    ``||x|| <= 1``, a differentiable loss whose derivative is ``c``-Lipschitz,
-    ``N = ||f||^2 / 2``. The unnamed constant ``C`` is set to 1.
-    """
-    _check_sample_size_inputs(f0_norm, dimension, epsilon_g, epsilon_p, delta)
-    c = check_positive(c, "c", "c is the Lipschitz constant of loss' (003 Thm 3).")
-    log_d = dimension * math.log(dimension / delta)
-    return max(
-        f0_norm**2 * math.log(1.0 / delta) / epsilon_g**2,
-        log_d * f0_norm / (epsilon_g * epsilon_p),
-        log_d * math.sqrt(c) * f0_norm**2 / (epsilon_g**1.5 * epsilon_p),
-    )
-
-
-def objective_perturbation_sample_size(
-    f0_norm: float, dimension: int, epsilon_g: float, epsilon_p: float, delta: float, c: float
-) -> float:
-    """Training size for objective perturbation to reach excess loss ``epsilon_g`` (003 Thm 4, C = 1).
-
-    ``n > C max(||f0||^2 log(1/delta) / eps_g^2, c ||f0||^2 / (eps_g eps_p),
-    d log(d/delta) ||f0|| / (eps_g eps_p))``. Assumes ``||x|| <= 1``, a convex,
-    doubly differentiable loss with ``|l'| <= 1``, ``|l''| <= c``. The unnamed
-    constant ``C`` is set to 1.
-    """
-    _check_sample_size_inputs(f0_norm, dimension, epsilon_g, epsilon_p, delta)
-    c = check_positive(c, "c", "c bounds |loss''| (003 Thm 4).")
-    return max(
-        f0_norm**2 * math.log(1.0 / delta) / epsilon_g**2,
-        c * f0_norm**2 / (epsilon_g * epsilon_p),
-        dimension * math.log(dimension / delta) * f0_norm / (epsilon_g * epsilon_p),
-    )
-
-
-#: 003's sample-size theorem of each mechanism it bounds: Thm 3 (output) and Thm 4 (objective).
-SAMPLE_SIZE_THEOREMS = {"output": output_perturbation_sample_size,
-                        "objective": objective_perturbation_sample_size}
-#: The mechanisms of :data:`dperm.mechanisms.MECHANISMS` that 003 Thms 3-4 and 6-7 bound.
-BOUNDED_MECHANISMS = tuple(SAMPLE_SIZE_THEOREMS)
-
-
-def _sample_size_theorem(mechanism: str):
-    if mechanism not in SAMPLE_SIZE_THEOREMS:
-        raise ValueError(f"mechanism must be one of {BOUNDED_MECHANISMS}; got {mechanism!r}.")
-    return SAMPLE_SIZE_THEOREMS[mechanism]
-
-
-def logistic_sample_size(
-    f0_norm: float, dimension: int, epsilon_g: float, epsilon_p: float, delta: float,
-    mechanism: str = "objective",
-) -> float:
-    """Training size for private logistic regression (003 Corollary 5, C_1 = C_2 = 1).
-
-    As printed: Thms 3-4 with ``c = 1/4`` absorbed into the constant, so the
-    curvature disappears from the expressions. ``mechanism="output"`` (eq. 80):
-    ``max(||f0||^2 log(1/delta)/eps_g^2, d log(d/delta) ||f0||/(eps_g eps_p),
-    d log(d/delta) ||f0||^2/(eps_g^(3/2) eps_p))``; ``"objective"`` (eq. 82):
-    ``max(||f0||^2 log(1/delta)/eps_g^2, ||f0||^2/(eps_g eps_p),
-    d log(d/delta) ||f0||/(eps_g eps_p))``.
-    """
-    theorem = _sample_size_theorem(mechanism)
-    return theorem(f0_norm, dimension, epsilon_g, epsilon_p, delta, 1.0)
-
-
-def huber_svm_sample_size(
-    f0_norm: float, dimension: int, epsilon_g: float, epsilon_p: float, delta: float, h: float,
-    mechanism: str = "objective",
-) -> float:
-    """Training size for the private Huber SVM of width ``h`` (003 Corollary 6, C_1 = C_2 = 1).
-
-    Thms 3-4 with ``c = 1/(2h)`` and the factor ``2^(-1/2)`` or ``1/2`` absorbed:
-    ``"output"`` (eq. 85) has third term ``d log(d/delta) ||f0||^2 /
-    (h^(1/2) eps_g^(3/2) eps_p)``, ``"objective"`` (eq. 87) second term
-    ``||f0||^2 / (h eps_g eps_p)``. (Eq. 87's "with c = 1/4" is a slip: the
-    proof uses the Huber bound ``c = 1/(2h)``.)
-    """
-    theorem = _sample_size_theorem(mechanism)
-    h = check_positive(h, "h", "h is the width of the Huber loss.")
-    return theorem(f0_norm, dimension, epsilon_g, epsilon_p, delta, 1.0 / h)
-
-
-def gop_noise_norm_quantile(dimension: int, epsilon_tilde: float, delta: float, delta_prime: float) -> float:
-    """``T-hat``: the ``1 - delta'`` quantile of ``||eta||^2`` in 004 Alg. 4 (004 Thm 5.1).
-
-    ``P(U <= T-hat / sigma*^2) = 1 - delta'`` with ``U ~ chi^2_d``, i.e.
-    ``T-hat = sigma*^2 chi2.ppf(1 - delta', d)`` with ``sigma* = sigma*(d, eps~,
-    delta)`` of 004 Proc. 3 (:func:`~dperm.privacy.sensitivity.gaussian_sigma_star`).
-    No constant is dropped; 004 Prop. 5.2 shows
-    ``T-hat = O(d^2 log(1/delta) log(1/delta') / eps~^2)``.
-    """
-    delta_prime = check_delta(delta_prime, "delta_prime")
-    if delta_prime == 0:
-        raise ValueError("delta_prime must be in (0, 1): it is the confidence of the bound.")
-    sigma_star = gaussian_sigma_star(dimension, epsilon_tilde, delta)
-    return sigma_star**2 * float(chi2.ppf(1.0 - delta_prime, dimension))
-
-
-def gop_excess_risk_bound(
-    n_samples: int, alpha: float, curvature: float, dimension: int, epsilon_tilde: float,
-    delta: float, delta_prime: float, data_norm: float = 1.0, lipschitz: float = 1.0,
-) -> float:
-    """``J(w_gop) - J(w*) <= (c + lambda) T-hat / (2 N^2 lambda^2)`` w.p. ``1 - delta'`` (004 Thm 5.1).
-
-    Assumes ``Delta = 0`` (no extra regularisation), ``|phi'| <= 1``,
-    ``phi'' <= c``, ``||x|| <= 1``; 004's ``lambda`` is dperm's ``alpha``
-    (004 eq. 1 regularises with ``lambda/2 ||w||^2``). No constant is dropped.
-    With data norm ``R`` and Lipschitz constant ``L`` (paper note 2) the noise has
-    ``sigma = L R sigma*`` and the Hessian norm is at most ``c R^2 + lambda``,
-    so the bound becomes ``(c R^2 + lambda) (L R)^2 T-hat / (2 N^2 lambda^2)``;
-    the defaults ``R = L = 1`` give the theorem as printed.
-
-    Parameters
-    ----------
-    n_samples : int
-        ``N``.
-    alpha : float
-        ``lambda`` of 004 (dperm's ``alpha``).
-    curvature : float
-        ``c``.
-    dimension, epsilon_tilde, delta, delta_prime
-        As in :func:`gop_noise_norm_quantile`.
-    data_norm, lipschitz : float, default=1
-        ``R`` and ``L`` of paper note 2.
-    """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    alpha = check_positive(alpha, "alpha")
-    curvature = check_positive(curvature, "curvature")
-    data_norm = check_positive(data_norm, "data_norm")
-    lipschitz = check_positive(lipschitz, "lipschitz")
-    t_hat = gop_noise_norm_quantile(dimension, epsilon_tilde, delta, delta_prime)
-    hessian_bound = curvature * data_norm**2 + alpha
-    noise_scale = (lipschitz * data_norm) ** 2
-    return hessian_bound * noise_scale * t_hat / (2.0 * n_samples**2 * alpha**2)

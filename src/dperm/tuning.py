@@ -61,7 +61,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.utils._available_if import available_if
@@ -83,28 +82,10 @@ from dperm.validation import (
 )
 
 __all__ = [
-    "PrivateParameterSearch", "exponential_mechanism_probabilities", "noisy_mistake_count",
-    "per_repetition_epsilon", "random_stopping_epsilon", "random_stopping_rdp",
+    "PrivateParameterSearch", "noisy_mistake_count", "per_repetition_epsilon",
     "sample_truncated_negative_binomial", "select_by_exponential_mechanism", "stopping_gamma",
-    "truncated_negative_binomial_mean", "utility_bound",
+    "truncated_negative_binomial_mean",
 ]
-
-
-def exponential_mechanism_probabilities(mistakes, epsilon: float) -> np.ndarray:
-    """Selection probabilities ``q_i ~ exp(-epsilon z_i / 2)`` (003 eq. 123).
-
-    Parameters
-    ----------
-    mistakes : array-like of shape (m,)
-        ``z_i``, the number of validation mistakes of candidate ``i`` (a score
-        of sensitivity 1).
-    epsilon : float
-    """
-    epsilon = check_epsilon(epsilon)
-    scores = -0.5 * epsilon * np.asarray(mistakes, dtype=float)
-    if scores.ndim != 1 or scores.size == 0 or not np.isfinite(scores).all():
-        raise ValueError("mistakes must be a non-empty 1-D array of finite counts.")
-    return np.exp(scores - logsumexp(scores))
 
 
 def select_by_exponential_mechanism(mistakes, epsilon: float, rng) -> int:
@@ -113,8 +94,8 @@ def select_by_exponential_mechanism(mistakes, epsilon: float, rng) -> int:
     Float-safe: a uniform candidate is accepted with probability
     ``exp(-epsilon (z_i - z_min) / 2)`` by the exact Bernoulli sampler of
     Canonne, Kamath & Steinke (2020, Alg. 1) on the rational ``epsilon``;
-    rejection sampling returns exactly the distribution of
-    :func:`exponential_mechanism_probabilities` (the mistake counts are integers).
+    rejection sampling returns exactly the distribution ``q_i ~ exp(-epsilon z_i / 2)``
+    of 003 eq. 123 (the mistake counts are integers).
     """
     counts = [int(z) for z in mistakes]
     if any(z != m for z, m in zip(counts, mistakes)):
@@ -126,12 +107,6 @@ def select_by_exponential_mechanism(mistakes, epsilon: float, rng) -> int:
         index = bits.below(len(counts))
         if bernoulli_exp_neg(epsilon * (counts[index] - best) / 2, bits):
             return index
-
-
-def utility_bound(min_mistakes: float, n_candidates: int, epsilon: float, failure_probability: float) -> float:
-    """003 Thm 9: with probability ``1 - failure_probability`` the selected model makes at most
-    ``z_min + 2 log(m / failure_probability) / epsilon`` validation mistakes."""
-    return min_mistakes + 2.0 * np.log(n_candidates / failure_probability) / check_epsilon(epsilon)
 
 
 def truncated_negative_binomial_mean(gamma: float, shape: float) -> float:
@@ -189,27 +164,6 @@ def sample_truncated_negative_binomial(gamma: float, shape: float, rng) -> int:
         k = int(rng.negative_binomial(shape, gamma))
         if k >= 1:
             return k
-
-
-def random_stopping_rdp(epsilon: float, order: float, epsilon_hat: float, order_hat: float,
-                        gamma: float, shape: float) -> float:
-    """Papernot & Steinke (2022) Thm 2: ``eps'`` of the best of ``K ~ D_{eta, gamma}`` runs at order ``lambda``.
-
-    ``eps' = eps + (1 + eta)(1 - 1/lambda_hat) eps_hat + (1 + eta) log(1/gamma)/lambda_hat
-    + log(E[K]) / (lambda - 1)`` for a base algorithm that is
-    ``(lambda, eps)``- and ``(lambda_hat, eps_hat)``-RDP.
-    """
-    gamma, shape = _check_stopping(gamma, shape)
-    if not order > 1 or not order_hat >= 1:
-        raise ValueError(f"Thm 2 needs lambda > 1 and lambda_hat >= 1; got {order}, {order_hat}.")
-    mean = truncated_negative_binomial_mean(gamma, shape)
-    return (epsilon + (1 + shape) * (1 - 1 / order_hat) * epsilon_hat
-            + (1 + shape) * math.log(1 / gamma) / order_hat + math.log(mean) / (order - 1))
-
-
-def random_stopping_epsilon(per_repetition_epsilon: float, shape: float) -> float:
-    """Pure-DP form of Thm 2 (``lambda = lambda_hat -> inf``): an ``eps``-DP base gives ``(2 + eta) eps``-DP."""
-    return (2.0 + _check_shape(shape)) * check_epsilon(per_repetition_epsilon)
 
 
 def per_repetition_epsilon(total_epsilon: float, shape: float) -> float:

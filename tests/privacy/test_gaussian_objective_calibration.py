@@ -9,6 +9,7 @@
 import math
 
 import pytest
+from _reference_formulas import redberg_gaussian_objective_delta
 from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 from scipy.integrate import quad
 
@@ -19,7 +20,6 @@ from dperm.privacy.sensitivity import (
     glm_jacobian_epsilon,
     glm_objective_slack,
     objective_noise_grid,
-    redberg_gaussian_objective_delta,
     subgaussian_norm_quantile,
     tight_discrete_gaussian_sigma_steps,
     tight_gaussian_objective_calibration,

@@ -11,18 +11,16 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _reference_formulas import bun_steinke_rho, gram_l1_sensitivity, moment_l1_sensitivity
 from scipy.special import ndtr
 
 from dperm.privacy.sufficient_statistics import (
     PURE_SHARES,
     adaptive_ridge,
-    bun_steinke_rho,
     discrete_gaussian_sigma_steps,
-    gram_l1_sensitivity,
     gram_l2_sensitivity,
     gram_vector_length,
     min_eigenvalue_sensitivity,
-    moment_l1_sensitivity,
     moment_l2_sensitivity,
     pure_release_epsilons,
     release_budgets,

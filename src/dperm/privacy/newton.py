@@ -76,6 +76,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from dperm.privacy._noise_search import NOISE_MULTIPLIER_RTOL, bracket_noise_multiplier
 from dperm.privacy.collusion import CollusionGuarantee, honest_parties
 
 __all__ = [
@@ -92,8 +93,7 @@ _RANGE_DELTA_SHARE = 1e-3
 #: Renyi orders the accountant minimises over.
 RDP_ORDERS = tuple(np.concatenate([1.0 + np.geomspace(0.01, 7.0, 120), np.arange(8.5, 64.0, 0.5),
                                    np.geomspace(64.0, 4096.0, 40)]).tolist())
-#: Relative tolerance of the search for the noise multiplier.
-NOISE_MULTIPLIER_RTOL = 1e-6
+
 
 def packed_length(n_features: int) -> int:
     """``D = d + d (d + 1) / 2``: the gradient and the Hessian's upper triangle."""
@@ -257,12 +257,7 @@ def _find_sigma_squared(epsilon, delta, n_rounds, n_parties, dimension, sensitiv
         sigma_squared = (z * sensitivity_steps) ** 2 / n_parties
         return rounds_epsilon(sensitivity_steps, sigma_squared, n_parties, dimension, n_rounds, delta) - epsilon
 
-    upper = math.sqrt(n_rounds) * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
-    while gap(upper) > 0:
-        upper *= 2.0
-    lower = upper / 2.0
-    while gap(lower) <= 0:
-        upper, lower = lower, lower / 2.0
+    lower, upper = bracket_noise_multiplier(gap, epsilon, delta, n_rounds)
     while upper - lower > NOISE_MULTIPLIER_RTOL * upper:  # bisection; gap(upper) <= 0 throughout
         middle = 0.5 * (lower + upper)
         if gap(middle) <= 0:

@@ -24,9 +24,9 @@ sensitivity) and :mod:`dperm.privacy.accounting` (composition); here:
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
+from dperm.privacy._noise_search import NOISE_MULTIPLIER_RTOL, bracket_noise_multiplier
 from dperm.privacy.accounting import Spend, advanced_composition, basic_composition
 from dperm.privacy.collusion import (
     DEFAULT_COLLUSION_THRESHOLD,
@@ -289,8 +289,6 @@ def coordinator_view_guarantee(round_epsilon: float, n_rounds: int, slack: float
 
 #: Accountants of Google's ``dp-accounting`` that :func:`calibrate_coordinator_gaussian` accepts.
 COORDINATOR_ACCOUNTANTS = ("pld", "rdp")
-#: Relative tolerance of the search for the noise multiplier ``z``.
-NOISE_MULTIPLIER_RTOL = 1e-6
 
 
 def _dp_accounting():
@@ -439,14 +437,7 @@ def _calibrate_coordinator_gaussian(epsilon, delta, n_rounds, accountant) -> Gau
     def gap(z):
         return gaussian_rounds_epsilon(z, n_rounds, delta, accountant) - epsilon
 
-    # Bracket the root: start at the classical Gaussian bound for T-fold composition
-    # (sigma/s = sqrt(2 ln(1.25/delta)) / eps, times sqrt(T)), then double / halve.
-    upper = math.sqrt(n_rounds) * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
-    while gap(upper) > 0:
-        upper *= 2.0
-    lower = upper / 2.0
-    while gap(lower) <= 0:
-        upper, lower = lower, lower / 2.0
+    lower, upper = bracket_noise_multiplier(gap, epsilon, delta, n_rounds)
     z = dp_accounting.calibrate_dp_mechanism(
         lambda: _fresh_accountant(accountant),
         lambda value: dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(value), n_rounds),

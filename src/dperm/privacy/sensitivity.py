@@ -26,23 +26,22 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from scipy.optimize import brentq, minimize_scalar
-from scipy.special import log_ndtr, ndtr
+from scipy.special import log_ndtr
 from scipy.stats import chi2
 
 from dperm.validation import check_delta, check_epsilon, check_positive, check_positive_int
 
 __all__ = [
     "GAUSSIAN_OBJECTIVE_CALIBRATIONS", "ObjectiveSlack", "SENSITIVITY_ROUNDING_MARGIN",
-    "AMP_OUTPUT_SHIFT_RATIO", "SQUARED_NORM_GAMMA", "alpha_from_lambda",
+    "AMP_OUTPUT_SHIFT_RATIO", "SQUARED_NORM_GAMMA",
     "amp_output_sensitivity", "amp_solution_radius", "amp_solve_tolerance",
-    "convex_loss_sensitivity", "discrete_gaussian_sigma_steps", "discrete_objective_noise_steps",
+    "discrete_gaussian_sigma_steps", "discrete_objective_noise_steps",
     "erm_l2_sensitivity", "gaussian_objective_sigma", "gaussian_sigma_star",
     "glm_jacobian_epsilon", "glm_objective_slack", "gradient_sum_sensitivity",
     "grid_l1_sensitivity", "grid_l2_sensitivity", "lambda_from_alpha", "least_squares_lipschitz",
-    "least_squares_loss_bound", "least_squares_norm_bound", "least_squares_sensitivity",
     "least_squares_solution_norm", "lipschitz_loss_sensitivity", "local_aggregation_sensitivity",
     "objective_noise_grid", "objective_perturbation_slack", "output_perturbation_sensitivity",
-    "redberg_gaussian_objective_delta", "split_epsilon_for_amp", "subgaussian_norm_quantile",
+    "split_epsilon_for_amp", "subgaussian_norm_quantile",
     "tight_discrete_gaussian_sigma_steps", "tight_gaussian_objective_calibration",
     "tight_gaussian_objective_delta",
 ]
@@ -519,39 +518,6 @@ def tight_discrete_gaussian_sigma_steps(span_steps: float, dimension: int, epsil
     return tight_gaussian_objective_calibration(span_steps, dimension, epsilon_tilde, delta)[0]
 
 
-def redberg_gaussian_objective_delta(epsilon: float, sigma: float, shift: float,
-                                     epsilon_jacobian: float) -> float:
-    """Privacy profile of objective perturbation with continuous Gaussian noise, add/remove neighbours.
-
-    Redberg, Koskela & Wang (NeurIPS 2023), the profile of objective perturbation for
-    GLMs with ``b ~ N(0, sigma^2 I)`` (stated here as implemented in the authors' code,
-    ``compute_delta`` in github.com/rredberg/better-objpert, and re-derived in
-    docs/design/gaussian_objective.md): with ``eps0`` the Jacobian term, ``Delta`` the
-    noise shift's norm bound and ``delta_G`` the Gaussian mechanism's exact profile
-    (Balle & Wang 2018, Thm 8) for sensitivity ``Delta`` and noise ``sigma``,
-
-    - ``delta(eps) = 2 delta_G(eps - eps0)`` when ``eps >= eps0 + Delta^2 / (2 sigma^2)``;
-    - else ``(1 - e^eh) + 2 e^eh delta_G(Delta^2 / (2 sigma^2))``, ``eh = eps - eps0 - Delta^2 / (2 sigma^2)``.
-
-    The shift lies along one fixed row ``x`` (add/remove), so the noise's loss is that of
-    a Gaussian mechanism with ``|<b, x>|`` for ``<b, x>``: two tails, hence the 2. dperm's
-    neighbours replace a row (two directions) and its noise is on a grid, which is why
-    the mechanism uses :func:`tight_gaussian_objective_delta`; this function is the
-    continuous reference (tests compare it with dp-accounting).
-    """
-    def gaussian_delta(e: float) -> float:
-        a = shift / (2.0 * sigma)
-        b = e * sigma / shift
-        return float(ndtr(a - b) - math.exp(e) * ndtr(-a - b))
-
-    floor = shift**2 / (2.0 * sigma**2)
-    epsilon_gaussian = epsilon - epsilon_jacobian
-    if epsilon_gaussian >= floor:
-        return 2.0 * gaussian_delta(epsilon_gaussian)
-    e_hat = epsilon_gaussian - floor
-    return -math.expm1(e_hat) + 2.0 * math.exp(e_hat) * gaussian_delta(floor)
-
-
 # -- multiparty (004) ------------------------------------------------------------------
 def gradient_sum_sensitivity(lipschitz: float, data_norm: float) -> float:
     """L2 sensitivity ``2 L R`` of a party's summed gradient ``grad G_k(w)`` (004 eq. 8).
@@ -588,7 +554,7 @@ def local_aggregation_sensitivity(
 # Lambda; 000/002 regularise with lambda Omega(f), Omega gamma-strongly convex (gamma = 2 for
 # ||f||_K^2), so lambda gamma = Lambda and lambda = alpha / 2. m (000/002) and n (003) both
 # count records; kappa = sup sqrt(K(x, x)) is R for a linear model. These functions use the
-# papers' names (lam, gamma, kappa, m, B, M) and call the alpha-convention bounds above.
+# papers' names (lam, gamma, kappa, C_L, m) and call the alpha-convention bounds above.
 
 #: ``gamma`` of ``Omega(f) = ||f||_K^2``: ``Omega(t f + (1 - t) g) = t Omega(f)
 #: + (1 - t) Omega(g) - t (1 - t) ||f - g||^2``, i.e. 2-strongly convex in
@@ -603,48 +569,6 @@ def lambda_from_alpha(alpha: float) -> float:
     ``alpha/2 ||w||^2 = lambda ||w||^2`` with ``Omega = ||.||^2`` (``gamma = 2``).
     """
     return check_positive(alpha, "alpha") / SQUARED_NORM_GAMMA
-
-
-def alpha_from_lambda(lam: float) -> float:
-    """dperm's ``alpha`` (003's ``Lambda``) for Nie & Wang's ``lambda``: ``2 lambda``."""
-    return SQUARED_NORM_GAMMA * check_positive(lam, "lam")
-
-
-def convex_loss_sensitivity(B: float, lam: float, m: int, gamma: float = SQUARED_NORM_GAMMA) -> float:
-    """``||f_z - f_zbar||_K <= sqrt(16 B / (lambda gamma m))`` (Nie & Wang 2017, 000 Thm 1).
-
-    Assumptions: the loss is convex in the prediction (not necessarily
-    Lipschitz or differentiable); ``Omega`` is ``gamma``-strongly convex; and
-    ``B`` bounds, for every data set ``S`` of every size and every point
-    ``(x, y)`` of the domain, both the regulariser at the minimiser,
-    ``lambda Omega(f_S) <= B``, and the loss at the minimiser,
-    ``|L(f_S(x), y)| <= B``. (For the squared loss see
-    :func:`least_squares_loss_bound`.) The bound decays like ``1/sqrt(m)``,
-    slower than the ``1/m`` of :func:`lipschitz_loss_sensitivity`; use it when
-    no Lipschitz constant is available.
-
-    Parameters
-    ----------
-    B : float
-        The bound above.
-    lam : float
-        ``lambda`` (dperm: ``alpha / 2``, see :func:`lambda_from_alpha`).
-    m : int
-        Number of training records.
-    gamma : float, default=2
-        Strong-convexity modulus of ``Omega`` (2 for ``||f||_K^2``).
-
-    Returns
-    -------
-    float
-        A bound on the RKHS (for linear models: L2) distance of the minimisers
-        on two data sets that differ in one record.
-    """
-    B = check_positive(B, "B", "B bounds lambda Omega(f_S) and |L(f_S(x), y)| (000 Thm 1).")
-    lam = check_positive(lam, "lam")
-    gamma = check_positive(gamma, "gamma")
-    m = check_positive_int(m, "m")
-    return math.sqrt(16.0 * B / (lam * gamma * m))
 
 
 def lipschitz_loss_sensitivity(
@@ -686,49 +610,3 @@ def lipschitz_loss_sensitivity(
     return erm_l2_sensitivity(m, lam * gamma, C_L, kappa)
 
 
-def least_squares_norm_bound(M: float, lam: float) -> float:
-    """``||f_z||_K <= M / sqrt(lambda)`` for least squares with ``|y| <= M`` (002 Thm 3's ``R``).
-
-    ``lambda ||f_z||^2 <= E_z(f_z) + lambda ||f_z||^2 <= E_z(0) <= M^2``
-    (000 Sec. 5.1). Computed by
-    :func:`~dperm.privacy.sensitivity.least_squares_solution_norm` as
-    ``M sqrt(2 / alpha)`` with ``alpha = 2 lambda``.
-    """
-    return least_squares_solution_norm(M, alpha_from_lambda(lam))
-
-
-def least_squares_loss_bound(M: float, kappa: float, lam: float) -> float:
-    """``B = M^2 (1 + kappa / sqrt(lambda))^2`` for 000 Thm 1 with the squared loss.
-
-    With ``|y| <= M`` and ``||f_S||_K <= M / sqrt(lambda)``
-    (:func:`least_squares_norm_bound`): ``lambda Omega(f_S) <= M^2`` and
-    ``(f_S(x) - y)^2 <= (kappa M / sqrt(lambda) + M)^2``; the second is the larger.
-    """
-    M = check_positive(M, "M", "M is a public bound on |y|.")
-    kappa = check_positive(kappa, "kappa")
-    return (M + kappa * least_squares_norm_bound(M, lam)) ** 2
-
-
-def least_squares_sensitivity(M: float, kappa: float, lam: float, m: int) -> float:
-    """``||f_z - f_z'||_K <= kappa (2 R kappa + 2 M) / (lambda m)``, ``R = M / sqrt(lambda)`` (002 Lemma 2).
-
-    Assumptions: least squares ``(1/m) sum (f(x_i) - y_i)^2 + lambda ||f||_K^2``
-    with ``|y| <= M`` and ``sqrt(K(x, x)) <= kappa``. 002's proof reaches this
-    line and then uses ``M <= R`` (Lemma 2 assumes ``R >= M``, i.e.
-    ``lambda <= 1``) to print ``2 R kappa (kappa + 1) / (lambda m)``; dperm
-    returns the unrelaxed bound, valid for every ``lambda`` and never larger. It equals
-    :func:`lipschitz_loss_sensitivity` with ``gamma = 2``
-    and 000 Sec. 5.1's ``C_L = 2 (M + kappa R)``
-    (:func:`~dperm.privacy.sensitivity.least_squares_lipschitz`), which is how
-    it is computed. The projection ``pi`` onto ``[-M, M]`` (002 eq. 2) only
-    shrinks differences of predictions, so the released, projected model has
-    the same sensitivity. In dperm's convention (``alpha = 2 lambda``):
-    ``4 kappa M (1 + kappa sqrt(2/alpha)) / (n alpha)``.
-
-    Returns
-    -------
-    float
-        A bound on the RKHS (linear models: L2) distance of neighbouring minimisers.
-    """
-    C_L = least_squares_lipschitz(M, kappa, alpha_from_lambda(lam))
-    return lipschitz_loss_sensitivity(kappa, C_L, lam, m, gamma=SQUARED_NORM_GAMMA)

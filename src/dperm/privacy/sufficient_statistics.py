@@ -26,7 +26,7 @@ Sensitivities (replace one ``(z, y)`` by ``(z', y')``; :func:`gram_l2_sensitivit
   with ``D = d (d + 1) / 2`` entries and ``||upper(M)||_2^2 = (||M||_F^2 + sum_i M_ii^2) / 2
   <= (2 R^4 + 2 R^4) / 2`` (``sum_i (a_i - b_i)^2 <= sum a_i^2 + b_i^2`` for
   ``a_i, b_i >= 0``), so ``sqrt(2 D) R^2 = sqrt(d (d + 1)) R^2``
-  (:func:`gram_l1_sensitivity`; the direct bound ``sum |z_i z_j| + |z'_i z'_j| <= (d + 1) R^2``
+  (the tests' reference ``gram_l1_sensitivity``; the direct bound ``sum |z_i z_j| + |z'_i z'_j| <= (d + 1) R^2``
   is never smaller). dperm's pure form does not add independent Laplace noise at this L1
   bound directly: :func:`dperm.mechanisms.noise.vector_laplace_calibration` compares it
   (in its grid form) with the lattice L2 Laplace vector at the L2 bound and draws the one
@@ -95,26 +95,9 @@ def gram_l2_sensitivity(data_norm: float) -> float:
     return math.sqrt(2.0) * data_norm**2
 
 
-def gram_l1_sensitivity(data_norm: float, dimension: int) -> float:
-    """``sqrt(d (d + 1)) R^2``: L1 sensitivity of the plain upper triangle of ``sum_i z_i z_i^T``.
-
-    ``D = d (d + 1) / 2`` entries, ``||upper(M)||_1 <= sqrt(D) ||upper(M)||_2 <= sqrt(D) sqrt(2) R^2``
-    (module docstring). For ``d = 2`` the exact maximum is ``sqrt(5) R^2`` against ``sqrt(6) R^2``.
-    """
-    data_norm = check_positive(data_norm, "data_norm")
-    dimension = check_positive_int(dimension, "dimension")
-    return math.sqrt(dimension * (dimension + 1.0)) * data_norm**2
-
-
 def moment_l2_sensitivity(data_norm: float, target_bound: float) -> float:
     """``2 R B``: L2 sensitivity of ``sum_i y_i z_i`` (``||y z - y' z'|| <= |y| ||z|| + |y'| ||z'||``)."""
     return 2.0 * check_positive(data_norm, "data_norm") * check_positive(target_bound, "target_bound")
-
-
-def moment_l1_sensitivity(data_norm: float, target_bound: float, dimension: int) -> float:
-    """``2 sqrt(d) R B``: L1 sensitivity of ``sum_i y_i z_i`` (``||z||_1 <= sqrt(d) ||z||_2``)."""
-    dimension = check_positive_int(dimension, "dimension")
-    return math.sqrt(dimension) * moment_l2_sensitivity(data_norm, target_bound)
 
 
 def min_eigenvalue_sensitivity(data_norm: float) -> float:
@@ -256,15 +239,6 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     return rho
 
 
-def bun_steinke_rho(epsilon: float, delta: float) -> float:
-    """``rho`` from the classical conversion ``epsilon = rho + 2 sqrt(rho log(1/delta))``.
-
-    Bun & Steinke (2016), Prop. 1.3; :func:`zcdp_rho` is never smaller (tests check).
-    """
-    log_inverse = math.log(1.0 / check_delta(delta))
-    return (math.sqrt(log_inverse + check_epsilon(epsilon)) - math.sqrt(log_inverse)) ** 2
-
-
 def _float_at_most(value: Fraction) -> float:
     """The largest float ``<= value`` (a float's exact rational never exceeds ``value``)."""
     result = float(value)
@@ -349,11 +323,11 @@ def adaptive_ridge(target: float, min_eigenvalue_lower: float) -> float:
 
 __all__ = [
     "FAILURE_PROBABILITY", "INTERCEPT_ONLY_RIDGE_FRACTION", "RELEASES", "adaptive_ridge",
-    "bun_steinke_rho", "computed_sensitivities",
+    "computed_sensitivities",
     "float_allowances",
-    "discrete_gaussian_sigma_steps", "gram_l1_sensitivity",
+    "discrete_gaussian_sigma_steps",
     "gram_l2_sensitivity", "gram_vector_length", "min_eigenvalue_sensitivity",
-    "moment_l1_sensitivity", "moment_l2_sensitivity", "PURE_SHARES", "pure_release_epsilons",
+    "moment_l2_sensitivity", "PURE_SHARES", "pure_release_epsilons",
     "release_budgets", "ridge_target", "slopes_swamped",
     "symmetric_to_vector", "vector_to_symmetric", "zcdp_delta", "zcdp_rho",
 ]
