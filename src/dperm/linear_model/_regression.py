@@ -39,6 +39,7 @@ from dperm.losses import PinballLoss, SquaredLoss
 from dperm.mechanisms import MECHANISMS, ERMProblem, PublicProblem
 from dperm.mechanisms.choice import AUTO
 from dperm.privacy.record import linear_record
+from dperm.privacy.sufficient_statistics import INTERCEPT_ONLY_RIDGE_FRACTION, slopes_swamped
 from dperm.privacy.sufficient_statistics_record import sufficient_statistics_record
 from dperm.validation import (
     check_budget_for_data,
@@ -385,7 +386,11 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     sensitivities use the augmented bound ``R = sqrt(data_norm^2 + intercept_scaling^2)``
     (dperm's convention). Predictions are mapped back and clipped to ``[lower, upper]``
     (post-processing). With ``delta = 0`` the noise is Laplace-type and the fit pure
-    ``epsilon``-DP (``"adassp"``); with ``delta > 0`` ``"auto"`` compares, from public n,
+    ``epsilon``-DP (``"adassp"``); where Wang's ridge target is at least half of ``n R^2``
+    (public n, d, R, epsilon: the noise would swamp every slope,
+    :func:`~dperm.privacy.sufficient_statistics.slopes_swamped`), ``"auto"`` runs it on the
+    intercept's constant column alone, so the model is the private mean of the targets and
+    every slope is 0 (``privacy_.dimension`` is 1). With ``delta > 0`` ``"auto"`` compares, from public n,
     d, epsilon and delta only, the noise of the pure form and of the discrete Gaussian
     form (``"gaussian_adassp"``, ``(epsilon, delta)``-DP through zCDP) and takes the
     smaller. Sensitivities, budget split and conversions:
@@ -542,11 +547,25 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
                                           params.epsilon, params.delta, params.tol,
                                           intercept=params.scaling if self.fit_intercept else None)
 
+    def _intercept_only_calibration(self, params, n_samples):
+        """AdaSSP's pure calibration for the intercept's constant column alone (``d = 1``, ``R = c``).
+
+        The rows the mechanism then sees are the public constant ``c`` (a per-record map that
+        drops the features), so the released model is the private mean of the targets and
+        every slope is 0 (public).
+        """
+        problem = PublicProblem(n_samples, 1, SquaredLoss(1.0), 0.0, float(params.scaling))
+        return MECHANISMS[ADASSP].calibrate(problem, params.epsilon, params.delta, params.tol,
+                                            intercept=params.scaling)
+
     def _auto_mechanism(self, params, n_samples, dimension):
         """``mechanism="auto"`` from public inputs only: ``(name, reason, calibration)``.
 
         A given ``alpha`` asks for a fixed ridge: output perturbation (its calibration is
-        computed by the generic skeleton). Otherwise AdaSSP; with ``delta > 0`` its pure and
+        computed by the generic skeleton). Otherwise AdaSSP. With ``delta = 0`` and an
+        intercept, when Wang's ridge target is at least half of ``n R^2``
+        (:func:`~dperm.privacy.sufficient_statistics.slopes_swamped`: the noise would swamp
+        every slope), AdaSSP on the intercept's column alone: the private mean. With ``delta > 0`` its pure and
         Gaussian forms are both valid and the one whose public noise is smaller wins: the
         ridge target ``t`` (the Gram noise's norm bound) plus the moment noise's RMS norm,
         both in the normal equations' units. The chosen calibration is the one the fit
@@ -556,8 +575,19 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             return "output", ("output: alpha is given and output perturbation is the mechanism "
                               "with a fixed ridge"), None
         if params.delta == 0:
+            calibration = self._adassp_calibration(ADASSP, params, n_samples, dimension)
+            if self.fit_intercept and slopes_swamped(calibration.ridge_target, n_samples,
+                                                     calibration.data_norm):
+                self._intercept_only = True
+                target = calibration.ridge_target
+                return (ADASSP, (f"adassp on the intercept's column only: Wang's ridge target "
+                                 f"{target:.4g} is at least {INTERCEPT_ONLY_RIDGE_FRACTION:g} n R^2 = "
+                                 f"{INTERCEPT_ONLY_RIDGE_FRACTION * n_samples * calibration.data_norm ** 2:.4g} "
+                                 "(public n, d, R, epsilon), so the noise would swamp the slopes: "
+                                 "the model is the private mean of the targets, delta = 0"),
+                        self._intercept_only_calibration(params, n_samples))
             return (ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0",
-                    self._adassp_calibration(ADASSP, params, n_samples, dimension))
+                    calibration)
         scores, calibrations = {}, {}
         for name in SUFFICIENT_STATISTICS:
             calibration = calibrations[name] = self._adassp_calibration(name, params, n_samples,
@@ -579,6 +609,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         (:func:`dperm.validation.check_budget_for_data`) still run.
         """
         reason = calibration = None
+        self._intercept_only = False  # set by _auto_mechanism; never left over from another fit
         dimension = n_features + int(bool(self.fit_intercept))
         if params.mechanism is None:
             name, reason, calibration = self._auto_mechanism(params, n_samples, dimension)
@@ -603,6 +634,8 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         y, n_clipped = clip_targets(targets.y, lower, upper)
         warn_clipped_targets(n_clipped, lower, upper)
         if params.mechanism in SUFFICIENT_STATISTICS:
+            if self._intercept_only:  # the features dropped (a public per-record map)
+                X, effective_norm = X[:, -1:], params.calibration.data_norm
             problem = ERMProblem(X, to_unit_interval(y, lower, upper), SquaredLoss(1.0), 0.0,
                                  effective_norm, sample_weight=targets.sample_weight)
         else:
@@ -616,6 +649,8 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         coef = outputs[0].coef
         if params.mechanism in SUFFICIENT_STATISTICS:
             coef = coef * half  # from the [-1, 1] scale back to the target's units
+            if self._intercept_only:  # every slope is the public 0
+                coef = np.concatenate([np.zeros(self.n_features_in_), coef])
         self._set_coefficients(coef, params.scaling)
         self.intercept_ = float(self.intercept_ + centre)
 

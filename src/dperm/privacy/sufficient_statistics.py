@@ -293,17 +293,41 @@ def ridge_target(gram_noise_std: float, dimension: int,
     return gram_noise_std * math.sqrt(dimension * math.log(2.0 * dimension**2 / failure_probability))
 
 
+#: The pure default's switch to the intercept-only model (:func:`slopes_swamped`): Wang's ridge
+#: target at or above this fraction of ``n R^2``. Fitted on issue 30's FITTING regression
+#: tables only (``benchmarks/regression_candidates.py``): every value in (0.33, 0.68) makes
+#: the same choices there, 0.5 is inside that range; docs/regression.md has the numbers.
+INTERCEPT_ONLY_RIDGE_FRACTION = 0.5
+
+
+def slopes_swamped(ridge_target: float, n_samples: int, data_norm: float,
+                   fraction: float = INTERCEPT_ONLY_RIDGE_FRACTION) -> bool:
+    """Whether Wang's ridge target ``t`` is at least ``fraction`` of ``n R^2``: public inputs only.
+
+    ``n R^2`` bounds the trace of the Gram matrix ``sum_i z_i z_i^T`` (``||z_i|| <= R``), so
+    it bounds the sum of all its eigenvalues; a ridge of half that shrinks every direction
+    of the slopes by at least a factor of about two and the noise decides the rest. There
+    the pure default fits the intercept's column alone (the private mean of the targets),
+    which is never worse than a constant by more than its own noise. A function of public
+    ``n``, ``d`` (through ``t``), ``R`` and epsilon only, so choosing by it spends nothing.
+    """
+    check_positive(ridge_target, "ridge_target")
+    n_samples = check_positive_int(n_samples, "n_samples")
+    return ridge_target >= fraction * n_samples * check_positive(data_norm, "data_norm") ** 2
+
+
 def adaptive_ridge(target: float, min_eigenvalue_lower: float) -> float:
     """``lambda = max(0, t - lambda~_min)`` (Wang 2018, Alg. 2, line 5): a function of released values."""
     return max(0.0, float(target) - max(0.0, float(min_eigenvalue_lower)))
 
 
 __all__ = [
-    "FAILURE_PROBABILITY", "RELEASES", "adaptive_ridge", "computed_sensitivities",
+    "FAILURE_PROBABILITY", "INTERCEPT_ONLY_RIDGE_FRACTION", "RELEASES", "adaptive_ridge",
+    "computed_sensitivities",
     "float_allowances",
     "discrete_gaussian_sigma_steps",
     "gram_l2_sensitivity", "gram_vector_length", "min_eigenvalue_sensitivity",
     "moment_l2_sensitivity", "PURE_SHARES", "pure_release_epsilons",
-    "release_budgets", "ridge_target",
+    "release_budgets", "ridge_target", "slopes_swamped",
     "symmetric_to_vector", "vector_to_symmetric", "zcdp_delta", "zcdp_rho",
 ]

@@ -41,7 +41,9 @@ class SufficientStatisticsRecord(RecordBase):
     n_samples : int
         ``n``, public under replace-one neighbours.
     dimension : int
-        ``d`` of the statistics: the features plus the intercept's constant column.
+        ``d`` of the statistics: the features plus the intercept's constant column; 1 when
+        ``PrivateLeastSquares``' pure default fitted the intercept's column alone (the noise
+        would have swamped every slope: ``mechanism_choice`` says so).
     data_norm, effective_data_norm : float
         The user's row-norm bound and the one with the intercept's column,
         ``sqrt(data_norm^2 + intercept_scaling^2)`` (``R`` of the sensitivities).
