@@ -189,3 +189,22 @@ def test_too_small_a_table_is_refused_naming_the_total_epsilon(tmp_path):
     code, out, _, err = _train(tmp_path, data, bounds, epsilon="0.05")
     assert code != 0 and "majority fallback's choice" in err and "Nothing was spent" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, n_labels, fitted", [
+    ([], 2, True), (["--engine", "dask"], 2, False), ([], 3, False), ([], None, False),
+    (["--fallback", "none"], 2, False), (["--no-fit-intercept"], 2, False), (["--model", "huber"], 2, False),
+    (["--model", "kernel_logistic"], 2, False),
+])
+def test_default_intercept_from_public_choices(argv, n_labels, fitted):
+    """The intercept the CLI gives a classifier: only where the fallback can run (two labels, memory)."""
+    from dperm.cli import build_parser
+    from dperm.cli.train import _make_model
+
+    args = build_parser("train").parse_args(["train", "--data", "d", "--target", "t", "--epsilon", "1",
+                                             "--out", "m", *argv])
+    args.classes = None
+    model = _make_model(args, n_labels)
+    assert model.fit_intercept is fitted
+    if fitted:
+        assert model.intercept_scaling == RECIPE_INTERCEPT_SCALING and model.fallback == "auto"
