@@ -93,8 +93,8 @@ ax.legend()
 fig.tight_layout()
 
 # %%
-# With only ~400 training rows the noise dominates at small epsilon: there the
-# private model is about as good as the majority class (compare the curve with the
-# dotted line; the fallback releases the constant model in some draws), and it approaches the non-private error only at large epsilon. Noise shrinks like 1 / (n epsilon),
-# so the same epsilon buys much more on a larger table (see the learning curve
-# example).
+# With only ~400 training rows the noise dominates at small epsilon: there the private
+# model is about as good as the majority class (compare the curve with the dotted line;
+# the fallback releases the constant model in some draws), and it approaches the
+# non-private error only at large epsilon. Noise shrinks like 1 / (n epsilon), so the
+# same epsilon buys much more on a larger table (see the learning curve example).

@@ -51,3 +51,9 @@ def test_pipeline_default_falls_back_to_the_majority_class_without_signal():
     assert constant >= 6
     assert np.mean(accuracy) >= majority - 0.015
     assert np.mean(plain) < majority - 0.1
+
+
+@pytest.mark.parametrize("value", ["yes", 1, "Auto"])
+def test_a_bad_fit_intercept_is_refused(value):
+    with pytest.raises(ValueError, match="fit_intercept must be True, False, None or 'auto'"):
+        make_private_pipeline(PrivateLogisticRegression(classes=[0, 1]), bounds=(0, 1), fit_intercept=value)

@@ -662,6 +662,8 @@ def make_private_pipeline(estimator, bounds, *, categories=None, data_norm=1.0,
     if feature_range not in FEATURE_RANGES:
         raise ValueError(f"feature_range must be one of {sorted(FEATURE_RANGES)}; got "
                          f"{feature_range!r}.")
+    if not (fit_intercept is None or fit_intercept == "auto" or isinstance(fit_intercept, (bool, np.bool_))):
+        raise ValueError(f"fit_intercept must be True, False, None or 'auto'; got {fit_intercept!r}.")
     estimator = clone(estimator)
     params = estimator.get_params()
     if "data_norm" in params:
