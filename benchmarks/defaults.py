@@ -37,7 +37,13 @@ for the regressor with ``dperm:<Class>@linear``). The estimators (``ESTIMATORS``
 - ``default``: ``PrivateLogisticRegression(epsilon=eps, classes=labels)`` on ``unit`` (its own
   defaults: ``alpha="auto"``, ``mechanism="auto"``, an intercept); multiclass is whatever the
   default does (today one-vs-rest with epsilon split K ways);
-- ``recipe``: the same with ``fit_intercept=False`` on ``centred`` (``make_private_pipeline``);
+- ``recipe``: the same with ``fit_intercept=False`` on ``centred`` (``make_private_pipeline``'s
+  and ``dperm train``'s recipe until the majority fallback reached them);
+- ``train_default`` (binary): ``dperm train --model logistic``'s default on ``centred`` since then,
+  ``fit_intercept=True, intercept_scaling=0.5`` with the estimator's ``fallback="auto"`` (the
+  majority fallback and the monotone alpha rule), chosen on the FITTING tables
+  (``benchmarks/fallback_recipe_fit.py``); where a file has its cells, the "best of (default,
+  recipe)" target compares with it instead of ``recipe``;
 - ``ovr`` (multiclass): K binary defaults at epsilon / K each, argmax of their scores, built
   here so it stays one-vs-rest whatever the default becomes;
 - ``logodds`` (binary; a measurement prototype, not a dperm estimator): 10% of epsilon on the
@@ -150,6 +156,8 @@ class Estimator:
 ESTIMATORS = {
     "default": Estimator(("binary", "multiclass"), "unit", True, True, "dperm default"),
     "recipe": Estimator(("binary", "multiclass"), "centred", True, True, "dperm recipe (no intercept)"),
+    "train_default": Estimator(("binary",), "centred", True, True,
+                               "dperm train default (intercept 0.5 + fallback)"),
     "ovr": Estimator(("multiclass",), "unit", True, True, "dperm one-vs-rest (eps/K each)"),
     "logodds": Estimator(("binary",), "unit", True, True, "prototype: private log-odds offset (10% of eps)"),
     "guarded": Estimator(("binary", "multiclass"), "unit", True, True, "dperm default + majority fallback"),
@@ -208,6 +216,10 @@ class _OneVsRest:
 FALLBACK_VARIANTS = {"guarded": {"fallback": "majority"},
                      "monotone_guarded": {"alpha": "monotone", "fallback": "majority"}}
 ADULT_ESTIMATORS = {"default": {}, **FALLBACK_VARIANTS}
+
+
+#: ``dperm train``'s binary logistic default's constant feature (benchmarks/fallback_recipe_fit.py).
+TRAIN_INTERCEPT_SCALING = 0.5
 
 
 #: The log-odds prototype's share of epsilon on the class count (the rejected candidate's 0.1).
@@ -333,6 +345,11 @@ def make_estimator(name, table, epsilon, seed, X_columns=None):
         from dperm import PrivateLogisticRegression
 
         return PrivateLogisticRegression(epsilon=epsilon, classes=labels, fit_intercept=False, random_state=seed)
+    if name == "train_default":
+        from dperm import PrivateLogisticRegression
+
+        return PrivateLogisticRegression(epsilon=epsilon, classes=labels, fit_intercept=True,
+                                         intercept_scaling=TRAIN_INTERCEPT_SCALING, random_state=seed)
     if name == "ovr":
         return _OneVsRest(labels, epsilon, seed)
     if name == "logodds":
@@ -705,7 +722,8 @@ def evaluate_targets(data, default_regressor="lsq"):
 
     out["binary_not_behind_diffprivlib"] = items(binary, vs("diffprivlib", BINARY_SLACK))
     out["binary_not_below_majority"] = items(binary, vs("majority", BINARY_SLACK))
-    out["binary_within_best_of_default_recipe"] = items(binary, vs("recipe", BINARY_SLACK))
+    recipe = "train_default" if any(k[1] == "train_default" for k in cells) else "recipe"
+    out["binary_within_best_of_default_recipe"] = items(binary, vs(recipe, BINARY_SLACK))
 
     def ahead_ovr(t, e):
         m, o = _mean(cells, t, "default", e), _mean(cells, t, "ovr", e)
@@ -746,7 +764,7 @@ def evaluate_targets(data, default_regressor="lsq"):
 
 
 COLUMNS = {
-    "binary": ["default", "recipe", "diffprivlib", "sklearn", "sklearn_unit", "majority"],
+    "binary": ["default", "train_default", "recipe", "diffprivlib", "sklearn", "sklearn_unit", "majority"],
     "multiclass": ["default", "ovr", "recipe", "diffprivlib", "sklearn", "majority"],
     "regression": ["lsq", "quantile", "diffprivlib_linreg", "sklearn", "sklearn_unit", "mean"],
 }

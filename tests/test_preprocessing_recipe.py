@@ -22,7 +22,8 @@ def test_bounds_map_to_the_centred_range_and_rows_to_the_norm():
     np.testing.assert_allclose(rows[1], [np.sqrt(2), np.sqrt(2)])
     np.testing.assert_allclose(rows[2], [-2.0, 0.0])                 # (-0.5, 0) scaled to norm 2
     model = pipeline[-1]
-    assert model.data_norm == 2.0 and model.fit_intercept is False
+    # two public labels and the majority fallback: an intercept with the constant feature 0.5
+    assert model.data_norm == 2.0 and model.fit_intercept is True and model.intercept_scaling == 0.5
 
 
 def test_unit_range_and_an_intercept_on_request():
@@ -39,7 +40,7 @@ def test_categories_are_one_hot_encoded_and_match_the_tabular_spec():
     X = np.array([["red", 30.0], ["blue", 90.0]], dtype=object)
     pipeline = make_private_pipeline(
         PrivateLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0), bounds=(0, 120),
-        categories={0: ["red", "green", "blue"]})
+        categories={0: ["red", "green", "blue"]}, fit_intercept=False)  # two rows: no fallback
     pipeline.fit(X, [0, 1])
     spec = TabularSpec([CategoricalColumn("c", ["red", "green", "blue"]),
                         NumericColumn("age", 0, 120)], row_norm_mode="scale",

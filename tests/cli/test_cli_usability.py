@@ -543,7 +543,8 @@ def test_train_maps_public_bounds_to_a_centred_range_by_default(table):
     # age at its lower/upper bound -> -1/+1 before the row step; score at its midpoint -> 0
     np.testing.assert_allclose(X[:, 0], [-1.0, 1.0])
     np.testing.assert_allclose(X[:, -1], [0.0, 0.0], atol=1e-12)
-    assert document["params"]["fit_intercept"] is False  # the recipe: no intercept
+    # the recipe for two labels: an intercept (constant feature 0.5) for the majority fallback
+    assert document["params"]["fit_intercept"] is True and document["params"]["intercept_scaling"] == 0.5
 
 
 def test_feature_range_unit_keeps_the_old_encoding(table):
@@ -648,7 +649,7 @@ def test_train_help_defines_alpha_as_the_estimators_do(capsys):
 # -- the intercept: the CLI's default differs from the estimators', and says so ---------------
 
 
-@pytest.mark.parametrize("option, fitted", [(None, False), ("--fit-intercept", True),
+@pytest.mark.parametrize("option, fitted", [(None, True), ("--fit-intercept", True),
                                             ("--no-fit-intercept", False), ("--intercept", True)])
 def test_fit_intercept_option_reaches_the_model_and_show_states_it(table, capsys, option, fitted):
     folder = table[0]
@@ -661,7 +662,7 @@ def test_fit_intercept_option_reaches_the_model_and_show_states_it(table, capsys
     assert main(["show", "--model", str(folder / "m.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
     expected = "Intercept: fitted (fit_intercept=True)" if fitted else \
-        "Intercept: none (fit_intercept=False; dperm train's default)"
+        "Intercept: none (fit_intercept=False)"
     assert lines[1].startswith(expected)
 
 
@@ -672,9 +673,9 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
         main(["train", "--help"])
     help_text = _one_line(capsys.readouterr().out)
     assert "--fit-intercept, --no-fit-intercept" in help_text
-    assert ("fit an intercept (regressors: yes by default; AdaSSP does not penalise it; other "
-            "models: no, unlike the linear Python estimators, whose fit_intercept defaults to "
-            "True; the kernel ones default to no as well)") in help_text
+    assert ("fit an intercept. Default: regressors yes (AdaSSP does not penalise it); --model "
+            "logistic with two labels and --engine memory yes, as a constant feature 0.5") in help_text
+    assert "every other classifier no" in help_text
     # the help's claim about the estimators is true (a test to update if their default changes)
     for name in ("PrivateLogisticRegression", "PrivateLinearSVC", "PrivateLeastSquares",
                  "PrivateQuantileRegressor"):
@@ -683,7 +684,7 @@ def test_train_help_says_its_intercept_default_differs_from_the_estimators(capsy
         assert getattr(dperm, name)().fit_intercept is False, name
     assert cli.build_parser("train").parse_args(
         ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m"]).fit_intercept is None
-    # unset: no intercept, except for the regressors
+    # unset, label set unknown: no intercept, except for the regressors
     for model, expected in (("logistic", False), ("least_squares", True), ("quantile", True)):
         args = cli.build_parser("train").parse_args(
             ["train", "--data", "d", "--target", "t", "--epsilon", "1", "--out", "m", "--model", model,

@@ -43,5 +43,4 @@ def _intercept_line(model) -> str:
     if model.fit_intercept:
         return ("Intercept: fitted (fit_intercept=True); it is released with the coefficients, "
                 "under the same guarantee.")
-    return ("Intercept: none (fit_intercept=False; dperm train's default): predictions use "
-            "w.x alone.")
+    return "Intercept: none (fit_intercept=False): predictions use w.x alone."

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = [
-    "AUTO", "FALLBACK_CHOICES", "FALLBACK_MAX_SHARE", "FALLBACK_SCALE", "MAJORITY", "FallbackCalibration",
+    "AUTO", "FALLBACK_CHOICES", "FALLBACK_MAX_SHARE", "FALLBACK_SCALE", "MAJORITY", "RECIPE_INTERCEPT_SCALING",
+    "FallbackCalibration",
     "fallback_calibration", "fallback_sensitivity", "fallback_share", "resolve_fallback", "split_epsilon",
 ]
 
@@ -39,6 +40,12 @@ FALLBACK_CHOICES = ("model", "constant")
 FALLBACK_SCALE = 100.0
 #: ``s_max``: the share never exceeds it (fitted with ``FALLBACK_SCALE``).
 FALLBACK_MAX_SHARE = 0.3
+#: The constant feature of the intercept that ``make_private_pipeline(fit_intercept="auto")`` and
+#: ``dperm train`` give a two-label classifier with the fallback, on the centred recipe (the
+#: constant model the fallback may release is an intercept). A public constant: the norm bound
+#: becomes ``sqrt(R^2 + 0.25)``. Chosen among 1, 0.5 and 0.25 on the FITTING binary tables only
+#: (benchmarks/fallback_recipe_fit.py; docs/defaults_classifiers.md, "dperm train").
+RECIPE_INTERCEPT_SCALING = 0.5
 
 
 @dataclass(frozen=True)
