@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from dperm.audit._collusion import collusion_shards
 from dperm.audit._core import audit
 from dperm.audit._noise import under_noised_epsilon, under_noised_label
 
@@ -99,18 +100,6 @@ def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_fact
                  label=under_noised_label("PrivatePredictor(loss='hinge'), one answer", noise_factor))
 
 
-def _party_shards(flip_canary):
-    """Two parties of 10 rows in 1-D; the canary, on the norm bound, ends party 0's shard."""
-    rng = np.random.default_rng(0)
-    shards = []
-    for _ in range(2):
-        X = rng.uniform(-1, 1, size=(10, 1))
-        shards.append([X, np.where(X[:, 0] > 0, 1, 0)])
-    shards[0][0][-1] = [1.0]
-    shards[0][1][-1] = 0 if flip_canary else 1
-    return [tuple(shard) for shard in shards]
-
-
 #: The multiparty schemes :func:`audit_multiparty` audits.
 _MULTIPARTY_KINDS = ("psgd", "psgd_coordinator_dp", "local_aggregation", "newton")
 
@@ -151,7 +140,7 @@ def audit_multiparty(kind, epsilon, delta=0.04, *, n_rounds=20, n_runs=1500, con
         return LocalAggregationClassifier(epsilon=fit_epsilon, alpha=5.0, loss="huber", random_state=noise)
 
     def runner(flip):
-        shards = _party_shards(flip)
+        shards = collusion_shards(2, flip)  # two parties; the canary ends party 0's shard
 
         def run(rng):
             with warnings.catch_warnings():
