@@ -69,14 +69,14 @@ from dperm.multiparty.flower._party import (  # noqa: F401  (load_shard: read fr
 )
 from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
 from dperm.multiparty.flower.engine import (
+    FlowerSecureSum,
     check_capacity,
     check_flower_encoding,
-    count_clipped,
     decode_counts,
-    encode_counts,
     flower_poll_seconds,
     load_flower,
     object_pull_waits,
+    party_payload,
 )
 from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
 from dperm.multiparty.ledger import check_run_id
@@ -87,7 +87,6 @@ from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
     DEFAULT_QUANTIZATION_RANGE,
     check_contribution,
-    warn_party_clipping,
 )
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
@@ -158,16 +157,12 @@ def calibration_to_config(calibration: PSGDCalibration, h: float) -> dict:
 
 def calibration_from_config(config) -> tuple[PSGDCalibration, float]:
     """Rebuild the calibration on the party's side (:func:`calibration_to_config`'s inverse)."""
-    names = {field.name for field in fields(PSGDCalibration)}
-    missing = sorted(name for name in names if name not in config and _required(name))
+    declared = fields(PSGDCalibration)
+    missing = sorted(field.name for field in declared if field.name not in config
+                     and field.default is MISSING and field.default_factory is MISSING)
     if missing or "h" not in config:
         raise ValueError(f"the set-up message lacks calibration fields {missing or ['h']}.")
-    return PSGDCalibration(**{name: config[name] for name in names if name in config}), float(config["h"])
-
-
-def _required(name: str) -> bool:
-    field = {field.name: field for field in fields(PSGDCalibration)}[name]
-    return field.default is MISSING and field.default_factory is MISSING
+    return PSGDCalibration(**{f.name: config[f.name] for f in declared if f.name in config}), float(config["h"])
 
 
 def _plain(value):
@@ -317,13 +312,8 @@ def party_reply(context, parameters, config) -> list:
         raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
     coef = check_contribution(party.party_id, parameters[0], party.n_features)
     reply = _answer(context, run_id, saved, party, coef, config.get("round"), scale)
-    clipping_range = float(config["clipping-range"])
-    n_clipped = count_clipped(reply, clipping_range)  # on the noisy reply, before quantisation
-    if not clipping_count_is_covered(calibration):
-        warn_party_clipping(party.party_id, n_clipped, clipping_range)
-        return [reply]
-    counts = encode_counts([n_clipped], [party.n_features], clipping_range, int(config["quantization-range"]))
-    return [reply, counts]
+    return party_payload(party.party_id, reply, float(config["clipping-range"]), int(config["quantization-range"]),
+                         clipping_count_is_covered(calibration))
 
 
 def _answer(context, run_id: str, saved: PartyRunState, party: DeployedParty, coef, round_index,
@@ -397,7 +387,7 @@ class FlowerGridNetwork(GridNetwork, GradientSumNetwork):
                          engine_name=engine_name, run_id=run_id)
         self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
             clipping_range, quantization_range, modulus_range)
-        check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
+        check_capacity(len(self.parties), self.quantization_range, self.modulus_range, FlowerSecureSum.modulus_note)
         self._count_clipped = False
 
     def setup(self, calibration: PSGDCalibration) -> None:
