@@ -38,7 +38,6 @@ _PUBLIC = {
     "audit_sufficient_statistics": "dperm.audit._sufficient_statistics",
     "choose_threshold": "dperm.audit._core",
     "clopper_pearson_interval": "dperm.audit._bounds",
-    "clopper_pearson_lower": "dperm.audit._bounds",
     "clopper_pearson_upper": "dperm.audit._bounds",
     "epsilon_lower_bound": "dperm.audit._bounds",
     "exponential_audit_candidates": "dperm.audit._builders",

@@ -85,25 +85,17 @@ def clopper_pearson_upper(successes, trials, level):
     return float(bound) if bound.ndim == 0 else bound
 
 
-def clopper_pearson_lower(successes, trials, level):
-    """One-sided Clopper-Pearson lower bound: ``beta.ppf(1 - level, k, m - k + 1)``, 0 at ``k = 0``."""
-    level = check_confidence(level)
-    successes, trials = _check_counts(successes, trials, "successes")
-    none = successes == 0
-    bound = beta.ppf(1.0 - level, np.where(none, 1, successes), trials - successes + 1)
-    bound = np.where(none, 0.0, bound)
-    return float(bound) if bound.ndim == 0 else bound
-
-
 def clopper_pearson_interval(successes: int, trials: int, confidence: float = 0.95):
     """Two-sided exact interval: each side at ``(1 + confidence) / 2``.
 
-    The same numbers as ``scipy.stats.binomtest(k, n).proportion_ci(confidence,
-    method="exact")``.
+    The lower side is the upper bound of the failures, ``1 - upper(trials - successes)``
+    (the beta quantiles are symmetric). The same numbers as
+    ``scipy.stats.binomtest(k, n).proportion_ci(confidence, method="exact")``.
     """
     level = 0.5 * (1.0 + check_confidence(confidence))
-    return (clopper_pearson_lower(successes, trials, level),
-            clopper_pearson_upper(successes, trials, level))
+    successes, trials = _check_counts(successes, trials, "successes")
+    lower = 1.0 - clopper_pearson_upper(trials - successes, trials, level)
+    return lower, clopper_pearson_upper(successes, trials, level)
 
 
 @dataclass(frozen=True)
@@ -192,7 +184,6 @@ __all__ = [
     "EpsilonBound",
     "check_confidence",
     "clopper_pearson_interval",
-    "clopper_pearson_lower",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
     "epsilon_lower_bounds",

@@ -44,21 +44,27 @@ def _takes_delta(mechanism) -> bool:
         return False
 
 
-def _margin_statistic(pair: CanaryPair, loss, statistic):
-    """``y_c w.x_c`` (the projection of ``w`` on the canary's direction) or the canary's loss."""
+def _statistic(statistic, margin, make_loss):
+    """``statistic`` if callable, else the named one: the canary's ``margin`` or its loss (``make_loss()``)."""
     if callable(statistic):
         return statistic
     if statistic not in _STATISTICS:
         raise ValueError(f"statistic must be one of {_STATISTICS} or a callable; got {statistic!r}.")
+    if statistic == "margin":
+        return margin
+    loss = make_loss()
+    return lambda output: float(loss.value(margin(output)))
+
+
+def _margin_statistic(pair: CanaryPair, loss, statistic):
+    """``y_c w.x_c`` (the projection of ``w`` on the canary's direction) or the canary's loss."""
     direction = pair.canary_direction
 
     def margin(output):
         coef = np.asarray(getattr(output, "coef", output), dtype=float).ravel()
         return float(coef @ direction)
 
-    if statistic == "margin":
-        return margin
-    return lambda output: float(loss.value(margin(output)))
+    return _statistic(statistic, margin, lambda: loss)
 
 
 def audit_mechanism(mechanism, epsilon, delta=0.0, *, loss="huber", h=0.5, n_samples=20,
@@ -233,15 +239,7 @@ def audit_estimator(estimator, epsilon=None, *, n_runs=1000, n_samples=20, n_fea
     def margin(model):
         return float(pair.canary_y * np.ravel(model.decision_function(canary))[0])
 
-    if callable(statistic):
-        score = statistic
-    elif statistic == "margin":
-        score = margin
-    elif statistic == "loss":
-        loss_function = get_loss(params.get("loss", "logistic"), h=params.get("h", 0.5))
-        score = lambda model: float(loss_function.value(margin(model)))  # noqa: E731
-    else:
-        raise ValueError(f"statistic must be one of {_STATISTICS} or a callable; got {statistic!r}.")
+    score = _statistic(statistic, margin, lambda: get_loss(params.get("loss", "logistic"), h=params.get("h", 0.5)))
     described = ", ".join(f"{key}={params[key]!r}" for key in ("mechanism", "loss") if key in params)
     label = under_noised_label(f"{type(estimator).__name__}({described}) on a canary pair "
                                f"n={n_samples}, d={n_features}, alpha={params.get('alpha'):g}, "

@@ -133,39 +133,23 @@ def collusion_claim(kind, calibration, n_colluding: int) -> tuple[float, float]:
 # -- the real protocol, with the adversary's taps --------------------------------------------------------
 
 
-def _colluding(party_class, method):
-    """``party_class`` whose instances keep every reply ``method`` sends (a colluder hands them over)."""
+def _recording(base, method, entry):
+    """``base`` whose instances keep ``entry(args, result)`` of each call of ``method`` in ``kept``.
 
-    class Colluding(party_class):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.sent = []
+    A colluding party keeps every reply it sends (it hands them over); a tapped network keeps each
+    round's broadcast iterate and revealed sum (the coordinator's view).
+    """
 
-    def send(self, coef):
-        reply = getattr(party_class, method)(self, coef)
-        self.sent.append(np.array(reply, dtype=float))
-        return reply
+    def __init__(self, *args, **kwargs):
+        base.__init__(self, *args, **kwargs)
+        self.kept = []
 
-    setattr(Colluding, method, send)
-    Colluding.__name__ = f"Colluding{party_class.__name__}"
-    return Colluding
+    def recorded(self, *args):
+        result = getattr(base, method)(self, *args)
+        self.kept.append(entry(args, result))
+        return result
 
-
-def _tapped(network_class, method):
-    """``network_class`` that records each round's broadcast iterate and revealed sum (the coordinator's view)."""
-
-    class Tapped(network_class):
-        def __init__(self, parties, secure_sum):
-            super().__init__(parties, secure_sum)
-            self.view = []
-
-    def round_sum(self, coef, *args):
-        total, report = getattr(network_class, method)(self, coef, *args)
-        self.view.append((np.array(coef, dtype=float), np.array(total, dtype=float)))
-        return total, report
-
-    setattr(Tapped, method, round_sum)
-    return Tapped
+    return type(f"Recording{base.__name__}", (base,), {"__init__": __init__, method: recorded})
 
 
 def _protocol_view(kind, calibration, shards, n_colluding, rng):
@@ -194,7 +178,7 @@ def _protocol_view(kind, calibration, shards, n_colluding, rng):
         secure_sum = MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, [len(X) for X, _ in shards]),
                                      random_state=party_rngs[-1])
         scale = 1.0 / calibration.n_samples
-    colluding_class = _colluding(party_class, reply)
+    colluding_class = _recording(party_class, reply, lambda args, sent: np.array(sent, dtype=float))
     parties = [
         (colluding_class if 1 <= index <= n_colluding else party_class)(
             X, y, loss=_loss(), data_norm=1.0, party_id=index, random_state=party_rng,
@@ -202,16 +186,17 @@ def _protocol_view(kind, calibration, shards, n_colluding, rng):
             min_collusion_threshold=floor.min_collusion_threshold)
         for index, ((X, y), party_rng) in enumerate(zip(shards, party_rngs))
     ]
-    network = _tapped(network_class, method)(parties, secure_sum)
+    network = _recording(network_class, method, lambda args, result: (
+        np.array(args[0], dtype=float), np.array(result[0], dtype=float)))(parties, secure_sum)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "newton":
             private_newton(network, calibration)
         else:
             psgd(network, calibration)
-    sent = [np.sum([party.sent[r] for party in parties[1:1 + n_colluding]], axis=0) if n_colluding else 0.0
-            for r in range(len(network.view))]
-    return network.view, sent, scale
+    sent = [np.sum([party.kept[r] for party in parties[1:1 + n_colluding]], axis=0) if n_colluding else 0.0
+            for r in range(len(network.kept))]
+    return network.kept, sent, scale
 
 
 def _exact_statistic(kind, calibration, X, y, coef):

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from dperm.audit._collusion import collusion_shards
 from dperm.audit._core import audit
 from dperm.audit._noise import under_noised_epsilon, under_noised_label
 
@@ -46,30 +47,37 @@ def strongest_kernel_canary(n_components=2, gamma=1.0):
     return grid[np.argmax(np.linalg.norm(features.transform(grid), axis=1))]
 
 
+def _label_flip_audit(canary, score, epsilon, n_runs, confidence, random_state, label, noise_factor):
+    """Audit ``score(X, labels, classes, rng)`` (a fit's value at ``canary``) on the label-flip pair around it."""
+    X, y, y_prime = _label_flip_pair(canary)
+    classes = np.unique(np.concatenate([y, y_prime]))  # the audit's own labels
+
+    def runner(labels):
+        return lambda rng: score(X, labels, classes, rng)
+
+    return audit(runner(y), runner(y_prime), None, epsilon, n_runs=n_runs, confidence=confidence,
+                 random_state=random_state, label=under_noised_label(label, noise_factor))
+
+
 def audit_kernel_estimator(epsilon, *, mechanism="output", n_runs=1500, confidence=0.95,
                            noise_factor=1.0, random_state=None):
     """Audit :class:`dperm.PrivateKernelSVC` (003 Alg. 3) on a label-flip canary."""
     from dperm.linear_model import PrivateKernelSVC
 
     canary = strongest_kernel_canary()
-    X, y, y_prime = _label_flip_pair(canary)
     fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
-    def runner(labels):
-        def run(rng):
-            model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=fit_epsilon, alpha=5.0,
-                                     n_components=2, gamma=1.0, feature_random_state=_KERNEL_FEATURE_SEED,
-                                     classes=np.unique(np.concatenate([y, y_prime])),  # the audit's own labels
-                                     random_state=rng)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.fit(X, labels)
-            return float(model.decision_function(canary[None])[0])
-        return run
+    def score(X, labels, classes, rng):
+        model = PrivateKernelSVC(loss="huber", mechanism=mechanism, epsilon=fit_epsilon, alpha=5.0,
+                                 n_components=2, gamma=1.0, feature_random_state=_KERNEL_FEATURE_SEED,
+                                 classes=classes, random_state=rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X, labels)
+        return float(model.decision_function(canary[None])[0])
 
-    return audit(runner(y), runner(y_prime), None, epsilon, n_runs=n_runs, confidence=confidence,
-                 random_state=random_state,
-                 label=under_noised_label(f"PrivateKernelSVC(mechanism={mechanism!r})", noise_factor))
+    return _label_flip_audit(canary, score, epsilon, n_runs, confidence, random_state,
+                             f"PrivateKernelSVC(mechanism={mechanism!r})", noise_factor)
 
 
 def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_factor=1.0,
@@ -82,33 +90,15 @@ def audit_private_predictor(epsilon, *, n_runs=1500, confidence=0.95, noise_fact
     from dperm.prediction import PrivatePredictor
 
     canary = np.array([0.05])
-    X, y, y_prime = _label_flip_pair(canary)
     fit_epsilon = under_noised_epsilon(epsilon, noise_factor)
 
-    def runner(labels):
-        def run(rng):
-            predictor = PrivatePredictor(epsilon_total=fit_epsilon, epsilon_per_query=fit_epsilon,
-                                         loss="hinge", alpha=2.0, gamma=1.0,
-                                         classes=np.unique(np.concatenate([y, y_prime])),
-                                         random_state=rng)
-            return float(predictor.fit(X, labels).decision_function(canary[None])[0])
-        return run
+    def score(X, labels, classes, rng):
+        predictor = PrivatePredictor(epsilon_total=fit_epsilon, epsilon_per_query=fit_epsilon, loss="hinge",
+                                     alpha=2.0, gamma=1.0, classes=classes, random_state=rng)
+        return float(predictor.fit(X, labels).decision_function(canary[None])[0])
 
-    return audit(runner(y), runner(y_prime), None, epsilon, n_runs=n_runs, confidence=confidence,
-                 random_state=random_state,
-                 label=under_noised_label("PrivatePredictor(loss='hinge'), one answer", noise_factor))
-
-
-def _party_shards(flip_canary):
-    """Two parties of 10 rows in 1-D; the canary, on the norm bound, ends party 0's shard."""
-    rng = np.random.default_rng(0)
-    shards = []
-    for _ in range(2):
-        X = rng.uniform(-1, 1, size=(10, 1))
-        shards.append([X, np.where(X[:, 0] > 0, 1, 0)])
-    shards[0][0][-1] = [1.0]
-    shards[0][1][-1] = 0 if flip_canary else 1
-    return [tuple(shard) for shard in shards]
+    return _label_flip_audit(canary, score, epsilon, n_runs, confidence, random_state,
+                             "PrivatePredictor(loss='hinge'), one answer", noise_factor)
 
 
 #: The multiparty schemes :func:`audit_multiparty` audits.
@@ -151,7 +141,7 @@ def audit_multiparty(kind, epsilon, delta=0.04, *, n_rounds=20, n_runs=1500, con
         return LocalAggregationClassifier(epsilon=fit_epsilon, alpha=5.0, loss="huber", random_state=noise)
 
     def runner(flip):
-        shards = _party_shards(flip)
+        shards = collusion_shards(2, flip)  # two parties; the canary ends party 0's shard
 
         def run(rng):
             with warnings.catch_warnings():

@@ -160,6 +160,12 @@ def _check_threshold_fraction(threshold_fraction) -> float:
     return float(threshold_fraction)
 
 
+def _check_claim(claimed_epsilon, claimed_delta, confidence, threshold_fraction) -> tuple:
+    """The claim under test and the audit's confidence and split, checked once."""
+    return (check_epsilon(claimed_epsilon, "claimed_epsilon"), check_delta(claimed_delta, "claimed_delta"),
+            check_confidence(confidence), _check_threshold_fraction(threshold_fraction))
+
+
 def _split(n_runs: int, threshold_fraction: float) -> int:
     n_threshold = int(round(n_runs * threshold_fraction))
     return min(max(n_threshold, 1), n_runs - 1)
@@ -243,10 +249,8 @@ def audit_samples(stats_d, stats_d_prime, claimed_epsilon, claimed_delta=0.0, *,
     -------
     AuditResult
     """
-    claimed_epsilon = check_epsilon(claimed_epsilon, "claimed_epsilon")
-    claimed_delta = check_delta(claimed_delta, "claimed_delta")
-    confidence = check_confidence(confidence)
-    threshold_fraction = _check_threshold_fraction(threshold_fraction)
+    claimed_epsilon, claimed_delta, confidence, threshold_fraction = _check_claim(
+        claimed_epsilon, claimed_delta, confidence, threshold_fraction)
     stats_d = np.asarray(stats_d, dtype=float).ravel()
     stats_d_prime = np.asarray(stats_d_prime, dtype=float).ravel()
     if stats_d.size != stats_d_prime.size:
@@ -352,10 +356,7 @@ def audit(run_on_D, run_on_D_prime, statistic, claimed_epsilon, claimed_delta=0.
     Nasr, Song, Thakurta, Papernot & Carlini, "Adversary Instantiation: Lower
     Bounds for Differentially Private Machine Learning", IEEE S&P 2021.
     """
-    claimed_epsilon = check_epsilon(claimed_epsilon, "claimed_epsilon")
-    claimed_delta = check_delta(claimed_delta, "claimed_delta")
-    confidence = check_confidence(confidence)
-    threshold_fraction = _check_threshold_fraction(threshold_fraction)
+    _check_claim(claimed_epsilon, claimed_delta, confidence, threshold_fraction)  # before any run
     n_runs = _check_n_runs(n_runs)
     score = (lambda output: float(output)) if statistic is None else statistic
     rng_d, rng_d_prime = check_random_state(random_state).spawn(2)

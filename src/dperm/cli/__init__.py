@@ -68,7 +68,9 @@ class Command:
 
     ``dperm.cli.<module>.options(parser)`` fills the subcommand's own parser;
     with ``external=True`` it is ``options(subparsers)`` and adds the parser
-    itself (a module outside this package owns it).
+    itself; ``module`` may name a builder outside this package as
+    ``"package.module:function"`` (:mod:`dperm.audit.cli` and
+    :mod:`dperm.multiparty.flower.cli` own their parsers).
     """
 
     help: str
@@ -79,7 +81,8 @@ class Command:
 
     def options(self):
         """The command module's option builder (imports the module: only for a command that runs)."""
-        return import_module(f"{__name__}.{self.module}").options
+        module, _, builder = self.module.partition(":")
+        return getattr(import_module(module if builder else f"{__name__}.{module}"), builder or "options")
 
 
 COMMANDS = {
@@ -143,7 +146,8 @@ COMMANDS = {
         "  dperm reproduce rajkumar2012 --figure2 --runs 2",
         "reproduce"),
     "audit": Command(
-        "empirical lower bound on epsilon (privacy audit)", "", "", "audit", external=True),
+        "empirical lower bound on epsilon (privacy audit)", "", "", "dperm.audit.cli:add_audit_subparser",
+        external=True),
     "experiment": Command(
         "run an experiment (learning-rates)",
         "Experiments beyond the papers' tables: learning-rates measures excess risk against the "
@@ -152,16 +156,16 @@ COMMANDS = {
         "example:\n  dperm experiment learning-rates --sizes 500 1000 2000 --seeds 5",
         "experiment", external=True),
     "party": Command(
-        "take part in multiparty training (Flower SuperNode)", "", "", "multiparty",
+        "take part in multiparty training (Flower SuperNode)", "", "", "dperm.multiparty.flower.cli:add_commands",
         external=True),
     "coordinate": Command(
-        "train one private classifier over K parties' SecAgg+ sums", "", "", "multiparty",
-        external=True),
+        "train one private classifier over K parties' SecAgg+ sums", "", "",
+        "dperm.multiparty.flower.cli:add_commands", external=True),
 }
 
 
 def _set_formatter(parser) -> None:
-    """Give ``parser`` and its subcommands' parsers :class:`_HelpFormatter`."""
+    """Give ``parser`` and its subcommands' parsers :class:`_HelpFormatter` (built with argparse's default)."""
     parser.formatter_class = _HelpFormatter
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -196,8 +200,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                "  dperm train --data train.csv --target label --bounds bounds.json "
                "--classes no,yes --epsilon 1 --out model.json\n"
                "  dperm show --model model.json\n\n"
-               "Run dperm COMMAND --help for a command's options.",
-        formatter_class=_HelpFormatter)
+               "Run dperm COMMAND --help for a command's options.")
     parser.add_argument("--version", action="version", version=f"dperm {_version()}",
                         help="print dperm's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -212,7 +215,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 done.add(spec.module)
             continue
         child = sub.add_parser(name, help=spec.help, description=spec.description or spec.help,
-                               epilog=spec.epilog, formatter_class=_HelpFormatter)
+                               epilog=spec.epilog)
         if name in wanted:
             spec.options()(child)
     _set_formatter(parser)

@@ -28,17 +28,13 @@ from sklearn.utils import Bunch
 from dperm.datasets._base import (
     EMBEDDED,
     file_stamp,
+    public_spec,
     read_embedded_gz,
     resolve_data_home,
     verify_sha256,
 )
 from dperm.exceptions import DataClippingWarning
-from dperm.tabular import (
-    CategoricalColumn,
-    NumericColumn,
-    TabularSpec,
-    find_missing_rows,
-)
+from dperm.tabular import TabularSpec, find_missing_rows
 
 ADULT_FILES = {"train": "adult.data", "test": "adult.test"}
 
@@ -184,15 +180,9 @@ def adult_spec(encoding: str = "unit_norm") -> TabularSpec:
             f"encoding must be one of {sorted(ADULT_ENCODINGS)}; got {encoding!r}."
         )
     row_norm_mode, log1p_attributes = ADULT_ENCODINGS[encoding]
-    columns = []
-    for name in _ADULT_ATTRIBUTES:
-        if name in _ADULT_CATEGORIES:
-            columns.append(CategoricalColumn(name, _ADULT_CATEGORIES[name]))
-        else:
-            lower, upper = _ADULT_NUMERIC_BOUNDS[name]
-            transform = "log1p" if name in log1p_attributes else None
-            columns.append(NumericColumn(name, lower, upper, transform))
-    return TabularSpec(columns, row_norm_mode=row_norm_mode, data_norm=1.0)
+    numeric = {name: (lower, upper, "log1p" if name in log1p_attributes else None)
+               for name, (lower, upper) in _ADULT_NUMERIC_BOUNDS.items()}
+    return public_spec(_ADULT_ATTRIBUTES, _ADULT_CATEGORIES, numeric, row_norm_mode)
 
 
 def load_adult(encoding: str = "unit_norm", data_home=None) -> Bunch:

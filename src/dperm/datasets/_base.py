@@ -46,8 +46,7 @@ def resolve_data_home(data_home, dataset: str, filenames) -> Path | None:
     home = data_home if explicit else os.environ.get(DATA_HOME_ENV) or None
     if home is None:
         return None
-    directory = Path(home).expanduser().absolute() / dataset
-    absent = [name for name in filenames if not (directory / name).is_file()]
+    directory, absent = _directory(home, dataset, filenames)
     if not absent:
         return directory
     if explicit:
@@ -57,6 +56,25 @@ def resolve_data_home(data_home, dataset: str, filenames) -> Path | None:
             "data_home=None to use the copy embedded in dperm."
         )
     return None
+
+
+def _directory(home, dataset: str, filenames) -> tuple[Path, list]:
+    """``<home>/<dataset>`` and the names of ``filenames`` it lacks."""
+    directory = Path(home).expanduser().absolute() / dataset
+    return directory, [name for name in filenames if not (directory / name).is_file()]
+
+
+def public_spec(attributes, categories: dict, numeric: dict, row_norm_mode: str):
+    """The :class:`~dperm.tabular.TabularSpec` of a data set's public schema, rows scaled to norm at most 1.
+
+    ``categories``: attribute -> its public value list (one-hot); ``numeric``: attribute ->
+    ``(lower, upper, transform)``, its public range (scaled to [0, 1]).
+    """
+    from dperm.tabular import CategoricalColumn, NumericColumn, TabularSpec
+
+    columns = [CategoricalColumn(name, categories[name]) if name in categories else NumericColumn(name, *numeric[name])
+               for name in attributes]
+    return TabularSpec(columns, row_norm_mode=row_norm_mode, data_norm=1.0)
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -128,8 +146,7 @@ def require_data_home(data_home, dataset: str, filenames, *, how_to_get: str = "
             f"directory was given: pass data_home=<directory containing {dataset}/>, "
             f"or set the {DATA_HOME_ENV} environment variable to it. {how_to_get}".rstrip()
         )
-    directory = Path(home).expanduser().absolute() / dataset
-    absent = [name for name in filenames if not (directory / name).is_file()]
+    directory, absent = _directory(home, dataset, filenames)
     if absent:
         raise FileNotFoundError(
             f"{origin} does not contain {dataset}/{absent[0]} (looked in {directory}); "

@@ -33,13 +33,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from dperm.datasets._base import (
-    file_stamp,
-    require_data_home,
-    verify_gzip_sha256,
-)
+from dperm.datasets._base import file_stamp, public_spec, require_data_home, verify_gzip_sha256
 from dperm.exceptions import DataClippingWarning
-from dperm.tabular import CategoricalColumn, NumericColumn, TableCellError, TabularSpec, finite_numbers
+from dperm.tabular import NumericColumn, TableCellError, TabularSpec, finite_numbers
 
 _KDDCUP99 = "kddcup99"
 _KDDCUP99_FILES = {"train": "kddcup.data_10_percent.gz", "test": "corrected.gz"}
@@ -225,16 +221,8 @@ def kddcup99_spec(encoding: str = "unit_norm") -> TabularSpec:
         raise ValueError(
             f"encoding must be one of {sorted(KDDCUP99_ENCODINGS)}; got {encoding!r}."
         )
-    columns = []
-    for name in KDDCUP99_ATTRIBUTES:
-        if name in _KDDCUP99_CATEGORIES:
-            columns.append(CategoricalColumn(name, _KDDCUP99_CATEGORIES[name]))
-        else:
-            lower, upper, transform = KDDCUP99_NUMERIC_BOUNDS[name]
-            columns.append(NumericColumn(name, lower, upper, transform))
-    return TabularSpec(
-        columns, row_norm_mode=KDDCUP99_ENCODINGS[encoding], data_norm=1.0
-    )
+    return public_spec(KDDCUP99_ATTRIBUTES, _KDDCUP99_CATEGORIES, KDDCUP99_NUMERIC_BOUNDS,
+                       KDDCUP99_ENCODINGS[encoding])
 
 
 def load_kddcup99(
@@ -451,9 +439,7 @@ def _check_subset_args(subset, n_samples):
         return None
     if n_samples is None:
         return _DEFAULT_SUBSET_SIZE
-    if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
-        raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
-    if n_samples < 1:
+    if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
     return int(n_samples)
 

@@ -52,6 +52,18 @@ def misclassification_error(coef, X, y_signed) -> float:
     return float(np.mean(np.where(X @ coef > 0, 1.0, -1.0) != y_signed))
 
 
+def uniform_ball(n_points: int, dimension: int, rng) -> np.ndarray:
+    """``n`` points uniform in the interior of the unit ball of R^d (004 Sec. 6.1).
+
+    Direction: a normalised standard Gaussian vector (uniform on the sphere);
+    radius: ``U^(1/d)`` with ``U`` uniform on [0, 1], whose law ``r^d`` is the
+    ball's volume fraction.
+    """
+    directions = rng.standard_normal((n_points, dimension))
+    directions /= np.linalg.norm(directions, axis=1)[:, None]
+    return directions * rng.uniform(size=n_points)[:, None] ** (1.0 / dimension)
+
+
 def summary_stats(values) -> dict:
     """``mean``, ``std`` (``ddof=1``; 0 for one value), standard error ``se = std / sqrt(n)`` and ``n``."""
     values = np.asarray(values, dtype=float)

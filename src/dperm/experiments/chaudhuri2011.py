@@ -94,22 +94,28 @@ def fold_cell(X, y_signed, train, test, loss_name, alpha, epsilon, runs, seed):
     -------
     dict with keys ``nonprivate`` (float), ``output`` and ``objective`` (lists).
     """
-    loss = get_loss(loss_name, h=HUBER_WIDTH)
-    problem = ERMProblem(X[train], y_signed[train], loss, alpha, 1.0)
+    problem = ERMProblem(X[train], y_signed[train], get_loss(loss_name, h=HUBER_WIDTH), alpha, 1.0)
     X_test, y_test = X[test], y_signed[test]
-    objective = RegularizedMarginObjective(loss, problem.X, problem.y, alpha)
-    exact = minimize_certified(objective, tol=TOL, max_iter=MAX_ITER)
-    rng = np.random.default_rng(seed)
-    output_errors = [
-        misclassification_error(release_output(problem, exact.coef, epsilon, TOL, rng), X_test, y_test)
-        for _ in range(runs)
-    ]
-    objective_errors = [
-        misclassification_error(objective_perturbation(problem, epsilon, 0.0, rng, TOL, MAX_ITER).coef, X_test, y_test)
-        for _ in range(runs)
-    ]
-    return {"nonprivate": misclassification_error(exact.coef, X_test, y_test), "output": output_errors,
-            "objective": objective_errors, "certified": bool(exact.certified)}
+    exact = _exact(problem.loss, problem.X, problem.y, alpha)
+    output, objective = _private_errors(problem, exact.coef, problem, epsilon, runs, np.random.default_rng(seed),
+                                        X_test, y_test)
+    return {"nonprivate": misclassification_error(exact.coef, X_test, y_test), "output": output,
+            "objective": objective, "certified": bool(exact.certified)}
+
+
+def _exact(loss, X, y_signed, alpha):
+    """The certified non-private minimiser (what Alg. 1 perturbs)."""
+    return minimize_certified(RegularizedMarginObjective(loss, X, y_signed, alpha), tol=TOL, max_iter=MAX_ITER)
+
+
+def _private_errors(output_problem, exact_coef, objective_problem, epsilon, runs, rng, X_test, y_test):
+    """Test errors of ``runs`` draws of output perturbation (Alg. 1 at ``exact_coef``), then of objective (Alg. 2)."""
+    output = [misclassification_error(release_output(output_problem, exact_coef, epsilon, TOL, rng), X_test, y_test)
+              for _ in range(runs)]
+    objective = [misclassification_error(objective_perturbation(objective_problem, epsilon, 0.0, rng, TOL,
+                                                                MAX_ITER).coef, X_test, y_test)
+                 for _ in range(runs)]
+    return output, objective
 
 
 def _cross_validated_table(X, y, grid, *, epsilon=EPSILON, runs=50, folds=10, seed=0, n_jobs=2,
@@ -193,23 +199,14 @@ def _epsilon_curve_cell(X, y_signed, train, test, loss_name, alphas, epsilons, r
     rng = np.random.default_rng(seed)
     result = {"output": {}, "objective": {}}
     output_problem = ERMProblem(X[train], y_signed[train], loss, alphas["output"], 1.0)
-    exact = minimize_certified(
-        RegularizedMarginObjective(loss, output_problem.X, output_problem.y, alphas["output"]),
-        tol=TOL, max_iter=MAX_ITER)
+    exact = _exact(loss, output_problem.X, output_problem.y, alphas["output"])
     objective_problem = ERMProblem(X[train], y_signed[train], loss, alphas["objective"], 1.0)
     for eps in epsilons:
-        result["output"][eps] = [
-            misclassification_error(release_output(output_problem, exact.coef, eps, TOL, rng), X_test, y_test)
-            for _ in range(runs)]
-        result["objective"][eps] = [
-            misclassification_error(objective_perturbation(objective_problem, eps, 0.0, rng, TOL, MAX_ITER).coef,
-                   X_test, y_test)
-            for _ in range(runs)]
-    same_alpha = alphas["output"] == alphas["nonprivate"]
-    result["nonprivate"] = misclassification_error(exact.coef, X_test, y_test) if same_alpha \
-        else misclassification_error(minimize_certified(RegularizedMarginObjective(
-            loss, X[train], y_signed[train], alphas["nonprivate"]), tol=TOL, max_iter=MAX_ITER).coef,
-            X_test, y_test)
+        result["output"][eps], result["objective"][eps] = _private_errors(
+            output_problem, exact.coef, objective_problem, eps, runs, rng, X_test, y_test)
+    if alphas["output"] != alphas["nonprivate"]:
+        exact = _exact(loss, X[train], y_signed[train], alphas["nonprivate"])
+    result["nonprivate"] = misclassification_error(exact.coef, X_test, y_test)
     return result
 
 
@@ -299,9 +296,7 @@ def _learning_curve_cell(X, y_signed, permutation_seed, size, loss_name, epsilon
     start = TEST_SIZE + VALIDATION_SIZE
     parts = [order[start + i * size:start + (i + 1) * size] for i in range(len(_TUNING_GRID))]
     loss = get_loss(loss_name, h=HUBER_WIDTH)
-    exact_solves = [minimize_certified(RegularizedMarginObjective(loss, X[p], y_signed[p], a),
-                                       tol=TOL, max_iter=MAX_ITER).coef
-                    for a, p in zip(_TUNING_GRID, parts)]
+    exact_solves = [_exact(loss, X[p], y_signed[p], a).coef for a, p in zip(_TUNING_GRID, parts)]
     noise_rng = np.random.default_rng(seed)
     X_test, y_test = X[test], y_signed[test]
     result = {"nonprivate": _tuned_run(parts, validation, X, y_signed, X_test, y_test, loss_name,

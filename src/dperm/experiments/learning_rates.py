@@ -29,6 +29,7 @@ from dperm.experiments._report import (
     pyplot_or_none,
     report_progress,
     save_figure,
+    uniform_ball,
     write_csv,
     write_json,
 )
@@ -87,14 +88,6 @@ _TASKS = {
 # ---------------------------------------------------------------------------
 # The synthetic problem
 # ---------------------------------------------------------------------------
-def _sample_unit_ball(n: int, dimension: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` points uniform on the unit ball of ``R^dimension``."""
-    directions = rng.standard_normal((n, dimension))
-    directions /= np.linalg.norm(directions, axis=1)[:, None]
-    radii = rng.uniform(size=n) ** (1.0 / dimension)
-    return directions * radii[:, None]
-
-
 def _true_coefficients(dimension: int) -> np.ndarray:
     """``w*``: alternating, decreasing entries ``(1, -3/4, 9/16, ...)`` scaled to norm ``_REGRESSION_NORM``."""
     direction = (-0.75) ** np.arange(dimension)
@@ -113,7 +106,7 @@ def _conditional_probability(X: np.ndarray, coef: np.ndarray) -> np.ndarray:
 
 def _make_sample(task: str, m: int, coef: np.ndarray, rng: np.random.Generator):
     """A training sample of size ``m``: real labels (least squares) or labels in {-1, +1} (SVM)."""
-    X = _sample_unit_ball(m, coef.shape[0], rng)
+    X = uniform_ball(m, coef.shape[0], rng)
     if task == "least_squares":
         noise = rng.uniform(-_LABEL_NOISE_HALF_WIDTH, _LABEL_NOISE_HALF_WIDTH, size=m)
         return X, regression_function(X, coef) + noise
@@ -123,7 +116,7 @@ def _make_sample(task: str, m: int, coef: np.ndarray, rng: np.random.Generator):
 def make_test_sample(n_test: int, dimension: int, seed: int) -> dict:
     """Test rows with ``f*`` and ``eta`` at each, and the best linear hinge risk on them."""
     coef = _true_coefficients(dimension)
-    X = _sample_unit_ball(n_test, dimension, np.random.default_rng([seed, 0]))
+    X = uniform_ball(n_test, dimension, np.random.default_rng([seed, 0]))
     eta = _conditional_probability(X, coef)
     return {"X": X, "coef": coef, "f_star": regression_function(X, coef), "eta": eta,
             "reference_hinge_risk": best_linear_hinge_risk(X, eta)}

@@ -32,6 +32,7 @@ from dperm.experiments._report import (
     report_progress,
     save_figure,
     summary_stats,
+    uniform_ball,
     write_csv,
     write_json,
     write_lines,
@@ -51,6 +52,7 @@ from dperm.multiparty import (
     psgd,
 )
 from dperm.multiparty.protocol import psgd_clipping_range
+from dperm.multiparty.secure_sum import secure_sum_engine
 from dperm.solvers import minimize_erm
 
 __all__ = [
@@ -122,18 +124,6 @@ _ENCODING_NOTES = {
 def _rng(*path) -> np.random.Generator:
     """A generator seeded by ``SeedSequence(path)``: ``path`` is (seed, figure, ...), recorded."""
     return np.random.default_rng(np.random.SeedSequence([int(p) for p in path]))
-
-
-def uniform_ball(n_points: int, dimension: int, rng) -> np.ndarray:
-    """``n`` points uniform in the interior of the unit ball of R^d (004 Sec. 6.1).
-
-    Direction: a normalised standard Gaussian vector (uniform on the sphere);
-    radius: ``U^(1/d)`` with ``U`` uniform on [0, 1], whose law ``r^d`` is the
-    ball's volume fraction.
-    """
-    directions = rng.standard_normal((n_points, dimension))
-    directions /= np.linalg.norm(directions, axis=1)[:, None]
-    return directions * rng.uniform(size=n_points)[:, None] ** (1.0 / dimension)
 
 
 def simulated_datasets(n_datasets=N_DATASETS, seed=0, n_train=_SIMULATED_TRAIN, n_test=_SIMULATED_TEST,
@@ -237,27 +227,25 @@ def assign_parties(config: dict, n_rows: int, rng) -> list[np.ndarray]:
 # ---------------------------------------------------------------------------
 # One cell: all algorithms on one (data set, split, epsilon)
 # ---------------------------------------------------------------------------
-def _masked_engine(calibration, sizes, rng):
-    """The default engine: in-process masked secure sum, clipping range from public constants."""
-    return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng)
-
-
-def _flower_engine(calibration, sizes, rng):
-    """Flower SecAgg+ on an in-process grid (``dperm[multiparty]``); about 0.1 s per round."""
-    from dperm.multiparty.flower.engine import FlowerSecureSum
-
-    return FlowerSecureSum(clipping_range=psgd_clipping_range(calibration, sizes))
-
-
 def _engine_factory(engine):
+    """``(calibration, sizes, rng) -> SecureSum``: ``engine`` itself if callable, else the named engine.
+
+    ``"masked"``: the in-process masked secure sum (the default); ``"flower"``: Flower SecAgg+ on an
+    in-process grid (``dperm[multiparty]``; about 0.1 s per round). Either clips at the range set from
+    public constants (:func:`~dperm.multiparty.protocol.psgd_clipping_range`).
+    """
     if callable(engine):
         return engine
-    if engine == "masked":
-        return _masked_engine
-    if engine == "flower":
-        return _flower_engine
-    raise ValueError(f"engine must be one of {ENGINES} or a callable (calibration, sizes, rng) -> SecureSum; "
-                     f"got {engine!r}.")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES} or a callable (calibration, sizes, rng) -> SecureSum; "
+                         f"got {engine!r}.")
+
+    def build(calibration, sizes, rng):
+        if engine == "masked":
+            return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng)
+        return secure_sum_engine(engine)(clipping_range=psgd_clipping_range(calibration, sizes))
+
+    return build
 
 
 def run_psgd(data, parts, epsilon, alpha, n_rounds, rng, *, coordinator_dp=False, engine="masked"):

@@ -208,6 +208,14 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
         """The delta the fit spends (pure epsilon-DP estimators: 0)."""
         return float(self.delta)
 
+    def _engine(self, rng, *encoding, **named):
+        """``secure_sum``: a given engine as it is, else the named one (default: masked) built with the encoding."""
+        if self.secure_sum is None:
+            return MaskedSecureSum(*encoding, **named, random_state=rng.spawn(1)[0])
+        if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
+            return secure_sum_engine(self.secure_sum)(*encoding, **named)
+        return self.secure_sum
+
     def _check_options(self, calibration) -> None:
         """What ``_parameter_constraints`` cannot say, checked before the budget is spent (default: nothing)."""
 
@@ -216,6 +224,23 @@ class _MultipartyClassifierBase(BudgetOnCloneMixin, LinearClassifierMixin, BaseE
         self.coef_ = np.asarray(coef, dtype=float).reshape(1, -1)
         self.intercept_ = np.zeros(1)
         self.n_features_in_ = n_features
+
+    @available_if(lambda self: self.loss == "logistic")
+    def predict_proba(self, X):
+        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``.
+
+        Only for ``loss="logistic"``, whose minimiser models ``P(y = +1 | x)``
+        (the Huber loss gives no probabilities).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+        """
+        return self._predict_proba_lr(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -381,11 +406,7 @@ class PSGDClassifier(_MultipartyClassifierBase):
 
     def _secure_sum(self, calibration, sizes, loss, rng):
         """The engine, clipping from public constants (:func:`~dperm.multiparty.protocol.psgd_clipping_range`)."""
-        if self.secure_sum is None:
-            return MaskedSecureSum(clipping_range=psgd_clipping_range(calibration, sizes), random_state=rng.spawn(1)[0])
-        if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
-            return secure_sum_engine(self.secure_sum)(clipping_range=psgd_clipping_range(calibration, sizes))
-        return self.secure_sum
+        return self._engine(rng, clipping_range=psgd_clipping_range(calibration, sizes))
 
     def _check_options(self, calibration):
         """What ``_parameter_constraints`` cannot say about ``step_size`` and ``composition_slack``.
@@ -405,23 +426,6 @@ class PSGDClassifier(_MultipartyClassifierBase):
         result = psgd(InProcessNetwork(parties, secure_sum), calibration,
                       step_size=self.step_size, composition_slack=self.composition_slack)
         return result.coef, result.record
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``.
-
-        Only for ``loss="logistic"``, whose minimiser models ``P(y = +1 | x)``
-        (the Huber loss gives no probabilities).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features_in_)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, 2)
-        """
-        return self._predict_proba_lr(X)
 
 
 class LocalAggregationClassifier(_MultipartyClassifierBase):
@@ -503,21 +507,12 @@ class LocalAggregationClassifier(_MultipartyClassifierBase):
         return PartyFloor(epsilon, 0.0, 1)  # one pure epsilon-DP release: the floor that accepts exactly it
 
     def _secure_sum(self, calibration, sizes, loss, rng):
-        if self.secure_sum is None:
-            return MaskedSecureSum(clipping_range=local_aggregation_clipping_range(calibration, loss),
-                                   random_state=rng.spawn(1)[0])
-        return self.secure_sum
+        return self._engine(rng, clipping_range=local_aggregation_clipping_range(calibration, loss))
 
     def _run(self, parties, secure_sum, calibration, rng):
         """Each party's local minimiser, their noisy average (Pathak et al. 2010); ``(coef, record)``."""
         result = local_aggregation(parties, secure_sum, calibration, max_iter=int(self.max_iter), random_state=rng)
         return result.coef, result.record
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``
-        (the averaged local logistic models; the Huber loss gives no probabilities)."""
-        return self._predict_proba_lr(X)
 
 
 class NewtonClassifier(_MultipartyClassifierBase):
@@ -621,12 +616,9 @@ class NewtonClassifier(_MultipartyClassifierBase):
     def _secure_sum(self, calibration, sizes, loss, rng):
         """The engine in the calibration's encoding ``(C, Q, M)``."""
         encoding = (calibration.clipping_range, calibration.quantization_range, calibration.modulus_range)
-        if self.secure_sum is None:
-            return MaskedSecureSum(*encoding, random_state=rng.spawn(1)[0])
-        if isinstance(self.secure_sum, str):  # "flower", the only name _parameter_constraints lets through
-            return secure_sum_engine(self.secure_sum)(*encoding)
-        engine = self.secure_sum
-        if (engine.clipping_range, engine.quantization_range, engine.modulus_range) != encoding:
+        engine = self._engine(rng, *encoding)
+        if engine is self.secure_sum and (engine.clipping_range, engine.quantization_range,
+                                          engine.modulus_range) != encoding:
             raise ValueError(f"the secure sum's encoding (C, Q, M) must be the calibration's {encoding}; got "
                              f"{(engine.clipping_range, engine.quantization_range, engine.modulus_range)}.")
         return engine
@@ -634,11 +626,6 @@ class NewtonClassifier(_MultipartyClassifierBase):
     def _run(self, parties, secure_sum, calibration, rng):
         result = private_newton(InProcessNewtonNetwork(parties, secure_sum), calibration)
         return result.coef, newton_record(result)
-
-    @available_if(lambda self: self.loss == "logistic")
-    def predict_proba(self, X):
-        """Class probabilities with the logistic loss: ``sigmoid(w.x)`` for ``classes_[1]``."""
-        return self._predict_proba_lr(X)
 
 
 def newton_record(result):

@@ -108,6 +108,11 @@ def _cost(value, name: str, upper: float = math.inf) -> float:
     return float(value)
 
 
+def _budget(budget_epsilon, budget_delta) -> tuple[float, float]:
+    """The party's total budget, checked."""
+    return check_epsilon(budget_epsilon, "budget_epsilon"), check_delta(budget_delta, "budget_delta")
+
+
 def check_run_id(run_id) -> str:
     """Return ``run_id`` if it is 32 lowercase hex digits (128 bits), else raise ``ValueError``."""
     if not isinstance(run_id, str) or not RUN_ID_PATTERN.fullmatch(run_id):
@@ -205,8 +210,7 @@ class PartyLedger:
         """
         run_id, mechanism = check_run_id(run_id), str(mechanism)
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        budget_epsilon = check_epsilon(budget_epsilon, "budget_epsilon")
-        budget_delta = check_delta(budget_delta, "budget_delta")
+        budget_epsilon, budget_delta = _budget(budget_epsilon, budget_delta)
         with self._locked():
             charges = self.charges()
             if run_id in charges:
@@ -249,8 +253,7 @@ class PartyLedger:
         run_id, mechanism = check_run_id(run_id), str(mechanism)
         n_rounds = _rounds(n_rounds, "n_rounds", minimum=1)
         epsilon, delta = check_epsilon(epsilon), check_delta(delta)
-        budget_epsilon = check_epsilon(budget_epsilon, "budget_epsilon")
-        budget_delta = check_delta(budget_delta, "budget_delta")
+        budget_epsilon, budget_delta = _budget(budget_epsilon, budget_delta)
         with self._locked():
             charges = self.charges()
             earlier = charges.get(run_id)
@@ -295,8 +298,7 @@ class PartyLedger:
         run_id = check_run_id(run_id)
         rounds = _rounds(rounds, "rounds", minimum=1)
         epsilon, delta = _cost(epsilon, "epsilon"), _cost(delta, "delta", 1.0)
-        budget_epsilon = check_epsilon(budget_epsilon, "budget_epsilon")
-        budget_delta = check_delta(budget_delta, "budget_delta")
+        budget_epsilon, budget_delta = _budget(budget_epsilon, budget_delta)
         with self._locked():
             charges = self.charges()
             earlier = charges.get(run_id)

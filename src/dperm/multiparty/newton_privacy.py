@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
+from functools import partial
 
 from dperm.catalog import loss_names
-from dperm.exceptions import CalibrationRefusedError
-from dperm.multiparty.privacy import CALIBRATION_RTOL  # one tolerance for every party's check
+from dperm.multiparty.privacy import CALIBRATION_RTOL, refuse_setup  # one tolerance, one refusal
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD, check_collusion_threshold
 from dperm.privacy.newton import NewtonCalibration, newton_calibration, view_guarantee
 from dperm.privacy.psgd import PartyFloor, check_collusion_floor, check_open_delta
@@ -90,14 +90,8 @@ def _calibrate_public(epsilon, delta, alpha, n_rounds, sizes, n_features, loss, 
 
 # -- a party's check ---------------------------------------------------------------------------------
 
-#: Fields a party recomputes and compares; the noise must be at least its own.
-NOISE_FIELD = "party_sigma_squared"
-
-
-def _refuse(party_id, reason: str) -> None:
-    raise CalibrationRefusedError(
-        f"party {party_id!r} refuses the coordinator's Newton set-up: {reason} Nothing was drawn or sent."
-    )
+#: A party's refusal of the coordinator's Newton set-up.
+_refuse = partial(refuse_setup, setup="Newton set-up")
 
 
 def check_newton_calibration(announced: NewtonCalibration, floor: PartyFloor, *, loss, data_norm, n_samples,

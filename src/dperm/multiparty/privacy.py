@@ -37,7 +37,7 @@ from dperm.validation import check_epsilon, check_positive, check_positive_int
 
 __all__ = [
     "CALIBRATION_RTOL", "calibrate_psgd", "check_psgd_calibration", "discrete_laplace_tail_bound",
-    "party_view", "round_noise_calibration", "round_noise_scale",
+    "party_view", "refuse_setup", "round_noise_calibration", "round_noise_scale",
 ]
 
 
@@ -188,27 +188,28 @@ DERIVED_FIELDS = ("epsilon_tilde", "extra_regularization", "round_epsilon", "rou
                   "curvature", "data_norm", "round_delta")
 
 
-def _refuse(party_id, reason: str) -> None:
+def refuse_setup(party_id, reason: str, setup: str = "set-up") -> None:
+    """Raise the refusal of a party's check of a coordinator's ``setup`` (PSGD's; Newton's, :mod:`.newton_privacy`)."""
     raise CalibrationRefusedError(
-        f"party {party_id!r} refuses the coordinator's set-up: {reason} Nothing was drawn or sent."
+        f"party {party_id!r} refuses the coordinator's {setup}: {reason} Nothing was drawn or sent."
     )
 
 
 def _check_floor(calibration, floor: PartyFloor, party_id) -> None:
     if calibration.n_rounds > floor.max_rounds:
-        _refuse(party_id, f"it asks for n_rounds={calibration.n_rounds} gradient answers and this party "
-                          f"answers at most max_rounds={floor.max_rounds}.")
+        refuse_setup(party_id, f"it asks for n_rounds={calibration.n_rounds} gradient answers and this party "
+                               f"answers at most max_rounds={floor.max_rounds}.")
     if calibration.epsilon > floor.max_epsilon or calibration.delta > floor.max_delta:
-        _refuse(party_id, f"it targets ({calibration.epsilon:g}, {calibration.delta:g})-DP and this party "
-                          f"allows at most max_epsilon={floor.max_epsilon:g}, max_delta={floor.max_delta:g}.")
+        refuse_setup(party_id, f"it targets ({calibration.epsilon:g}, {calibration.delta:g})-DP and this party "
+                               f"allows at most max_epsilon={floor.max_epsilon:g}, max_delta={floor.max_delta:g}.")
 
 
 def _check_public_sizes(calibration, n_samples: int, n_features: int, party_id) -> None:
     if calibration.n_features != n_features:
-        _refuse(party_id, f"it is for d={calibration.n_features} features and this party has {n_features}.")
+        refuse_setup(party_id, f"it is for d={calibration.n_features} features and this party has {n_features}.")
     if n_samples > calibration.n_samples - (calibration.n_parties - 1):
-        _refuse(party_id, f"its N={calibration.n_samples} over K={calibration.n_parties} parties cannot "
-                          f"include this party's {n_samples} rows.")
+        refuse_setup(party_id, f"its N={calibration.n_samples} over K={calibration.n_parties} parties cannot "
+                               f"include this party's {n_samples} rows.")
 
 
 def _compare(announced, recomputed, party_id) -> None:
@@ -216,16 +217,16 @@ def _compare(announced, recomputed, party_id) -> None:
     for name in NOISE_FIELDS:
         ours = getattr(recomputed, name)
         if getattr(announced, name) < ours * (1.0 - CALIBRATION_RTOL):
-            _refuse(party_id, f"its {name}={getattr(announced, name)!r} is smaller than {ours!r}, which this "
-                              "party recomputes from the announced public inputs (too little noise).")
+            refuse_setup(party_id, f"its {name}={getattr(announced, name)!r} is smaller than {ours!r}, which this "
+                                   "party recomputes from the announced public inputs (too little noise).")
     for name in DERIVED_FIELDS:
         theirs, ours = getattr(announced, name), getattr(recomputed, name)
         if not math.isclose(theirs, ours, rel_tol=CALIBRATION_RTOL, abs_tol=0.0):
-            _refuse(party_id, f"its {name}={theirs!r} differs from {ours!r}, which this party recomputes "
-                              "from the announced public inputs.")
+            refuse_setup(party_id, f"its {name}={theirs!r} differs from {ours!r}, which this party recomputes "
+                                   "from the announced public inputs.")
     if (announced.round_noise, announced.loss) != (recomputed.round_noise, recomputed.loss):
-        _refuse(party_id, f"its noise {announced.round_noise!r} / loss {announced.loss!r} differ from the "
-                          f"party's {recomputed.round_noise!r} / {recomputed.loss!r}.")
+        refuse_setup(party_id, f"its noise {announced.round_noise!r} / loss {announced.loss!r} differ from the "
+                               f"party's {recomputed.round_noise!r} / {recomputed.loss!r}.")
 
 
 def party_view(recomputed: PSGDCalibration, floor: PartyFloor) -> CoordinatorView:
@@ -281,7 +282,7 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
         Naming the party, the failed check and the numbers.
     """
     _check_floor(announced, floor, party_id)
-    check_collusion_floor(announced.collusion_threshold, announced.n_parties, floor, party_id, _refuse)
+    check_collusion_floor(announced.collusion_threshold, announced.n_parties, floor, party_id, refuse_setup)
     _check_public_sizes(announced, n_samples, n_features, party_id)
     try:
         recomputed = calibrate_psgd(
@@ -294,18 +295,14 @@ def check_psgd_calibration(announced: PSGDCalibration, floor: PartyFloor, *, los
             collusion_threshold=announced.collusion_threshold,
         )
     except ValueError as error:
-        problem = str(error)
-    else:
-        problem = None
-    if problem is not None:
-        _refuse(party_id, f"its public inputs are invalid ({problem})")
+        refuse_setup(party_id, f"its public inputs are invalid ({error})")
     _compare(announced, recomputed, party_id)
     view = party_view(recomputed, floor)
     if view.epsilon > floor.max_epsilon or view.delta > floor.max_delta:
-        _refuse(party_id, f"the coordinator's view over its {announced.n_rounds} rounds with "
-                          f"{recomputed.collusion_threshold} colluding parties, hence the released "
-                          f"model, is only ({view.epsilon:.4g}, {view.delta:.3g})-DP by {view.composition} "
-                          f"composition, above this party's max_epsilon={floor.max_epsilon:g}, "
-                          f"max_delta={floor.max_delta:g}. Ask for fewer rounds, a smaller round_epsilon "
-                          "or coordinator_dp.")
+        refuse_setup(party_id, f"the coordinator's view over its {announced.n_rounds} rounds with "
+                               f"{recomputed.collusion_threshold} colluding parties, hence the released "
+                               f"model, is only ({view.epsilon:.4g}, {view.delta:.3g})-DP by {view.composition} "
+                               f"composition, above this party's max_epsilon={floor.max_epsilon:g}, "
+                               f"max_delta={floor.max_delta:g}. Ask for fewer rounds, a smaller round_epsilon "
+                               "or coordinator_dp.")
     return recomputed

@@ -71,8 +71,8 @@ from dperm.privacy.multiparty_record import SecureSumSummary  # re-exported: sum
 from dperm.validation import check_positive, check_random_state
 
 __all__ = [
-    "MAX_QUANTIZATION_RANGE", "MaskedAggregator", "MaskedSecureSum", "SecureSum",
-    "SecureSumReport", "check_contribution", "clipping_range_for", "fixed_point_report",
+    "FixedPointSecureSum", "MAX_QUANTIZATION_RANGE", "MaskedAggregator", "MaskedSecureSum", "SecureSum",
+    "SecureSumReport", "check_capacity", "check_contribution", "clipping_range_for", "fixed_point_report",
     "pairwise_masks", "quantization_error_bound", "quantization_step", "quantize",
     "secure_sum_engine", "summarise_reports", "warn_party_clipping",
 ]
@@ -365,7 +365,46 @@ def _check_int_range(value, name: str, low: int, high: int) -> int:
     return int(value)
 
 
-class MaskedSecureSum(SecureSum):
+def check_capacity(n_parties: int, quantization_range: int, modulus_range: int, modulus_note: str = "") -> None:
+    """``K Q < M``: the integer sum (and SecAgg+'s weight entry ``K Q``) must not wrap around."""
+    if n_parties * quantization_range >= modulus_range:
+        raise ValueError(
+            f"{n_parties} parties * quantization_range={quantization_range} >= modulus_range="
+            f"{modulus_range}: the integer sum would wrap around. Raise modulus_range{modulus_note} "
+            "or lower quantization_range."
+        )
+
+
+class FixedPointSecureSum(SecureSum):
+    """A :class:`SecureSum` with the fixed-point encoding above: ``clipping_range``, ``quantization_range``
+    and ``modulus_range`` (``C``, ``Q``, ``M``), set by the engine."""
+
+    #: Appended to the capacity error's "Raise modulus_range" (an engine's own limit on ``M``).
+    modulus_note = ""
+
+    def _round_parties(self, vectors_by_party) -> list:
+        """The round's party ids, refused unless there are at least two and ``K Q < M``."""
+        party_ids = list(vectors_by_party)
+        if len(party_ids) < 2:
+            raise ValueError(
+                f"a secure sum needs at least 2 parties; got {len(party_ids)}: the sum of one "
+                "vector is that vector."
+            )
+        check_capacity(len(party_ids), self.quantization_range, self.modulus_range, self.modulus_note)
+        return party_ids
+
+    def error_bound(self, n_parties: int) -> float:
+        """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
+        return quantization_error_bound(n_parties, self.clipping_range, self.quantization_range)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(clipping_range={self.clipping_range!r}, "
+            f"quantization_range={self.quantization_range!r}, modulus_range={self.modulus_range!r})"
+        )
+
+
+class MaskedSecureSum(FixedPointSecureSum):
     """In-process secure summation: fixed point, pairwise masks, abort on dropout.
 
     Parameters
@@ -407,28 +446,10 @@ class MaskedSecureSum(SecureSum):
         self._rng = check_random_state(random_state)
         self.aggregator_factory = aggregator_factory
 
-    def _check_capacity(self, n_parties: int) -> None:
-        if n_parties * self.quantization_range >= self.modulus_range:
-            raise ValueError(
-                f"{n_parties} parties * quantization_range={self.quantization_range} >= "
-                f"modulus_range={self.modulus_range}: the integer sum would wrap around. "
-                "Raise modulus_range or lower quantization_range."
-            )
-
-    def error_bound(self, n_parties: int) -> float:
-        """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
-        return quantization_error_bound(n_parties, self.clipping_range, self.quantization_range)
-
     def sum(self, vectors_by_party, dimension: int, *, count_clipped: bool = True):
         """Securely sum one vector per party; see :meth:`SecureSum.sum`."""
-        party_ids = list(vectors_by_party)
+        party_ids = self._round_parties(vectors_by_party)
         n_parties = len(party_ids)
-        if n_parties < 2:
-            raise ValueError(
-                f"a secure sum needs at least 2 parties; got {n_parties}: the sum of one "
-                "vector is that vector."
-            )
-        self._check_capacity(n_parties)
         masks = pairwise_masks(party_ids, dimension, self.modulus_range, self._rng)  # setup stage
         aggregator = self.aggregator_factory(party_ids, dimension, self.modulus_range)
         modulus = np.uint64(self.modulus_range)
@@ -448,12 +469,6 @@ class MaskedSecureSum(SecureSum):
         report = fixed_point_report(self, n_parties, dimension,
                                     coordinates_clipped if count_clipped else None)
         return dequantize_sum(total, n_parties, self.clipping_range, self.quantization_range), report
-
-    def __repr__(self) -> str:
-        return (
-            f"MaskedSecureSum(clipping_range={self.clipping_range!r}, "
-            f"quantization_range={self.quantization_range!r}, modulus_range={self.modulus_range!r})"
-        )
 
 
 def clipping_range_for(value_bound: float) -> float:

@@ -94,9 +94,8 @@ def _check_scan(scan, classes):
     return resolve_label_set(classes, scan.labels)
 
 
-def check_distributed_loss(loss):
-    """Refuse, before any budget is spent, a loss the Newton passes cannot solve."""
-    require_twice_differentiable(loss)
+#: Refuse, before any budget is spent, a loss the Newton passes cannot solve.
+check_distributed_loss = require_twice_differentiable
 
 
 __all__ = ["ChunkedRows", "check_distributed_loss", "chunked_rows", "predict_blockwise",

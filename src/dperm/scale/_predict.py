@@ -127,9 +127,7 @@ def score_distributed(estimator, X, y):
     import dask.array as da
 
     predictions = predict_blockwise(estimator, X, "predict")
-    pairs_y = y
-    if hasattr(y, "to_dask_array"):
-        pairs_y = y.to_dask_array()
+    pairs_y = y.to_dask_array() if hasattr(y, "to_dask_array") else y
     if not isinstance(pairs_y, da.Array):
         pairs_y = da.from_array(np.asarray(y), chunks=predictions.chunks)
     elif pairs_y.chunks != predictions.chunks:

@@ -108,9 +108,7 @@ def _partition_sizes(files, kind, columns, width, scheduler, blocksize):
     from dperm.scale._partitions import cluster_memory, csv_blocksize, partition_rows
 
     blocksize = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
-    client = None
-    if not isinstance(scheduler, str) and scheduler is not None:
-        client = scheduler
+    client = None if scheduler is None or isinstance(scheduler, str) else scheduler
     if client is None:
         if kind != "parquet":
             return None, blocksize

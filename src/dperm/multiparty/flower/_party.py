@@ -10,11 +10,13 @@ here imports Flower or sends anything.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 
-from dperm.multiparty.ledger import PartyLedger, check_run_id
+from dperm.multiparty.ledger import PartyLedger, check_run_id, write_private_atomically
 from dperm.multiparty.model_file import SHARD_CELL_REMEDY, load_numeric_columns
 from dperm.privacy.psgd import PartyFloor
 from dperm.tabular import finite_numbers, read_csv_columns
@@ -122,7 +124,6 @@ def party_floor(context) -> PartyFloor:
     return PartyFloor(**limits)
 
 
-
 def party_ledger(context) -> tuple[PartyLedger, dict]:
     """The party's ledger and total budget from its node config; refuse to take part without a ledger."""
     path = context.node_config.get(LEDGER_KEY)
@@ -139,3 +140,62 @@ def run_state_path(context, run_id: str) -> Path:
     """Where the party keeps its state for run ``run_id``: ``LEDGER.runs/RUN_ID.json`` beside its ledger."""
     ledger, _ = party_ledger(context)
     return ledger.path.with_name(ledger.path.name + ".runs") / f"{check_run_id(run_id)}.json"
+
+
+def coef_digest(coef) -> str:
+    """SHA-256 of ``w_t`` as little-endian float64: how a party recognises a round asked again."""
+    return hashlib.sha256(np.ascontiguousarray(coef, dtype="<f8").tobytes()).hexdigest()
+
+
+def save_run_document(path: Path, document: dict, last_answer=None) -> None:
+    """Write a protocol's run state (mode 0600, replaced atomically); ``last_answer`` is ``(round, digest, reply)``."""
+    if last_answer is not None:
+        round_index, digest, reply = last_answer
+        document["last-answer"] = {"round": int(round_index), "coef-sha256": digest,
+                                   "reply": [float(value) for value in np.asarray(reply, dtype=float)]}
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    write_private_atomically(path, json.dumps(document) + "\n")
+
+
+def load_run_document(path: Path, state_format: str, run_id: str, parse, refusal: str):
+    """``parse(document, last_answer)`` of the run state at ``path``, or None if there is none.
+
+    ``last_answer`` is ``(round, digest of w_t, reply)`` or None. A state of another format or run, or one
+    that does not parse, is refused with ``refusal`` (formatted with ``run_id``, ``path`` and ``error``).
+    """
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if document.get("format") != state_format or document.get("run-id") != run_id:
+            raise ValueError("not this run's state")
+        last = document.get("last-answer")
+        if last is not None:
+            last = (int(last["round"]), str(last["coef-sha256"]), np.asarray(last["reply"], dtype=float))
+        return parse(document, last)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise RuntimeError(refusal.format(run_id=run_id, path=path, error=error)) from None
+
+
+def next_round(context, run_id: str, name, state_rounds: int, last, round_index, digest: str):
+    """The party's answered rounds, checked against the round asked: ``(ledger, budget, entry, answered, repeat)``.
+
+    The ledger's count is the party's word (a run charged whole by an older dperm: its state's
+    ``state_rounds``); ``round_index`` None asks the next round. ``repeat`` is True when the last round
+    answered is asked again at the same ``w_t`` (``digest``); any round but that one or the next is refused.
+    """
+    ledger, budget = party_ledger(context)
+    entry = ledger.charges().get(run_id)
+    if entry is None:
+        raise RuntimeError(f"party {name!r} has no entry for run {run_id} in its ledger {ledger.path}; it answers "
+                           "no round its ledger does not account for.")
+    answered = entry.rounds if entry.per_round else state_rounds
+    round_index = answered if round_index is None else int(round_index)
+    if last is not None and round_index == last[0] == answered - 1 and digest == last[1]:
+        return ledger, budget, entry, answered, True
+    if round_index != answered:
+        raise RuntimeError(
+            f"party {name!r} has answered {answered} round(s) of run {run_id} and is asked for round "
+            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
+            "asking an answered round again at another w_t would be a new release).")
+    return ledger, budget, entry, answered, False

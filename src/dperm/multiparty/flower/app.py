@@ -41,7 +41,6 @@ imports it (the CLI and the Flower app bundle do, when Flower is needed).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -56,27 +55,31 @@ from dperm.exceptions import DataClippingWarning
 from dperm.losses import get_loss
 from dperm.multiparty.flower._grid_network import ENGINE_NAME, GridNetwork, PartyInfo
 from dperm.multiparty.flower._party import (  # noqa: F401  (load_shard: read from here by simulation and tests)
+    coef_digest,
+    load_run_document,
     load_shard,
+    next_round,
     party_floor,
     party_ledger,
     party_name,
     party_rows,
     run_state_path,
+    save_run_document,
     shard_description,
 )
 from dperm.multiparty.flower.checkpoint import CHECKPOINT_NAME
 from dperm.multiparty.flower.engine import (
+    FlowerSecureSum,
     check_capacity,
     check_flower_encoding,
-    count_clipped,
     decode_counts,
-    encode_counts,
     flower_poll_seconds,
     load_flower,
     object_pull_waits,
+    party_payload,
 )
 from dperm.multiparty.flower.newton import FlowerNewtonNetwork, newton_reply, newton_secagg_terms, newton_setup
-from dperm.multiparty.ledger import check_run_id, write_private_atomically
+from dperm.multiparty.ledger import check_run_id
 from dperm.multiparty.model_file import MODEL_FORMAT, MODEL_FORMAT_VERSION, party_spec
 from dperm.multiparty.privacy import calibrate_psgd, check_psgd_calibration
 from dperm.multiparty.protocol import GradientSumNetwork, Party, psgd, psgd_clipping_range
@@ -84,7 +87,6 @@ from dperm.multiparty.secure_sum import (
     DEFAULT_MODULUS_RANGE,
     DEFAULT_QUANTIZATION_RANGE,
     check_contribution,
-    warn_party_clipping,
 )
 from dperm.privacy.collusion import DEFAULT_COLLUSION_THRESHOLD
 from dperm.privacy.psgd import PSGDCalibration, clipping_count_is_covered
@@ -155,16 +157,12 @@ def calibration_to_config(calibration: PSGDCalibration, h: float) -> dict:
 
 def calibration_from_config(config) -> tuple[PSGDCalibration, float]:
     """Rebuild the calibration on the party's side (:func:`calibration_to_config`'s inverse)."""
-    names = {field.name for field in fields(PSGDCalibration)}
-    missing = sorted(name for name in names if name not in config and _required(name))
+    declared = fields(PSGDCalibration)
+    missing = sorted(field.name for field in declared if field.name not in config
+                     and field.default is MISSING and field.default_factory is MISSING)
     if missing or "h" not in config:
         raise ValueError(f"the set-up message lacks calibration fields {missing or ['h']}.")
-    return PSGDCalibration(**{name: config[name] for name in names if name in config}), float(config["h"])
-
-
-def _required(name: str) -> bool:
-    field = {field.name: field for field in fields(PSGDCalibration)}[name]
-    return field.default is MISSING and field.default_factory is MISSING
+    return PSGDCalibration(**{f.name: config[f.name] for f in declared if f.name in config}), float(config["h"])
 
 
 def _plain(value):
@@ -197,38 +195,24 @@ class PartyRunState(NamedTuple):
 def save_run_state(context, run_id: str, calibration: PSGDCalibration, h: float, eta, rounds_answered: int, *,
                    last_answer=None, round_charges=()) -> None:
     """Save the party's state for a run (mode 0600, replaced atomically): calibration, ``eta^k``, answers, charges."""
-    path = run_state_path(context, run_id)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    document = {"format": RUN_STATE_FORMAT, "run-id": run_id, "calibration": calibration_to_config(calibration, h),
-                "eta": [float(value) for value in np.asarray(eta, dtype=float)],
-                "rounds-answered": int(rounds_answered),
-                "round-charges": [[float(epsilon), float(delta)] for epsilon, delta in round_charges]}
-    if last_answer is not None:
-        round_index, digest, reply = last_answer
-        document["last-answer"] = {"round": int(round_index), "coef-sha256": digest,
-                                   "reply": [float(value) for value in np.asarray(reply, dtype=float)]}
-    write_private_atomically(path, json.dumps(document) + "\n")
+    save_run_document(run_state_path(context, run_id), {
+        "format": RUN_STATE_FORMAT, "run-id": run_id, "calibration": calibration_to_config(calibration, h),
+        "eta": [float(value) for value in np.asarray(eta, dtype=float)], "rounds-answered": int(rounds_answered),
+        "round-charges": [[float(epsilon), float(delta)] for epsilon, delta in round_charges]}, last_answer)
+
+
+def _parse_run_state(document, last) -> PartyRunState:
+    calibration, h = calibration_from_config(document["calibration"])
+    charges = tuple((float(epsilon), float(delta)) for epsilon, delta in document.get("round-charges", ()))
+    return PartyRunState(calibration, h, np.asarray(document["eta"], dtype=float), int(document["rounds-answered"]),
+                         last, charges)
 
 
 def load_run_state(context, run_id: str) -> PartyRunState | None:
     """The :class:`PartyRunState` saved for run ``run_id``, or ``None`` if there is none."""
-    path = run_state_path(context, run_id)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        if document.get("format") != RUN_STATE_FORMAT or document.get("run-id") != run_id:
-            raise ValueError("not this run's state")
-        calibration, h = calibration_from_config(document["calibration"])
-        last = document.get("last-answer")
-        if last is not None:
-            last = (int(last["round"]), str(last["coef-sha256"]), np.asarray(last["reply"], dtype=float))
-        charges = tuple((float(epsilon), float(delta)) for epsilon, delta in document.get("round-charges", ()))
-        return PartyRunState(calibration, h, np.asarray(document["eta"], dtype=float),
-                             int(document["rounds-answered"]), last, charges)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise RuntimeError(f"the party's saved state for run {run_id}, {path}, is unreadable ({error}); the "
-                           "party refuses the run rather than draw new noise for it.") from None
+    return load_run_document(run_state_path(context, run_id), RUN_STATE_FORMAT, run_id, _parse_run_state,
+                             "the party's saved state for run {run_id}, {path}, is unreadable ({error}); the "
+                             "party refuses the run rather than draw new noise for it.")
 
 
 def psgd_mechanism(calibration: PSGDCalibration) -> str:
@@ -289,10 +273,6 @@ def _check_saved_setup(context, run_id: str, calibration: PSGDCalibration, h: fl
                            "calibration; a new training needs a new run id.")
 
 
-def _coef_digest(coef) -> str:
-    return hashlib.sha256(np.ascontiguousarray(coef, dtype="<f8").tobytes()).hexdigest()
-
-
 def party_reply(context, parameters, config) -> list:
     """One gradient request on the party's side (004 Proc. 3), before ``secaggplus_mod`` encodes it.
 
@@ -332,39 +312,23 @@ def party_reply(context, parameters, config) -> list:
         raise ValueError(f"a gradient request carries one array (w_t); got {len(parameters)}.")
     coef = check_contribution(party.party_id, parameters[0], party.n_features)
     reply = _answer(context, run_id, saved, party, coef, config.get("round"), scale)
-    clipping_range = float(config["clipping-range"])
-    n_clipped = count_clipped(reply, clipping_range)  # on the noisy reply, before quantisation
-    if not clipping_count_is_covered(calibration):
-        warn_party_clipping(party.party_id, n_clipped, clipping_range)
-        return [reply]
-    counts = encode_counts([n_clipped], [party.n_features], clipping_range, int(config["quantization-range"]))
-    return [reply, counts]
+    return party_payload(party.party_id, reply, float(config["clipping-range"]), int(config["quantization-range"]),
+                         clipping_count_is_covered(calibration))
 
 
 def _answer(context, run_id: str, saved: PartyRunState, party: DeployedParty, coef, round_index,
             scale: float) -> np.ndarray:
     """The scaled reply to round ``round_index``: the saved one again, or a new one charged before it leaves."""
-    ledger, budget = party_ledger(context)
-    entry = ledger.charges().get(run_id)
-    if entry is None:
-        raise RuntimeError(f"party {party.party_id!r} has no entry for run {run_id} in its ledger {ledger.path}; "
-                           "it answers no round its ledger does not account for.")
-    # the ledger's count is the party's word (a run charged whole by an older dperm: its state's count)
-    answered = entry.rounds if entry.per_round else saved.rounds_answered
-    round_index = answered if round_index is None else int(round_index)  # no round named: the next one
-    digest, last = _coef_digest(coef), saved.last_answer
-    if last is not None and round_index == last[0] == answered - 1 and digest == last[1]:
+    digest = coef_digest(coef)
+    ledger, budget, entry, answered, repeat = next_round(context, run_id, party.party_id, saved.rounds_answered,
+                                                         saved.last_answer, round_index, digest)
+    if repeat:
         if saved.calibration.coordinator_dp:
             raise RuntimeError(
-                f"party {party.party_id!r} has answered round {round_index + 1} of run {run_id} and does not send "
+                f"party {party.party_id!r} has answered round {answered} of run {run_id} and does not send "
                 "it again: with coordinator_dp only the sum is accounted, and SecAgg+ would round the same reply "
                 "afresh (outside the Gaussian accounting). The run ends here; it has cost the rounds answered.")
-        return last[2]  # the same answer again: each reply is eps_round-DP by itself, nothing new is released
-    if round_index != answered:
-        raise RuntimeError(
-            f"party {party.party_id!r} has answered {answered} round(s) of run {run_id} and is asked for round "
-            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
-            "asking an answered round again at another w_t would be a new release).")
+        return saved.last_answer[2]  # the same answer again: each reply is eps_round-DP by itself
     if entry.per_round and len(saved.round_charges) != saved.calibration.n_rounds:
         raise RuntimeError(f"party {party.party_id!r}'s saved state for run {run_id} has no per-round charges; it "
                            "refuses rather than answer a round its ledger does not account for.")
@@ -372,7 +336,7 @@ def _answer(context, run_id: str, saved: PartyRunState, party: DeployedParty, co
     reply = scale * check_contribution(party.party_id, party.noisy_gradient(coef), party.n_features)
     # saved first: a crash before the charge leaves an answer that never left, and is drawn afresh if asked again
     save_run_state(context, run_id, saved.calibration, saved.h, saved.eta, answered + 1,
-                   last_answer=(round_index, digest, reply), round_charges=saved.round_charges)
+                   last_answer=(answered, digest, reply), round_charges=saved.round_charges)
     if entry.per_round:  # charged before anything is sent; refused once over the party's budget
         ledger.charge_round(run_id, answered + 1, *saved.round_charges[answered], **budget)
     return reply
@@ -423,7 +387,7 @@ class FlowerGridNetwork(GridNetwork, GradientSumNetwork):
                          engine_name=engine_name, run_id=run_id)
         self.clipping_range, self.quantization_range, self.modulus_range = check_flower_encoding(
             clipping_range, quantization_range, modulus_range)
-        check_capacity(len(self.parties), self.quantization_range, self.modulus_range)
+        check_capacity(len(self.parties), self.quantization_range, self.modulus_range, FlowerSecureSum.modulus_note)
         self._count_clipped = False
 
     def setup(self, calibration: PSGDCalibration) -> None:

@@ -67,11 +67,11 @@ from dperm.multiparty.secure_sum import (
     DEFAULT_CLIPPING_RANGE,
     DEFAULT_MODULUS_RANGE,
     DEFAULT_QUANTIZATION_RANGE,
-    SecureSum,
+    FixedPointSecureSum,
     _check_int_range,
+    check_capacity,
     check_contribution,
     fixed_point_report,
-    quantization_error_bound,
     quantization_step,
     warn_party_clipping,
 )
@@ -81,7 +81,7 @@ __all__ = [
     "FlowerSecureSum", "INSTALL_HINT", "OBJECT_PULL_INITIAL_BACKOFF", "POLL_SECONDS_ENV",
     "SUPPORTED_FLOWER", "check_capacity", "check_flower_encoding", "configure_flower_environment",
     "count_clipped", "decode_counts", "encode_counts", "flower_poll_seconds", "load_flower",
-    "object_pull_waits",
+    "object_pull_waits", "party_payload",
 ]
 
 #: The Flower releases dperm's adapter is written against (``_adapter.FLOWER_VERSION_RANGE``; ``pyproject.toml``).
@@ -259,6 +259,19 @@ def count_clipped(vector, clipping_range: float) -> int:
     return int(np.count_nonzero(np.abs(vector) > clipping_range))
 
 
+def party_payload(party_id, vector, clipping_range: float, quantization_range: int, count: bool) -> list:
+    """What a party hands to ``secaggplus_mod``: ``[vector, its clipping count on the grid]``.
+
+    The count is of the vector as handed over (already noisy, not yet quantised); without ``count``
+    the payload is ``[vector]`` and the count stays in the party's own log (a warning).
+    """
+    n_clipped = count_clipped(vector, clipping_range)
+    if not count:
+        warn_party_clipping(party_id, n_clipped, clipping_range)
+        return [vector]
+    return [vector, encode_counts([n_clipped], [len(vector)], clipping_range, quantization_range)]
+
+
 def check_flower_encoding(clipping_range, quantization_range, modulus_range):
     """Validate SecAgg+'s encoding parameters; return them as (float, int, int)."""
     clipping_range = check_positive(
@@ -277,20 +290,10 @@ def check_flower_encoding(clipping_range, quantization_range, modulus_range):
     return clipping_range, quantization_range, modulus_range
 
 
-def check_capacity(n_parties: int, quantization_range: int, modulus_range: int) -> None:
-    """``K Q < M``: the integer sum (and SecAgg+'s weight entry ``K Q``) must not wrap around."""
-    if n_parties * quantization_range >= modulus_range:
-        raise ValueError(
-            f"{n_parties} parties * quantization_range={quantization_range} >= modulus_range="
-            f"{modulus_range}: the integer sum would wrap around. Raise modulus_range (at most "
-            f"2**32 in Flower) or lower quantization_range."
-        )
-
-
 # -- the engine ------------------------------------------------------------------------
 
 
-class FlowerSecureSum(SecureSum):
+class FlowerSecureSum(FixedPointSecureSum):
     """Secure summation with Flower's SecAgg+ on an in-process message grid.
 
     Runs Flower 1.41's real ``SecAggPlusWorkflow`` (server) and
@@ -340,6 +343,7 @@ class FlowerSecureSum(SecureSum):
     """
 
     name = "flower_secaggplus"
+    modulus_note = " (at most 2**32 in Flower)"
 
     def __init__(self, clipping_range=DEFAULT_CLIPPING_RANGE, quantization_range=DEFAULT_QUANTIZATION_RANGE,
                  modulus_range=DEFAULT_MODULUS_RANGE, *, timeout=None, grid_factory=None):
@@ -350,36 +354,17 @@ class FlowerSecureSum(SecureSum):
         self._flower = load_flower()
         self.grid_factory = grid_factory if grid_factory is not None else self._flower.InProcessGrid
 
-    def error_bound(self, n_parties: int) -> float:
-        """Per-coordinate bound ``2 K C / Q`` on the encoding error of a sum."""
-        return quantization_error_bound(n_parties, self.clipping_range, self.quantization_range)
-
     def _party_reply(self, party_id, vector, dimension: int, count: bool):
-        """The party's side, run inside its ClientApp: check, count clipping, hand over.
-
-        The count is of the vector as handed over (already noisy, not yet
-        quantised); without ``count`` it stays in the party's own log.
-        """
+        """The party's side, run inside its ClientApp: check, count clipping, hand over (:func:`party_payload`)."""
         if vector is None:
             raise PartyUnavailableError(f"party {party_id!r} did not send its vector")
-        vector = check_contribution(party_id, vector, dimension)
-        n_clipped = count_clipped(vector, self.clipping_range)
-        if not count:
-            warn_party_clipping(party_id, n_clipped, self.clipping_range)
-            return [vector]
-        counts = encode_counts([n_clipped], [dimension], self.clipping_range, self.quantization_range)
-        return [vector, counts]
+        return party_payload(party_id, check_contribution(party_id, vector, dimension), self.clipping_range,
+                             self.quantization_range, count)
 
     def sum(self, vectors_by_party, dimension: int, *, count_clipped: bool = True):
         """Securely sum one vector per party over SecAgg+; see :meth:`SecureSum.sum`."""
-        party_ids = list(vectors_by_party)
+        party_ids = self._round_parties(vectors_by_party)
         n_parties = len(party_ids)
-        if n_parties < 2:
-            raise ValueError(
-                f"a secure sum needs at least 2 parties; got {n_parties}: the sum of one vector is "
-                "that vector."
-            )
-        check_capacity(n_parties, self.quantization_range, self.modulus_range)
         node_names = {index + 1: party_id for index, party_id in enumerate(party_ids)}
 
         def reply(context, coef, config):
@@ -400,10 +385,3 @@ class FlowerSecureSum(SecureSum):
                                                    self.quantization_range)
         report = fixed_point_report(self, n_parties, dimension, coordinates_clipped)
         return total, report
-
-    def __repr__(self) -> str:
-        return (
-            f"FlowerSecureSum(clipping_range={self.clipping_range!r}, "
-            f"quantization_range={self.quantization_range!r}, modulus_range={self.modulus_range!r})"
-        )
-

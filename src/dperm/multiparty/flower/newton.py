@@ -27,16 +27,21 @@ Imports Flower (through :mod:`dperm.multiparty.flower.engine`'s loader);
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-import numpy as np
-
 from dperm.losses import get_loss
 from dperm.multiparty.flower._grid_network import GridNetwork  # loads Flower (after its environment)
-from dperm.multiparty.flower._party import party_floor, party_ledger, party_name, party_rows, run_state_path
+from dperm.multiparty.flower._party import (
+    coef_digest,
+    load_run_document,
+    next_round,
+    party_floor,
+    party_ledger,
+    party_name,
+    party_rows,
+    run_state_path,
+    save_run_document,
+)
 from dperm.multiparty.flower.grid import SecAggTerms
-from dperm.multiparty.ledger import check_run_id, write_private_atomically
+from dperm.multiparty.ledger import check_run_id
 from dperm.multiparty.newton import NewtonNetwork, party_reply
 from dperm.multiparty.newton_privacy import check_newton_calibration
 from dperm.multiparty.secure_sum import check_contribution
@@ -62,15 +67,9 @@ def _state_path(context, run_id):
 def _save_state(context, run_id, calibration: NewtonCalibration, h: float, rounds_answered: int,
                 last_answer=None) -> None:
     """Save the run's state; ``last_answer`` is ``(round, digest of w_t, reply)`` of the last round answered."""
-    path = _state_path(context, run_id)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    document = {"format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
-                "rounds-answered": int(rounds_answered)}
-    if last_answer is not None:
-        round_index, digest, reply = last_answer
-        document["last-answer"] = {"round": int(round_index), "coef-sha256": digest,
-                                   "reply": [float(value) for value in np.asarray(reply, dtype=float)]}
-    write_private_atomically(path, json.dumps(document) + "\n")
+    save_run_document(_state_path(context, run_id), {
+        "format": NEWTON_STATE_FORMAT, "run-id": run_id, "calibration": calibration.to_config(), "h": h,
+        "rounds-answered": int(rounds_answered)}, last_answer)
 
 
 def _load_state(context, run_id):
@@ -79,21 +78,11 @@ def _load_state(context, run_id):
     ``last_answer`` is ``(round, digest of w_t, reply)`` or None (none yet, or a state written before dperm
     kept it).
     """
-    path = _state_path(context, run_id)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        if document.get("format") != NEWTON_STATE_FORMAT or document.get("run-id") != run_id:
-            raise ValueError("not this run's state")
-        last = document.get("last-answer")
-        if last is not None:
-            last = (int(last["round"]), str(last["coef-sha256"]), np.asarray(last["reply"], dtype=float))
-        return (NewtonCalibration.from_config(document["calibration"]), float(document["h"]),
-                int(document["rounds-answered"]), last)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise RuntimeError(f"the party's saved Newton state for run {run_id}, {path}, is unreadable ({error}); "
-                           "the party refuses the run.") from None
+    return load_run_document(
+        _state_path(context, run_id), NEWTON_STATE_FORMAT, run_id,
+        lambda document, last: (NewtonCalibration.from_config(document["calibration"]), float(document["h"]),
+                                int(document["rounds-answered"]), last),
+        "the party's saved Newton state for run {run_id}, {path}, is unreadable ({error}); the party refuses the run.")
 
 
 def newton_setup(context, config) -> dict:
@@ -157,22 +146,11 @@ def newton_reply(context, parameters, config) -> list:
     if len(parameters) != 1:
         raise ValueError(f"a Newton request carries one array (w_t); got {len(parameters)}.")
     coef = check_contribution(name, parameters[0], calibration.n_features)
-    digest = hashlib.sha256(np.ascontiguousarray(coef, dtype="<f8").tobytes()).hexdigest()
-    ledger, budget = party_ledger(context)
-    entry = ledger.charges().get(run_id)
-    if entry is None:
-        raise RuntimeError(f"party {name!r} has no entry for run {run_id} in its ledger {ledger.path}; it answers "
-                           "no round its ledger does not account for.")
-    # the ledger's count is the party's word (a run charged whole by an older dperm: its state's count)
-    answered = entry.rounds if entry.per_round else rounds_answered
-    round_index = int(config["round"])
-    if last is not None and round_index == last[0] == answered - 1 and digest == last[1]:
+    digest = coef_digest(coef)
+    ledger, budget, entry, answered, repeat = next_round(context, run_id, name, rounds_answered, last,
+                                                         int(config["round"]), digest)
+    if repeat:
         return [last[2]]  # the same answer again: nothing new is released
-    if round_index != answered:
-        raise RuntimeError(
-            f"party {name!r} has answered {answered} round(s) of run {run_id} and is asked for round "
-            f"{round_index + 1}: a resumed run must continue at round {answered + 1} (dperm coordinate --resume; "
-            "asking an answered round again at another w_t would be a new release).")
     if answered >= calibration.n_rounds:
         raise RuntimeError(f"party {name!r} has answered all {calibration.n_rounds} agreed rounds of run {run_id}; "
                            "a further answer is not covered by the calibration.")
@@ -181,7 +159,7 @@ def newton_reply(context, parameters, config) -> list:
                          party_id=name)
     if entry.per_round:  # charged before anything is sent; refused once over the party's budget
         ledger.charge_round(run_id, answered + 1, *newton_prefix_guarantee(calibration, answered + 1), **budget)
-    _save_state(context, run_id, calibration, h, answered + 1, (round_index, digest, reply))
+    _save_state(context, run_id, calibration, h, answered + 1, (answered, digest, reply))
     return [reply]
 
 
