@@ -119,14 +119,13 @@ def test_bad_epsilon_and_tiny_data_and_wrong_estimator():
 # ---------------------------------------------------------------------------
 from fractions import Fraction  # noqa: E402
 
-from tests._reference_formulas import random_stopping_epsilon, random_stopping_rdp  # noqa: E402
-
 from dperm.tuning import (  # noqa: E402
     per_repetition_epsilon,
     sample_truncated_negative_binomial,
     stopping_gamma,
     truncated_negative_binomial_mean,
 )
+from tests._reference_formulas import random_stopping_epsilon, random_stopping_rdp  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, 3.0])

@@ -12,10 +12,10 @@ while the adversarial pairs reach a good fraction of it, so the test can fail.
 
 import math
 
-import tests._reference_formulas as reference
 import numpy as np
 import pytest
 
+import tests._reference_formulas as reference
 from dperm.losses import HingeLoss, LogisticLoss, PinballLoss, SquaredLoss
 from dperm.mechanisms import ERMProblem
 from dperm.mechanisms.output import NONSMOOTH_RADIUS_FRACTION, certified_minimiser

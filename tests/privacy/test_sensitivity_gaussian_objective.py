@@ -9,7 +9,6 @@
 import math
 
 import pytest
-from tests._reference_formulas import redberg_gaussian_objective_delta
 from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
 from scipy.integrate import quad
 
@@ -25,6 +24,7 @@ from dperm.privacy.sensitivity import (
     tight_gaussian_objective_calibration,
     tight_gaussian_objective_delta,
 )
+from tests._reference_formulas import redberg_gaussian_objective_delta
 
 ADULT_N, ADULT_D, ADULT_TOL = 45222, 105, 1e-6
 

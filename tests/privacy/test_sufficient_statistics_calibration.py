@@ -11,7 +11,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests._reference_formulas import bun_steinke_rho, gram_l1_sensitivity, moment_l1_sensitivity
 from scipy.special import ndtr
 
 from dperm.privacy.sufficient_statistics import (
@@ -30,6 +29,7 @@ from dperm.privacy.sufficient_statistics import (
     zcdp_delta,
     zcdp_rho,
 )
+from tests._reference_formulas import bun_steinke_rho, gram_l1_sensitivity, moment_l1_sensitivity
 
 RNG = np.random.default_rng(20180801)
 

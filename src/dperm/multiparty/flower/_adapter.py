@@ -3,7 +3,7 @@
 The rest of :mod:`dperm.multiparty.flower` uses Flower's public API (apps,
 grids, records, the SecAgg+ workflow and mod). What dperm needs beyond it is
 here, so that a Flower upgrade is this one file (and its tests,
-``tests/multiparty/flower/test_flower_adapter.py``):
+``tests/multiparty/flower/test_adapter.py``):
 
 - :func:`check_flower_version`: the releases whose internals this module is
   written against, checked when it is imported (importing it patches
@@ -41,7 +41,7 @@ at whatever builds the HTTP application (today
 pulls move; and :data:`MASK_GENERATOR_MODULES` checked again (if upstream
 has replaced ``pseudo_rand_gen`` by then, :func:`cryptographic_masks`
 refuses to run rather than mix two generators, and the two sides' masks
-must be re-checked to cancel: ``tests/multiparty/flower/test_mask_generator.py``).
+must be re-checked to cancel: ``tests/multiparty/flower/test_adapter_mask_generator.py``).
 The SecAgg+ mod, workflow and message keys are Flower's public API; the
 rest of dperm's Flower code uses only them.
 """
