@@ -111,7 +111,8 @@ def test_every_list_of_losses_is_a_filter_of_the_table():
 def test_loss_names_refuses_an_unknown_field():
     with pytest.raises(AttributeError, match="no field 'smoth'"):
         loss_names(smoth=True)
-    assert loss_names(objective=True) == ("logistic", "huber", "smooth_hinge")
+    assert loss_names(objective=True) == ("logistic", "huber", "smooth_hinge", "smooth_pinball",
+                                          "pseudo_huber")
 
 
 def test_get_loss_builds_every_row_and_refuses_other_names():
