@@ -143,7 +143,8 @@ LOSSES: dict[str, LossInfo] = {
                  params=("quantile", "h"),
                  reference="the pinball's smoothing certificate (dperm.solvers.solve_by_smoothing)"),
         LossInfo("pseudo_huber", "PseudoHuberLoss", "residual", smooth=True, lipschitz="1",
-                 curvature="1/h", params=("h",),
+                 curvature="1/h", params=("h",), estimator="PrivateRobustRegressor",
+                 cli_name="pseudo_huber",
                  reference="003 Thm 2 and 004 Thm 4.1 for a residual (docs/design/losses.md); "
                  "000 Thm 2 with C_L = 1"),
     )
