@@ -194,9 +194,9 @@ class _OptionalTargetBounds:
         is ``max(tau, 1 - tau)``, the pseudo-Huber's 1, whatever the range), but the ridge term
         and ``alpha='auto'`` do: on targets in natural units the minimiser's coefficients are
         large and the rule's alpha shrinks them to about a constant (issue 30: R^2 below a
-        constant model on 4 of 9 tables). On ``[-1, 1]`` the solution has the scale the rule assumes, as for
-        :class:`PrivateLeastSquares`; coefficients and intercept are mapped back (times the
-        public half width, plus the public centre: post-processing).
+        constant model on 4 of 9 tables). On ``[-1, 1]`` the solution has the scale the rule
+        assumes, as for :class:`PrivateLeastSquares`; coefficients and intercept are mapped
+        back (times the public half width, plus the public centre: post-processing).
         """
         bounds = self._target_bounds()
         if bounds is None:
