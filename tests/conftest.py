@@ -96,6 +96,7 @@ def _estimators():
         PrivateLinearSVC,
         PrivateLogisticRegression,
         PrivateQuantileRegressor,
+        PrivateRobustRegressor,
     )
 
     return {
@@ -108,6 +109,8 @@ def _estimators():
         "quantile": PrivateQuantileRegressor(),
         "quantile-0.9": PrivateQuantileRegressor(quantile=0.9),
         "least-squares": PrivateLeastSquares(),
+        "robust-pseudo-huber": PrivateRobustRegressor(),
+        "robust-pseudo-huber-output": PrivateRobustRegressor(mechanism="output", h=0.5),
         "kernel-logistic": PrivateKernelLogisticRegression(),
         "kernel-svc": PrivateKernelSVC(),
         "kernel-svc-hinge-output": PrivateKernelSVC(loss="hinge", mechanism="output"),

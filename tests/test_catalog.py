@@ -103,6 +103,7 @@ def test_every_list_of_losses_is_a_filter_of_the_table():
         "logistic": ("classifier", "logistic"), "huber": ("classifier", "huber"),
         "smooth_hinge": ("classifier", "smooth_hinge"), "hinge": ("classifier", "hinge"),
         "least_squares": ("regressor", "squared"), "quantile": ("regressor", "pinball"),
+        "pseudo_huber": ("regressor", "pseudo_huber"),
         "kernel_logistic": ("kernel", "logistic"), "kernel_huber": ("kernel", "huber"),
         "kernel_smooth_hinge": ("kernel", "smooth_hinge"), "kernel_hinge": ("kernel", "hinge"),
     }
@@ -111,7 +112,8 @@ def test_every_list_of_losses_is_a_filter_of_the_table():
 def test_loss_names_refuses_an_unknown_field():
     with pytest.raises(AttributeError, match="no field 'smoth'"):
         loss_names(smoth=True)
-    assert loss_names(objective=True) == ("logistic", "huber", "smooth_hinge")
+    assert loss_names(objective=True) == ("logistic", "huber", "smooth_hinge", "smooth_pinball",
+                                          "pseudo_huber")
 
 
 def test_get_loss_builds_every_row_and_refuses_other_names():
@@ -234,7 +236,8 @@ def test_linear_model_and_model_files_read_the_estimator_table():
     assert dperm.linear_model.__all__ == sorted(
         name for name, info in dperm.ESTIMATORS.items() if info.module.startswith("dperm.linear_model."))
     assert list(model_io.ESTIMATORS) == [name for name, info in dperm.ESTIMATORS.items() if info.model_file]
-    assert {cls.__name__ for cls in model_io.REGRESSORS} == {"PrivateLeastSquares", "PrivateQuantileRegressor"}
+    assert {cls.__name__ for cls in model_io.REGRESSORS} == {"PrivateLeastSquares", "PrivateQuantileRegressor",
+                                                             "PrivateRobustRegressor"}
     assert {cls.__name__ for cls in model_io.KERNEL_CLASSIFIERS} == {
         "PrivateKernelLogisticRegression", "PrivateKernelSVC"}
 

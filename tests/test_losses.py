@@ -16,8 +16,8 @@ from dperm.losses import (
 )
 from dperm.privacy.sensitivity import least_squares_lipschitz
 
-#: The losses objective perturbation accepts (smooth margin losses of the table).
-SMOOTH = loss_names(objective=True)
+#: The margin losses objective perturbation accepts (smooth margin losses of the table).
+SMOOTH = loss_names(objective=True, kind="margin")
 H = 0.5
 
 

@@ -45,6 +45,7 @@ ESTIMATORS = {
     "PrivateLinearSVC": EstimatorInfo("dperm.linear_model._svc", "classifier"),
     "PrivateLeastSquares": EstimatorInfo("dperm.linear_model._regression", "regressor"),
     "PrivateQuantileRegressor": EstimatorInfo("dperm.linear_model._regression", "regressor"),
+    "PrivateRobustRegressor": EstimatorInfo("dperm.linear_model._regression", "regressor"),
     "PrivateKernelLogisticRegression": EstimatorInfo("dperm.linear_model._kernel", "kernel"),
     "PrivateKernelSVC": EstimatorInfo("dperm.linear_model._kernel", "kernel"),
     "PrivatePredictor": EstimatorInfo("dperm.prediction"),

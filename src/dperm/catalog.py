@@ -95,13 +95,16 @@ class LossInfo:
 
     @property
     def objective(self) -> bool:
-        """Whether objective perturbation's proof covers it: a smooth margin loss (003 Thm 2, 004 Thm 4.1).
+        """Whether objective perturbation's proof covers it: smooth and globally Lipschitz (003 Thm 2, 004 Thm 4.1).
 
-        003 Thm 2 needs ``|loss'| <= 1`` and ``|loss''| <= c`` for a margin with
-        ``|y| <= 1``; the smooth residual losses here are either not Lipschitz
-        (squared) or only a solver's device (the smoothed pinball).
+        003 Thm 2 needs ``|loss'| <= L`` and ``0 <= loss'' <= c``; its proof reads the loss
+        only through a row's gradient and rank-one Hessian, in which a residual's
+        ``d r / d (w.x) = -1`` stands where a margin's label ``y`` does, so a smooth
+        Lipschitz residual loss qualifies as a margin loss does (``docs/design/losses.md``).
+        Least squares does not (``L`` is infinite); the mechanisms' rows check the same
+        two numbers on the loss object (:meth:`dperm.mechanisms.catalog.Mechanism.refusal`).
         """
-        return self.smooth and self.kind == "margin"
+        return self.smooth and self.lipschitz != "inf"
 
     @property
     def family(self) -> str:
@@ -139,6 +142,11 @@ LOSSES: dict[str, LossInfo] = {
                  lipschitz="max(quantile, 1 - quantile)", curvature="1/(2*h)",
                  params=("quantile", "h"),
                  reference="the pinball's smoothing certificate (dperm.solvers.solve_by_smoothing)"),
+        LossInfo("pseudo_huber", "PseudoHuberLoss", "residual", smooth=True, lipschitz="1",
+                 curvature="1/h", params=("h",), estimator="PrivateRobustRegressor",
+                 cli_name="pseudo_huber",
+                 reference="003 Thm 2 and 004 Thm 4.1 for a residual (docs/design/losses.md); "
+                 "000 Thm 2 with C_L = 1"),
     )
 }
 

@@ -3,7 +3,7 @@
 Margin losses of ``z = y w.x`` for classification (logistic, Huber, smoothed
 hinge, hinge: Chaudhuri, Monteleoni & Sarwate 2011, Sec. 3.4, eqs. 37-41) and
 residual losses of ``r = y - w.x`` for regression (squared, pinball: Nie & Wang
-2017, Sec. 5) share :class:`ConvexLoss`: value and derivatives, the Lipschitz
+2017, Sec. 5; pseudo-Huber) share :class:`ConvexLoss`: value and derivatives, the Lipschitz
 bound ``L``, the curvature bound ``c`` and ``C_L`` of 000 Thm 2
 (``solution_lipschitz``). The privacy arithmetic (``dperm.privacy.sensitivity``)
 reads ``L`` and ``c`` from here; no other module hard-codes them. The interface
@@ -366,6 +366,54 @@ class SmoothPinballLoss(ResidualLoss):
         return {"quantile": self.quantile, "h": self.h}
 
 
+class PseudoHuberLoss(ResidualLoss):
+    """The pseudo-Huber loss of robust regression, width ``h``: ``sqrt(h^2 + r^2) - h``, ``r = y - w.x``.
+
+    About ``r^2 / (2h)`` for ``|r|`` well below ``h`` and ``|r| - h`` far above it: least
+    squares near the fit, absolute error for outliers, and smooth everywhere (``h = 1`` gives
+    ``sqrt(1 + r^2) - 1``; ``h -> 0`` gives ``|r|``). Its derivatives::
+
+        loss'(r)  = r / sqrt(h^2 + r^2),             |loss'|  < 1       so  L = 1
+        loss''(r) = h^2 / (h^2 + r^2)^(3/2),     0 < loss''  <= 1/h    so  c = 1/h (at r = 0)
+
+    so it is convex, differentiable, ``|loss'| <= 1`` and ``|loss''| <= c``: the conditions of
+    003 Thm 2 (objective perturbation) and of 004 Thm 4.1 (its Gaussian form), whose proofs use
+    the loss only through a row's gradient ``loss'(t) (dt/ds) x`` and its rank-one Hessian
+    ``loss''(t) (dt/ds)^2 x x^T``; for a residual ``dt/ds = -1`` plays the role of 003's label
+    ``y`` (``|y| = 1``), so no bound on the target is needed (``docs/design/losses.md``,
+    "Pseudo-Huber"). Convex and 1-Lipschitz in the prediction, it also meets
+    output perturbation's (003 Thm 1; 000 Thm 2 with ``C_L = 1``).
+
+    Parameters
+    ----------
+    h : float, default=1.0
+        The width: where the loss turns from quadratic to linear, in the target's units.
+    """
+
+    name = "pseudo_huber"
+    lipschitz = 1.0
+
+    def __init__(self, h: float = 1.0):
+        self.h = check_positive(h, "h", "h is the width where the pseudo-Huber loss turns linear.")
+        self.curvature = 1.0 / self.h
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        # sqrt(h^2 + r^2) - h written without cancellation for |r| << h
+        return r * r / (np.hypot(self.h, r) + self.h)
+
+    def derivative(self, r):
+        r = np.asarray(r, dtype=float)
+        return r / np.hypot(self.h, r)
+
+    def second_derivative(self, r):
+        root = np.hypot(self.h, np.asarray(r, dtype=float))
+        return (self.h / root) ** 2 / root
+
+    def params(self) -> dict:
+        return {"h": self.h}
+
+
 class SquaredLoss(ResidualLoss):
     """Least squares ``r^2`` with labels bounded by ``|y| <= y_bound`` (000 Sec. 5.1; 002 eq. 1).
 
@@ -448,6 +496,7 @@ __all__ = [
     "LogisticLoss",
     "MarginLoss",
     "PinballLoss",
+    "PseudoHuberLoss",
     "ResidualLoss",
     "SmoothHingeLoss",
     "SmoothPinballLoss",
