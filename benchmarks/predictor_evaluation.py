@@ -209,8 +209,12 @@ def _summarise(scores):
     return out
 
 
-def run_table(table, *, epsilons=EPSILONS, n_folds=FOLDS, draws=DRAWS, log=print):
-    """Every estimator on one table: a list of cells (one per estimator, epsilon and target handling)."""
+def run_table(table, *, epsilons=EPSILONS, n_folds=FOLDS, draws=DRAWS, log=print, settings=tuple(SETTINGS),
+              baselines=True):
+    """Every estimator on one table: a list of cells (one per estimator, epsilon and target handling).
+
+    ``settings`` (keys of :data:`SETTINGS`) and ``baselines`` (scikit-learn, the constant) select
+    what runs (``--settings``: re-measure one alpha setting after a rule change)."""
     encoded = _tables.encode(table)
     X, Xc = encoded["unit"], encoded["columns"]
     folds = folds_of(table, n_folds)
@@ -223,10 +227,10 @@ def run_table(table, *, epsilons=EPSILONS, n_folds=FOLDS, draws=DRAWS, log=print
 
     for f, (train, test) in enumerate(folds):
         y_train, y_test = table.y[train], table.y[test]
-        for name in ("sklearn", "constant"):
+        for name in ("sklearn", "constant") if baselines else ():
             add((name, None, None), y_test, baseline_answers(name, table, Xc[train], y_train, Xc[test]))
         for eps in epsilons:
-            for setting, alpha in SETTINGS.items():
+            for setting, alpha in ((k, SETTINGS[k]) for k in settings):
                 for target in targets:
                     seed = 7919 * f + 104729 * int(round(eps * 10)) + (1 if setting == "auto" else 2)
                     answers, exact, alpha_, solver, seconds = predictor_answers(
@@ -448,6 +452,8 @@ def main(argv=None):
                         f"{QUICK_DRAWS} draws (a smoke run)")
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--report", action="store_true", help="only rewrite the Markdown and the plot")
+    parser.add_argument("--settings", help="re-measure only these alpha settings (e.g. 'auto' after a rule "
+                        "change): their cells (and their exact models') are replaced, the others kept")
     args = parser.parse_args(argv)
     out = Path(args.out)
     epsilons = tuple(float(e) for e in args.epsilons.split(","))
@@ -473,8 +479,9 @@ def main(argv=None):
     names = [n for n in (args.only.split(",") if args.only else TABLES) if n in TABLES]
     names = [n for n in order(names) if (_tables.SPECS[n].task if n in _tables.SPECS else TABLES[n]().task) in tasks]
     done = {c["table"] for c in data["cells"]}
+    settings = tuple(args.settings.split(",")) if args.settings else tuple(SETTINGS)
     for name in names:
-        if name in done:
+        if name in done and not args.settings:
             print(f"{name}: already in {out}, skipped", flush=True)
             continue
         table = TABLES[name]()
@@ -483,11 +490,14 @@ def main(argv=None):
             table.X, table.y = table.X[keep], table.y[keep]
         start = time.perf_counter()
         print(f"{name} (n={len(table.y)}, {table.task})", flush=True)
-        cells = run_table(table, epsilons=epsilons, n_folds=n_folds, draws=draws)
+        cells = run_table(table, epsilons=epsilons, n_folds=n_folds, draws=draws, settings=settings,
+                          baselines=not args.settings)
         for c in cells:
             c["table_seconds"] = time.perf_counter() - start
             c["run"] = len(data["runs"]) - 1
-        data["cells"] = [c for c in data["cells"] if c["table"] != name] + cells
+        replaced = {c["estimator"] for c in cells}
+        data["cells"] = [c for c in data["cells"] if c["table"] != name or
+                         (args.settings and c["estimator"] not in replaced)] + cells
         report(data, out)
     report(data, out)
     return data
