@@ -29,7 +29,7 @@ path) and answered at each epsilon with the estimator's calibrated exact noise
 :func:`~dperm.mechanisms.prediction.answer_queries`), ``DRAWS_TABLES`` draws; the score is R^2
 against the true held-out target. A rule ``C (m eps)^(-p)`` is scored by interpolating each
 cell's R^2 curve in ``log alpha`` (grid ``2^3 ... 2^-11``); its regret is the cell's best grid R^2
-minus the rule's (floored at -1: below that every model is as useless as another).
+minus the rule's (both floored at -1: below that every model is as useless as another).
 Writes ``benchmarks/results/predictor_alpha_fit_tables.json``.
 """
 
@@ -169,8 +169,8 @@ def summarise_tables(cells):
     rules = []
     for p in RULE_EXPONENTS:
         for C in RULE_MULTIPLIERS:
-            regret = [max(c["r2"]) - max(rule_r2(c, C * (c["m"] * c["epsilon_per_query"]) ** (-p)), R2_FLOOR)
-                      for c in cells]
+            regret = [max(max(c["r2"]), R2_FLOOR)
+                      - max(rule_r2(c, C * (c["m"] * c["epsilon_per_query"]) ** (-p)), R2_FLOOR) for c in cells]
             rules.append({"C": C, "p": p, "mean_r2_regret": float(np.mean(regret)),
                           "max_r2_regret": float(np.max(regret))})
     best = {eps: {} for eps in TABLE_EPSILONS}
@@ -204,7 +204,14 @@ def main(argv=None):
     parser.add_argument("--study", choices=("synthetic", "tables"), default="synthetic")
     parser.add_argument("--draws-tables", type=int, default=DRAWS_TABLES)
     parser.add_argument("--out-tables", default=str(RESULTS / "predictor_alpha_fit_tables.json"))
+    parser.add_argument("--summarise", action="store_true", help="--study tables: only recompute the summary")
     args = parser.parse_args(argv)
+    if args.study == "tables" and args.summarise:
+        data = json.loads(Path(args.out_tables).read_text())
+        data["summary"] = summarise_tables(data["cells"])
+        Path(args.out_tables).write_text(json.dumps(data, indent=1) + "\n")
+        print(json.dumps(data["summary"]["rules"][:6], indent=1))
+        return data
     if args.study == "tables":
         return main_tables(args)
     start = time.time()
