@@ -329,7 +329,8 @@ def _f(v, digits=3):
 def markdown(data):
     cells, summary = data["cells"], data["summary"]
     lines = ["# PrivatePredictor against the truth on the evaluation tables (issue 30)", "",
-             f"Protocol: {data['protocol']}. Commit measured: `{data['runs'][-1]['git_head'][:10]}`.", ""]
+             f"Protocol: {data['protocol']}. Commit measured: `{data['runs'][-1]['git_head'][:10]}`.", "",
+             "<!-- tables -->", ""]
     for key, title in (("regression_centred", "Regression, target centred by its public range (R^2; slope of "
                         "answers on the truth)"),
                        ("regression_raw", "Regression, raw target with y_bound = max|y| (R^2; slope)"),

@@ -91,6 +91,8 @@ def test_binary_run_answers_labels_and_the_majority(bench):
     majority = max(np.mean(table.y), 1 - np.mean(table.y))
     assert by[("constant", None)]["accuracy"]["mean"] == pytest.approx(majority, abs=0.02)
     assert all(0 <= v <= 1 for c in cells for v in c["accuracy"]["values"])
+    # the noise-free models answer labels (not raw values): on this clear signal, well above chance
+    assert by[("exact_0.1", None)]["accuracy"]["mean"] > 0.7
     md = bench.markdown({"protocol": "test", "runs": [{"git_head": "0" * 40}], "cells": cells,
                          "summary": bench.compare(cells)})
     assert "| tiny_bin (120) | 3 |" in md
