@@ -33,7 +33,7 @@ def _regression_table(bench, n=120):
 def _binary_table(bench, n=120):
     rng = np.random.default_rng(1)
     X = np.column_stack([rng.uniform(0, 10, n), rng.uniform(-1, 1, n)])
-    y = (X[:, 0] + 3 * X[:, 1] + rng.normal(size=n) > 6).astype(int)
+    y = ((X[:, 1] + 1) / 2 > X[:, 0] / 10).astype(int)  # which scaled column is larger: kept by the row step
     return bench._tables.Table("tiny_bin", "binary", X, y, np.array([0.0, -1.0]), np.array([10.0, 1.0]),
                                {}, labels=(0, 1))
 
@@ -73,14 +73,31 @@ def test_one_small_run_scores_every_estimator_against_the_truth(bench):
     assert by[("auto_centred", 1.0)]["alpha_mean"] == pytest.approx(prediction_default_alpha(60, 1.0, "squared"))
     assert by[("alpha_0.1_raw", 1.0)]["alpha_mean"] == 0.1
     # the constant is the training fold's mean: R^2 at most 0 on held-out data, slope 0
-    assert by[("constant", None)]["r2"]["mean"] <= 0 and by[("constant", None)]["slope"]["mean"] == pytest.approx(0, abs=1e-12)
+    assert -0.1 < by[("constant", None)]["r2"]["mean"] <= 0 and by[("constant", None)]["slope"]["mean"] == pytest.approx(0, abs=1e-12)
     # answers are in the target's units: the exact centred model's RMSE is below the target's spread
-    assert by[("exact_auto_centred", 1.0)]["rmse"]["mean"] < np.std(table.y) * 1.5
+    for estimator in ("exact_auto_centred", "auto_centred"):
+        assert by[(estimator, 1.0)]["rmse"]["mean"] < np.std(table.y) * 1.5, estimator
+    # the raw target (y_bound = max|y|) shrinks toward 0, far from these targets (about 57): worse
+    assert by[("exact_auto_raw", 1.0)]["rmse"]["mean"] > 2 * by[("exact_auto_centred", 1.0)]["rmse"]["mean"]
     # noisy answers are scored draw by draw: two draws of one fold differ
     values = by[("alpha_0.1_centred", 1.0)]["r2"]["values"]
     assert values[0] != values[1]
     summary = bench.compare(cells)
     assert summary["regression_centred"]["cells"] == 1 and "regression_raw" in summary
+
+
+def test_raw_target_is_fitted_in_its_own_units_with_y_bound_max_abs(bench):
+    table = _regression_table(bench)
+    X = bench._tables.encode(table)["unit"]
+    answers, exact, alpha, solver, _ = bench.predictor_answers(table, X[:80], table.y[:80], X[80:], alpha=0.5,
+                                                                epsilon=1.0, draws=2, seed=0, target="raw")
+    assert alpha == 0.5 and solver == "exact" and len(answers) == 2
+    # shrunk toward 0 but in the target's units (y is about 36-81), within [-max|y|, max|y|]
+    assert 1.0 < np.max(np.abs(exact)) <= max(abs(v) for v in table.y_range)
+    centred, exact_c, *_ = bench.predictor_answers(table, X[:80], table.y[:80], X[80:], alpha=0.5, epsilon=1.0,
+                                                   draws=1, seed=0, target="centred")
+    assert np.all((exact_c >= table.y_range[0]) & (exact_c <= table.y_range[1]))  # mapped back into the range
+    assert np.mean(np.abs(exact_c - table.y[80:])) < np.mean(np.abs(exact - table.y[80:]))
 
 
 def test_binary_run_answers_labels_and_the_majority(bench):
