@@ -17,6 +17,20 @@ Ported from the rejected ``defaults`` branch's ``alpha_default_fit.py --study pr
 
 Run: ``PYTHONPATH=src python benchmarks/predictor_alpha_fit.py`` writes
 ``benchmarks/results/predictor_alpha_fit.json``.
+
+``--study tables`` (least squares): the same question on REAL data, the FITTING regression tables
+of ``benchmarks/_tables.py`` (never an EVALUATION table; ``benchmarks/predictor_evaluation.py``
+reports on those): each table ``unit``-encoded, the target mapped by its public range onto
+[-1, 1], 3-fold CV, ``m`` = two thirds of the table (340-3,720 rows), epsilon per query in
+{0.5, 1, 3}. For each fold and each ``alpha`` of the grid ``2^3 ... 2^-11`` the certified model is
+solved once (:func:`dperm.mechanisms.prediction.fit_private_prediction`, the estimator's own
+path) and answered at each epsilon with the estimator's calibrated exact noise
+(:func:`~dperm.mechanisms.prediction.calibrate_prediction`,
+:func:`~dperm.mechanisms.prediction.answer_queries`), ``DRAWS_TABLES`` draws; the score is R^2
+against the true held-out target. A rule ``C (m eps)^(-p)`` is scored by interpolating each
+cell's R^2 curve in ``log alpha`` (grid ``2^3 ... 2^-11``); its regret is the cell's best grid R^2
+minus the rule's (both floored at -1: below that every model is as useless as another).
+Writes ``benchmarks/results/predictor_alpha_fit_tables.json``.
 """
 
 from __future__ import annotations
@@ -89,11 +103,117 @@ def summarise(cells):
     return summary
 
 
+ALPHA_GRID = tuple(2.0**-k for k in range(-3, 12))
+TABLE_EPSILONS = (0.5, 1.0, 3.0)
+DRAWS_TABLES = 2
+#: the rules scored on the tables' curves: C in 2^-4 ... 2^5 x p in {1/2 (002 Thm 3, r >= 1/2), 2/3 (r -> 0)}
+RULE_MULTIPLIERS = tuple(2.0**k for k in range(-4, 6))
+#: R^2 below this counts as this in a regret (any model below -1 is as useless as another)
+R2_FLOOR = -1.0
+RULE_EXPONENTS = (0.5, 2.0 / 3.0)
+
+
+def table_curves(name, draws=DRAWS_TABLES, folds=3):
+    """R^2 against the truth of every grid alpha at every epsilon, per fold, on one FITTING table."""
+    import sys
+
+    from sklearn.model_selection import KFold
+
+    from dperm.losses import get_loss
+    from dperm.mechanisms.prediction import answer_queries, calibrate_prediction, fit_private_prediction, path_kappa
+    from dperm.solvers.kernel import plan_prediction_solver
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _tables
+
+    assert name in _tables.names("fitting", "regression"), f"{name} is not a FITTING regression table"
+    table = _tables.load(name)
+    X = _tables.encode(table)["unit"]
+    lo, hi = table.y_range
+    y = np.clip((2.0 * table.y - lo - hi) / (hi - lo), -1.0, 1.0)
+    loss = get_loss("squared", y_bound=1.0)
+    cells = []
+    for f, (train, test) in enumerate(KFold(folds, shuffle=True, random_state=0).split(X)):
+        m = len(train)
+        plan = plan_prediction_solver("auto", loss, m, X.shape[1], 256, 2.0)
+        total = float(np.sum((y[test] - y[test].mean()) ** 2))
+        r2 = {eps: [] for eps in TABLE_EPSILONS}
+        for alpha in ALPHA_GRID:
+            fit = fit_private_prediction(X[train], y[train], loss=loss, kernel="rbf", gamma=1.0, alpha=alpha,
+                                         max_iter=1000, epsilon_per_query=1.0, solver=plan.solver,
+                                         n_components=256, feature_seed=0)
+            values = fit.model.values(X[test])
+            for eps in TABLE_EPSILONS:
+                calibration = calibrate_prediction(loss, alpha, m, eps, kappa=path_kappa("rbf", plan.solver))
+                scores = []
+                for draw in range(draws):
+                    rng = np.random.default_rng([f, draw, int(eps * 10), len(r2[eps])])
+                    answers = answer_queries(values, calibration.noise, rng)
+                    scores.append(1.0 - float(np.sum((y[test] - answers) ** 2)) / total)
+                r2[eps].append(float(np.mean(scores)))
+        for eps in TABLE_EPSILONS:
+            cells.append({"table": name, "fold": f, "m": m, "epsilon_per_query": eps, "solver": plan.solver,
+                          "alpha_grid": list(ALPHA_GRID), "r2": r2[eps]})
+        print(f"{name} fold {f} (m={m}, {plan.solver}) done", flush=True)
+    return cells
+
+
+def rule_r2(cell, alpha):
+    """A cell's R^2 at ``alpha``, interpolated in ``log alpha`` (clamped to the grid's ends)."""
+    grid = np.log(np.asarray(cell["alpha_grid"]))[::-1]
+    return float(np.interp(np.log(alpha), grid, np.asarray(cell["r2"])[::-1]))
+
+
+def summarise_tables(cells):
+    """Mean R^2 regret of every rule ``C (m eps)^(-p)`` against each cell's best grid alpha."""
+    rules = []
+    for p in RULE_EXPONENTS:
+        for C in RULE_MULTIPLIERS:
+            regret = [max(max(c["r2"]), R2_FLOOR)
+                      - max(rule_r2(c, C * (c["m"] * c["epsilon_per_query"]) ** (-p)), R2_FLOOR) for c in cells]
+            rules.append({"C": C, "p": p, "mean_r2_regret": float(np.mean(regret)),
+                          "max_r2_regret": float(np.max(regret))})
+    best = {eps: {} for eps in TABLE_EPSILONS}
+    for c in cells:
+        best[c["epsilon_per_query"]].setdefault(c["table"], []).append(c["alpha_grid"][int(np.argmax(c["r2"]))])
+    return {"rules": sorted(rules, key=lambda r: r["mean_r2_regret"]),
+            "best_alpha_per_table": {f"{e:g}": {t: float(np.exp(np.mean(np.log(v)))) for t, v in d.items()}
+                                     for e, d in best.items()}}
+
+
+def main_tables(args):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _tables
+
+    start = time.time()
+    cells = []
+    for name in _tables.names("fitting", "regression"):
+        cells += table_curves(name, draws=args.draws_tables)
+    out = {"benchmark": "predictor_alpha_fit --study tables", "issue": 30, "draws": args.draws_tables,
+           "seconds": time.time() - start, "summary": summarise_tables(cells), "cells": cells}
+    Path(args.out_tables).write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out["summary"]["rules"][:6], indent=1))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS / "predictor_alpha_fit.json"))
+    parser.add_argument("--study", choices=("synthetic", "tables"), default="synthetic")
+    parser.add_argument("--draws-tables", type=int, default=DRAWS_TABLES)
+    parser.add_argument("--out-tables", default=str(RESULTS / "predictor_alpha_fit_tables.json"))
+    parser.add_argument("--summarise", action="store_true", help="--study tables: only recompute the summary")
     args = parser.parse_args(argv)
+    if args.study == "tables" and args.summarise:
+        data = json.loads(Path(args.out_tables).read_text())
+        data["summary"] = summarise_tables(data["cells"])
+        Path(args.out_tables).write_text(json.dumps(data, indent=1) + "\n")
+        print(json.dumps(data["summary"]["rules"][:6], indent=1))
+        return data
+    if args.study == "tables":
+        return main_tables(args)
     start = time.time()
     cells = []
     for d, eps, loss in itertools.product((2, 5, 10), (0.1, 1.0, 10.0, 100.0), EXPONENTS):

@@ -99,7 +99,10 @@ class PrivatePredictor(BudgetOnCloneMixin, BaseEstimator):
         against the true function on synthetic data
         (:func:`dperm.privacy.alpha.prediction_default_alpha`); the value used is
         ``alpha_``. The old default 0.1 shrank least-squares answers to about a
-        quarter of the truth (docs/defaults_classifiers.md).
+        quarter of the truth on that synthetic data (docs/defaults_classifiers.md). On
+        real tables both shrink them much more (slope on the truth 0.00-0.27; the model
+        has no intercept): least squares here is a weak regressor
+        (``benchmarks/predictor_evaluation.py``, docs/design/prediction.md).
     y_bound : float, default=1.0
         ``M``, a public bound on ``|y|`` (least squares only; ignored for the hinge).
     max_iter : int, default=1000
