@@ -98,7 +98,7 @@ QUICK_ROWS, QUICK_FOLDS, QUICK_DRAWS = 400, 2, 2
 
 
 # ---------------------------------------------------------------------------------------------
-# target handling and scores (pure functions; tests/test_predictor_evaluation_benchmark.py)
+# target handling and scores (pure functions; tests/tooling/test_predictor_evaluation_benchmark.py)
 # ---------------------------------------------------------------------------------------------
 def centre_target(y, y_range):
     """``(2 y - lo - hi) / (hi - lo)``: the public range onto [-1, 1] (clipped: exact min/max rounding)."""
