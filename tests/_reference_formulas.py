@@ -1,13 +1,16 @@
 """Formulas the tests check dperm against, which the library itself does not compute.
 
-Each was public API of :mod:`dperm.privacy` or :mod:`dperm.tuning` until issue 29 (formulas used only by
+Each was public API of :mod:`dperm.privacy`, :mod:`dperm.tuning`, :mod:`dperm.losses_multinomial` or
+:mod:`dperm.mechanisms.noise` until issue 29 (formulas used only by
 tests moved out of the library): a published bound or profile that a test uses
 as a reference (dp-accounting's Gaussian profile against Redberg, Koskela &
 Wang's; dperm's zCDP conversion against Bun & Steinke's; the L1 sensitivities
 AdaSSP's noise is never worse than) or checks against brute-force measurement
 (Nie & Wang's bounds of 000 Thm 1 and 002 Lemma 2, the neighbours' minimisers),
 or checks a private parameter search's draws and record against (003 Alg. 4's selection
-probabilities and utility bound, Papernot & Steinke's random-stopping guarantee).
+probabilities and utility bound, Papernot & Steinke's random-stopping guarantee), or names
+a number the library computes as part of another (the multinomial Hessian factor's trace
+bound, a PSGD run's last prefix charge, the joint L2 lattice law on its own grid).
 The text of each is as it was in the library.
 """
 
@@ -18,6 +21,10 @@ import math
 import numpy as np
 from scipy.special import logsumexp, ndtr
 
+from dperm.mechanisms.noise import GridCalibration, grid_step
+from dperm.mechanisms.noise._grid import _l2_on_grid
+from dperm.privacy.psgd import PSGDCalibration
+from dperm.privacy.round_charges import psgd_prefix_guarantee
 from dperm.privacy.sensitivity import (
     SQUARED_NORM_GAMMA,
     least_squares_lipschitz,
@@ -231,3 +238,46 @@ def random_stopping_rdp(epsilon: float, order: float, epsilon_hat: float, order_
 def random_stopping_epsilon(per_repetition_epsilon: float, shape: float) -> float:
     """Pure-DP form of Thm 2 (``lambda = lambda_hat -> inf``): an ``eps``-DP base gives ``(2 + eta) eps``-DP."""
     return (2.0 + _check_shape(shape)) * check_epsilon(per_repetition_epsilon)
+
+
+# -- multinomial logistic loss (dperm.losses_multinomial; docs/design/multinomial.md) ---------
+
+
+def covariance_trace_bound(n_classes: int) -> float:
+    """``sup trace(diag(p) - p p^T) = 1 - 1/K``, reached at the uniform ``p``.
+
+    ``trace = sum p_k - sum p_k^2 = 1 - ||p||^2`` and ``||p||^2 >= 1/K`` on the simplex
+    (Cauchy-Schwarz).
+    """
+    return 1.0 - 1.0 / n_classes
+
+
+# -- the joint L2 lattice Laplace law (dperm.mechanisms.noise; docs/design/noise.md) ----------
+
+
+def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
+                           value_bound: float | None = None) -> GridCalibration:
+    """The grid, the L2 bound ``k2`` in steps (:func:`~dperm.mechanisms.noise.grid_l2_sensitivity`) and the
+    scale ``k2 / epsilon``.
+
+    For one joint release of a ``dimension``-vector with L2 sensitivity ``S``
+    (:func:`~dperm.mechanisms.noise.release_on_grid`): ``epsilon``-DP because the noise's mass changes by
+    at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
+    """
+    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
+    return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
+
+
+# -- a party's PSGD charges (dperm.privacy.round_charges) --------------------------------------
+
+
+def psgd_run_cost(calibration: PSGDCalibration, *, slack: float) -> tuple[float, float]:
+    """``(epsilon, delta)`` the ledger books for a whole PSGD run:
+    :func:`~dperm.privacy.round_charges.psgd_prefix_guarantee` at ``T``.
+
+    ``slack`` is the advanced composition's ``delta'`` of 004's scheme (the
+    party's ``max_delta``, as in :func:`dperm.multiparty.privacy.party_view`).
+    004's scheme and ``coordinator_accountant="rdp"``: exactly ``party_view``;
+    ``"pld"``: dp-accounting's RDP conversion of the ``T`` rounds (round_charges' module note).
+    """
+    return psgd_prefix_guarantee(calibration, calibration.n_rounds, slack=slack)

@@ -95,7 +95,7 @@ def test_every_list_of_losses_is_a_filter_of_the_table():
     assert SVC_LOSSES == ("huber", "smooth_hinge", "hinge")
     assert MULTIPARTY_LOSSES == NEWTON_LOSSES == ("logistic", "huber")
     assert set(PREDICTION_LOSSES) == {"squared", "hinge"}  # in table order now
-    assert losses.LOSS_NAMES == ("logistic", "huber", "smooth_hinge", "hinge")
+    assert loss_names(kind="margin") == ("logistic", "huber", "smooth_hinge", "hinge")
     assert demo.LOSSES == {"logistic": "LR", "huber": "Huber SVM"}
     assert chaudhuri2011.LOSSES == ("logistic", "huber")
     assert AUDIT_TARGETS == ("logistic", "huber", "smooth_hinge", "hinge", "tuning")

@@ -9,8 +9,8 @@ from dperm.losses_multinomial import (
     HESSIAN_EIGENVALUE_BOUND,
     MultinomialLogisticLoss,
     MultinomialObjective,
-    covariance_trace_bound,
 )
+from tests._reference_formulas import covariance_trace_bound
 
 
 def _data(n=7, d=3, K=4, seed=0):

@@ -597,7 +597,7 @@ def test_features_are_public_fixed_by_the_seed_not_the_data_or_the_noise():
 
 @pytest.mark.parametrize("loss", PREDICTION_LOSSES)
 def test_features_path_releases_the_same_record_on_neighbours(loss):
-    from dperm.privacy.release import non_noised
+    from tests._release_checks import non_noised
 
     X, y = _classification_data(m=80) if loss == "hinge" else _regression_data(m=80)
     X2, y2 = X.copy(), y.copy()

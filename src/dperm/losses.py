@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import expit
 
-from dperm.catalog import LOSSES, loss_names
+from dperm.catalog import LOSSES
 from dperm.privacy.sensitivity import least_squares_lipschitz
 from dperm.validation import check_positive
 
@@ -457,10 +457,6 @@ class SquaredLoss(ResidualLoss):
         return {"y_bound": self.y_bound}
 
 
-#: Margin losses (classification), in table order.
-LOSS_NAMES = loss_names(kind="margin")
-
-
 def loss_class(name: str) -> type[ConvexLoss]:
     """The class of the loss ``name`` in :data:`~dperm.catalog.LOSSES`.
 
@@ -489,7 +485,6 @@ def get_loss(name: str, **params) -> ConvexLoss:
 
 __all__ = [
     "LOSSES",
-    "LOSS_NAMES",
     "ConvexLoss",
     "HingeLoss",
     "HuberLoss",

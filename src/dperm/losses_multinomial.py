@@ -16,7 +16,7 @@ The constants (derived in docs/design/multinomial.md, checked in
   <= 2 (1 - p_y)^2``;
 - ``diag(p) - p p^T`` is the covariance of a one-hot draw from ``p``: positive
   semi-definite, ``1`` in its kernel (rank ``<= K - 1``), trace ``1 - ||p||^2 <= 1 - 1/K``
-  (:func:`covariance_trace_bound`) and largest eigenvalue ``<= 1/2``
+  (``||p||^2 >= 1/K`` on the simplex, equality at the uniform ``p``) and largest eigenvalue ``<= 1/2``
   (:data:`HESSIAN_EIGENVALUE_BOUND`, reached at ``p = (1/2, 1/2, 0, ...)``).
 
 dperm fits all K columns (the symmetric parametrisation of scikit-learn's multinomial
@@ -47,17 +47,7 @@ __all__ = [
     "HESSIAN_EIGENVALUE_BOUND",
     "MultinomialLogisticLoss",
     "MultinomialObjective",
-    "covariance_trace_bound",
 ]
-
-
-def covariance_trace_bound(n_classes: int) -> float:
-    """``sup trace(diag(p) - p p^T) = 1 - 1/K``, reached at the uniform ``p``.
-
-    ``trace = sum p_k - sum p_k^2 = 1 - ||p||^2`` and ``||p||^2 >= 1/K`` on the simplex
-    (Cauchy-Schwarz).
-    """
-    return 1.0 - 1.0 / n_classes
 
 
 class MultinomialLogisticLoss:
@@ -72,7 +62,7 @@ class MultinomialLogisticLoss:
     curvature : float
         ``1/2``: the largest eigenvalue of ``diag(p) - p p^T``, i.e. of the per-row
         Hessian per unit squared row norm. The privacy calibration uses the sharper
-        trace bound (:func:`covariance_trace_bound`), see
+        trace bound ``1 - 1/K`` (module note), see
         :func:`dperm.privacy.multinomial.multinomial_jacobian_epsilon`.
     """
 

@@ -28,7 +28,6 @@ from dperm.losses_multinomial import MultinomialLogisticLoss, MultinomialObjecti
 from dperm.mechanisms import sufficient_statistics as adassp_module
 from dperm.privacy.accounting import BudgetAccountant
 from dperm.privacy.record import PrivacyRecord
-from dperm.privacy.release import non_noised
 from dperm.privacy.sensitivity import erm_l2_sensitivity, glm_jacobian_epsilon
 from dperm.privacy.sufficient_statistics import (
     gram_l2_sensitivity,
@@ -39,6 +38,7 @@ from dperm.privacy.sufficient_statistics import (
 )
 from dperm.solvers import minimize_erm
 from dperm.solvers.erm import RegularizedERMObjective
+from tests._release_checks import non_noised
 
 R = 1.0
 #: The unpatched noise step of AdaSSP's statistics (each capture wraps this one, not the last).

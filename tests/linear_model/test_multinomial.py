@@ -11,7 +11,8 @@ from dperm.exceptions import NoiseSwampsSignalError
 from dperm.linear_model._multinomial import _PerClassColumn
 from dperm.mechanisms.multinomial_objective import MULTINOMIAL_OBJECTIVE
 from dperm.privacy.accounting import BudgetAccountant
-from dperm.privacy.release import RecordBase, non_noised, released_attributes
+from dperm.privacy.release import RecordBase, released_attributes
+from tests._release_checks import non_noised
 from tests.conftest import multiclass_blobs
 
 CLASSES = [0, 1, 2]

@@ -11,8 +11,9 @@ from sklearn.linear_model import LinearRegression
 from dperm import DataClippingWarning, PrivateLeastSquares
 from dperm.linear_model._targets import check_target_bounds, clip_targets, to_unit_interval
 from dperm.privacy.accounting import BudgetAccountant
-from dperm.privacy.release import DERIVED, PUBLIC, non_noised, release_kinds
+from dperm.privacy.release import DERIVED, PUBLIC, release_kinds
 from dperm.privacy.sufficient_statistics_record import SufficientStatisticsRecord
+from tests._release_checks import non_noised
 
 
 def _data(n=3000, d=3, seed=0, offset=40.0, scale=10.0):

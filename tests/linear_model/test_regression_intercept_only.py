@@ -19,10 +19,10 @@ from dperm.mechanisms.sufficient_statistics import (
     calibrate_sufficient_statistics,
     sufficient_statistics_perturbation,
 )
-from dperm.privacy.release import non_noised
 from dperm.privacy.sufficient_statistics import INTERCEPT_ONLY_RIDGE_FRACTION, slopes_swamped
 from dperm.privacy.sufficient_statistics_record import SufficientStatisticsRecord
 from dperm.validation import check_random_state
+from tests._release_checks import non_noised
 
 BOUNDS = (20.0, 60.0)
 

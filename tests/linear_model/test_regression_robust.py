@@ -18,8 +18,8 @@ from dperm.linear_model._targets import to_unit_interval
 from dperm.losses import PseudoHuberLoss
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.privacy.accounting import BudgetAccountant
-from dperm.privacy.release import non_noised
 from dperm.solvers import RegularizedERMObjective, minimize_certified
+from tests._release_checks import non_noised
 
 BOUNDS = (0.0, 40.0)
 

@@ -9,8 +9,8 @@ from dperm.audit import audit, strong_alpha, with_scaled_noise
 from dperm.exceptions import BudgetExceededError
 from dperm.mechanisms.multinomial_objective import (
     MultinomialProblem,
+    calibrate,
     calibrate_multinomial_objective,
-    multinomial_objective_calibration,
     multinomial_objective_perturbation,
 )
 from dperm.mechanisms.noise import laplace_noise_on_grid
@@ -58,7 +58,7 @@ def test_release_is_on_the_output_grid_and_reproducible_with_a_seed():
     steps = out.coef / out.calibration.output_grid
     np.testing.assert_array_equal(steps, np.round(steps))
     assert out.solve.certified
-    assert out.calibration == multinomial_objective_calibration(problem, 1.0, 0.0, 1e-8)
+    assert out.calibration == calibrate(problem, 1.0, 0.0, 1e-8)
 
 
 def test_default_randomness_is_the_os_csprng():

@@ -23,12 +23,12 @@ from dperm.privacy.release import (
     FITTED_ATTRIBUTES,
     PUBLIC,
     RecordBase,
-    non_noised,
     privacy_record,
     released,
     released_attributes,
 )
 from dperm.tuning import PrivateParameterSearch
+from tests._release_checks import non_noised
 from tests.conftest import estimators, fresh
 
 

@@ -19,8 +19,8 @@ from dperm.privacy.round_charges import (
     psgd_charge_order,
     psgd_prefix_guarantee,
     psgd_round_charges,
-    psgd_run_cost,
 )
+from tests._reference_formulas import psgd_run_cost
 
 dp_accounting = pytest.importorskip("dp_accounting")
 

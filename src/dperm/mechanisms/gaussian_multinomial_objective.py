@@ -29,6 +29,7 @@ from dperm.mechanisms.objective import ObjectiveCalibration, amp_planned, object
 from dperm.privacy.multinomial import (
     MULTINOMIAL_GRADIENT_BOUND,
     gaussian_multinomial_sigma_steps,
+    multinomial_noise_sensitivity,
     multinomial_objective_slack,
 )
 from dperm.privacy.sensitivity import (
@@ -61,15 +62,15 @@ def calibrate_gaussian_multinomial_objective(problem: MultinomialProblem, epsilo
     ``eps~, Delta`` from :func:`~dperm.privacy.multinomial.multinomial_objective_slack`
     (the Jacobian term does not depend on the noise law); sigma in steps from
     :func:`~dperm.privacy.multinomial.gaussian_multinomial_sigma_steps` for the span
-    ``2 sqrt(2) R / h`` (enlarged by the rounding margin) in ``d K`` coordinates.
+    ``2 sqrt(2) R / h`` (:func:`~dperm.privacy.multinomial.multinomial_noise_sensitivity`,
+    enlarged by the rounding margin) in ``d K`` coordinates.
     """
     epsilon_objective, epsilon_output = split_epsilon_for_amp(epsilon)
     slack = multinomial_objective_slack(epsilon_objective, problem.n_samples, problem.alpha,
                                         problem.n_classes, problem.data_norm)
     dimension = problem.dimension
     grid = objective_noise_grid(problem.n_samples, tol, dimension)
-    span_steps = (2.0 * MULTINOMIAL_GRADIENT_BOUND * problem.data_norm
-                  * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid)
+    span_steps = multinomial_noise_sensitivity(problem.data_norm) * (1 + SENSITIVITY_ROUNDING_MARGIN) / grid
     sigma_steps = gaussian_multinomial_sigma_steps(span_steps, dimension, slack.epsilon_noise, delta,
                                                    problem.n_classes)
     return ObjectiveCalibration(epsilon_objective, epsilon_output, slack, grid,

@@ -13,7 +13,6 @@ for ``d K >= 3``), the certified solve, and approximate minima perturbation's ou
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +48,6 @@ __all__ = [
     "expected_multinomial_perturbation",
     "expected_perturbation",
     "release_with_linear_term",
-    "multinomial_objective_calibration",
     "multinomial_objective_perturbation",
     "noise_norm",
     "release",
@@ -136,12 +134,6 @@ def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: fl
                                   MULTINOMIAL_GRADIENT_BOUND * problem.data_norm)
     # AMP's output stage for the d K released numbers; L = sqrt(2), the gradient's Frobenius bound
     return objective_mechanism_calibration(problem, plan, epsilon, 0.0, solve_tol, dimension=problem.dimension)
-
-
-def multinomial_objective_calibration(problem: MultinomialProblem, epsilon: float, delta: float,
-                                      tol: float) -> MechanismCalibration:
-    """:func:`calibrate` (kept under its descriptive name)."""
-    return calibrate(problem, epsilon, delta, tol)
 
 
 def expected_perturbation(problem: MultinomialProblem, calibration: MechanismCalibration) -> float:
@@ -241,13 +233,3 @@ def multinomial_objective_perturbation(problem: MultinomialProblem, epsilon: flo
         neighbours (docs/design/multinomial.md; Iyengar et al. 2019, Thm 1; basic composition).
     """
     return MECHANISMS[MULTINOMIAL_OBJECTIVE].run(problem, epsilon, delta, rng, tol, max_iter, accountant)
-
-
-def noise_per_class_column(problem: MultinomialProblem, epsilon: float, tol: float) -> float:
-    """RMS noise on one class's column of ``W``: :func:`expected_multinomial_perturbation` / ``sqrt(K)``.
-
-    The noise is spread evenly over the K columns (the lattice L2 law is rotation-invariant
-    up to the grid, the L1 law has independent coordinates), so one column gets ``1/K`` of
-    its mean square.
-    """
-    return expected_multinomial_perturbation(problem, epsilon, tol) / math.sqrt(problem.n_classes)

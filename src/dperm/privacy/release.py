@@ -37,7 +37,7 @@ from dataclasses import MISSING
 
 __all__ = [
     "DERIVED", "FITTED_ATTRIBUTES", "KINDS", "NOISED", "PUBLIC", "RecordBase",
-    "describe_guarantee", "non_noised", "privacy_record", "release_kinds", "released",
+    "describe_guarantee", "privacy_record", "release_kinds", "released",
     "released_attributes",
 ]
 
@@ -285,25 +285,3 @@ def released_attributes(estimator) -> dict:
         else:
             attributes[name] = value
     return attributes
-
-
-def non_noised(estimator) -> dict:
-    """The released attributes and record fields that must not depend on the data.
-
-    Everything :func:`released_attributes` returns except ``NOISED`` attributes,
-    with every record expanded to its fields (``privacy_.epsilon`` ...). Fits on
-    neighbouring data sets with the same ``random_state`` must agree on all of
-    it; the neighbour-swap tests check that.
-    """
-    out = {}
-    for name, value in released_attributes(estimator).items():
-        if FITTED_ATTRIBUTES[name.rsplit(".", 1)[-1]] == NOISED:
-            continue
-        if isinstance(value, RecordBase):
-            kinds = release_kinds(value)
-            for key, (field, _, _) in value._serialised_keys().items():
-                if kinds[field] != NOISED:
-                    out[f"{name}.{key}"] = getattr(value, key)
-        else:
-            out[name] = value
-    return out

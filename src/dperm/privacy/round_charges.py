@@ -102,9 +102,9 @@ point 2) but gives no bound for a prefix; taking the smaller of the PLD and
 the RDP charges would need both deltas (a union of two failure events), so
 the ledger charges the RDP prefix throughout and ``T`` rounds book
 dp-accounting's RDP conversion, a little more than the record's PLD
-epsilon (:func:`psgd_run_cost`; at ``epsilon = 1``, ``delta = 1e-5`` a whole
-run books 1.093 for the record's 1.000, whatever ``T``, since ``z`` grows as
-``sqrt(T)``). The model's guarantee is the record's; the ledger holds the
+epsilon (the last of :func:`psgd_round_charges`; at ``epsilon = 1``,
+``delta = 1e-5`` a whole run books 1.093 for the record's 1.000, whatever
+``T``, since ``z`` grows as ``sqrt(T)``). The model's guarantee is the record's; the ledger holds the
 more conservative of the two.
 """
 
@@ -120,7 +120,7 @@ from dperm.privacy.newton import RDP_ORDERS, NewtonCalibration, round_rdp
 from dperm.privacy.psgd import PSGDCalibration, coordinator_view_guarantee
 
 __all__ = ["newton_charge_order", "newton_prefix_guarantee", "psgd_charge_order", "psgd_prefix_guarantee",
-           "psgd_round_charges", "psgd_run_cost"]
+           "psgd_round_charges"]
 
 
 def newton_charge_order(calibration: NewtonCalibration) -> float:
@@ -185,17 +185,6 @@ def psgd_charge_order(calibration: PSGDCalibration) -> float:
                          "charges by composition of its pure-DP rounds.")
     rdp = calibration.n_rounds * _gaussian_rdp(calibration.noise_multiplier, DEFAULT_RDP_ORDERS)
     return float(compute_epsilon(DEFAULT_RDP_ORDERS, rdp, calibration.delta)[1])
-
-
-def psgd_run_cost(calibration: PSGDCalibration, *, slack: float) -> tuple[float, float]:
-    """``(epsilon, delta)`` the ledger books for a whole PSGD run: :func:`psgd_prefix_guarantee` at ``T``.
-
-    ``slack`` is the advanced composition's ``delta'`` of 004's scheme (the
-    party's ``max_delta``, as in :func:`dperm.multiparty.privacy.party_view`).
-    004's scheme and ``coordinator_accountant="rdp"``: exactly ``party_view``;
-    ``"pld"``: dp-accounting's RDP conversion of the ``T`` rounds (module note).
-    """
-    return psgd_prefix_guarantee(calibration, calibration.n_rounds, slack=slack)
 
 
 def psgd_prefix_guarantee(calibration: PSGDCalibration, rounds: int, *, slack: float) -> tuple[float, float]:

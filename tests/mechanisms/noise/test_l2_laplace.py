@@ -17,7 +17,6 @@ from scipy import stats
 from dperm.mechanisms.noise import (
     BitSource,
     discrete_laplace_calibration,
-    l2_laplace_calibration,
     release_on_grid,
     to_grid,
     vector_laplace_calibration,
@@ -29,6 +28,7 @@ from dperm.mechanisms.noise.l2_laplace import (
     mixing_shape,
     sample_discrete_l2_laplace_vector,
 )
+from tests._reference_formulas import l2_laplace_calibration
 
 #: The quadrature nodes in u = log v: the integrands below are smooth and decay
 #: doubly exponentially at both ends, where the trapezoidal rule converges geometrically.

@@ -32,7 +32,6 @@ from dperm.mechanisms.noise._grid import (
     grid_l2_sensitivity,
     grid_step,
     grid_vector,
-    l2_laplace_calibration,
     laplace_noise_on_grid,
     release_on_grid,
     round_to_grid,
@@ -49,7 +48,7 @@ from dperm.mechanisms.noise.l2_laplace import (
 __all__ = [
     "BitSource", "CENTRE_LIMIT", "EXACT_INTEGER_LIMIT", "GRID_EPSILON_CAP", "GRID_RESOLUTION",
     "GridCalibration", "bernoulli_exp_neg", "discrete_laplace_calibration", "grid_l1_sensitivity",
-    "grid_l2_sensitivity", "grid_step", "grid_vector", "l2_laplace_calibration", "l2_laplace_mean_square",
+    "grid_l2_sensitivity", "grid_step", "grid_vector", "l2_laplace_mean_square",
     "laplace_noise_on_grid", "mixing_shape", "os_standard_normal", "release_on_grid", "round_to_grid",
     "sample_discrete_gaussian", "sample_discrete_gaussian_vector", "sample_discrete_l2_laplace_vector",
     "sample_discrete_laplace", "sample_gaussian", "sample_grid_noise", "sample_l2_laplace", "to_grid",

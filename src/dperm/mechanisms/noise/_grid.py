@@ -100,8 +100,9 @@ def release_on_grid(values, calibration: "GridCalibration", rng) -> np.ndarray:
       ``exp(epsilon)`` (CKS 2020, Sec. 2). For one scalar (``dimension = 1``)
       applied to ``n`` values, every value is an ``epsilon``-DP release of its
       own (private prediction: each answer is paid for separately).
-    - ``calibration.norm == "l2"`` (:func:`l2_laplace_calibration`): one joint
-      draw of :func:`~dperm.mechanisms.noise.l2_laplace.sample_discrete_l2_laplace_vector`
+    - ``calibration.norm == "l2"`` (:func:`laplace_noise_on_grid` when the L2
+      law is the smaller): one joint draw of
+      :func:`~dperm.mechanisms.noise.l2_laplace.sample_discrete_l2_laplace_vector`
       with scale ``k2 / epsilon``, ``k2`` the L2 bound in steps: its mass is
       ``exp(||z - z'|| / scale)``-Lipschitz, the lattice form of 003 Alg. 1's
       ``exp(-||b||_2 / scale)`` noise at about half the L1 calibration's variance.
@@ -201,18 +202,6 @@ def discrete_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon:
     return _l1_on_grid(step, l2_sensitivity, dimension, epsilon)
 
 
-def l2_laplace_calibration(l2_sensitivity: float, dimension: int, epsilon: float,
-                           value_bound: float | None = None) -> GridCalibration:
-    """The grid, the L2 bound ``k2`` in steps (:func:`grid_l2_sensitivity`) and the scale ``k2 / epsilon``.
-
-    For one joint release of a ``dimension``-vector with L2 sensitivity ``S``
-    (:func:`release_on_grid`): ``epsilon``-DP because the noise's mass changes by
-    at most ``exp(||c - c'||_2 / scale) <= exp(epsilon)`` between neighbours' centres.
-    """
-    step = grid_step(l2_sensitivity, dimension, epsilon, value_bound)
-    return _l2_on_grid(step, l2_sensitivity, dimension, epsilon)
-
-
 def laplace_noise_on_grid(step: float, l2_sensitivity: float, dimension: int,
                           epsilon: float) -> GridCalibration:
     """Pure-DP noise on a given grid for one vector with L2 sensitivity ``S``: the L1 or L2 law, whichever is smaller.
@@ -248,5 +237,5 @@ def sample_grid_noise(calibration: GridCalibration, dimension: int, rng) -> list
 
 __all__ = ["CENTRE_LIMIT", "EXACT_INTEGER_LIMIT", "GRID_EPSILON_CAP", "GRID_RESOLUTION", "GridCalibration",
            "discrete_laplace_calibration", "grid_l1_sensitivity", "grid_l2_sensitivity", "grid_step",
-           "grid_vector", "l2_laplace_calibration", "laplace_noise_on_grid", "release_on_grid",
+           "grid_vector", "laplace_noise_on_grid", "release_on_grid",
            "round_to_grid", "sample_grid_noise", "to_grid", "vector_laplace_calibration"]

@@ -226,9 +226,10 @@ def party_setup(context, config) -> dict:
     ``setup`` carries the calibration and the run id. The party checks the
     calibration against its floor and opens the run in its ledger under that
     run id (:meth:`~dperm.multiparty.ledger.PartyLedger.open_run`: refused
-    unless the whole run's cost, :func:`~dperm.privacy.round_charges.psgd_run_cost`,
-    fits what is left of its budget; nothing is charged yet: each round is
-    charged as it is answered, :func:`party_reply`), and only then draws
+    unless the whole run's cost, the last of its prefix charges
+    (:func:`~dperm.privacy.round_charges.psgd_round_charges`), fits what is
+    left of its budget; nothing is charged yet: each round is charged as it
+    is answered, :func:`party_reply`), and only then draws
     ``eta^k`` and saves it for that run with the charge of every prefix of
     rounds. A set-up of a run id already open (a resumed coordinator) draws
     nothing: the party re-uses the saved state if the calibration is the
