@@ -14,6 +14,7 @@ from dperm.catalog import build_estimator
 from dperm.cli import build_parser, main
 from dperm.cli.train import _check_model_options, _models
 from dperm.mechanisms.catalog import binary_mechanisms
+from dperm.mechanisms.choice import AUTO
 
 pytestmark = pytest.mark.filterwarnings("ignore::dperm.DataClippingWarning")  # Cauchy targets
 
@@ -90,7 +91,7 @@ def test_an_unsupported_combination_is_refused_in_one_line_before_the_data_is_re
 def _regressor_cases():
     for model, (family, _) in _models().items():
         if family == "regressor":
-            for mechanism in binary_mechanisms():
+            for mechanism in (AUTO, *binary_mechanisms()):
                 for delta in (0.0, 1e-6):
                     yield model, mechanism, delta
 
@@ -100,7 +101,7 @@ def test_the_check_refuses_exactly_what_the_estimator_refuses(model, mechanism, 
     """One source: the CLI's check and the estimator's own parameter check agree on every pair."""
     loss = _models()[model][1]
     estimator = build_estimator(loss, mechanism=mechanism, delta=delta, y_bounds=(-3.0, 3.0))
-    taken = "mechanism" in estimator.get_params() or mechanism == estimator._mechanism_name()
+    taken = mechanism in (AUTO, estimator._mechanism_name()) or "mechanism" in estimator.get_params()
     try:
         estimator._check_params()
         library = taken and (delta == 0 or "delta" in estimator.get_params())

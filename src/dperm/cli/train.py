@@ -151,7 +151,8 @@ def options(train) -> None:
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), for "
                               "least_squares auto (AdaSSP unless --alpha is a number), output for "
-                              "quantile; " + mechanism_help())
+                              "quantile; a regressor takes the mechanisms its estimator takes "
+                              "whose theorem covers its loss at --delta; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 
