@@ -97,7 +97,8 @@ def options(train) -> None:
                        help=_model_help())
     model.add_argument("--smoothing-width", dest="h", type=float, default=None, metavar="H",
                        help=f"{_models_with('h')} models: width h of the smoothed part of the "
-                            "loss (default: the model's estimator's h, which dperm show lists)")
+                            "loss (default: the model's estimator's h; the model file's params "
+                            "record it)")
     model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
                        help="regressors: PUBLIC bounds on the target (or a --bounds entry for "
                             "it; required for least_squares, optional for quantile); targets "
