@@ -95,8 +95,10 @@ def options(train) -> None:
     model = train.add_argument_group("model")
     model.add_argument("--model", choices=tuple(_models()), default="logistic",
                        help=_model_help())
-    model.add_argument("--smoothing-width", dest="h", type=float, default=0.5, metavar="H",
-                       help="huber/smooth_hinge models: width h of the smoothed part of the loss")
+    model.add_argument("--smoothing-width", dest="h", type=float, default=None, metavar="H",
+                       help=f"{_models_with('h')} models: width h of the smoothed part of the "
+                            "loss (default: the model's estimator's h; the model file's params "
+                            "record it)")
     model.add_argument("--y-bounds", type=float, nargs=2, default=None, metavar=("LOWER", "UPPER"),
                        help="regressors: PUBLIC bounds on the target (or a --bounds entry for "
                             "it; required for least_squares, optional for quantile); targets "
@@ -150,7 +152,8 @@ def options(train) -> None:
                          help="default auto for classifiers (chosen from public n, d, epsilon, "
                               "delta and the loss; the model file's record says why), for "
                               "least_squares auto (AdaSSP unless --alpha is a number), output for "
-                              "quantile; " + mechanism_help())
+                              "quantile; a regressor takes the mechanisms its estimator takes "
+                              "whose theorem covers its loss at --delta; " + mechanism_help())
     privacy.add_argument("--random-state", type=int, default=None,
                          help="seed of the noise: for testing only, never stored (default: fresh)")
 
@@ -202,15 +205,7 @@ def _check_model_options(args) -> None:
         check_min_epsilon(args.epsilon, "--epsilon")  # the library's limit of the noise
     if family == "regressor":
         least_squares = args.model == "least_squares"
-        allowed = (None, "auto", "output") + (_least_squares_mechanisms() if least_squares else ())
-        if args.mechanism not in allowed:
-            raise ValueError(
-                f"--model {args.model} is fitted by output perturbation only (Nie & Wang 2017, "
-                f"Thm 2); drop --mechanism {args.mechanism}." if not least_squares else
-                f"--model least_squares is fitted by {', '.join(allowed[1:])}; drop --mechanism "
-                f"{args.mechanism}.")
-        if args.delta and not least_squares:
-            raise ValueError(f"--model {args.model} is pure epsilon-DP; leave --delta at 0.")
+        _check_regressor_privacy(args, loss)
         if args.classes is not None:
             raise ValueError(f"--model {args.model} is a regressor; --classes is for classifiers.")
         if args.y_bound is not None and args.y_bounds is not None:
@@ -246,12 +241,60 @@ def _models_with(param: str) -> str:
     return " / ".join(model for model, (_, loss) in _models().items() if param in _loss_params(loss))
 
 
-def _least_squares_mechanisms() -> tuple[str, ...]:
-    """``--mechanism`` values of ``--model least_squares`` besides auto and output: the rows of
-    :data:`~dperm.mechanisms.catalog.MECHANISMS` declared for the squared loss only (AdaSSP)."""
+def _estimator(model: str):
+    """The estimator ``--model`` names, with its own defaults (:func:`dperm.catalog.build_estimator`)."""
+    from dperm.catalog import build_estimator
+
+    family, loss = _models()[model]
+    return build_estimator(loss, kernel=family == "kernel")
+
+
+def _estimator_mechanisms(model: str) -> tuple[str, ...]:
+    """The mechanisms ``--model``'s estimator may be given, in the table's order, ``auto`` excepted.
+
+    The options of its ``mechanism`` parameter (its ``_parameter_constraints``), or, for an
+    estimator without one, the one mechanism it always runs (the quantile regressor's output
+    perturbation).
+    """
     from dperm.mechanisms.catalog import MECHANISMS
 
-    return tuple(m.name for m in MECHANISMS.values() if m.losses == ("squared",))
+    estimator = _estimator(model)
+    if "mechanism" not in estimator.get_params():
+        return (estimator._mechanism_name(),)
+    options = type(estimator)._parameter_constraints["mechanism"][0].options
+    return tuple(name for name in MECHANISMS if name in options)
+
+
+def _check_regressor_privacy(args, loss_name: str) -> None:
+    """Refuse a ``--mechanism`` or ``--delta`` the regressor of ``--model`` cannot use (no data read).
+
+    The one source is the library: the mechanisms the estimator's ``mechanism`` parameter
+    takes (:func:`_estimator_mechanisms`), each kept only where its row of
+    :data:`~dperm.mechanisms.catalog.MECHANISMS` covers the loss at ``--delta``
+    (:meth:`~dperm.mechanisms.catalog.Mechanism.refusal`), and whether the estimator takes a
+    ``delta`` at all.
+    """
+    from dperm.losses import get_loss
+    from dperm.mechanisms.catalog import MECHANISMS
+
+    if args.delta and "delta" not in _estimator(args.model).get_params():
+        raise ValueError(f"--model {args.model} is pure epsilon-DP (its estimator takes no delta); "
+                         "leave --delta at 0.")
+    if args.mechanism in (None, "auto"):
+        return
+    loss = get_loss(loss_name)  # the rows read whether L is finite and c exists, not h's value
+    offered = _estimator_mechanisms(args.model)
+    if args.mechanism in offered:
+        reason = MECHANISMS[args.mechanism].refusal(loss, args.delta)
+        if reason is None:
+            return
+        raise ValueError(f"--model {args.model} --mechanism {args.mechanism} at --delta "
+                         f"{args.delta:g}: {reason}")
+    usable = [name for name in offered if MECHANISMS[name].accepts(loss, args.delta)]
+    fitted_by = (f"{MECHANISMS[offered[0]].title} only" if len(offered) == 1 else
+                 f"{', '.join(('auto', *usable))} at --delta {args.delta:g}")
+    raise ValueError(f"--model {args.model} is fitted by {fitted_by}; drop --mechanism "
+                     f"{args.mechanism}.")
 
 
 def _bounds_file_target(args):
@@ -286,12 +329,13 @@ def _make_model(args, n_labels=None):
         loss, kernel=family == "kernel", epsilon=args.epsilon, alpha=args.alpha,
         random_state=args.random_state, fit_intercept=intercept,
         data_norm=args.data_norm, delta=args.delta, mechanism=args.mechanism or "auto",
-        classes=args.classes, h=args.h, y_bound=args.y_bound,
+        classes=args.classes, y_bound=args.y_bound,
         y_bounds=None if y_bounds is None else tuple(y_bounds),
         quantile=0.5 if args.quantile is None else args.quantile,
         gamma=1.0 if args.gamma is None else args.gamma,
         n_components=100 if args.n_components is None else args.n_components,
-        fallback=None if args.fallback == "none" else args.fallback, **extra)
+        fallback=None if args.fallback == "none" else args.fallback, **extra,
+        **({} if args.h is None else {"h": args.h}))  # without --smoothing-width: the estimator's h
 
 
 def _default_intercept(args, family, n_labels):
