@@ -40,7 +40,12 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "auto_examples/*.ipynb",
 myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
 
-# autosummary writes one page per public name (docs/generated/, not committed).
+# autosummary writes one page per public name (docs/generated/, not committed). It never
+# deletes a page, so a name that left the API would keep a stale page that fails the build
+# (warnings are errors): start every build from an empty folder.
+import shutil  # noqa: E402
+
+shutil.rmtree(ROOT / "docs" / "generated", ignore_errors=True)
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"members": False, "inherited-members": False}
