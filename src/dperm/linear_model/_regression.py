@@ -90,10 +90,10 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
         self.accountant = accountant
 
     def _mechanism_name(self) -> str:
-        return MECHANISM
+        return getattr(self, "mechanism", MECHANISM)  # PrivateQuantileRegressor has no parameter
 
     def _spend_label(self):
-        return f"{type(self).__name__}(mechanism={MECHANISM!r})"
+        return f"{type(self).__name__}(mechanism={self._mechanism_name()!r})"
 
     def _prepare_labels(self, y, loss):
         """Per-record label preprocessing after the budget is spent (none by default)."""
@@ -136,7 +136,7 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
             data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
             reference=f"{row.reference}; {self._loss_reference}",
-            mechanism_choice=self._mechanism_choice.reason if self._mechanism_choice else None,
+            mechanism_choice=self._mechanism_choice_reason(),
         )
 
     # -- prediction -------------------------------------------------------
@@ -502,9 +502,6 @@ class PrivateRobustRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase):
     def _make_loss(self):
         return get_loss(self.loss, h=self.h)
 
-    def _mechanism_name(self) -> str:
-        return self.mechanism
-
     def _spend_label(self):
         return PrivateLinearModelBase._spend_label(self)
 
@@ -664,12 +661,6 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         """Least squares on centred targets: ``|y - centre| <= half width`` (output perturbation's ``M``)."""
         return SquaredLoss(centre_and_half_width(*self._target_bounds())[1])
 
-    def _mechanism_name(self) -> str:
-        return self.mechanism
-
-    def _spend_label(self):
-        return f"{type(self).__name__}(mechanism={self.mechanism!r})"
-
     def _check_params(self):
         params = super()._check_params()  # the row's refusals (gaussian_adassp needs delta > 0)
         if params.mechanism in SUFFICIENT_STATISTICS and params.alpha is not None:
@@ -805,22 +796,18 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         self._set_coefficients(coef, params.scaling)
         self.intercept_ = float(self.intercept_ + centre)
 
+    def _mechanism_choice_reason(self):
+        return self._choice_reason
+
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        row = MECHANISMS[params.mechanism]
-        if params.mechanism in SUFFICIENT_STATISTICS:
-            lower, upper = self._target_bounds()
-            return sufficient_statistics_record(
-                params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,
-                target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
-                intercept_scaling=params.scaling, reference=row.reference, engine=engine,
-                mechanism_choice=self._choice_reason)
-        return linear_record(
-            row, params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
-            loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
-            effective_norm=effective_norm, n_samples=n_samples,
-            reference=f"{row.reference}; {self._loss_reference}",
-            mechanism_choice=self._choice_reason,
-        )
+        if params.mechanism not in SUFFICIENT_STATISTICS:  # output perturbation: pure, delta 0
+            return super()._record(outputs, params, effective_norm, n_samples, targets, engine)
+        lower, upper = self._target_bounds()
+        return sufficient_statistics_record(
+            params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,
+            target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
+            intercept_scaling=params.scaling, reference=MECHANISMS[params.mechanism].reference,
+            engine=engine, mechanism_choice=self._choice_reason)
 
     def _intercept_on_grid(self) -> bool:
         """Whether ``intercept_`` is ``grid * integer * intercept_scaling`` (:func:`dperm.model_io.check_on_grid`).

@@ -87,7 +87,5 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         self.loss = loss
         self.h = h
 
-    def _make_loss(self):
-        if self.loss not in SVC_LOSSES:
-            raise ValueError(f"loss must be one of {SVC_LOSSES}; got {self.loss!r}.")
+    def _make_loss(self):  # loss checked by _parameter_constraints
         return get_loss(self.loss, h=self.h)
