@@ -679,26 +679,19 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             return params.delta if params.alpha is None else 0.0
         return MECHANISMS[params.mechanism].delta_spent(params.delta)
 
-    def _public_problem(self, params, n_samples, dimension):
-        """AdaSSP's public problem: targets mapped onto ``[-1, 1]`` (``B = 1``), no alpha."""
-        return PublicProblem(n_samples, dimension, SquaredLoss(1.0), 0.0, self._effective_norm(params))
+    def _adassp_calibration(self, name, params, n_samples, dimension, norm=None):
+        """The row's calibration of AdaSSP's form ``name``, with the public intercept value.
 
-    def _adassp_calibration(self, name, params, n_samples, dimension):
-        """The row's calibration of AdaSSP's form ``name``, with the public intercept value."""
-        return MECHANISMS[name].calibrate(self._public_problem(params, n_samples, dimension),
-                                          params.epsilon, params.delta, params.tol,
-                                          intercept=params.scaling if self.fit_intercept else None)
-
-    def _intercept_only_calibration(self, params, n_samples):
-        """AdaSSP's pure calibration for the intercept's constant column alone (``d = 1``, ``R = c``).
-
-        The rows the mechanism then sees are the public constant ``c`` (a per-record map that
-        drops the features), so the released model is the private mean of the targets and
-        every slope is 0 (public).
+        Its public problem: targets mapped onto ``[-1, 1]`` (``B = 1``), no alpha, the rows'
+        norm bound ``norm`` (default :meth:`_effective_norm`). The intercept's constant column
+        alone is ``dimension = 1``, ``norm = c``: the rows the mechanism then sees are the
+        public constant ``c`` (a per-record map that drops the features), so the released
+        model is the private mean of the targets and every slope is 0 (public).
         """
-        problem = PublicProblem(n_samples, 1, SquaredLoss(1.0), 0.0, float(params.scaling))
-        return MECHANISMS[ADASSP].calibrate(problem, params.epsilon, params.delta, params.tol,
-                                            intercept=params.scaling)
+        problem = PublicProblem(n_samples, dimension, SquaredLoss(1.0), 0.0,
+                                self._effective_norm(params) if norm is None else norm)
+        return MECHANISMS[name].calibrate(problem, params.epsilon, params.delta, params.tol,
+                                          intercept=params.scaling if self.fit_intercept else None)
 
     def _auto_mechanism(self, params, n_samples, dimension):
         """``mechanism="auto"`` from public inputs only: ``(name, reason, calibration)``.
@@ -727,7 +720,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
                                  f"{INTERCEPT_ONLY_RIDGE_FRACTION * n_samples * calibration.data_norm ** 2:.4g} "
                                  "(public n, d, R, epsilon), so the noise would swamp the slopes: "
                                  "the model is the private mean of the targets, delta = 0"),
-                        self._intercept_only_calibration(params, n_samples))
+                        self._adassp_calibration(ADASSP, params, n_samples, 1, norm=params.scaling))
             return (ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0",
                     calibration)
         scores, calibrations = {}, {}
