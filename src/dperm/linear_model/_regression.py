@@ -362,15 +362,9 @@ class PrivateQuantileRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.quantile = quantile
         self.y_bound = y_bound
@@ -482,15 +476,9 @@ class PrivateRobustRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase):
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.loss = loss
         self.h = h
@@ -638,15 +626,9 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.y_bound = y_bound
         self.y_bounds = y_bounds

@@ -70,18 +70,9 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         classes=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            mechanism=mechanism,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
-            scheduler=scheduler,
+            epsilon=epsilon, delta=delta, alpha=alpha, mechanism=mechanism, data_norm=data_norm,
+            fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, max_iter=max_iter,
+            tol=tol, random_state=random_state, accountant=accountant, scheduler=scheduler,
             classes=classes,
         )
         self.loss = loss
