@@ -135,10 +135,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (paper note 10).
         # The linear model checks the labels before it spends the budget.
         linear_model = self._make_linear_model(features.output_norm_bound_)
-        if sample_weight is None:
-            linear_model.fit(features.transform(X), y)
-        else:
-            linear_model.fit(features.transform(X), y, sample_weight=sample_weight)
+        linear_model.fit(features.transform(X), y, sample_weight=sample_weight)
         self.features_ = features
         self.linear_model_ = linear_model
         self.classes_ = linear_model.classes_
