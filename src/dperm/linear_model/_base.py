@@ -428,6 +428,10 @@ class PrivateLinearModelBase(BudgetOnCloneMixin, BaseEstimator):
             return params.delta if spends else 0.0
         return MECHANISMS[params.mechanism].delta_spent(params.delta)
 
+    def _mechanism_choice_reason(self):
+        """Why ``mechanism="auto"`` chose the mechanism (the record's ``mechanism_choice``), or None."""
+        return self._mechanism_choice.reason if self._mechanism_choice else None
+
     def _spend_label(self):
         loss = getattr(self, "loss", "logistic")
         return f"{type(self).__name__}(mechanism={self._mechanism_name()!r}, loss={loss!r})"
@@ -577,5 +581,5 @@ class PrivateLinearClassifierBase(LinearClassifierMixin, PrivateLinearModelBase)
             loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples, engine=engine,
             label_set_public=targets.label_set.public,
-            mechanism_choice=self._mechanism_choice.reason if self._mechanism_choice else None,
+            mechanism_choice=self._mechanism_choice_reason(),
         )

@@ -85,21 +85,9 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         return linear_model._public_budget(n_samples, self.n_components, label_set)
 
     def _linear_params(self, data_norm):
-        """The parameters shared by both dperm linear classifiers."""
-        return dict(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            alpha=self.alpha,
-            mechanism=self.mechanism,
-            data_norm=data_norm,
-            fit_intercept=self.fit_intercept,
-            intercept_scaling=self.intercept_scaling,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            random_state=self.random_state,
-            accountant=self.accountant,
-            classes=self.classes,
-        )
+        """The linear model's parameters: this estimator's of :data:`_LINEAR_PARAMETERS`, and ``data_norm``."""
+        return dict({name: getattr(self, name) for name in _LINEAR_PARAMETERS if hasattr(self, name)},
+                    data_norm=data_norm)
 
     def fit(self, X, y, sample_weight=None):
         """Draw the random features, map X, and fit the private linear model.
@@ -147,10 +135,7 @@ class _PrivateKernelClassifierBase(BudgetOnCloneMixin, ClassifierMixin, BaseEsti
         # 004 Alg. 4) calibrated to the features' norm bound sqrt(2) (paper note 10).
         # The linear model checks the labels before it spends the budget.
         linear_model = self._make_linear_model(features.output_norm_bound_)
-        if sample_weight is None:
-            linear_model.fit(features.transform(X), y)
-        else:
-            linear_model.fit(features.transform(X), y, sample_weight=sample_weight)
+        linear_model.fit(features.transform(X), y, sample_weight=sample_weight)
         self.features_ = features
         self.linear_model_ = linear_model
         self.classes_ = linear_model.classes_
@@ -363,7 +348,7 @@ class PrivateKernelSVC(_PrivateKernelClassifierBase):
         self.classes = classes
 
     def _make_linear_model(self, data_norm):
-        return PrivateLinearSVC(loss=self.loss, h=self.h, **self._linear_params(data_norm))
+        return PrivateLinearSVC(**self._linear_params(data_norm))
 
 
 class PrivateKernelLogisticRegression(_PrivateKernelClassifierBase):

@@ -25,7 +25,6 @@ from dperm.mechanisms import MECHANISMS, PublicProblem
 from dperm.mechanisms.choice import AUTO, SWAMPED_RATIO, auto_alpha, noise_to_signal
 from dperm.mechanisms.multinomial_objective import MULTINOMIAL_OBJECTIVE, MultinomialProblem
 from dperm.privacy.multinomial import MULTINOMIAL_GRADIENT_BOUND
-from dperm.privacy.record import linear_record
 from dperm.validation import is_dask_collection
 
 #: Values of ``multi_class``.
@@ -217,25 +216,18 @@ class MultinomialClassifierMixin:
         self._multiclass_row_choice = None
         n_classes = n_problems
         multi_class = self.multi_class
-        if n_classes < 3 or multi_class == OVR:
-            self.multi_class_ = OVR
-            return super()._with_public_choices(params, n_samples, n_features, n_problems,
-                                                check_budget=check_budget)
-        if self._multinomial_fit_distributed:
-            if multi_class == MULTINOMIAL:
-                raise ValueError("multi_class='multinomial' is not available for Dask input; use "
-                                 "multi_class='ovr' (or 'auto'). Nothing was spent.")
+        if n_classes >= 3 and multi_class == MULTINOMIAL and self._multinomial_fit_distributed:
+            raise ValueError("multi_class='multinomial' is not available for Dask input; use "
+                             "multi_class='ovr' (or 'auto'). Nothing was spent.")
+        # 'multinomial' with no row is refused by _check_params, so only 'auto' can find none
+        rows = () if n_classes < 3 else multiclass_rows(self.mechanism, params.delta)
+        if multi_class == OVR or self._multinomial_fit_distributed or not rows:
             self.multi_class_ = OVR
             return super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                 check_budget=check_budget)
         dimension = n_features + int(bool(self.fit_intercept))
         norm = self._effective_norm(params)
-        rows = multiclass_rows(self.mechanism, params.delta)
         if multi_class == AUTO:
-            if not rows:
-                self.multi_class_ = OVR
-                return super()._with_public_choices(params, n_samples, n_features, n_problems,
-                                                    check_budget=check_budget)
             ovr_params = super()._with_public_choices(params, n_samples, n_features, n_problems,
                                                       check_budget=False)
         mechanism, problem, calibration, _ = self._best_multiclass_row(
@@ -310,25 +302,15 @@ class MultinomialClassifierMixin:
             self.intercept_ = np.zeros(W.shape[1])
 
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        if not _is_multiclass(params.mechanism):
-            record = super()._record(outputs, params, effective_norm, n_samples, targets, engine)
-        else:
-            row = MECHANISMS[params.mechanism]
-            record = linear_record(
-                row, params.calibration, params.epsilon, row.delta_spent(params.delta),
-                n_problems=1, loss=MultinomialLogisticLoss(self._multinomial_n_classes),
-                data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
-                effective_norm=effective_norm, n_samples=n_samples, engine=engine,
-                label_set_public=targets.label_set.public, mechanism_choice=None)
-        reasons = [getattr(self, "_multiclass_row_choice", None) if _is_multiclass(params.mechanism)
-                   else None]
-        if self._multiclass_choice is not None:
-            reasons.insert(0, self._multiclass_choice.reason)
-        reasons = [r for r in reasons if r]
-        if reasons:
-            reason = "; ".join(reasons)
-            if record.mechanism_choice:
-                reason = f"{reason}; {record.mechanism_choice}"
+        multiclass = _is_multiclass(params.mechanism)
+        if multiclass:  # the base's record of one problem (no binary choice), with the model's loss
+            params = params._replace(loss=MultinomialLogisticLoss(self._multinomial_n_classes))
+            outputs = outputs[:1]  # a model file's recomputation passes one calibration per class
+        record = super()._record(outputs, params, effective_norm, n_samples, targets, engine)
+        reasons = [self._multiclass_choice.reason if self._multiclass_choice is not None else None,
+                   getattr(self, "_multiclass_row_choice", None) if multiclass else None]
+        reason = "; ".join(r for r in (*reasons, record.mechanism_choice) if r)
+        if any(reasons):
             record = dataclasses.replace(record, mechanism_choice=reason)
         return record
 

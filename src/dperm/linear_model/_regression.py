@@ -90,10 +90,10 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
         self.accountant = accountant
 
     def _mechanism_name(self) -> str:
-        return MECHANISM
+        return getattr(self, "mechanism", MECHANISM)  # PrivateQuantileRegressor has no parameter
 
     def _spend_label(self):
-        return f"{type(self).__name__}(mechanism={MECHANISM!r})"
+        return f"{type(self).__name__}(mechanism={self._mechanism_name()!r})"
 
     def _prepare_labels(self, y, loss):
         """Per-record label preprocessing after the budget is spent (none by default)."""
@@ -136,7 +136,7 @@ class PrivateLinearRegressorBase(RegressorMixin, PrivateLinearModelBase):
             data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
             effective_norm=effective_norm, n_samples=n_samples,
             reference=f"{row.reference}; {self._loss_reference}",
-            mechanism_choice=self._mechanism_choice.reason if self._mechanism_choice else None,
+            mechanism_choice=self._mechanism_choice_reason(),
         )
 
     # -- prediction -------------------------------------------------------
@@ -362,15 +362,9 @@ class PrivateQuantileRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.quantile = quantile
         self.y_bound = y_bound
@@ -482,15 +476,9 @@ class PrivateRobustRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase):
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.loss = loss
         self.h = h
@@ -501,9 +489,6 @@ class PrivateRobustRegressor(_OptionalTargetBounds, PrivateLinearRegressorBase):
 
     def _make_loss(self):
         return get_loss(self.loss, h=self.h)
-
-    def _mechanism_name(self) -> str:
-        return self.mechanism
 
     def _spend_label(self):
         return PrivateLinearModelBase._spend_label(self)
@@ -641,15 +626,9 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         accountant=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            alpha=alpha,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
+            epsilon=epsilon, alpha=alpha, data_norm=data_norm, fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling, max_iter=max_iter, tol=tol,
+            random_state=random_state, accountant=accountant,
         )
         self.y_bound = y_bound
         self.y_bounds = y_bounds
@@ -663,12 +642,6 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
     def _make_loss(self):
         """Least squares on centred targets: ``|y - centre| <= half width`` (output perturbation's ``M``)."""
         return SquaredLoss(centre_and_half_width(*self._target_bounds())[1])
-
-    def _mechanism_name(self) -> str:
-        return self.mechanism
-
-    def _spend_label(self):
-        return f"{type(self).__name__}(mechanism={self.mechanism!r})"
 
     def _check_params(self):
         params = super()._check_params()  # the row's refusals (gaussian_adassp needs delta > 0)
@@ -688,26 +661,19 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
             return params.delta if params.alpha is None else 0.0
         return MECHANISMS[params.mechanism].delta_spent(params.delta)
 
-    def _public_problem(self, params, n_samples, dimension):
-        """AdaSSP's public problem: targets mapped onto ``[-1, 1]`` (``B = 1``), no alpha."""
-        return PublicProblem(n_samples, dimension, SquaredLoss(1.0), 0.0, self._effective_norm(params))
+    def _adassp_calibration(self, name, params, n_samples, dimension, norm=None):
+        """The row's calibration of AdaSSP's form ``name``, with the public intercept value.
 
-    def _adassp_calibration(self, name, params, n_samples, dimension):
-        """The row's calibration of AdaSSP's form ``name``, with the public intercept value."""
-        return MECHANISMS[name].calibrate(self._public_problem(params, n_samples, dimension),
-                                          params.epsilon, params.delta, params.tol,
-                                          intercept=params.scaling if self.fit_intercept else None)
-
-    def _intercept_only_calibration(self, params, n_samples):
-        """AdaSSP's pure calibration for the intercept's constant column alone (``d = 1``, ``R = c``).
-
-        The rows the mechanism then sees are the public constant ``c`` (a per-record map that
-        drops the features), so the released model is the private mean of the targets and
-        every slope is 0 (public).
+        Its public problem: targets mapped onto ``[-1, 1]`` (``B = 1``), no alpha, the rows'
+        norm bound ``norm`` (default :meth:`_effective_norm`). The intercept's constant column
+        alone is ``dimension = 1``, ``norm = c``: the rows the mechanism then sees are the
+        public constant ``c`` (a per-record map that drops the features), so the released
+        model is the private mean of the targets and every slope is 0 (public).
         """
-        problem = PublicProblem(n_samples, 1, SquaredLoss(1.0), 0.0, float(params.scaling))
-        return MECHANISMS[ADASSP].calibrate(problem, params.epsilon, params.delta, params.tol,
-                                            intercept=params.scaling)
+        problem = PublicProblem(n_samples, dimension, SquaredLoss(1.0), 0.0,
+                                self._effective_norm(params) if norm is None else norm)
+        return MECHANISMS[name].calibrate(problem, params.epsilon, params.delta, params.tol,
+                                          intercept=params.scaling if self.fit_intercept else None)
 
     def _auto_mechanism(self, params, n_samples, dimension):
         """``mechanism="auto"`` from public inputs only: ``(name, reason, calibration)``.
@@ -736,7 +702,7 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
                                  f"{INTERCEPT_ONLY_RIDGE_FRACTION * n_samples * calibration.data_norm ** 2:.4g} "
                                  "(public n, d, R, epsilon), so the noise would swamp the slopes: "
                                  "the model is the private mean of the targets, delta = 0"),
-                        self._intercept_only_calibration(params, n_samples))
+                        self._adassp_calibration(ADASSP, params, n_samples, 1, norm=params.scaling))
             return (ADASSP, "adassp: sufficient statistics with adaptive ridge (Wang 2018), delta = 0",
                     calibration)
         scores, calibrations = {}, {}
@@ -805,22 +771,18 @@ class PrivateLeastSquares(PrivateLinearRegressorBase):
         self._set_coefficients(coef, params.scaling)
         self.intercept_ = float(self.intercept_ + centre)
 
+    def _mechanism_choice_reason(self):
+        return self._choice_reason
+
     def _record(self, outputs, params, effective_norm, n_samples, targets, engine="memory"):
-        row = MECHANISMS[params.mechanism]
-        if params.mechanism in SUFFICIENT_STATISTICS:
-            lower, upper = self._target_bounds()
-            return sufficient_statistics_record(
-                params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,
-                target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
-                intercept_scaling=params.scaling, reference=row.reference, engine=engine,
-                mechanism_choice=self._choice_reason)
-        return linear_record(
-            row, params.calibration, params.calibration.epsilon, 0.0, n_problems=1,
-            loss=params.loss, data_norm=params.data_norm, alpha=params.alpha, tol=params.tol,
-            effective_norm=effective_norm, n_samples=n_samples,
-            reference=f"{row.reference}; {self._loss_reference}",
-            mechanism_choice=self._choice_reason,
-        )
+        if params.mechanism not in SUFFICIENT_STATISTICS:  # output perturbation: pure, delta 0
+            return super()._record(outputs, params, effective_norm, n_samples, targets, engine)
+        lower, upper = self._target_bounds()
+        return sufficient_statistics_record(
+            params.calibration, mechanism=params.mechanism, data_norm=params.data_norm,
+            target_lower=lower, target_upper=upper, fit_intercept=bool(self.fit_intercept),
+            intercept_scaling=params.scaling, reference=MECHANISMS[params.mechanism].reference,
+            engine=engine, mechanism_choice=self._choice_reason)
 
     def _intercept_on_grid(self) -> bool:
         """Whether ``intercept_`` is ``grid * integer * intercept_scaling`` (:func:`dperm.model_io.check_on_grid`).

@@ -70,24 +70,13 @@ class PrivateLinearSVC(PrivateLinearClassifierBase):
         classes=None,
     ):
         super().__init__(
-            epsilon=epsilon,
-            delta=delta,
-            alpha=alpha,
-            mechanism=mechanism,
-            data_norm=data_norm,
-            fit_intercept=fit_intercept,
-            intercept_scaling=intercept_scaling,
-            max_iter=max_iter,
-            tol=tol,
-            random_state=random_state,
-            accountant=accountant,
-            scheduler=scheduler,
+            epsilon=epsilon, delta=delta, alpha=alpha, mechanism=mechanism, data_norm=data_norm,
+            fit_intercept=fit_intercept, intercept_scaling=intercept_scaling, max_iter=max_iter,
+            tol=tol, random_state=random_state, accountant=accountant, scheduler=scheduler,
             classes=classes,
         )
         self.loss = loss
         self.h = h
 
-    def _make_loss(self):
-        if self.loss not in SVC_LOSSES:
-            raise ValueError(f"loss must be one of {SVC_LOSSES}; got {self.loss!r}.")
+    def _make_loss(self):  # loss checked by _parameter_constraints
         return get_loss(self.loss, h=self.h)

@@ -22,8 +22,7 @@ from fractions import Fraction
 
 from dperm.mechanisms._problem import MechanismCalibration, MechanismOutput
 from dperm.mechanisms.catalog import MECHANISMS
-from dperm.mechanisms.multinomial_objective import MultinomialProblem, release_with_linear_term
-from dperm.mechanisms.multinomial_objective import expected_perturbation as _expected_perturbation
+from dperm.mechanisms.multinomial_objective import MultinomialProblem, expected_perturbation, release_with_linear_term
 from dperm.mechanisms.noise import grid_vector, sample_discrete_gaussian_vector
 from dperm.mechanisms.objective import ObjectiveCalibration, amp_planned, objective_mechanism_calibration
 from dperm.privacy.multinomial import (
@@ -48,7 +47,7 @@ __all__ = [
     "GAUSSIAN_MULTINOMIAL_OBJECTIVE",
     "calibrate",
     "calibrate_gaussian_multinomial_objective",
-    "expected_perturbation",
+    "expected_perturbation",  # the pure form's: sigma sqrt(d K) / (n (alpha + Delta)) + AMP's output noise
     "gaussian_multinomial_objective_perturbation",
     "noise_norm",
     "release",
@@ -88,12 +87,6 @@ def calibrate(problem: MultinomialProblem, epsilon: float, delta: float, tol: fl
         lambda t: calibrate_gaussian_multinomial_objective(problem, epsilon, delta, t), tol,
         problem.n_samples, problem.dimension, MULTINOMIAL_GRADIENT_BOUND * problem.data_norm)
     return objective_mechanism_calibration(problem, plan, epsilon, delta, solve_tol, dimension=problem.dimension)
-
-
-def expected_perturbation(problem: MultinomialProblem, calibration: MechanismCalibration) -> float:
-    """A public bound on the RMS Frobenius distance the noise moves the released ``W``:
-    ``sigma sqrt(d K) / (n (alpha + Delta))`` plus AMP's output noise (as the pure form's)."""
-    return _expected_perturbation(problem, calibration)
 
 
 def noise_norm(dimension: int, epsilon: float, delta: float, lipschitz: float, data_norm: float,

@@ -45,15 +45,8 @@ def solve_perturbed(problem: ERMProblem, extra_regularization, noise, tol, max_i
     (:func:`dperm.solvers.minimize_certified`), so it certifies whatever the
     data and ``max_iter``: a fit that has spent its budget always releases.
     """
-    if problem.sample_weight is not None:
-        return minimize_erm(
-            problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol,
-            max_iter, linear_term=noise, sample_weight=problem.sample_weight,
-        )
-    return minimize_erm(
-        problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol, max_iter,
-        linear_term=noise,
-    )
+    return minimize_erm(problem.loss, problem.X, problem.y, problem.alpha + extra_regularization, tol,
+                        max_iter, linear_term=noise, sample_weight=problem.sample_weight)
 
 
 #: At most this many rounds of :func:`amp_planned`'s tolerance search.

@@ -86,16 +86,13 @@ def certified_minimiser(problem: ERMProblem, radius_allowed: float, max_iter: in
     Weighted rows (``problem.sample_weight``): differentiable losses only.
     """
     loss = problem.loss
-    if problem.sample_weight is not None:
-        if not loss.differentiable:  # the estimators refuse this before any budget is spent
-            raise ValueError(f"sample_weight is not supported for the {loss.name} loss: its "
-                             "certified solver is written for unweighted rows.")
+    if problem.sample_weight is not None and not loss.differentiable:  # the estimators refuse
+        raise ValueError(f"sample_weight is not supported for the {loss.name} loss: its "  # it first
+                         "certified solver is written for unweighted rows.")
+    if loss.differentiable or problem.is_distributed:
         return minimize_erm(loss, problem.X, problem.y, problem.alpha,
                             problem.alpha * radius_allowed, max_iter,
                             sample_weight=problem.sample_weight)
-    if loss.differentiable or problem.is_distributed:
-        return minimize_erm(loss, problem.X, problem.y, problem.alpha,
-                            problem.alpha * radius_allowed, max_iter)
     return solve_nonsmooth(loss, problem.X, problem.y, problem.alpha, radius_allowed, max_iter)
 
 

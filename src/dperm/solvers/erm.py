@@ -267,13 +267,7 @@ def minimize_certified(objective: RegularizedERMObjective, tol: float, max_iter:
         w, grad_norm, steps = accelerated_completion(
             objective.value_and_gradient, w, grad, objective.alpha, objective.smoothness(), tol)
         n_iter += steps
-    return SolveResult(
-        coef=w,
-        gradient_norm=grad_norm,
-        solution_radius=grad_norm / objective.alpha,
-        n_iter=n_iter,
-        certified=grad_norm <= tol,
-    )
+    return SolveResult(w, grad_norm, grad_norm / objective.alpha, n_iter, grad_norm <= tol)
 
 
 def _newton_polish(objective, w, grad, tol, max_steps):
@@ -406,13 +400,7 @@ def solve_hinge_svm(X, y, alpha: float, radius_tol: float, max_iter: int):
         if smoothed.solution_radius < best[1]:
             best = (smoothed.coef, smoothed.solution_radius)
     w, radius = best
-    return SolveResult(
-        coef=w,
-        gradient_norm=alpha * radius,
-        solution_radius=radius,
-        n_iter=n_iter,
-        certified=radius <= radius_tol,
-    )
+    return SolveResult(w, alpha * radius, radius, n_iter, radius <= radius_tol)
 
 
 #: First smoothing width of the continuation in :func:`solve_by_smoothing`.
