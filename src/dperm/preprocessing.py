@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning, warn_at_caller
+from dperm.privacy.fallback import RECIPE_INTERCEPT_SCALING
 from dperm.validation import clip_rows_to_norm
 
 __all__ = [
@@ -662,8 +663,6 @@ def make_private_pipeline(estimator, bounds, *, categories=None, data_norm=1.0,
         estimator.set_params(data_norm=data_norm)
     if fit_intercept == "auto":
         if _takes_fallback_intercept(params):
-            from dperm.privacy.fallback import RECIPE_INTERCEPT_SCALING
-
             estimator.set_params(fit_intercept=True, intercept_scaling=RECIPE_INTERCEPT_SCALING)
         elif "fit_intercept" in params:
             estimator.set_params(fit_intercept=False)
