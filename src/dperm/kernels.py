@@ -323,11 +323,6 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         "random_state": "no_validation",  # None, int or Generator: check_random_state
     }
 
-    def _check_params(self):
-        """Check the parameters against :attr:`_parameter_constraints`; return ``(gamma, D)``."""
-        self._validate_params()
-        return float(self.gamma), int(self.n_components)
-
     def fit(self, X, y=None):
         """Draw W and psi for X's number of features; X's values are not used.
 
@@ -341,12 +336,13 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         -------
         self : RandomFourierFeatures
         """
-        gamma, n_components = self._check_params()
+        self._validate_params()
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=np.float64, reset=True)
         # Data independence (003 Sec. 5.3): from here on only the shape of X is used.
         n_features = X.shape[1]
         rng = check_random_state(self.random_state)
-        self.frequencies_ = sample_frequencies(self.kernel, gamma, n_components, n_features, rng)
+        n_components = int(self.n_components)
+        self.frequencies_ = sample_frequencies(self.kernel, float(self.gamma), n_components, n_features, rng)
         self.phases_ = _sample_phases(n_components, rng)
         self.output_norm_bound_ = RFF_NORM_BOUND
         return self

@@ -116,8 +116,13 @@ class ConvexLoss(ABC):
         raise ValueError(f"the {self.name} loss has no smoothed version.")
 
     def params(self) -> dict:
-        """Parameters that reconstruct this loss (with :func:`get_loss` for a margin loss)."""
-        return {}
+        """Parameters that reconstruct this loss (with :func:`get_loss` for a margin loss).
+
+        The names are its row's ``params`` in :data:`~dperm.catalog.LOSSES` (none for a loss
+        outside the table), so each parameter is declared once.
+        """
+        info = LOSSES.get(self.name)
+        return {name: getattr(self, name) for name in (info.params if info else ())}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
@@ -200,9 +205,6 @@ class HuberLoss(MarginLoss):
         inside = np.abs(1.0 - z) <= self.h
         return np.where(inside, self.curvature, 0.0)
 
-    def params(self) -> dict:
-        return {"h": self.h}
-
 
 class SmoothHingeLoss(MarginLoss):
     """Chapelle's quartic smoothing of the hinge, width ``h`` (003 eqs. 38-40).
@@ -235,9 +237,6 @@ class SmoothHingeLoss(MarginLoss):
         h = self.h
         middle = -3.0 * u**2 / (4.0 * h**3) + 3.0 / (4.0 * h)  # 003 eq. 40
         return np.where(np.abs(u) <= h, middle, 0.0)
-
-    def params(self) -> dict:
-        return {"h": self.h}
 
 
 class HingeLoss(MarginLoss):
@@ -323,9 +322,6 @@ class PinballLoss(ResidualLoss):
         """The Huberised pinball of width ``h``: ``0 <= smooth - pinball <= h/4``."""
         return SmoothPinballLoss(self.quantile, h)
 
-    def params(self) -> dict:
-        return {"quantile": self.quantile}
-
 
 class SmoothPinballLoss(ResidualLoss):
     """The pinball loss with its kink replaced by a parabola on ``|r| <= h``.
@@ -361,9 +357,6 @@ class SmoothPinballLoss(ResidualLoss):
     def second_derivative(self, r):
         inside = np.abs(np.asarray(r, dtype=float)) < self.h
         return np.where(inside, self.curvature, 0.0)
-
-    def params(self) -> dict:
-        return {"quantile": self.quantile, "h": self.h}
 
 
 class PseudoHuberLoss(ResidualLoss):
@@ -410,9 +403,6 @@ class PseudoHuberLoss(ResidualLoss):
         root = np.hypot(self.h, np.asarray(r, dtype=float))
         return (self.h / root) ** 2 / root
 
-    def params(self) -> dict:
-        return {"h": self.h}
-
 
 class SquaredLoss(ResidualLoss):
     """Least squares ``r^2`` with labels bounded by ``|y| <= y_bound`` (000 Sec. 5.1; 002 eq. 1).
@@ -452,9 +442,6 @@ class SquaredLoss(ResidualLoss):
         See :func:`dperm.privacy.sensitivity.least_squares_lipschitz`.
         """
         return least_squares_lipschitz(self.y_bound, data_norm, alpha)
-
-    def params(self) -> dict:
-        return {"y_bound": self.y_bound}
 
 
 def loss_class(name: str) -> type[ConvexLoss]:

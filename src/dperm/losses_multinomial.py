@@ -84,14 +84,11 @@ class MultinomialLogisticLoss:
 
     def value_sum(self, X, labels, W) -> float:
         """``sum_i loss(W; x_i, y_i)``."""
-        scores = X @ W
-        return float(np.sum(logsumexp(scores, axis=1) - scores[np.arange(len(labels)), labels]))
+        return self.value_and_gradient_sums(X, labels, W)[0]
 
     def gradient_sum(self, X, labels, W):
         """``sum_i x_i (p_i - e_{y_i})^T``, shape ``(d, K)``."""
-        residual = self.probabilities(X @ W)
-        residual[np.arange(len(labels)), labels] -= 1.0
-        return X.T @ residual
+        return self.value_and_gradient_sums(X, labels, W)[1]
 
     def value_and_gradient_sums(self, X, labels, W, sample_weight=None):
         """Both sums from one pass over the scores (each row's term times its weight, if any)."""
@@ -172,11 +169,7 @@ class MultinomialObjective:
 
     def value_and_gradient(self, w):
         W = w.reshape(self.shape)
-        if self.sample_weight is None:
-            value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W)
-        else:
-            value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W,
-                                                            self.sample_weight)
+        value, grad = self.loss.value_and_gradient_sums(self.X, self.labels, W, self.sample_weight)
         n = self.n_samples
         value = value / n + 0.5 * self.alpha * float(w @ w)
         grad = grad.ravel() / n + self.alpha * w

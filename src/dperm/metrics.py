@@ -120,8 +120,8 @@ def _paired(y_true, y_pred, name_pred="y_pred"):
     return y_true, y_pred
 
 
-def _checked_labels(labels, *arrays):
-    labels = check_classes(labels, name="labels")
+def _checked_labels(labels, *arrays, n_classes=None):
+    labels = check_classes(labels, name="labels", n_classes=n_classes)
     if labels is None:
         raise ValueError("labels is required: pass the public label set, e.g. labels=['no', 'yes'] "
                          "(reading it from private rows would release it).")
@@ -329,8 +329,7 @@ def calibration_summary(y_true, y_prob, *, labels, epsilon, n_bins=10, accountan
         ``bin_lower``, ``bin_upper``, ``midpoint``, ``count``, ``positives``, ``rate``.
     """
     y_true, y_prob = _paired(y_true, y_prob, "y_prob")
-    labels = check_classes(labels, name="labels", n_classes=2)
-    labels = _checked_labels(labels, ("y_true", y_true))
+    labels = _checked_labels(labels, ("y_true", y_true), n_classes=2)
     n_bins = check_positive_int(n_bins, "n_bins")
     y_prob = np.asarray(y_prob, dtype=np.float64)
     if not np.all(np.isfinite(y_prob)) or np.any((y_prob < 0) | (y_prob > 1)):

@@ -23,18 +23,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dperm.exceptions import DataClippingWarning, PrivacyLeakWarning, warn_at_caller
+from dperm.privacy.fallback import RECIPE_INTERCEPT_SCALING
 from dperm.validation import clip_rows_to_norm
-
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _sklearn_validate_data
-except ImportError:  # pragma: no cover - scikit-learn 1.4 / 1.5
-
-    def _sklearn_validate_data(estimator, X, **kwargs):
-        return estimator._validate_data(X, **kwargs)
-
 
 __all__ = [
     "PublicBoundsScaler",
@@ -279,7 +272,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self : PublicBoundsScaler
         """
         self._validate_params()
-        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        X = validate_data(self, X, dtype=np.float64, reset=True)
         labels = _feature_labels(self, X.shape[1])
         if self.bounds is None:
             self.lower_, self.upper_ = self._bounds_from_data(X)
@@ -320,7 +313,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_scaled : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self, "lower_")
-        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         labels = _feature_labels(self, X.shape[1])
         X, _ = clip_to_bounds(X, self.lower_, self.upper_, clip=self.clip, feature_labels=labels)
         return scale_to_unit_interval(X, self.lower_, self.upper_)
@@ -328,7 +321,7 @@ class PublicBoundsScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def inverse_transform(self, X):
         """Map values in [0, 1] back to the original scale."""
         check_is_fitted(self, "lower_")
-        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         return X * (self.upper_ - self.lower_) + self.lower_
 
 
@@ -528,7 +521,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self : RowNormalizer
         """
         self._validate_params()
-        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=True)
+        X = validate_data(self, X, dtype=np.float64, reset=True)
         if self.mode == "clip" and normalize_rows(X, float(self.data_norm), "clip")[1]:
             self._warn_clipped_rows()
         return self
@@ -555,7 +548,7 @@ class RowNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "n_features_in_")
         self._validate_params()  # the parameters act here, and set_params may follow fit
-        X = _sklearn_validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
         X_out, _ = normalize_rows(X, float(self.data_norm), self.mode)
         return X_out if X_out is not X else X.copy()
 
@@ -670,8 +663,6 @@ def make_private_pipeline(estimator, bounds, *, categories=None, data_norm=1.0,
         estimator.set_params(data_norm=data_norm)
     if fit_intercept == "auto":
         if _takes_fallback_intercept(params):
-            from dperm.privacy.fallback import RECIPE_INTERCEPT_SCALING
-
             estimator.set_params(fit_intercept=True, intercept_scaling=RECIPE_INTERCEPT_SCALING)
         elif "fit_intercept" in params:
             estimator.set_params(fit_intercept=False)

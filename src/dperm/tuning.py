@@ -489,18 +489,10 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             models.append(model)
             mistakes.append(int(np.count_nonzero(model.predict(X[validation]) != y[validation])))
         index = select_by_exponential_mechanism(mistakes, epsilon, rng)
-        record = TuningRecord(
-            epsilon=epsilon,
-            delta=delta,
-            n_candidates=len(candidates),
-            part_sizes=tuple(int(part.size) for part in parts),
-            selected_index=index,
-            candidate_record=getattr(models[index], "privacy_", None),
-            per_repetition_epsilon=epsilon,
-            per_repetition_delta=delta,
-            candidate_budgets=budgets,
-        )
-        return self._release(candidates, index, models[index], record)
+        return self._release(candidates, index, models[index], epsilon=epsilon, delta=delta,
+                             part_sizes=tuple(int(part.size) for part in parts),
+                             per_repetition_epsilon=epsilon, per_repetition_delta=delta,
+                             candidate_budgets=budgets)
 
     def _check_pure_candidates(self, candidates, classes, per_epsilon, n_train, n_features, y):
         """Refuse, before spending, a grid in which a candidate would spend delta at ``n_train`` rows.
@@ -546,29 +538,21 @@ class PrivateParameterSearch(BudgetOnCloneMixin, ClassifierMixin, BaseEstimator)
             if best_key is None or key < best_key:
                 best_key, best = key, (index, model)
         index, model = best
-        record = TuningRecord(
-            epsilon=epsilon,
-            delta=0.0,
-            n_candidates=len(candidates),
-            part_sizes=(X.shape[0] - n_validation, n_validation),
-            selected_index=index,
-            candidate_record=getattr(model, "privacy_", None),
-            reference=REFERENCES["tuning_random_stopping"],
-            method="random_stopping",
-            stopping_rule=stopping,
-            per_repetition_epsilon=per_epsilon,
-            per_repetition_delta=0.0,
-            candidate_budgets=budgets,
-        )
-        return self._release(candidates, index, model, record)
+        return self._release(candidates, index, model, epsilon=epsilon, delta=0.0,
+                             part_sizes=(X.shape[0] - n_validation, n_validation),
+                             reference=REFERENCES["tuning_random_stopping"], method="random_stopping",
+                             stopping_rule=stopping, per_repetition_epsilon=per_epsilon,
+                             per_repetition_delta=0.0, candidate_budgets=budgets)
 
-    def _release(self, candidates, index, model, record):
+    def _release(self, candidates, index, model, **record):
+        """Set the fitted attributes; ``record``: the :class:`TuningRecord` fields the two methods differ in."""
+        self.privacy_ = TuningRecord(n_candidates=len(candidates), selected_index=index,
+                                     candidate_record=getattr(model, "privacy_", None), **record)
         self.candidates_ = candidates
         self.best_index_ = index
         self.best_params_ = candidates[index]
         self.best_estimator_ = model
         self.classes_ = model.classes_
-        self.privacy_ = record
         return self
 
     def predict(self, X):

@@ -11,6 +11,7 @@ from sklearn.base import clone
 from dperm.mechanisms.catalog import MECHANISMS
 from dperm.mechanisms.noise import EXACT_INTEGER_LIMIT
 from dperm.model_io._digest import InconsistentModelFile
+from dperm.privacy.fallback import FALLBACK_CHOICES, resolve_fallback
 
 #: Recorded calibration numbers must equal the recomputed ones to this relative
 #: tolerance (floating-point noise between platforms' ``log``/``exp``; on one
@@ -82,8 +83,6 @@ def check_calibration(linear, recorded: dict) -> None:
 
 def _check_fallback(linear, record) -> None:
     """A record's fallback agrees with ``params.fallback``; a constant release has ``coef`` 0."""
-    from dperm.privacy.fallback import resolve_fallback
-
     n_rows = np.atleast_2d(linear.coef_).shape[0]
     wanted = resolve_fallback(getattr(linear, "fallback", None), n_classes=2 if n_rows == 1 else n_rows,
                               fit_intercept=getattr(linear, "fit_intercept", False),
@@ -96,8 +95,6 @@ def _check_fallback(linear, record) -> None:
             "file was edited or corrupted.")
     if wanted is None:
         return
-    from dperm.privacy.fallback import FALLBACK_CHOICES
-
     if choice not in FALLBACK_CHOICES:
         raise InconsistentModelFile(f"'privacy.fallback_choice' is {choice!r}; it must "
                                     f"be one of {list(FALLBACK_CHOICES)}: the file was edited.")

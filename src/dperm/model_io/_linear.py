@@ -69,12 +69,11 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
     for name, default in _LATER_PARAMS.items():  # files of fits that leave them off stay as they were
         if name in params and params[name] == default:
             del params[name]
-    # Where the fit ran and which budget paid for it are not part of the model.
-    for name in ("scheduler", "accountant"):
+    # Where the fit ran and which budget paid for it are not part of the model; a kernel
+    # model's features are stored below, not their seed.
+    for name in ("scheduler", "accountant", "feature_random_state"):
         if name in params:
             params[name] = None
-    if "feature_random_state" in params:  # the features themselves are stored below
-        params["feature_random_state"] = None
     if params.get("classes") is not None:  # the public label set, as JSON scalars
         params["classes"] = [_json_scalar(c) for c in check_classes(params["classes"])]
     document = {
@@ -87,12 +86,12 @@ def model_to_dict(model, spec: TabularSpec, target: str, schema_from_data=()) ->
         "privacy": model.privacy_.to_dict(),
         "schema_from_data": list(schema_from_data),
     }
+    linear = model.linear_model_ if isinstance(model, KERNEL_CLASSIFIERS) else model
     if isinstance(model, REGRESSORS):
         document.update(classes=None, coef=model.coef_.tolist(), intercept=float(model.intercept_))
-        return with_digest(document)
-    linear = model.linear_model_ if isinstance(model, KERNEL_CLASSIFIERS) else model
-    document.update(classes=[_json_scalar(c) for c in model.classes_], coef=linear.coef_.tolist(),
-                    intercept=linear.intercept_.tolist())
+    else:
+        document.update(classes=[_json_scalar(c) for c in model.classes_], coef=linear.coef_.tolist(),
+                        intercept=linear.intercept_.tolist())
     if isinstance(model, KERNEL_CLASSIFIERS):  # public, drawn without the data (003 Sec. 5.3)
         document["features"] = {"frequencies": model.features_.frequencies_.tolist(),
                                 "phases": model.features_.phases_.tolist()}

@@ -27,7 +27,7 @@ several statistics of one score by basic composition, ``sum epsilon_i = epsilon`
 
 from __future__ import annotations
 
-from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, describe_guarantee, privacy_record, released
+from dperm.privacy.release import DERIVED, NOISED, PUBLIC, RecordBase, privacy_record, released
 
 __all__ = [
     "COUNT_SENSITIVITY", "EvaluationPrivacyRecord", "HISTOGRAM_SENSITIVITY", "PROTECTS",
@@ -128,5 +128,4 @@ class EvaluationPrivacyRecord(RecordBase):
     def summary(self) -> str:
         """One line: the metric, its value and its guarantee."""
         value = self.value if isinstance(self.value, (list, tuple)) else f"{self.value:.4g}"
-        guarantee = describe_guarantee(self.epsilon, self.delta)
-        return f"private {self.metric} = {value} on {self.n_samples} rows, {guarantee}"
+        return f"private {self.metric} = {value} on {self.n_samples} rows, {self.guarantee}"

@@ -209,7 +209,7 @@ class PSGDPrivacyRecord(RecordBase):
         """A readable account: the released model's guarantee first, then how it was reached."""
         if self.coordinator_dp:
             return self._coordinator_dp_summary()
-        lines = [
+        return _with_notes(self.notes, [
             f"Released model (w_T after {self.n_rounds} rounds): {self.guarantee} w.r.t. replacing one "
             "record, as a post-processing of the coordinator's view.",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
@@ -223,9 +223,7 @@ class PSGDPrivacyRecord(RecordBase):
             f"(calibrated for 004 Thm 4.2's target ({self.target_epsilon:g}, {self.target_delta:g}); see the notes).",
             self.collusion.summary_line(),
             *self._data_and_secure_sum_lines(),
-        ]
-        lines += [f"Note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        ])
 
     def _data_and_secure_sum_lines(self) -> list[str]:
         """The data, secure-sum and step-size lines both summaries end with."""
@@ -240,7 +238,7 @@ class PSGDPrivacyRecord(RecordBase):
         ]
 
     def _coordinator_dp_summary(self) -> str:
-        lines = [
+        return _with_notes(self.notes, [
             f"Released model (w_T after {self.n_rounds} rounds): {self.guarantee} w.r.t. replacing one "
             "record, as a post-processing of the coordinator's view (coordinator_dp; not 004 Thm 4.2).",
             f"Coordinator's view over {self.n_rounds} rounds: {self.coordinator_guarantee} by "
@@ -255,9 +253,12 @@ class PSGDPrivacyRecord(RecordBase):
             f"{self.noise_multiplier:.4g} on sensitivity {self.round_sensitivity:g}; no one-time noise.",
             self.collusion.summary_line(),
             *self._data_and_secure_sum_lines(),
-        ]
-        lines += [f"Note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        ])
+
+
+def _with_notes(notes, lines: list[str]) -> str:
+    """The summary's lines, then one ``Note:`` line per note."""
+    return "\n".join([*lines, *(f"Note: {note}" for note in notes)])
 
 
 def _clipping_text(summary: SecureSumSummary) -> str:
@@ -336,7 +337,7 @@ class LocalAggregationPrivacyRecord(RecordBase):
     )
 
     def summary(self) -> str:
-        lines = [
+        return _with_notes(self.notes, [
             f"Released model: {self.guarantee} (output perturbation of the average, 004 eq. 5).",
             f"Coordinator's view: {describe_guarantee(self.coordinator_epsilon, self.coordinator_delta)} "
             "(one secure sum: the noisy average).",
@@ -349,9 +350,7 @@ class LocalAggregationPrivacyRecord(RecordBase):
             f"r = {self.solution_radius_allowance:.3g} of its minimiser.",
             f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}; "
             + _clipping_text(self.secure_sum),
-        ]
-        lines += [f"Note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        ])
 
 
 
@@ -451,7 +450,7 @@ class NewtonPrivacyRecord(RecordBase):
     )
 
     def summary(self) -> str:
-        lines = [
+        return _with_notes(self.notes, [
             f"Released model (w_T after {self.n_rounds} Newton rounds): {self.guarantee} w.r.t. replacing one "
             "record, as a post-processing of the coordinator's view (the secure sums).",
             f"Coordinator's view: Renyi DP of the distributed discrete Gaussian, ({self.rdp_epsilon:.4g}, "
@@ -470,6 +469,4 @@ class NewtonPrivacyRecord(RecordBase):
             f"Secure sum: {self.secure_sum.engine}, C = {self.secure_sum.clipping_range:g}, "
             f"Q = {self.secure_sum.quantization_range}, M = {self.secure_sum.modulus_range}; a reply leaves "
             "[-C, C] only on the range event counted in delta, and nothing about clipping is revealed.",
-        ]
-        lines += [f"Note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        ])

@@ -15,7 +15,6 @@ from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
     RecordBase,
-    describe_guarantee,
     privacy_record,
     released,
 )
@@ -176,11 +175,6 @@ class PrivacyRecord(RecordBase):
         "sample_weighted", "fallback_share", "fallback_epsilon", "fallback_sensitivity",
         "fallback_noise_scale", "fallback_choice",
     )
-
-    @property
-    def guarantee(self) -> str:
-        """The guarantee in words, e.g. ``"0.1-DP (pure epsilon-differential privacy)"``."""
-        return describe_guarantee(self.epsilon, self.delta)
 
     def summary(self) -> str:
         """A readable multi-line account of the guarantee and its calibration."""

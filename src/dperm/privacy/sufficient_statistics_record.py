@@ -12,7 +12,6 @@ from dperm.privacy.release import (
     DERIVED,
     PUBLIC,
     RecordBase,
-    describe_guarantee,
     privacy_record,
     released,
 )
@@ -113,10 +112,6 @@ class SufficientStatisticsRecord(RecordBase):
     #: The coefficients are computed from the noised statistics, not released on a grid:
     #: :func:`dperm.model_io.check_on_grid` has nothing to check.
     coefficients_on_grid = False
-
-    @property
-    def guarantee(self) -> str:
-        return describe_guarantee(self.epsilon, self.delta)
 
     def summary(self) -> str:
         """A readable account of the guarantee and its calibration."""
