@@ -3,7 +3,7 @@
 ``python`` blocks of one page run in order in one namespace, in a temporary directory, as a
 reader would paste them: each page defines its own data (no hidden set-up). A
 ``PrivacyLeakWarning`` is an error: the examples show the private usage. Pages whose
-examples take long (Flower, the reproductions' 2000-round example) are marked
+examples take long (Flower, the reproductions' 2000-round example, the audits) are marked
 ``slow``. ``sh`` blocks are checked where it is cheap: every ``dperm`` subcommand and
 ``--option`` they use exists in the CLI's parser, every ``make`` target exists in the
 Makefile, and every ``pip install -e ".[extra]"`` names an extra of pyproject.toml.
@@ -24,8 +24,9 @@ from dperm.exceptions import PrivacyLeakWarning
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          *sorted((ROOT / "docs" / "design").glob("*.md"))]
-#: Pages whose examples run Flower or thousands of protocol rounds (tens of seconds).
-SLOW_PAGES = {"multiparty.md", "reproductions.md"}
+#: Pages whose examples run Flower, thousands of protocol rounds or full audits (tens of
+#: seconds; auditing.md's about 80 s, a quarter of make test's budget).
+SLOW_PAGES = {"auditing.md", "multiparty.md", "reproductions.md"}
 #: make targets a page may name before the Makefile has them (none today).
 PENDING_MAKE_TARGETS: set = set()
 
